@@ -1,0 +1,31 @@
+"""The one error type for bad input: it carries where the problem is, and prints on one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class InputError(Exception):
+    """Bad input from the user: a file, a field or a command-line value. Exit code 2."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.field = field
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path:
+            where = self.path + (f":{self.line}" if self.line else "") + ": "
+        field = f"{self.field}: " if self.field else ""
+        # One line, always: YAML and pydantic messages can span several.
+        return " ".join(f"{where}{field}{self.message}".split())

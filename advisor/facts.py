@@ -1,0 +1,125 @@
+"""Host facts: the validated description of one machine (the facts-file contract in DESIGN.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+
+from advisor.errors import InputError
+from advisor.units import parse_size
+from advisor.yamlio import parse_document, read_text, validation_error
+
+# `uname -m` values of 32-bit kernels. Anything else (x86_64, aarch64, ppc64le, s390x…) is 64-bit.
+THIRTY_TWO_BIT_ARCHES = frozenset(
+    {"i386", "i486", "i586", "i686", "x86", "armv5l", "armv6l", "armv7l", "armv7hl", "armhf",
+     "arm", "mips", "mipsel", "ppc", "powerpc", "s390", "sparc", "m68k", "sh4", "riscv32"}
+)
+X86_32 = frozenset({"i386", "i486", "i586", "i686", "x86"})
+DEFAULT_LOWMEM = 896 * 1024 * 1024  # x86 VMSPLIT_3G: 1 GiB kernel space minus 128 MiB vmalloc
+
+Size = Annotated[int, BeforeValidator(parse_size)]
+
+
+def _none_if_nonpositive(value: Any) -> Any:
+    # Ansible and /sys report unknown link speed as -1.
+    if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+        return None
+    return value
+
+
+def _sysctl_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int | float | str):
+        return " ".join(str(value).split())
+    if isinstance(value, list) and all(isinstance(v, int | str) for v in value):
+        return " ".join(str(v) for v in value)
+    raise ValueError("a sysctl value must be a string, a number or a list of numbers")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Memory(_Model):
+    total: Size = Field(description="MemTotal: integer bytes, or a number with a unit")
+    lowmem: Size | None = Field(None, description="LowTotal on 32-bit kernels")
+
+
+class Cpu(_Model):
+    threads: int | None = Field(None, ge=1, le=65536)
+
+
+class Nic(_Model):
+    name: str
+    driver: str | None = None
+    speed_mbps: Annotated[int | None, BeforeValidator(_none_if_nonpositive)] = Field(None, le=10_000_000)
+    mtu: int | None = Field(None, ge=68, le=65536)
+
+
+class Service(_Model):
+    listen_backlog: int | None = Field(None, ge=1, le=2**31 - 1)
+    config: str | None = None
+
+
+class Observed(_Model):
+    orphans_peak: int | None = Field(None, ge=0)
+    time_wait_peak: int | None = Field(None, ge=0)
+    connections_peak: int | None = Field(None, ge=0)
+    listen_overflows: int | None = Field(None, ge=0)
+    rx_overruns: int | None = Field(None, ge=0)
+    tcp_mem_pages_peak: int | None = Field(None, ge=0, description="sockstat TCP mem at peak")
+    kernel_messages: list[str] = Field(default_factory=list)
+
+
+class HostFacts(_Model):
+    hostname: str | None = None
+    kernel: str | None = None
+    arch: str | None = None
+    memory: Memory
+    page_size: int = Field(4096, ge=4096, le=65536)
+    cpu: Cpu = Field(default_factory=Cpu)
+    nics: list[Nic] = Field(default_factory=list)
+    sysctl: dict[str, Annotated[str, BeforeValidator(_sysctl_value)]] = Field(default_factory=dict)
+    observed: Observed = Field(default_factory=Observed)
+    services: dict[str, Service] = Field(default_factory=dict)
+
+    @field_validator("page_size")
+    @classmethod
+    def _power_of_two(cls, value: int) -> int:
+        if value & (value - 1):
+            raise ValueError(f"page_size must be a power of two, got {value}")
+        return value
+
+    @property
+    def bits(self) -> int:
+        return 32 if (self.arch or "").lower() in THIRTY_TWO_BIT_ARCHES else 64
+
+    @property
+    def lowmem(self) -> int:
+        """Directly mapped memory the kernel sizes network memory from (all RAM on 64-bit)."""
+        if self.bits == 64:
+            return self.memory.total
+        return min(self.memory.lowmem or DEFAULT_LOWMEM, self.memory.total)
+
+    @property
+    def fastest_nic_mbps(self) -> int | None:
+        speeds = [n.speed_mbps for n in self.nics if n.speed_mbps]
+        return max(speeds) if speeds else None
+
+
+def facts_from_data(data: Any, path: Path | None = None, text: str | None = None) -> HostFacts:
+    if not isinstance(data, dict):
+        raise InputError("a facts file must be a mapping with at least memory.total", path=path)
+    try:
+        return HostFacts.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error(exc, path, text) from None
+
+
+def load_facts(path: Path) -> HostFacts:
+    """Read a facts file (YAML or JSON)."""
+    text = read_text(path)
+    return facts_from_data(parse_document(text, path), path, text)

@@ -1,0 +1,40 @@
+"""The knowledge base: catalog, rules and profiles, loaded and compiled once per run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from advisor.catalog import Catalog
+from advisor.errors import InputError
+from advisor.expressions import Compiler
+from advisor.profiles import Profile, load_profiles
+from advisor.resources import data_dir
+from advisor.rules import Rule, load_rules
+
+
+@dataclass
+class KnowledgeBase:
+    compiler: Compiler
+    catalog: Catalog
+    rules: dict[str, Rule]
+    profiles: dict[str, Profile]
+
+    @classmethod
+    def load(cls, rules_dirs: list[Path] | None = None,
+             profiles_dirs: list[Path] | None = None) -> KnowledgeBase:
+        compiler = Compiler()
+        shipped_rules = data_dir("rules")
+        catalog = Catalog(shipped_rules / "catalog", compiler)
+        rules = load_rules([shipped_rules, *(rules_dirs or [])], compiler, catalog)
+        profiles = load_profiles([data_dir("profiles"), *(profiles_dirs or [])], rules, compiler)
+        compiler.save()
+        return cls(compiler, catalog, rules, profiles)
+
+    def profile(self, name: str) -> Profile:
+        try:
+            return self.profiles[name]
+        except KeyError:
+            known = ", ".join(sorted(self.profiles))
+            raise InputError(f"unknown profile {name!r} (profiles: {known})",
+                             field="--profile") from None

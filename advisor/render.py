@@ -1,0 +1,121 @@
+"""Renderers: format a Plan with the templates in templates/. They compute nothing new."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from advisor import __version__
+from advisor.catalog import Catalog
+from advisor.expressions import cache_directory
+from advisor.plan import Plan
+from advisor.resources import data_dir
+from advisor.units import human_bytes
+from advisor.values import human, parse_current
+from advisor.yamlio import dump_json
+
+FORMATS = ("conf", "json", "markdown")
+
+
+def _comment(text: str, indent: str = "#   ", width: int = 96) -> str:
+    """Wrap prose into comment lines; every line starts with `indent`."""
+    lines: list[str] = []
+    for paragraph in text.splitlines():
+        if not paragraph.strip():
+            continue
+        wrapped = textwrap.wrap(paragraph, width=width - len(indent), break_long_words=False,
+                                break_on_hyphens=False)
+        lines.extend(indent + w for w in wrapped)
+    return "\n".join(lines)
+
+
+def _md_cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _param(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _first_sentence(text: str) -> str:
+    flat = " ".join(text.split())
+    if flat.startswith("[") and "] " in flat:
+        flat = flat.split("] ", 1)[1]
+    end = flat.find(". ")
+    return flat if end < 0 else flat[: end + 1]
+
+
+class Renderer:
+    def __init__(self, catalog: Catalog, templates: Path | None = None) -> None:
+        self.catalog = catalog
+        cache_dir = cache_directory()
+        bytecode_cache: jinja2.BytecodeCache | None = None
+        if cache_dir is not None:
+            try:
+                (cache_dir / "templates").mkdir(parents=True, exist_ok=True)
+                bytecode_cache = jinja2.FileSystemBytecodeCache(str(cache_dir / "templates"))
+            except OSError:
+                bytecode_cache = None
+        self.env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(str(templates or data_dir("templates"))),
+            autoescape=False,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
+            undefined=jinja2.StrictUndefined,
+            bytecode_cache=bytecode_cache,
+        )
+        self.env.filters["comment"] = _comment
+        self.env.filters["md"] = _md_cell
+        self.env.filters["first_sentence"] = _first_sentence
+        self.env.filters["param"] = _param
+
+    def _human(self, key: str, text: str | None, page_size: int) -> str | None:
+        if text is None or key not in self.catalog.keys:
+            return None
+        spec = self.catalog.keys[key]
+        if spec.unit in ("count", "port"):
+            return None  # the number is already the human form
+        value = parse_current(text, spec)
+        return human(value, spec, page_size) if value is not None else None
+
+    def render(self, plan: Plan, fmt: str, command: str) -> str:
+        if fmt == "json":
+            return dump_json(plan.to_json_data())
+        template = {"conf": "sysctl.conf.j2", "markdown": "plan.md.j2"}[fmt]
+        return self.env.get_template(template).render(**self._context(plan, command))
+
+    def _context(self, plan: Plan, command: str) -> dict[str, Any]:
+        sections = []
+        for section in self.catalog.sections:
+            rows = [s for s in plan.settings if s.section == section.id]
+            if rows:
+                sections.append({"title": section.title, "settings": rows})
+        page_size = plan.host.page_size
+        extra: dict[str, dict[str, Any]] = {}
+        for s in plan.settings:
+            spec = self.catalog.keys[s.key]
+            extra[s.key] = {
+                "fields": " ".join(spec.fields) if spec.fields else "",
+                "default_human": self._human(s.key, s.kernel_default, page_size),
+                "current_human": self._human(s.key, s.current, page_size),
+            }
+        return {
+            "plan": plan,
+            "sections": sections,
+            "extra": extra,
+            "command": command,
+            "version": __version__,
+            "memory_human": human_bytes(plan.host.memory_total),
+            "lowmem_human": human_bytes(plan.host.lowmem) if plan.host.lowmem else None,
+            "page_human": human_bytes(page_size),
+        }
