@@ -11,13 +11,12 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from advisor.errors import InputError
 from advisor.expressions import Compiler, Expression, ExpressionError, as_input_error
 from advisor.facts import HostFacts
 from advisor.kernel_version import KernelRange, KernelVersion
-from advisor.yamlio import parse_document, read_text, validation_error
+from advisor.spec_cache import SpecCache
 
 Unit = Literal["bytes", "pages", "kbytes", "count", "seconds", "boolean", "choice", "port"]
 Literal_ = int | float | bool | list[int] | None
@@ -30,7 +29,8 @@ def _check_range(text: str) -> str:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Schemas are built on first validation only; cached specs never need them (spec_cache).
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Era(_Model):
@@ -186,12 +186,12 @@ class _CompiledEra:
 class Catalog:
     """Keys and kernel model, with every formula compiled."""
 
-    def __init__(self, directory: Path, compiler: Compiler) -> None:
+    def __init__(self, directory: Path, compiler: Compiler, specs: SpecCache) -> None:
         self.directory = directory
         keys_path = directory / "keys.yaml"
         model_path = directory / "kernel-model.yaml"
-        keys_file = _load(keys_path, CatalogFile)
-        self.model = _load(model_path, KernelModelFile)
+        keys_file = specs.load(keys_path, CatalogFile, "the key catalog")
+        self.model = specs.load(model_path, KernelModelFile, "the kernel model")
         self.sections = keys_file.sections
         self.keys: dict[str, CatalogKey] = keys_file.keys
         self.by_alias = {k.alias: name for name, k in self.keys.items()}
@@ -324,14 +324,3 @@ def _to_int(value: Any) -> int:
             raise ValueError(f"not a finite number: {value!r}")
         return round(value)
     raise ValueError(f"expected a number, got {value!r}")
-
-
-def _load(path: Path, model: type[Any]) -> Any:
-    text = read_text(path)
-    data = parse_document(text, path)
-    if not isinstance(data, dict):
-        raise InputError("expected a mapping", path=path)
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise validation_error(exc, path, text) from None

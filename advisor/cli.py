@@ -33,8 +33,9 @@ FactsOption = Annotated[
 ProfileOption = Annotated[str, typer.Option("--profile", "-p", help="Workload profile name.")]
 SetOption = Annotated[
     list[str] | None,
-    typer.Option("--set", "-s", help="Profile parameter, NAME=VALUE (repeatable).",
-                 metavar="NAME=VALUE"),
+    typer.Option(
+        "--set", "-s", help="Profile parameter, NAME=VALUE (repeatable).", metavar="NAME=VALUE"
+    ),
 ]
 RulesDirOption = Annotated[
     list[Path] | None, typer.Option("--rules-dir", help="Extra rules directory (repeatable).")
@@ -57,11 +58,14 @@ def _guard(fn: Callable[[], T]) -> T:
         _fail(f"error: {exc}")
     except typer.Exit:
         raise
-    except Exception as exc:  # noqa: BLE001 - the promise is: never a traceback
+    except Exception as exc:
         if os.environ.get("SYSCTL_ADVISOR_DEBUG"):
             raise
-        _fail(f"internal error: {type(exc).__name__}: {exc} "
-              "(set SYSCTL_ADVISOR_DEBUG=1 for a traceback)", 3)
+        _fail(
+            f"internal error: {type(exc).__name__}: {exc} "
+            "(set SYSCTL_ADVISOR_DEBUG=1 for a traceback)",
+            3,
+        )
 
 
 def _overrides(pairs: list[str] | None) -> dict[str, str]:
@@ -110,11 +114,10 @@ def recommend(
     profile: ProfileOption,
     facts: FactsOption = None,
     set_: SetOption = None,
-    fmt: Annotated[
-        str, typer.Option("--format", "-f", help="conf, json or markdown.")
-    ] = "conf",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="conf, json or markdown.")] = "conf",
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write here (atomically) instead of stdout.")
+        Path | None,
+        typer.Option("--output", "-o", help="Write here (atomically) instead of stdout."),
     ] = None,
     rules_dir: RulesDirOption = None,
     profiles_dir: ProfilesDirOption = None,
@@ -127,8 +130,9 @@ def recommend(
         from advisor.yamlio import write_atomic
 
         if fmt not in FORMATS:
-            raise InputError(f"unknown format {fmt!r} (choose {', '.join(FORMATS)})",
-                             field="--format")
+            raise InputError(
+                f"unknown format {fmt!r} (choose {', '.join(FORMATS)})", field="--format"
+            )
         overrides = _overrides(set_)
         kb = _knowledge(rules_dir, profiles_dir)
         host = _facts(facts, list(kb.catalog.keys))

@@ -26,7 +26,9 @@ class _KeyWork:
     caps: list[tuple[str, Any]] = field(default_factory=list)
 
 
-def _host_variables(kb: KnowledgeBase, facts: HostFacts) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+def _host_variables(
+    kb: KnowledgeBase, facts: HostFacts
+) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """What every expression sees about the host, its kernel defaults, and notes."""
     version, distro, known, notes = kb.catalog.kernel_for(facts)
     host, kernel = kb.catalog.evaluate_host(facts, version, distro, known)
@@ -49,8 +51,9 @@ def host_defaults(kb: KnowledgeBase, facts: HostFacts) -> dict[str, str | None]:
     return {k: (conf_text(v) if v is not None else None) for k, v in defaults.items()}
 
 
-def build_plan(kb: KnowledgeBase, facts: HostFacts, profile_name: str,
-               overrides: dict[str, str] | None = None) -> Plan:
+def build_plan(
+    kb: KnowledgeBase, facts: HostFacts, profile_name: str, overrides: dict[str, str] | None = None
+) -> Plan:
     catalog = kb.catalog
     profile = kb.profile(profile_name)
     variables, defaults, notes = _host_variables(kb, facts)
@@ -74,9 +77,13 @@ def build_plan(kb: KnowledgeBase, facts: HostFacts, profile_name: str,
     work: dict[str, _KeyWork] = {}
     for result in results:
         for key, value in result.wants.items():
-            work.setdefault(key, _KeyWork(key, catalog.keys[key])).wants.append((result.rule.id, value))
+            work.setdefault(key, _KeyWork(key, catalog.keys[key])).wants.append(
+                (result.rule.id, value)
+            )
         for key, value in result.caps.items():
-            work.setdefault(key, _KeyWork(key, catalog.keys[key])).caps.append((result.rule.id, value))
+            work.setdefault(key, _KeyWork(key, catalog.keys[key])).caps.append(
+                (result.rule.id, value)
+            )
     by_rule = {r.rule.id: r for r in results}
 
     settings: list[Setting] = []
@@ -86,16 +93,26 @@ def build_plan(kb: KnowledgeBase, facts: HostFacts, profile_name: str,
             continue
         item = work[key]
         if not catalog.exists(key, version):
-            notes.append(f"{key} does not exist on kernel {version.short}; not emitted "
-                         f"(wanted by {', '.join(r for r, _ in item.wants + item.caps)})")
+            notes.append(
+                f"{key} does not exist on kernel {version.short}; not emitted "
+                f"(wanted by {', '.join(r for r, _ in item.wants + item.caps)})"
+            )
             continue
         if not item.wants and defaults.get(key) is None:
-            notes.append(f"{key}: the kernel default on this host is not known and no rule sets "
-                         f"a value, so the cap from {', '.join(r for r, _ in item.caps)} "
-                         "cannot be applied")
+            notes.append(
+                f"{key}: the kernel default on this host is not known and no rule sets "
+                f"a value, so the cap from {', '.join(r for r, _ in item.caps)} "
+                "cannot be applied"
+            )
             continue
-        setting = _resolve(item, defaults.get(key), current.get(item.spec.alias),
-                           current_text.get(key), by_rule, facts.page_size)
+        setting = _resolve(
+            item,
+            defaults.get(key),
+            current.get(item.spec.alias),
+            current_text.get(key),
+            by_rule,
+            facts.page_size,
+        )
         if isinstance(setting, Unchanged):
             unchanged.append(setting)
         elif setting is not None:
@@ -106,14 +123,24 @@ def build_plan(kb: KnowledgeBase, facts: HostFacts, profile_name: str,
     settings.sort(key=lambda s: (section_order[s.section], key_order[s.key]))
 
     findings = sorted(
-        {(f.id, f.key, f.message): Finding(id=f.id, severity=f.severity, key=f.key,
-                                           message=f.message, rule=f.rule)
-         for r in results for f in r.findings}.values(),
+        {
+            (f.id, f.key, f.message): Finding(
+                id=f.id, severity=f.severity, key=f.key, message=f.message, rule=f.rule
+            )
+            for r in results
+            for f in r.findings
+        }.values(),
         key=lambda f: (SEVERITY_ORDER[f.severity], f.id, f.key or "", f.message),
     )
-    companions = list({(c.target, c.setting): Companion(target=c.target, setting=c.setting,
-                                                        rationale=c.rationale, rule=c.rule)
-                       for r in results for c in r.companions}.values())
+    companions = list(
+        {
+            (c.target, c.setting): Companion(
+                target=c.target, setting=c.setting, rationale=c.rationale, rule=c.rule
+            )
+            for r in results
+            for c in r.companions
+        }.values()
+    )
     companions.sort(key=lambda c: (c.target, c.setting))
 
     return Plan(
@@ -137,13 +164,20 @@ def build_plan(kb: KnowledgeBase, facts: HostFacts, profile_name: str,
 
 
 def _merge(values: list[list[int]], policies: list[str]) -> list[int]:
-    return [max(column) if policy == "max" else min(column)
-            for column, policy in zip(zip(*values, strict=True), policies, strict=True)]
+    return [
+        max(column) if policy == "max" else min(column)
+        for column, policy in zip(zip(*values, strict=True), policies, strict=True)
+    ]
 
 
-def _resolve(item: _KeyWork, default: Value | None, current: Value | None,
-             current_text: str | None, by_rule: dict[str, RuleResult],
-             page_size: int) -> Setting | Unchanged | None:
+def _resolve(
+    item: _KeyWork,
+    default: Value | None,
+    current: Value | None,
+    current_text: str | None,
+    by_rule: dict[str, RuleResult],
+    page_size: int,
+) -> Setting | Unchanged | None:
     """Merge the wants (the kernel default is an implicit one), apply caps, order, bounds."""
     spec = item.spec
     policies = spec.policies()
@@ -164,8 +198,10 @@ def _resolve(item: _KeyWork, default: Value | None, current: Value | None,
     capped_by: list[str] = []
     for rule_id, cap in item.caps:
         limits = cap if isinstance(cap, list) else [cap]
-        lowered = [v if c is None else (min(v, c) if p == "max" else max(v, c))
-                   for v, c, p in zip(merged, limits, policies, strict=True)]
+        lowered = [
+            v if c is None else (min(v, c) if p == "max" else max(v, c))
+            for v, c, p in zip(merged, limits, policies, strict=True)
+        ]
         if lowered != merged:
             capped_by.append(rule_id)
             merged = lowered
@@ -173,21 +209,28 @@ def _resolve(item: _KeyWork, default: Value | None, current: Value | None,
         if not item.wants:
             source = f"the kernel default {conf_text(before_caps)}"
         elif before_caps != wanted:
-            source = (f"{conf_text(before_caps)} (the wants {conf_text(wanted)} merged with the "
-                      f"kernel default)")
+            source = (
+                f"{conf_text(before_caps)} (the wants {conf_text(wanted)} merged with the "
+                f"kernel default)"
+            )
         else:
             source = f"the wanted {conf_text(wanted)}"
-        lines.append(f"Safety cap ({', '.join(capped_by)}) wins: {source} becomes "
-                     f"{conf_text(merged)}.")
+        lines.append(
+            f"Safety cap ({', '.join(capped_by)}) wins: {source} becomes {conf_text(merged)}."
+        )
     elif item.wants and merged != wanted:
-        lines.append(f"Where the kernel default gives more than the rules want "
-                     f"({conf_text(wanted)}), the default is kept.")
+        lines.append(
+            f"Where the kernel default gives more than the rules want "
+            f"({conf_text(wanted)}), the default is kept."
+        )
 
     if spec.ordered:
         for i in range(len(merged) - 2, -1, -1):
             if merged[i] > merged[i + 1]:
-                lines.append(f"Lowered {(spec.fields or [])[i] if spec.fields else i} to "
-                             f"{merged[i + 1]} so the values stay in order.")
+                lines.append(
+                    f"Lowered {(spec.fields or [])[i] if spec.fields else i} to "
+                    f"{merged[i + 1]} so the values stay in order."
+                )
                 merged[i] = merged[i + 1]
     bounded = [min(max(v, spec.min), spec.max) for v in merged]
     if bounded != merged:
@@ -199,11 +242,18 @@ def _resolve(item: _KeyWork, default: Value | None, current: Value | None,
     if not item.wants and not capped_by:
         return None  # only caps that did not bite: nothing to say
     if final == default and (current is None or current == final):
-        return Unchanged(key=item.key, kernel_default=conf_text(default), wanted=conf_text(wanted),
-                         rules=contributing)
+        return Unchanged(
+            key=item.key,
+            kernel_default=conf_text(default),
+            wanted=conf_text(wanted),
+            rules=contributing,
+        )
 
-    paragraphs = [f"[{rid}] {by_rule[rid].rationale_for(item.key)}" for rid in contributing
-                  if by_rule[rid].rationale_for(item.key)]
+    paragraphs = [
+        f"[{rid}] {by_rule[rid].rationale_for(item.key)}"
+        for rid in contributing
+        if by_rule[rid].rationale_for(item.key)
+    ]
     rationale = "\n".join(paragraphs + lines)
     references: list[str] = []
     for rid in contributing:

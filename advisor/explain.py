@@ -13,7 +13,8 @@ from advisor.knowledge import KnowledgeBase
 def _wrap(text: str, indent: str = "  ") -> str:
     return "\n".join(
         textwrap.fill(p, width=96, initial_indent=indent, subsequent_indent=indent)
-        for p in text.splitlines() if p.strip()
+        for p in text.splitlines()
+        if p.strip()
     )
 
 
@@ -22,23 +23,32 @@ def resolve_key(kb: KnowledgeBase, key: str) -> str:
         return key
     alias = key.replace("-", "_")
     if alias in kb.catalog.by_alias:
-        return kb.catalog.by_alias[alias]
-    raise InputError(f"unknown key {key!r}; known keys: {', '.join(kb.catalog.keys)}",
-                     field="KEY")
+        return str(kb.catalog.by_alias[alias])
+    raise InputError(f"unknown key {key!r}; known keys: {', '.join(kb.catalog.keys)}", field="KEY")
 
 
-def explain_key(kb: KnowledgeBase, key: str, facts: HostFacts | None, profile: str | None,
-                overrides: dict[str, str]) -> str:
+def explain_key(
+    kb: KnowledgeBase,
+    key: str,
+    facts: HostFacts | None,
+    profile: str | None,
+    overrides: dict[str, str],
+) -> str:
     name = resolve_key(kb, key)
     spec = kb.catalog.keys[name]
     out = [name, _wrap(spec.summary), ""]
     shape = f"{spec.length} values ({' '.join(spec.fields)})" if spec.fields else "one value"
     out.append(f"  unit:      {spec.unit}, {shape}, accepted {spec.min}..{spec.max}")
-    out.append(f"  exists:    {('kernels ' + spec.exists) if spec.exists else 'all modelled kernels'}")
+    out.append(
+        f"  exists:    {('kernels ' + spec.exists) if spec.exists else 'all modelled kernels'}"
+    )
     scope = f"per network namespace since {spec.netns_since}" if spec.netns_since else "global"
     out.append(f"  scope:     {scope}")
-    policy = ("largest want wins, never below the kernel default" if spec.merge == "max"
-              else "smallest want wins (a safety setting)")
+    policy = (
+        "largest want wins, never below the kernel default"
+        if spec.merge == "max"
+        else "smallest want wins (a safety setting)"
+    )
     out.append(f"  merge:     {spec.merge} ({policy}); caps always win")
     out.append("  kernel default by version:")
     for era in spec.default:
@@ -71,13 +81,17 @@ def explain_key(kb: KnowledgeBase, key: str, facts: HostFacts | None, profile: s
             else:
                 covered = [u for u in plan.unchanged if u.key == name]
                 if covered:
-                    out.append(f"Profile {profile}: the kernel default {covered[0].kernel_default} "
-                               f"already covers what {', '.join(covered[0].rules)} wants.")
+                    out.append(
+                        f"Profile {profile}: the kernel default {covered[0].kernel_default} "
+                        f"already covers what {', '.join(covered[0].rules)} wants."
+                    )
                 else:
                     out.append(f"Profile {profile} does not set {name}.")
         default = host_defaults(kb, facts).get(name)
-        out.append(f"Kernel default on this host ({version.short}): "
-                   f"{default if default is not None else 'unknown'}")
+        out.append(
+            f"Kernel default on this host ({version.short}): "
+            f"{default if default is not None else 'unknown'}"
+        )
     return "\n".join(out) + "\n"
 
 
@@ -93,10 +107,12 @@ def describe_profiles(kb: KnowledgeBase) -> str:
         if profile.parameters:
             out.append("  parameters:")
             for name, p in profile.parameters.items():
-                default = p.default_expr and f"from facts: {p.default_expr}" or repr(p.default)
+                default = (p.default_expr and f"from facts: {p.default_expr}") or repr(p.default)
                 bounds = ""
                 if p.min is not None or p.max is not None:
-                    bounds = f", {p.min if p.min is not None else ''}..{p.max if p.max is not None else ''}"
+                    low = f"{p.min:g}" if p.min is not None else ""
+                    high = f"{p.max:g}" if p.max is not None else ""
+                    bounds = f", {low}..{high}"
                 unit = f" {p.unit}" if p.unit else ""
                 out.append(f"    {name} ({p.type}{unit}{bounds}; default {default})")
                 out.append(_wrap(p.description, "      "))

@@ -89,7 +89,9 @@ GLOBALS: dict[str, Any] = {
 
 
 def make_environment() -> SandboxedEnvironment:
-    env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
+    env = SandboxedEnvironment(
+        undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False
+    )
     env.filters.update(FILTERS)
     env.globals.update(GLOBALS)
     return env
@@ -127,7 +129,9 @@ class _CodeCache:
         base = cache_directory()
         if base is None:
             return None
-        tag = f"py{sys.version_info[0]}{sys.version_info[1]}-jinja{jinja2.__version__}-{__version__}"
+        tag = (
+            f"py{sys.version_info[0]}{sys.version_info[1]}-jinja{jinja2.__version__}-{__version__}"
+        )
         return base / f"expressions-{tag}.marshal"
 
     def get(self, key: str) -> CodeType | None:
@@ -201,7 +205,9 @@ class Compiler:
             try:
                 code = self.env.compile(source)
             except TemplateSyntaxError as exc:
-                raise ExpressionError(f"invalid template (line {exc.lineno}): {exc.message}") from None
+                raise ExpressionError(
+                    f"invalid template (line {exc.lineno}): {exc.message}"
+                ) from None
             assert isinstance(code, CodeType)
             return code
 

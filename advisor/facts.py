@@ -13,8 +13,28 @@ from advisor.yamlio import parse_document, read_text, validation_error
 
 # `uname -m` values of 32-bit kernels. Anything else (x86_64, aarch64, ppc64le, s390x…) is 64-bit.
 THIRTY_TWO_BIT_ARCHES = frozenset(
-    {"i386", "i486", "i586", "i686", "x86", "armv5l", "armv6l", "armv7l", "armv7hl", "armhf",
-     "arm", "mips", "mipsel", "ppc", "powerpc", "s390", "sparc", "m68k", "sh4", "riscv32"}
+    {
+        "i386",
+        "i486",
+        "i586",
+        "i686",
+        "x86",
+        "armv5l",
+        "armv6l",
+        "armv7l",
+        "armv7hl",
+        "armhf",
+        "arm",
+        "mips",
+        "mipsel",
+        "ppc",
+        "powerpc",
+        "s390",
+        "sparc",
+        "m68k",
+        "sh4",
+        "riscv32",
+    }
 )
 X86_32 = frozenset({"i386", "i486", "i586", "i686", "x86"})
 DEFAULT_LOWMEM = 896 * 1024 * 1024  # x86 VMSPLIT_3G: 1 GiB kernel space minus 128 MiB vmalloc
@@ -55,7 +75,9 @@ class Cpu(_Model):
 class Nic(_Model):
     name: str
     driver: str | None = None
-    speed_mbps: Annotated[int | None, BeforeValidator(_none_if_nonpositive)] = Field(None, le=10_000_000)
+    speed_mbps: Annotated[int | None, BeforeValidator(_none_if_nonpositive)] = Field(
+        None, le=10_000_000
+    )
     mtu: int | None = Field(None, ge=68, le=65536)
 
 

@@ -13,7 +13,7 @@ _CLAUSE_RE = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*([0-9][0-9.]*)\s*$")
 @functools.total_ordering
 @dataclass(frozen=True)
 class KernelVersion:
-    """A comparable kernel version: 2.6.32-642.el6.i686 -> (2, 6, 32, 0) with suffix "-642.el6.i686".
+    """A comparable kernel version: 2.6.32-642.el6.i686 -> (2, 6, 32, 0).
 
     Compares with other versions and with strings, so rule expressions can say `kernel < "4.12"`.
     """
@@ -25,7 +25,9 @@ class KernelVersion:
     def parse(cls, release: str) -> KernelVersion:
         match = _RELEASE_RE.match(release)
         if not match:
-            raise ValueError(f"cannot read a kernel version from {release!r} (e.g. 5.15.0-91-generic)")
+            raise ValueError(
+                f"cannot read a kernel version from {release!r} (e.g. 5.15.0-91-generic)"
+            )
         major, minor, patch, sub, _rest = match.groups()
         return cls((int(major), int(minor), int(patch or 0), int(sub or 0)), release.strip())
 
@@ -77,7 +79,9 @@ class KernelRange:
                 continue
             match = _CLAUSE_RE.match(part)
             if not match:
-                raise ValueError(f"bad kernel range clause {part.strip()!r} (write e.g. '>=3.4,<4.2')")
+                raise ValueError(
+                    f"bad kernel range clause {part.strip()!r} (write e.g. '>=3.4,<4.2')"
+                )
             op, version = match.groups()
             clauses.append((op, KernelVersion.parse(version).numbers))
         return cls(text, tuple(clauses))

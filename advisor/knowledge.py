@@ -11,6 +11,7 @@ from advisor.expressions import Compiler
 from advisor.profiles import Profile, load_profiles
 from advisor.resources import data_dir
 from advisor.rules import Rule, load_rules
+from advisor.spec_cache import SpecCache
 
 
 @dataclass
@@ -21,14 +22,19 @@ class KnowledgeBase:
     profiles: dict[str, Profile]
 
     @classmethod
-    def load(cls, rules_dirs: list[Path] | None = None,
-             profiles_dirs: list[Path] | None = None) -> KnowledgeBase:
+    def load(
+        cls, rules_dirs: list[Path] | None = None, profiles_dirs: list[Path] | None = None
+    ) -> KnowledgeBase:
         compiler = Compiler()
+        specs = SpecCache()
         shipped_rules = data_dir("rules")
-        catalog = Catalog(shipped_rules / "catalog", compiler)
-        rules = load_rules([shipped_rules, *(rules_dirs or [])], compiler, catalog)
-        profiles = load_profiles([data_dir("profiles"), *(profiles_dirs or [])], rules, compiler)
+        catalog = Catalog(shipped_rules / "catalog", compiler, specs)
+        rules = load_rules([shipped_rules, *(rules_dirs or [])], compiler, catalog, specs)
+        profiles = load_profiles(
+            [data_dir("profiles"), *(profiles_dirs or [])], rules, compiler, specs
+        )
         compiler.save()
+        specs.save()
         return cls(compiler, catalog, rules, profiles)
 
     def profile(self, name: str) -> Profile:
@@ -36,5 +42,6 @@ class KnowledgeBase:
             return self.profiles[name]
         except KeyError:
             known = ", ".join(sorted(self.profiles))
-            raise InputError(f"unknown profile {name!r} (profiles: {known})",
-                             field="--profile") from None
+            raise InputError(
+                f"unknown profile {name!r} (profiles: {known})", field="--profile"
+            ) from None

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from advisor.errors import InputError
 from advisor.expressions import Compiler, Expression, ExpressionError, as_input_error
 from advisor.rules import Rule, matches
-from advisor.yamlio import parse_document, read_text, validation_error
+from advisor.spec_cache import SpecCache
 
 ParamType = Literal["int", "float", "bool", "str"]
 _TRUE = {"true", "yes", "on", "1"}
@@ -18,7 +18,7 @@ _FALSE = {"false", "no", "off", "0"}
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Parameter(_Model):
@@ -50,8 +50,9 @@ class ProfileSpec(_Model):
 class Profile:
     """A profile with its inheritance resolved: all parameters and rule ids, parents first."""
 
-    def __init__(self, chain: list[tuple[ProfileSpec, Path]], rules: dict[str, Rule],
-                 compiler: Compiler) -> None:
+    def __init__(
+        self, chain: list[tuple[ProfileSpec, Path]], rules: dict[str, Rule], compiler: Compiler
+    ) -> None:
         spec, path = chain[-1]
         self.name = spec.name
         self.summary = spec.summary
@@ -78,16 +79,19 @@ class Profile:
                 try:
                     self._defaults[name] = compiler.expression(param.default_expr)
                 except ExpressionError as exc:
-                    raise as_input_error(exc, self._param_paths[name],
-                                         f"parameters.{name}.default_expr") from None
+                    raise as_input_error(
+                        exc, self._param_paths[name], f"parameters.{name}.default_expr"
+                    ) from None
 
     def resolve(self, overrides: dict[str, str], variables: dict[str, Any]) -> dict[str, Any]:
         """Parameter values: defaults (evaluated over the host), then --set overrides."""
         for name in overrides:
             if name not in self.parameters:
                 known = ", ".join(sorted(self.parameters)) or "none"
-                raise InputError(f"unknown parameter {name!r} for profile {self.name!r} "
-                                 f"(parameters: {known})", field="--set")
+                raise InputError(
+                    f"unknown parameter {name!r} for profile {self.name!r} (parameters: {known})",
+                    field="--set",
+                )
         values: dict[str, Any] = {}
         for name, param in self.parameters.items():
             if name in overrides:
@@ -97,8 +101,9 @@ class Profile:
                 try:
                     value = self._defaults[name].evaluate(variables)
                 except ExpressionError as exc:
-                    raise as_input_error(exc, self._param_paths[name],
-                                         f"parameters.{name}.default_expr") from None
+                    raise as_input_error(
+                        exc, self._param_paths[name], f"parameters.{name}.default_expr"
+                    ) from None
             else:
                 value = param.default
             values[name] = None if value is None else coerce(name, param, value, from_default=True)
@@ -125,8 +130,11 @@ def coerce(name: str, param: Parameter, raw: Any, *, from_default: bool = False)
                 raw = int(raw)
             value = raw if isinstance(raw, int) and not isinstance(raw, bool) else int(text, 10)
         elif param.type == "float":
-            value = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) \
+            value = (
+                float(raw)
+                if isinstance(raw, int | float) and not isinstance(raw, bool)
                 else float(text)
+            )
             if value != value or value in (float("inf"), float("-inf")):
                 raise ValueError
         else:
@@ -144,45 +152,44 @@ def coerce(name: str, param: Parameter, raw: Any, *, from_default: bool = False)
 
 
 def _article(kind: str) -> str:
-    return {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string"}[kind]
+    return {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string"}[
+        kind
+    ]
 
 
-def load_profiles(directories: list[Path], rules: dict[str, Rule],
-                  compiler: Compiler) -> dict[str, Profile]:
-    specs: dict[str, tuple[ProfileSpec, Path]] = {}
+def load_profiles(
+    directories: list[Path], rules: dict[str, Rule], compiler: Compiler, specs: SpecCache
+) -> dict[str, Profile]:
+    found: dict[str, tuple[ProfileSpec, Path]] = {}
     for directory in directories:
         if not directory.is_dir():
             raise InputError("profiles directory not found", path=directory)
         for path in sorted(directory.glob("*.yaml")):
-            spec = _load_spec(path)
+            spec = specs.load(path, ProfileSpec, "a profile file")
             if path.stem != spec.name:
-                raise InputError(f"profile name {spec.name!r} does not match the file name",
-                                 path=path, field="name")
-            specs[spec.name] = (spec, path)
+                raise InputError(
+                    f"profile name {spec.name!r} does not match the file name",
+                    path=path,
+                    field="name",
+                )
+            found[spec.name] = (spec, path)
     profiles: dict[str, Profile] = {}
-    for name in sorted(specs):
+    for name in sorted(found):
         chain: list[tuple[ProfileSpec, Path]] = []
         current: str | None = name
         while current is not None:
             if any(s.name == current for s, _ in chain):
-                raise InputError(f"profile inheritance loops through {current!r}",
-                                 path=specs[name][1], field="extends")
-            if current not in specs:
-                child = chain[-1][1] if chain else specs[name][1]
-                raise InputError(f"extends unknown profile {current!r}", path=child,
-                                 field="extends")
-            chain.append(specs[current])
-            current = specs[current][0].extends
+                raise InputError(
+                    f"profile inheritance loops through {current!r}",
+                    path=found[name][1],
+                    field="extends",
+                )
+            if current not in found:
+                child = chain[-1][1] if chain else found[name][1]
+                raise InputError(
+                    f"extends unknown profile {current!r}", path=child, field="extends"
+                )
+            chain.append(found[current])
+            current = found[current][0].extends
         profiles[name] = Profile(list(reversed(chain)), rules, compiler)
     return profiles
-
-
-def _load_spec(path: Path) -> ProfileSpec:
-    text = read_text(path)
-    data = parse_document(text, path)
-    if not isinstance(data, dict):
-        raise InputError("a profile file must be a mapping", path=path)
-    try:
-        return ProfileSpec.model_validate(data)
-    except ValidationError as exc:
-        raise validation_error(exc, path, text) from None

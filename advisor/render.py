@@ -26,8 +26,9 @@ def _comment(text: str, indent: str = "#   ", width: int = 96) -> str:
     for paragraph in text.splitlines():
         if not paragraph.strip():
             continue
-        wrapped = textwrap.wrap(paragraph, width=width - len(indent), break_long_words=False,
-                                break_on_hyphens=False)
+        wrapped = textwrap.wrap(
+            paragraph, width=width - len(indent), break_long_words=False, break_on_hyphens=False
+        )
         lines.extend(indent + w for w in wrapped)
     return "\n".join(lines)
 

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from advisor.catalog import Catalog, CatalogKey
 from advisor.errors import InputError
 from advisor.expressions import Compiler, Expression, ExpressionError, Text, as_input_error
-from advisor.yamlio import parse_document, read_text, validation_error
+from advisor.spec_cache import SpecCache
 
 Severity = Literal["error", "warning", "info"]
 SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
@@ -25,7 +25,7 @@ RULE_ID = r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$"
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class FindingSpec(_Model):
@@ -77,8 +77,10 @@ class RuleSpec(_Model):
     def _strings(cls, value: Any) -> Any:
         # Numbers are valid expressions too; accept `set: {key: 0}`.
         if isinstance(value, dict):
-            return {k: (str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v)
-                    for k, v in value.items()}
+            return {
+                k: (str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v)
+                for k, v in value.items()
+            }
         return value
 
 
@@ -123,15 +125,17 @@ class Rule:
         for section in ("set", "cap"):
             for key in getattr(spec, section):
                 if key not in catalog.keys:
-                    raise InputError(f"unknown key {key!r} (not in the key catalog)",
-                                     path=path, field=f"{section}.{key}")
+                    raise InputError(
+                        f"unknown key {key!r} (not in the key catalog)",
+                        path=path,
+                        field=f"{section}.{key}",
+                    )
         for i, finding in enumerate(spec.findings):
             if finding.key is not None and finding.key not in catalog.keys:
-                raise InputError(f"unknown key {finding.key!r}", path=path,
-                                 field=f"findings[{i}].key")
-        self.keys: dict[str, CatalogKey] = {
-            k: catalog.keys[k] for k in (*spec.set, *spec.cap)
-        }
+                raise InputError(
+                    f"unknown key {finding.key!r}", path=path, field=f"findings[{i}].key"
+                )
+        self.keys: dict[str, CatalogKey] = {k: catalog.keys[k] for k in (*spec.set, *spec.cap)}
 
         def expr(source: str, where: str) -> Expression:
             try:
@@ -150,14 +154,20 @@ class Rule:
         self.set = [(k, expr(e, f"set.{k}")) for k, e in spec.set.items()]
         self.cap = [(k, expr(e, f"cap.{k}")) for k, e in spec.cap.items()]
         self.findings = [
-            (f, expr(f.when, f"findings[{i}].when") if f.when else None,
-             text(f.message, f"findings[{i}].message"))
+            (
+                f,
+                expr(f.when, f"findings[{i}].when") if f.when else None,
+                text(f.message, f"findings[{i}].message"),
+            )
             for i, f in enumerate(spec.findings)
         ]
         self.companions = [
-            (c, expr(c.when, f"companions[{i}].when") if c.when else None,
-             text(c.setting, f"companions[{i}].setting"),
-             text(c.rationale, f"companions[{i}].rationale") if c.rationale else None)
+            (
+                c,
+                expr(c.when, f"companions[{i}].when") if c.when else None,
+                text(c.setting, f"companions[{i}].setting"),
+                text(c.rationale, f"companions[{i}].rationale") if c.rationale else None,
+            )
             for i, c in enumerate(spec.companions)
         ]
         if isinstance(spec.rationale, str):
@@ -165,8 +175,11 @@ class Rule:
         else:
             for key in spec.rationale:
                 if key != "default" and key not in self.keys:
-                    raise InputError(f"rationale for {key!r}, which the rule neither sets nor caps",
-                                     path=path, field=f"rationale.{key}")
+                    raise InputError(
+                        f"rationale for {key!r}, which the rule neither sets nor caps",
+                        path=path,
+                        field=f"rationale.{key}",
+                    )
             self.rationale = {k: text(v, f"rationale.{k}") for k, v in spec.rationale.items()}
 
     def _fail(self, exc: ExpressionError | ValueError, where: str) -> InputError:
@@ -198,14 +211,20 @@ class Rule:
                 where = f"findings[{i}]"
                 if when is None or when.evaluate(scope):
                     result.findings.append(
-                        FindingResult(spec.id, spec.severity, spec.key, message.render(scope), self.id)
+                        FindingResult(
+                            spec.id, spec.severity, spec.key, message.render(scope), self.id
+                        )
                     )
             for i, (comp, when, setting, why) in enumerate(self.companions):
                 where = f"companions[{i}]"
                 if when is None or when.evaluate(scope):
                     result.companions.append(
-                        CompanionResult(comp.target, setting.render(scope),
-                                        why.render(scope) if why else "", self.id)
+                        CompanionResult(
+                            comp.target,
+                            setting.render(scope),
+                            why.render(scope) if why else "",
+                            self.id,
+                        )
                     )
             for name, template in self.rationale.items():
                 where = f"rationale.{name}"
@@ -217,6 +236,7 @@ class Rule:
 
 def _shape(value: Any, key: CatalogKey, *, allow_none: bool) -> Any:
     """An int, or a list of ints (None elements allowed in caps: no cap on that element)."""
+
     def one(v: Any) -> int | None:
         if v is None and allow_none:
             return None
@@ -237,7 +257,9 @@ def _shape(value: Any, key: CatalogKey, *, allow_none: bool) -> Any:
     return [one(v) for v in value]
 
 
-def load_rules(directories: list[Path], compiler: Compiler, catalog: Catalog) -> dict[str, Rule]:
+def load_rules(
+    directories: list[Path], compiler: Compiler, catalog: Catalog, specs: SpecCache
+) -> dict[str, Rule]:
     """Every *.yaml under the directories (their catalog/ folder excepted).
 
     Within one directory a rule id may appear once; a later directory (--rules-dir) replaces a
@@ -251,31 +273,26 @@ def load_rules(directories: list[Path], compiler: Compiler, catalog: Catalog) ->
         for path in sorted(directory.rglob("*.yaml")):
             if "catalog" in path.relative_to(directory).parts[:-1]:
                 continue
-            rule = Rule(_load_spec(path), path, compiler, catalog)
+            rule = Rule(specs.load(path, RuleSpec, "a rule file"), path, compiler, catalog)
             if rule.id in local:
-                raise InputError(f"duplicate rule id {rule.id!r} (also in {local[rule.id].path})",
-                                 path=path, field="id")
+                raise InputError(
+                    f"duplicate rule id {rule.id!r} (also in {local[rule.id].path})",
+                    path=path,
+                    field="id",
+                )
             local[rule.id] = rule
         rules.update(local)
     seen: dict[str, Path] = {}
     for rule in rules.values():
         for finding in rule.spec.findings:
             if finding.id in seen and seen[finding.id] != rule.path:
-                raise InputError(f"finding id {finding.id!r} is also used in {seen[finding.id]}",
-                                 path=rule.path, field="findings")
+                raise InputError(
+                    f"finding id {finding.id!r} is also used in {seen[finding.id]}",
+                    path=rule.path,
+                    field="findings",
+                )
             seen[finding.id] = rule.path
     return dict(sorted(rules.items()))
-
-
-def _load_spec(path: Path) -> RuleSpec:
-    text = read_text(path)
-    data = parse_document(text, path)
-    if not isinstance(data, dict):
-        raise InputError("a rule file must be a mapping", path=path)
-    try:
-        return RuleSpec.model_validate(data)
-    except ValidationError as exc:
-        raise validation_error(exc, path, text) from None
 
 
 def matches(pattern: str, rule_id: str) -> bool:

@@ -47,7 +47,9 @@ def parse_size(value: object) -> int:
     number, unit = match.groups()
     factor = _SIZE_UNITS.get(unit.lower())
     if factor is None:
-        raise ValueError(f"unknown unit {unit!r} in {value!r} (use KiB, MiB, GiB, TiB, k, M, G, T, kB)")
+        raise ValueError(
+            f"unknown unit {unit!r} in {value!r} (use KiB, MiB, GiB, TiB, k, M, G, T, kB)"
+        )
     size = int(float(number) * factor)
     if size <= 0:
         raise ValueError(f"size must be positive, got {value!r}")
@@ -97,5 +99,5 @@ def tidy_ceil(x: float) -> int:
     digits = len(str(n))
     if digits <= 2:
         return n
-    step = 10 ** (digits - 2)
-    return -(-n // step) * step
+    step: int = 10 ** (digits - 2)
+    return int(-(-n // step) * step)

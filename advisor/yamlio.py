@@ -14,10 +14,8 @@ from pydantic import ValidationError
 
 from advisor.errors import InputError
 
-try:  # libyaml is several times faster; fall back to the pure-Python loader.
-    _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - depends on how PyYAML was built
-    _Loader = yaml.SafeLoader
+# libyaml is several times faster; fall back to the pure-Python loader.
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def read_text(path: Path) -> str:
@@ -38,7 +36,7 @@ def read_text(path: Path) -> str:
 def parse_document(text: str, path: Path) -> Any:
     """YAML (a superset of JSON) via safe_load; errors carry the line."""
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - the loader is a SafeLoader
+        return yaml.load(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line = mark.line + 1 if mark is not None else None

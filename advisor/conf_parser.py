@@ -1,0 +1,57 @@
+"""Read sysctl.conf text as procps and systemd-sysctl do (kernel-facts §10).
+
+Comments are lines whose first non-blank character is `#` or `;`; there are no inline
+comments (a `#` after the value is part of the value). Keys may use `/` as separator; a
+leading `-` means "ignore failure". Whitespace inside vector values is normalised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Assignment:
+    key: str
+    value: str
+    line: int
+    ignore_failure: bool = False
+
+
+@dataclass(frozen=True)
+class BadLine:
+    line: int
+    text: str
+    reason: str
+
+
+def normalise_key(token: str) -> str:
+    """Dotted form. If the first separator is '/', every '/' is a separator (net/ipv4/tcp_mem);
+    if it is '.', a later '/' is a literal dot inside a name (eth0/100 is interface eth0.100)
+    and is kept as written."""
+    first_dot, first_slash = token.find("."), token.find("/")
+    if first_slash != -1 and (first_dot == -1 or first_slash < first_dot):
+        return token.replace("/", ".")
+    return token
+
+
+def parse_conf(text: str) -> tuple[list[Assignment], list[BadLine]]:
+    assignments: list[Assignment] = []
+    bad: list[BadLine] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            bad.append(BadLine(number, raw, "no '=' on the line"))
+            continue
+        key = key.strip()
+        ignore = key.startswith("-")
+        if ignore:
+            key = key[1:].strip()
+        if not key:
+            bad.append(BadLine(number, raw, "empty key"))
+            continue
+        assignments.append(Assignment(normalise_key(key), " ".join(value.split()), number, ignore))
+    return assignments, bad

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Compiled-expression and spec caches go to a throwaway directory, never the user's.
+os.environ.setdefault("SYSCTL_ADVISOR_CACHE", tempfile.mkdtemp(prefix="sysctl-advisor-test-"))
+
+from advisor.knowledge import KnowledgeBase  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+# Which profile each example host is for (golden files and self-checks use these pairs).
+EXAMPLE_PROFILES = {
+    "dcache-32bit": "gridftp",
+    "c1m-server": "c1m-server",
+    "ec2-nginx-frontend": "frontend-proxy",
+    "dtn-10g": "gridftp",
+}
+
+
+@pytest.fixture(scope="session")
+def kb() -> KnowledgeBase:
+    return KnowledgeBase.load()
+
+
+@pytest.fixture
+def workdir() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory() as d:
+        yield Path(d)
