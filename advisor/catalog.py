@@ -61,7 +61,7 @@ class CatalogKey(_Model):
     ordered: bool = False
     min: int
     max: int
-    merge: Literal["max", "min"] | list[Literal["max", "min"]]
+    merge: Literal["max", "min", "choice"] | list[Literal["max", "min"]]
     exists: str = ""
     netns_since: str | None = None
     summary: str

@@ -160,6 +160,7 @@ def build_plan(
         companions=companions,
         unchanged=unchanged,
         notes=notes,
+        applied_rules=[r.rule.id for r in results],
     )
 
 
@@ -186,7 +187,7 @@ def _resolve(
     if item.wants:
         wanted = _merge([as_list(v) for _, v in item.wants], policies)
         merged = wanted
-        if default is not None:
+        if default is not None and "choice" not in policies:
             merged = _merge([wanted, as_list(default)], policies)
     elif default is not None:
         merged = as_list(default)

@@ -77,6 +77,9 @@ class Plan(_Model):
     companions: list[Companion]
     unchanged: list[Unchanged] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    applied_rules: list[str] = Field(
+        default_factory=list, description="rules whose `when` held for this host, in order"
+    )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
