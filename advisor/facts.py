@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from advisor.errors import InputError
+from advisor.kernel_version import KernelVersion
 from advisor.units import parse_size
 from advisor.yamlio import parse_document, read_text, validation_error
 
@@ -107,6 +108,13 @@ class HostFacts(_Model):
     sysctl: dict[str, Annotated[str, BeforeValidator(_sysctl_value)]] = Field(default_factory=dict)
     observed: Observed = Field(default_factory=Observed)
     services: dict[str, Service] = Field(default_factory=dict)
+
+    @field_validator("kernel")
+    @classmethod
+    def _kernel_release(cls, value: str | None) -> str | None:
+        if value is not None:
+            KernelVersion.parse(value)  # raises ValueError with an example of the format
+        return value
 
     @field_validator("page_size")
     @classmethod

@@ -1,0 +1,203 @@
+"""The command line: outputs, exit codes, one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from advisor import __version__
+from advisor.cli import app
+from tests.conftest import EXAMPLES
+
+runner = CliRunner()
+DCACHE = str(EXAMPLES / "dcache-32bit.yaml")
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def assert_one_line_error(code: int, err: str, *fragments: str) -> None:
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def test_version() -> None:
+    code, out, _ = run("--version")
+    assert code == 0 and out.strip() == f"sysctl-advisor {__version__}"
+
+
+def test_recommend_conf_is_loadable_and_annotated() -> None:
+    code, out, _ = run("recommend", "--facts", DCACHE, "--profile", "gridftp")
+    assert code == 0
+    assert "net.ipv4.tcp_mem = 21504 28672 43008" in out
+    assert f"# rebuild:  sysctl-advisor recommend --facts {DCACHE} --profile gridftp" in out
+    for line in out.splitlines():  # procps syntax: comments or key = value, no inline comments
+        assert not line or line.startswith("#") or ("=" in line and "#" not in line)
+
+
+def test_recommend_json_contract() -> None:
+    code, out, _ = run("recommend", "--facts", DCACHE, "--profile", "gridftp", "--format", "json")
+    assert code == 0
+    plan = json.loads(out)
+    assert plan["schema"] == "sysctl-advisor/plan/v1"
+    assert set(plan["host"]) >= {"hostname", "kernel", "arch", "bits", "memory_total"}
+    assert plan["host"]["bits"] == 32 and plan["host"]["memory_total"] == 8 * 2**30
+    assert plan["profile"]["name"] == "gridftp" and plan["profile"]["params"]["streams"] == 20
+    rmem = next(s for s in plan["settings"] if s["key"] == "net.ipv4.tcp_rmem")
+    assert rmem["value"] == "4096 87380 1048576" and rmem["values"] == [4096, 87380, 1048576]
+    assert rmem["unit"] == "bytes" and rmem["current"] == "4096 87380 4194304"
+    assert rmem["kernel_default"] == "4096 87380 3670016"
+    assert "tcp-buffers.bdp" in rmem["rules"] and rmem["rationale"] and rmem["references"]
+    assert {"id", "severity", "key", "message"} <= set(plan["findings"][0])
+    assert {"target", "setting", "rationale"} <= set(plan["companions"][0])
+
+
+def test_set_changes_params_and_output() -> None:
+    code, out, _ = run("recommend", "--facts", DCACHE, "-p", "gridftp", "--set", "transfers=10",
+                       "-f", "json")
+    assert code == 0
+    plan = json.loads(out)
+    assert plan["profile"]["params"]["transfers"] == 10
+    rmem = next(s for s in plan["settings"] if s["key"] == "net.ipv4.tcp_rmem")
+    assert rmem["values"][2] == 262144 and "lowmem.buffer-budget" in rmem["capped_by"]
+
+
+def test_markdown() -> None:
+    code, out, _ = run("recommend", "--facts", DCACHE, "--profile", "gridftp", "-f", "markdown")
+    assert code == 0 and "| key | kernel default | recommended | why |" in out
+
+
+def test_output_written_atomically(workdir: Path) -> None:
+    target = workdir / "90-advisor.conf"
+    target.write_text("old\n")
+    code, out, _ = run("recommend", "--facts", DCACHE, "-p", "gridftp", "-o", str(target))
+    assert code == 0 and out == ""
+    assert target.read_text().startswith("# sysctl.conf for dcache-07")
+    assert [p.name for p in workdir.iterdir()] == ["90-advisor.conf"]  # no temp files left
+
+
+def test_same_input_same_bytes() -> None:
+    first = run("recommend", "--facts", DCACHE, "-p", "gridftp", "-f", "json")[1]
+    assert first == run("recommend", "--facts", DCACHE, "-p", "gridftp", "-f", "json")[1]
+
+
+@pytest.mark.parametrize(("args", "fragments"), [
+    (["--profile", "nope"], ["unknown profile 'nope'", "gridftp"]),
+    (["--profile", "gridftp", "--set", "streams=many"], ["--set streams", "integer"]),
+    (["--profile", "gridftp", "--set", "streams=0"], ["--set streams", "below the minimum"]),
+    (["--profile", "gridftp", "--set", "bogus=1"], ["unknown parameter 'bogus'"]),
+    (["--profile", "gridftp", "--set", "streams"], ["NAME=VALUE"]),
+    (["--profile", "gridftp", "--format", "xml"], ["unknown format"]),
+])
+def test_bad_arguments(args: list[str], fragments: list[str]) -> None:
+    code, _, err = run("recommend", "--facts", DCACHE, *args)
+    assert_one_line_error(code, err, *fragments)
+
+
+@pytest.mark.parametrize(("text", "fragments"), [
+    ("memory: {total: 8 GiB\n", ["facts.yaml:", "invalid YAML"]),
+    ("hostname: x\n", ["facts.yaml", "memory", "Field required"]),
+    ("memory:\n  total: -5\n", ["facts.yaml:2", "memory.total", "positive"]),
+    ("memory:\n  total: lots\n", ["facts.yaml:2", "memory.total", "cannot read 'lots'"]),
+    ("memory:\n  total: 8 GiB\nkernel: banana\n", ["kernel version", "banana"]),
+    ("memory: {total: 8 GiB}\nmemroy: 1\n", ["facts.yaml:2", "memroy", "Extra inputs"]),
+    ("- 1\n- 2\n", ["facts.yaml", "mapping"]),
+])
+def test_bad_facts(workdir: Path, text: str, fragments: list[str]) -> None:
+    path = workdir / "facts.yaml"
+    path.write_text(text)
+    code, _, err = run("recommend", "--facts", str(path), "--profile", "base")
+    assert_one_line_error(code, err, *fragments)
+
+
+def test_missing_facts_file(workdir: Path) -> None:
+    code, _, err = run("recommend", "--facts", str(workdir / "none.yaml"), "--profile", "base")
+    assert_one_line_error(code, err, "none.yaml", "no such file")
+
+
+RULE = """id: custom.test
+title: A test rule
+description: A rule written by a user, to check errors name the file and field.
+set:
+  net.core.somaxconn: "{expr}"
+rationale: test
+references: [test]
+"""
+
+
+@pytest.mark.parametrize(("expr", "fragments"), [
+    ("facts.__class__.__mro__", ["custom.yaml", "set.net.core.somaxconn", "sandbox"]),
+    ("1 +", ["custom.yaml", "set.net.core.somaxconn", "invalid expression"]),
+    ("no_such_name + 1", ["custom.yaml", "set.net.core.somaxconn", "undefined"]),
+])
+def test_bad_rule_expressions(workdir: Path, expr: str, fragments: list[str]) -> None:
+    rules = workdir / "rules"
+    rules.mkdir()
+    (rules / "custom.yaml").write_text(RULE.format(expr=expr))
+    code, _, err = run("recommend", "--facts", DCACHE, "--profile", "base",
+                       "--rules-dir", str(rules))
+    if code == 0:  # a custom rule only runs when a profile enables it
+        code, _, err = run("recommend", "--facts", DCACHE, "--profile", "custom",
+                           "--rules-dir", str(rules), "--profiles-dir", str(_profile(workdir)))
+    assert_one_line_error(code, err, *fragments)
+
+
+def _profile(workdir: Path) -> Path:
+    d = workdir / "profiles"
+    d.mkdir(exist_ok=True)
+    (d / "custom.yaml").write_text("name: custom\nsummary: test\nextends: base\nrules: [custom.test]\n")
+    return d
+
+
+def test_rule_schema_error_names_file_and_line(workdir: Path) -> None:
+    (workdir / "broken.yaml").write_text("id: custom.broken\ntitle: t\ndescription: d\n"
+                                         "rationale: r\nreferences: [x]\nsett: {}\n")
+    code, _, err = run("rules", "--rules-dir", str(workdir))
+    assert_one_line_error(code, err, "broken.yaml:6", "sett", "Extra inputs")
+
+
+def test_rule_unknown_key(workdir: Path) -> None:
+    (workdir / "k.yaml").write_text(RULE.format(expr="1").replace("net.core.somaxconn", "net.x.y"))
+    code, _, err = run("rules", "--rules-dir", str(workdir))
+    assert_one_line_error(code, err, "k.yaml", "unknown key 'net.x.y'")
+
+
+def test_profile_errors(workdir: Path) -> None:
+    d = workdir / "p"
+    d.mkdir()
+    (d / "loop.yaml").write_text("name: loop\nsummary: s\nextends: loop\n")
+    code, _, err = run("profiles", "--profiles-dir", str(d))
+    assert_one_line_error(code, err, "loop.yaml", "loops")
+
+
+def test_profiles_and_rules_lists() -> None:
+    code, out, _ = run("profiles")
+    assert code == 0
+    for name in ("base", "frontend-proxy", "gridftp", "c1m-server"):
+        assert f"{name}:" in out
+    assert "rtt_ms (float ms, 0.01..10000; default 125)" in out
+    code, out, _ = run("rules")
+    assert code == 0 and "tcp-buffers.bdp" in out
+    code, out, _ = run("rules", "tcp-buffers.bdp")
+    assert code == 0 and "seed:001_acd4bf0469cc77db.txt" in out and "gridftp" in out
+
+
+def test_explain() -> None:
+    code, out, _ = run("explain", "tcp_mem")
+    assert code == 0
+    assert out.startswith("net.ipv4.tcp_mem") and "pages" in out and "tcp-mem.ram-cap" in out
+    code, out, _ = run("explain", "net.ipv4.tcp_mem", "--facts", DCACHE, "--profile", "gridftp")
+    assert code == 0
+    assert "Profile gridftp: net.ipv4.tcp_mem = 21504 28672 43008" in out
+    assert "86016 114688 172032" in out
+    code, _, err = run("explain", "net.nope")
+    assert_one_line_error(code, err, "unknown key 'net.nope'")

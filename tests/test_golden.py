@@ -1,0 +1,34 @@
+"""Golden files: every renderer for every example host with its profile.
+
+Regenerate after an intended change with:  UPDATE_GOLDEN=1 pytest tests/test_golden.py
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from advisor.engine import build_plan
+from advisor.facts import load_facts
+from advisor.knowledge import KnowledgeBase
+from advisor.render import FORMATS, Renderer
+from tests.conftest import EXAMPLE_PROFILES, EXAMPLES
+
+GOLDEN = Path(__file__).parent / "golden"
+EXT = {"conf": "conf", "json": "json", "markdown": "md"}
+PAIRS = [(host, profile, fmt) for host, profile in EXAMPLE_PROFILES.items() for fmt in FORMATS]
+
+
+@pytest.mark.parametrize(("host", "profile", "fmt"), PAIRS)
+def test_golden(kb: KnowledgeBase, host: str, profile: str, fmt: str) -> None:
+    facts = load_facts(EXAMPLES / f"{host}.yaml")
+    plan = build_plan(kb, facts, profile)
+    command = f"sysctl-advisor recommend --facts examples/{host}.yaml --profile {profile}"
+    text = Renderer(kb.catalog).render(plan, fmt, command)
+    path = GOLDEN / f"{host}.{profile}.{EXT[fmt]}"
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
+    assert text == path.read_text()
