@@ -20,8 +20,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 IMPORTS = [sys.executable, "-c", "import pydantic, jinja2, yaml, typer"]
 RECOMMEND = [
-    sys.executable, "-m", "advisor", "recommend",
-    "--facts", str(ROOT / "examples" / "dcache-32bit.yaml"), "--profile", "gridftp",
+    sys.executable,
+    "-m",
+    "advisor",
+    "recommend",
+    "--facts",
+    str(ROOT / "examples" / "dcache-32bit.yaml"),
+    "--profile",
+    "gridftp",
 ]
 
 

@@ -10,7 +10,7 @@ import pytest
 # Compiled-expression and spec caches go to a throwaway directory, never the user's.
 os.environ.setdefault("SYSCTL_ADVISOR_CACHE", tempfile.mkdtemp(prefix="sysctl-advisor-test-"))
 
-from advisor.knowledge import KnowledgeBase  # noqa: E402
+from advisor.knowledge import KnowledgeBase
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -12,7 +12,9 @@ GiB = 2**30
 
 
 def defaults(kb: KnowledgeBase, kernel: str, total: int, **extra: object) -> dict[str, str | None]:
-    return host_defaults(kb, facts_from_data({"kernel": kernel, "memory": {"total": total}, **extra}))
+    return host_defaults(
+        kb, facts_from_data({"kernel": kernel, "memory": {"total": total}, **extra})
+    )
 
 
 def close(text: str | None, expected: str, tolerance: float) -> bool:
@@ -26,11 +28,14 @@ def test_tcp_mem_2632_4gib_exact(kb: KnowledgeBase) -> None:
     assert defaults(kb, "2.6.32", 4 * GiB)["net.ipv4.tcp_mem"] == "393216 524288 786432"
 
 
-@pytest.mark.parametrize(("kernel", "total", "expected"), [
-    ("4.19.0", 16 * GiB, "195624 260833 391248"),
-    ("3.10.0-1160.el7.x86_64", 4 * GiB, "97812 130416 195624"),
-    ("4.2.8", 1 * GiB, "12225 16302 24450"),
-])
+@pytest.mark.parametrize(
+    ("kernel", "total", "expected"),
+    [
+        ("4.19.0", 16 * GiB, "195624 260833 391248"),
+        ("3.10.0-1160.el7.x86_64", 4 * GiB, "97812 130416 195624"),
+        ("4.2.8", 1 * GiB, "12225 16302 24450"),
+    ],
+)
 def test_tcp_mem_eras(kb: KnowledgeBase, kernel: str, total: int, expected: str) -> None:
     assert close(defaults(kb, kernel, total)["net.ipv4.tcp_mem"], expected, 0.01)
 

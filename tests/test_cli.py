@@ -62,8 +62,9 @@ def test_recommend_json_contract() -> None:
 
 
 def test_set_changes_params_and_output() -> None:
-    code, out, _ = run("recommend", "--facts", DCACHE, "-p", "gridftp", "--set", "transfers=10",
-                       "-f", "json")
+    code, out, _ = run(
+        "recommend", "--facts", DCACHE, "-p", "gridftp", "--set", "transfers=10", "-f", "json"
+    )
     assert code == 0
     plan = json.loads(out)
     assert plan["profile"]["params"]["transfers"] == 10
@@ -90,28 +91,34 @@ def test_same_input_same_bytes() -> None:
     assert first == run("recommend", "--facts", DCACHE, "-p", "gridftp", "-f", "json")[1]
 
 
-@pytest.mark.parametrize(("args", "fragments"), [
-    (["--profile", "nope"], ["unknown profile 'nope'", "gridftp"]),
-    (["--profile", "gridftp", "--set", "streams=many"], ["--set streams", "integer"]),
-    (["--profile", "gridftp", "--set", "streams=0"], ["--set streams", "below the minimum"]),
-    (["--profile", "gridftp", "--set", "bogus=1"], ["unknown parameter 'bogus'"]),
-    (["--profile", "gridftp", "--set", "streams"], ["NAME=VALUE"]),
-    (["--profile", "gridftp", "--format", "xml"], ["unknown format"]),
-])
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["--profile", "nope"], ["unknown profile 'nope'", "gridftp"]),
+        (["--profile", "gridftp", "--set", "streams=many"], ["--set streams", "integer"]),
+        (["--profile", "gridftp", "--set", "streams=0"], ["--set streams", "below the minimum"]),
+        (["--profile", "gridftp", "--set", "bogus=1"], ["unknown parameter 'bogus'"]),
+        (["--profile", "gridftp", "--set", "streams"], ["NAME=VALUE"]),
+        (["--profile", "gridftp", "--format", "xml"], ["unknown format"]),
+    ],
+)
 def test_bad_arguments(args: list[str], fragments: list[str]) -> None:
     code, _, err = run("recommend", "--facts", DCACHE, *args)
     assert_one_line_error(code, err, *fragments)
 
 
-@pytest.mark.parametrize(("text", "fragments"), [
-    ("memory: {total: 8 GiB\n", ["facts.yaml:", "invalid YAML"]),
-    ("hostname: x\n", ["facts.yaml", "memory", "Field required"]),
-    ("memory:\n  total: -5\n", ["facts.yaml:2", "memory.total", "positive"]),
-    ("memory:\n  total: lots\n", ["facts.yaml:2", "memory.total", "cannot read 'lots'"]),
-    ("memory:\n  total: 8 GiB\nkernel: banana\n", ["kernel version", "banana"]),
-    ("memory: {total: 8 GiB}\nmemroy: 1\n", ["facts.yaml:2", "memroy", "Extra inputs"]),
-    ("- 1\n- 2\n", ["facts.yaml", "mapping"]),
-])
+@pytest.mark.parametrize(
+    ("text", "fragments"),
+    [
+        ("memory: {total: 8 GiB\n", ["facts.yaml:", "invalid YAML"]),
+        ("hostname: x\n", ["facts.yaml", "memory", "Field required"]),
+        ("memory:\n  total: -5\n", ["facts.yaml:2", "memory.total", "positive"]),
+        ("memory:\n  total: lots\n", ["facts.yaml:2", "memory.total", "cannot read 'lots'"]),
+        ("memory:\n  total: 8 GiB\nkernel: banana\n", ["kernel version", "banana"]),
+        ("memory: {total: 8 GiB}\nmemroy: 1\n", ["facts.yaml:2", "memroy", "Extra inputs"]),
+        ("- 1\n- 2\n", ["facts.yaml", "mapping"]),
+    ],
+)
 def test_bad_facts(workdir: Path, text: str, fragments: list[str]) -> None:
     path = workdir / "facts.yaml"
     path.write_text(text)
@@ -134,33 +141,49 @@ references: [test]
 """
 
 
-@pytest.mark.parametrize(("expr", "fragments"), [
-    ("facts.__class__.__mro__", ["custom.yaml", "set.net.core.somaxconn", "sandbox"]),
-    ("1 +", ["custom.yaml", "set.net.core.somaxconn", "invalid expression"]),
-    ("no_such_name + 1", ["custom.yaml", "set.net.core.somaxconn", "undefined"]),
-])
+@pytest.mark.parametrize(
+    ("expr", "fragments"),
+    [
+        ("facts.__class__.__mro__", ["custom.yaml", "set.net.core.somaxconn", "sandbox"]),
+        ("1 +", ["custom.yaml", "set.net.core.somaxconn", "invalid expression"]),
+        ("no_such_name + 1", ["custom.yaml", "set.net.core.somaxconn", "undefined"]),
+    ],
+)
 def test_bad_rule_expressions(workdir: Path, expr: str, fragments: list[str]) -> None:
     rules = workdir / "rules"
     rules.mkdir()
     (rules / "custom.yaml").write_text(RULE.format(expr=expr))
-    code, _, err = run("recommend", "--facts", DCACHE, "--profile", "base",
-                       "--rules-dir", str(rules))
+    code, _, err = run(
+        "recommend", "--facts", DCACHE, "--profile", "base", "--rules-dir", str(rules)
+    )
     if code == 0:  # a custom rule only runs when a profile enables it
-        code, _, err = run("recommend", "--facts", DCACHE, "--profile", "custom",
-                           "--rules-dir", str(rules), "--profiles-dir", str(_profile(workdir)))
+        code, _, err = run(
+            "recommend",
+            "--facts",
+            DCACHE,
+            "--profile",
+            "custom",
+            "--rules-dir",
+            str(rules),
+            "--profiles-dir",
+            str(_profile(workdir)),
+        )
     assert_one_line_error(code, err, *fragments)
 
 
 def _profile(workdir: Path) -> Path:
     d = workdir / "profiles"
     d.mkdir(exist_ok=True)
-    (d / "custom.yaml").write_text("name: custom\nsummary: test\nextends: base\nrules: [custom.test]\n")
+    (d / "custom.yaml").write_text(
+        "name: custom\nsummary: test\nextends: base\nrules: [custom.test]\n"
+    )
     return d
 
 
 def test_rule_schema_error_names_file_and_line(workdir: Path) -> None:
-    (workdir / "broken.yaml").write_text("id: custom.broken\ntitle: t\ndescription: d\n"
-                                         "rationale: r\nreferences: [x]\nsett: {}\n")
+    (workdir / "broken.yaml").write_text(
+        "id: custom.broken\ntitle: t\ndescription: d\nrationale: r\nreferences: [x]\nsett: {}\n"
+    )
     code, _, err = run("rules", "--rules-dir", str(workdir))
     assert_one_line_error(code, err, "broken.yaml:6", "sett", "Extra inputs")
 

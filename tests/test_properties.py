@@ -16,65 +16,121 @@ from advisor.kernel_version import KernelVersion
 from advisor.knowledge import KnowledgeBase
 from advisor.render import Renderer
 
-KERNELS = ["2.6.32", "2.6.32-642.el6.i686", "2.6.32-358.el6.x86_64", "3.2.0-58-virtual",
-           "3.10.0-1160.el7.x86_64", "3.18.20", "4.4.121", "4.11.0", "4.15.0-213-generic",
-           "4.19.0", "4.20.0", "5.4.0-150-generic", "5.15.0-91-generic", "6.1.0-18-amd64",
-           "6.6.30", "6.13.7", "6.18.44", "7.3.0", None]
+KERNELS = [
+    "2.6.32",
+    "2.6.32-642.el6.i686",
+    "2.6.32-358.el6.x86_64",
+    "3.2.0-58-virtual",
+    "3.10.0-1160.el7.x86_64",
+    "3.18.20",
+    "4.4.121",
+    "4.11.0",
+    "4.15.0-213-generic",
+    "4.19.0",
+    "4.20.0",
+    "5.4.0-150-generic",
+    "5.15.0-91-generic",
+    "6.1.0-18-amd64",
+    "6.6.30",
+    "6.13.7",
+    "6.18.44",
+    "7.3.0",
+    None,
+]
 ARCHES = ["x86_64", "aarch64", "i686", "armv7l", None]
 DRIVERS = ["e1000", "e1000e", "bnx2", "ixgbe", "mlx5_core", "vif", None]
-MESSAGES = ["Out of socket memory", "TCP: too many orphaned sockets",
-            "TCP: out of memory -- consider tuning tcp_mem", "possible SYN flooding on port 80",
-            "java: page allocation failure. order:0, mode:0x20", "eth0: link up"]
+MESSAGES = [
+    "Out of socket memory",
+    "TCP: too many orphaned sockets",
+    "TCP: out of memory -- consider tuning tcp_mem",
+    "possible SYN flooding on port 80",
+    "java: page allocation failure. order:0, mode:0x20",
+    "eth0: link up",
+]
 
 nic = st.fixed_dictionaries(
     {"name": st.sampled_from(["eth0", "eth1", "ens1f0"]), "driver": st.sampled_from(DRIVERS)},
-    optional={"speed_mbps": st.sampled_from([-1, 100, 1000, 10000, 25000, 100000]),
-              "mtu": st.sampled_from([1500, 9000])},
+    optional={
+        "speed_mbps": st.sampled_from([-1, 100, 1000, 10000, 25000, 100000]),
+        "mtu": st.sampled_from([1500, 9000]),
+    },
 )
 hosts = st.fixed_dictionaries(
-    {"memory": st.fixed_dictionaries(
-        {"total": st.integers(min_value=256 * 2**20, max_value=2 * 2**40)},
-        optional={"lowmem": st.integers(min_value=128 * 2**20, max_value=2**30)})},
+    {
+        "memory": st.fixed_dictionaries(
+            {"total": st.integers(min_value=256 * 2**20, max_value=2 * 2**40)},
+            optional={"lowmem": st.integers(min_value=128 * 2**20, max_value=2**30)},
+        )
+    },
     optional={
         "kernel": st.sampled_from(KERNELS),
         "arch": st.sampled_from(ARCHES),
         "page_size": st.sampled_from([4096, 16384, 65536]),
         "nics": st.lists(nic, max_size=3),
-        "sysctl": st.fixed_dictionaries({}, optional={
-            "net.ipv4.tcp_mem": st.sampled_from(["8388608 8388608 8388608", "1 2 3", "bogus"]),
-            "net.ipv4.tcp_tw_recycle": st.sampled_from(["0", "1"]),
-            "net.core.somaxconn": st.sampled_from(["128", "65536", "100000"]),
-            "net.ipv4.tcp_syncookies": st.sampled_from(["0", "1", "2"]),
-        }),
-        "observed": st.fixed_dictionaries({}, optional={
-            "orphans_peak": st.integers(0, 10**7),
-            "time_wait_peak": st.integers(0, 10**7),
-            "listen_overflows": st.integers(0, 10**6),
-            "rx_overruns": st.integers(0, 10**9),
-            "tcp_mem_pages_peak": st.integers(0, 10**9),
-            "kernel_messages": st.lists(st.sampled_from(MESSAGES), max_size=3),
-        }),
-        "services": st.fixed_dictionaries({}, optional={
-            "nginx": st.fixed_dictionaries({}, optional={"listen_backlog": st.integers(1, 10**6)}),
-            "haproxy": st.fixed_dictionaries({}),
-        }),
+        "sysctl": st.fixed_dictionaries(
+            {},
+            optional={
+                "net.ipv4.tcp_mem": st.sampled_from(["8388608 8388608 8388608", "1 2 3", "bogus"]),
+                "net.ipv4.tcp_tw_recycle": st.sampled_from(["0", "1"]),
+                "net.core.somaxconn": st.sampled_from(["128", "65536", "100000"]),
+                "net.ipv4.tcp_syncookies": st.sampled_from(["0", "1", "2"]),
+            },
+        ),
+        "observed": st.fixed_dictionaries(
+            {},
+            optional={
+                "orphans_peak": st.integers(0, 10**7),
+                "time_wait_peak": st.integers(0, 10**7),
+                "listen_overflows": st.integers(0, 10**6),
+                "rx_overruns": st.integers(0, 10**9),
+                "tcp_mem_pages_peak": st.integers(0, 10**9),
+                "kernel_messages": st.lists(st.sampled_from(MESSAGES), max_size=3),
+            },
+        ),
+        "services": st.fixed_dictionaries(
+            {},
+            optional={
+                "nginx": st.fixed_dictionaries(
+                    {}, optional={"listen_backlog": st.integers(1, 10**6)}
+                ),
+                "haproxy": st.fixed_dictionaries({}),
+            },
+        ),
     },
 )
 PROFILE_PARAMS: dict[str, Any] = {
     "base": st.just({}),
-    "frontend-proxy": st.fixed_dictionaries({}, optional={
-        "listen_backlog": st.integers(1, 10**6), "keepalive": st.sampled_from(["true", "false"])}),
-    "gridftp": st.fixed_dictionaries({}, optional={
-        "rtt_ms": st.floats(0.1, 1000), "streams": st.integers(1, 256),
-        "transfers": st.integers(1, 100), "bandwidth_mbps": st.integers(1, 400000)}),
-    "c1m-server": st.fixed_dictionaries({}, optional={
-        "connections": st.integers(1, 10**8), "active_fraction": st.floats(0, 1),
-        "buffer_bytes": st.integers(4096, 2**20)}),
+    "frontend-proxy": st.fixed_dictionaries(
+        {},
+        optional={
+            "listen_backlog": st.integers(1, 10**6),
+            "keepalive": st.sampled_from(["true", "false"]),
+        },
+    ),
+    "gridftp": st.fixed_dictionaries(
+        {},
+        optional={
+            "rtt_ms": st.floats(0.1, 1000),
+            "streams": st.integers(1, 256),
+            "transfers": st.integers(1, 100),
+            "bandwidth_mbps": st.integers(1, 400000),
+        },
+    ),
+    "c1m-server": st.fixed_dictionaries(
+        {},
+        optional={
+            "connections": st.integers(1, 10**8),
+            "active_fraction": st.floats(0, 1),
+            "buffer_bytes": st.integers(4096, 2**20),
+        },
+    ),
 }
 profile_and_params = st.sampled_from(sorted(PROFILE_PARAMS)).flatmap(
-    lambda p: st.tuples(st.just(p), PROFILE_PARAMS[p]))
-SETTINGS = settings(max_examples=60, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+    lambda p: st.tuples(st.just(p), PROFILE_PARAMS[p])
+)
+SETTINGS = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 def _plan(kb: KnowledgeBase, host: dict[str, Any], pp: tuple[str, dict[str, Any]]) -> Any:
@@ -85,8 +141,9 @@ def _plan(kb: KnowledgeBase, host: dict[str, Any], pp: tuple[str, dict[str, Any]
 
 @SETTINGS
 @given(host=hosts, pp=profile_and_params)
-def test_values_bounded_ordered_and_exist(kb: KnowledgeBase, host: dict[str, Any],
-                                          pp: tuple[str, dict[str, Any]]) -> None:
+def test_values_bounded_ordered_and_exist(
+    kb: KnowledgeBase, host: dict[str, Any], pp: tuple[str, dict[str, Any]]
+) -> None:
     facts, plan = _plan(kb, host, pp)
     version = kb.catalog.kernel_for(facts)[0]
     for s in plan.settings:
@@ -105,8 +162,9 @@ def test_values_bounded_ordered_and_exist(kb: KnowledgeBase, host: dict[str, Any
 
 @SETTINGS
 @given(host=hosts, pp=profile_and_params)
-def test_deterministic_and_formats_agree(kb: KnowledgeBase, host: dict[str, Any],
-                                         pp: tuple[str, dict[str, Any]]) -> None:
+def test_deterministic_and_formats_agree(
+    kb: KnowledgeBase, host: dict[str, Any], pp: tuple[str, dict[str, Any]]
+) -> None:
     _, plan = _plan(kb, host, pp)
     _, again = _plan(kb, host, pp)
     renderer = Renderer(kb.catalog)
@@ -121,12 +179,35 @@ def test_deterministic_and_formats_agree(kb: KnowledgeBase, host: dict[str, Any]
 
 
 @settings(max_examples=150, deadline=None)
-@given(data=st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-        st.sampled_from(["memory", "total", "lowmem", "kernel", "arch", "nics", "sysctl",
-                         "observed", "page_size", "name", "speed_mbps", "x"]), inner, max_size=4),
-    max_leaves=12))
+@given(
+    data=st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(
+                st.sampled_from(
+                    [
+                        "memory",
+                        "total",
+                        "lowmem",
+                        "kernel",
+                        "arch",
+                        "nics",
+                        "sysctl",
+                        "observed",
+                        "page_size",
+                        "name",
+                        "speed_mbps",
+                        "x",
+                    ]
+                ),
+                inner,
+                max_size=4,
+            )
+        ),
+        max_leaves=12,
+    )
+)
 def test_arbitrary_facts_never_crash(kb: KnowledgeBase, data: Any) -> None:
     try:
         facts = facts_from_data(data)
@@ -138,7 +219,7 @@ def test_arbitrary_facts_never_crash(kb: KnowledgeBase, data: Any) -> None:
 
 @given(text=st.text(max_size=200))
 def test_conf_parser_total(text: str) -> None:
-    assignments, bad = parse_conf(text)
+    assignments, _bad = parse_conf(text)
     for a in assignments:
         assert "\n" not in a.value and a.key == a.key.strip()
 

@@ -53,8 +53,10 @@ CASES = _load_cases()
 @pytest.mark.parametrize(("rule_id", "name", "case"), CASES, ids=[f"{r}:{n}" for r, n, _ in CASES])
 def test_case(kb: KnowledgeBase, rule_id: str, name: str, case: dict[str, Any]) -> None:
     facts = facts_from_data(_merge(BASE_FACTS, case.get("facts", {})))
-    params = {k: str(v).lower() if isinstance(v, bool) else str(v)
-              for k, v in case.get("params", {}).items()}
+    params = {
+        k: str(v).lower() if isinstance(v, bool) else str(v)
+        for k, v in case.get("params", {}).items()
+    }
     plan = build_plan(kb, facts, case.get("profile", "base"), params)
     fired = (
         any(rule_id in s.rules + s.capped_by for s in plan.settings)
