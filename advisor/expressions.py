@@ -109,6 +109,19 @@ def cache_directory() -> Path | None:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "sysctl-advisor"
 
 
+def save_cache_file(path: Path, data: bytes) -> bool:
+    """Replace a cache file atomically; False (and nothing else) if it cannot be written,
+    since a cache that cannot be written only costs time."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError:
+        return False
+    return True
+
+
 class _CodeCache:
     """Generated code objects by source hash, in one marshal file per Python/Jinja version."""
 
@@ -149,16 +162,8 @@ class _CodeCache:
         self._dirty = True
 
     def save(self) -> None:
-        if not self._dirty or self._path is None:
-            return
-        try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self._path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(marshal.dumps(self._codes))
-            os.replace(tmp, self._path)
-            self._dirty = False
-        except OSError:
-            pass  # a cache that cannot be written only costs time
+        if self._dirty and self._path is not None:
+            self._dirty = not save_cache_file(self._path, marshal.dumps(self._codes))
 
 
 class Compiler:

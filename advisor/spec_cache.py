@@ -9,7 +9,6 @@ changes the hash and is validated again. The cache holds only what the advisor w
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from advisor import __version__
 from advisor.errors import InputError
-from advisor.expressions import cache_directory
+from advisor.expressions import cache_directory, save_cache_file
 from advisor.yamlio import parse_document, read_text, validation_error
 
 M = TypeVar("M", bound=BaseModel)
@@ -67,13 +66,6 @@ class SpecCache:
         return spec
 
     def save(self) -> None:
-        if not self._dirty or self._path is None:
-            return
-        try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self._path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(pickle.dumps(self._entries, protocol=pickle.HIGHEST_PROTOCOL))
-            os.replace(tmp, self._path)
-            self._dirty = False
-        except (OSError, pickle.PicklingError):
-            pass  # a cache that cannot be written only costs time
+        if self._dirty and self._path is not None:
+            data = pickle.dumps(self._entries, protocol=pickle.HIGHEST_PROTOCOL)
+            self._dirty = not save_cache_file(self._path, data)
