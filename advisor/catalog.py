@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from advisor.errors import InputError
 from advisor.expressions import Compiler, Expression, ExpressionError, as_input_error
 from advisor.facts import HostFacts
 from advisor.kernel_version import KernelRange, KernelVersion
@@ -195,6 +196,7 @@ class Catalog:
         self.sections = keys_file.sections
         self.keys: dict[str, CatalogKey] = keys_file.keys
         self.by_alias = {k.alias: name for name, k in self.keys.items()}
+        self._exists = {name: KernelRange.parse(k.exists) for name, k in self.keys.items()}
         self.newest = KernelVersion.parse(self.model.newest_verified)
         self.oldest = KernelVersion.parse(self.model.oldest_modelled)
         self.path = keys_path
@@ -216,7 +218,7 @@ class Catalog:
         }
 
     def exists(self, key: str, version: KernelVersion) -> bool:
-        return KernelRange.parse(self.keys[key].exists).contains(version)
+        return self._exists[key].contains(version)
 
     def is_per_netns(self, key: str, version: KernelVersion) -> bool:
         since = self.keys[key].netns_since
@@ -293,25 +295,38 @@ class Catalog:
                 try:
                     if era.matches(version, variables):
                         value = era.evaluate(variables)
+                        if value is not None:
+                            value = normalise(value, self.keys[name])
                         note = era.note
                         break
                 except ExpressionError as exc:
                     raise as_input_error(exc, self.path, f"keys.{name}.default[{i}]") from None
-            values[name] = normalise(value, self.keys[name]) if value is not None else None
+                except ValueError as exc:
+                    raise InputError(
+                        str(exc), path=self.path, field=f"keys.{name}.default[{i}]"
+                    ) from None
+            values[name] = value
             notes[name] = note
             by_alias[self.keys[name].alias] = values[name]
         return values, notes
 
 
-def normalise(value: Any, key: CatalogKey) -> int | list[int]:
-    """An expression result as the key's shape: int, or a list of `length` ints."""
+def normalise(value: Any, key: CatalogKey, *, allow_none: bool = False) -> Any:
+    """An expression result as the key's shape: an int, or a list of `length` ints.
+
+    With allow_none (caps), a list element may be None: no cap on that element.
+    """
+
+    def one(v: Any) -> int | None:
+        return None if v is None and allow_none else _to_int(v)
+
     if key.length == 1:
-        if isinstance(value, list):
+        if isinstance(value, list | tuple):
             raise ValueError(f"expected one number, got {value!r}")
         return _to_int(value)
     if not isinstance(value, list | tuple) or len(value) != key.length:
-        raise ValueError(f"expected {key.length} numbers, got {value!r}")
-    return [_to_int(v) for v in value]
+        raise ValueError(f"expected a list of {key.length} numbers, got {value!r}")
+    return [one(v) for v in value]
 
 
 def _to_int(value: Any) -> int:

@@ -7,12 +7,16 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
 
 from advisor import __version__
 from advisor.errors import InputError
+
+if TYPE_CHECKING:  # imported lazily at run time, so `--help` and `--version` stay fast
+    from advisor.facts import HostFacts
+    from advisor.knowledge import KnowledgeBase
 
 T = TypeVar("T")
 
@@ -78,13 +82,13 @@ def _overrides(pairs: list[str] | None) -> dict[str, str]:
     return result
 
 
-def _knowledge(rules_dir: list[Path] | None, profiles_dir: list[Path] | None):  # type: ignore[no-untyped-def]
+def _knowledge(rules_dir: list[Path] | None, profiles_dir: list[Path] | None) -> KnowledgeBase:
     from advisor.knowledge import KnowledgeBase
 
     return KnowledgeBase.load(rules_dir, profiles_dir)
 
 
-def _facts(path: Path | None, keys: list[str]):  # type: ignore[no-untyped-def]
+def _facts(path: Path | None, keys: list[str]) -> HostFacts:
     if path is not None:
         from advisor.facts import load_facts
 

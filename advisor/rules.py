@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from advisor.catalog import Catalog, CatalogKey
+from advisor.catalog import Catalog, CatalogKey, normalise
 from advisor.errors import InputError
 from advisor.expressions import Compiler, Expression, ExpressionError, Text, as_input_error
 from advisor.spec_cache import SpecCache
@@ -201,12 +201,12 @@ class Rule:
                 where = f"set.{key}"
                 value = expr.evaluate(scope)
                 if value is not None:  # `none` means: no want on this host
-                    result.wants[key] = _shape(value, self.keys[key], allow_none=False)
+                    result.wants[key] = normalise(value, self.keys[key])
             for key, expr in self.cap:
                 where = f"cap.{key}"
                 value = expr.evaluate(scope)
                 if value is not None:  # `none` means: no cap on this host
-                    result.caps[key] = _shape(value, self.keys[key], allow_none=True)
+                    result.caps[key] = normalise(value, self.keys[key], allow_none=True)
             for i, (spec, when, message) in enumerate(self.findings):
                 where = f"findings[{i}]"
                 if when is None or when.evaluate(scope):
@@ -232,29 +232,6 @@ class Rule:
         except (ExpressionError, ValueError) as exc:
             raise self._fail(exc, where if "where" in locals() else "when") from None
         return result
-
-
-def _shape(value: Any, key: CatalogKey, *, allow_none: bool) -> Any:
-    """An int, or a list of ints (None elements allowed in caps: no cap on that element)."""
-
-    def one(v: Any) -> int | None:
-        if v is None and allow_none:
-            return None
-        if isinstance(v, bool):
-            return int(v)
-        if isinstance(v, int):
-            return v
-        if isinstance(v, float) and v == v and abs(v) != float("inf"):
-            return round(v)
-        raise ValueError(f"expected a number, got {v!r}")
-
-    if key.length == 1:
-        if isinstance(value, list | tuple):
-            raise ValueError(f"expected one number, got {value!r}")
-        return one(value)
-    if not isinstance(value, list | tuple) or len(value) != key.length:
-        raise ValueError(f"expected a list of {key.length} numbers, got {value!r}")
-    return [one(v) for v in value]
 
 
 def load_rules(

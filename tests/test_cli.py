@@ -147,6 +147,8 @@ references: [test]
         ("facts.__class__.__mro__", ["custom.yaml", "set.net.core.somaxconn", "sandbox"]),
         ("1 +", ["custom.yaml", "set.net.core.somaxconn", "invalid expression"]),
         ("no_such_name + 1", ["custom.yaml", "set.net.core.somaxconn", "undefined"]),
+        ("[1, 2]", ["custom.yaml", "set.net.core.somaxconn", "expected one number"]),
+        ("'many'", ["custom.yaml", "set.net.core.somaxconn", "expected a number"]),
     ],
 )
 def test_bad_rule_expressions(workdir: Path, expr: str, fragments: list[str]) -> None:
