@@ -1,35 +1,39 @@
-"""The Plan: what a host should run, why, and what else to change. Renderers only format it."""
+"""The Plan: what a host should run, why, and what else to change. Renderers only format it.
+
+Plain frozen dataclasses: the engine builds the plan from data it has already validated, so
+there is nothing to check here, and a run should not pay for building validators it never uses.
+`to_json_data` gives the "sysctl-advisor/plan/v1" document (the JSON plan contract in DESIGN.md).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
 
 PLAN_SCHEMA = "sysctl-advisor/plan/v1"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class PlanHost(_Model):
+@dataclass(frozen=True)
+class PlanHost:
     hostname: str | None
     kernel: str | None
     arch: str | None
     bits: int
     memory_total: int
+    kernel_modelled_as: str
     lowmem: int | None = None
     page_size: int = 4096
-    kernel_modelled_as: str
 
 
-class PlanProfile(_Model):
+@dataclass(frozen=True)
+class PlanProfile:
     name: str
     params: dict[str, Any]
 
 
-class Setting(_Model):
+@dataclass(frozen=True)
+class Setting:
     key: str
     value: str
     values: list[int]
@@ -41,10 +45,11 @@ class Setting(_Model):
     references: list[str]
     section: str
     human: str
-    capped_by: list[str] = Field(default_factory=list)
+    capped_by: list[str] = field(default_factory=list)
 
 
-class Finding(_Model):
+@dataclass(frozen=True)
+class Finding:
     id: str
     severity: str
     key: str | None
@@ -52,14 +57,16 @@ class Finding(_Model):
     rule: str
 
 
-class Companion(_Model):
+@dataclass(frozen=True)
+class Companion:
     target: str
     setting: str
     rationale: str
     rule: str
 
 
-class Unchanged(_Model):
+@dataclass(frozen=True)
+class Unchanged:
     """A key some rule wanted, where the kernel default already gives as much."""
 
     key: str
@@ -68,20 +75,50 @@ class Unchanged(_Model):
     rules: list[str]
 
 
-class Plan(_Model):
-    schema_: str = Field(PLAN_SCHEMA, alias="schema")
+@dataclass(frozen=True)
+class Plan:
     host: PlanHost
     profile: PlanProfile
     settings: list[Setting]
     findings: list[Finding]
     companions: list[Companion]
-    unchanged: list[Unchanged] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
-    applied_rules: list[str] = Field(
-        default_factory=list, description="rules whose `when` held for this host, in order"
-    )
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    unchanged: list[Unchanged] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    # rules whose `when` held for this host, in order
+    applied_rules: list[str] = field(default_factory=list)
 
     def to_json_data(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, mode="json")
+        host = dataclasses.asdict(self.host)
+        ordered_host = {
+            name: host[name]
+            for name in (
+                "hostname",
+                "kernel",
+                "arch",
+                "bits",
+                "memory_total",
+                "lowmem",
+                "page_size",
+                "kernel_modelled_as",
+            )
+        }
+        return {
+            "schema": PLAN_SCHEMA,
+            "host": ordered_host,
+            "profile": _jsonable(dataclasses.asdict(self.profile)),
+            "settings": [dataclasses.asdict(s) for s in self.settings],
+            "findings": [dataclasses.asdict(f) for f in self.findings],
+            "companions": [dataclasses.asdict(c) for c in self.companions],
+            "unchanged": [dataclasses.asdict(u) for u in self.unchanged],
+            "notes": list(self.notes),
+            "applied_rules": list(self.applied_rules),
+        }
+
+
+def _jsonable(value: Any) -> Any:
+    """Profile parameters hold only JSON scalars and lists; tuples become lists."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
