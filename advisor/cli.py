@@ -17,6 +17,7 @@ from advisor.errors import InputError
 if TYPE_CHECKING:  # imported lazily at run time, so `--help` and `--version` stay fast
     from advisor.facts import HostFacts
     from advisor.knowledge import KnowledgeBase
+    from advisor.sysctl_sources import CurrentConfig
 
 T = TypeVar("T")
 
@@ -46,6 +47,13 @@ RulesDirOption = Annotated[
 ]
 ProfilesDirOption = Annotated[
     list[Path] | None, typer.Option("--profiles-dir", help="Extra profiles directory (repeatable).")
+]
+NginxConfOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--nginx-conf",
+        help="nginx's main config (includes are followed); its listen backlogs are checked.",
+    ),
 ]
 
 
@@ -88,14 +96,35 @@ def _knowledge(rules_dir: list[Path] | None, profiles_dir: list[Path] | None) ->
     return KnowledgeBase.load(rules_dir, profiles_dir)
 
 
-def _facts(path: Path | None, keys: list[str]) -> HostFacts:
+def _facts(path: Path | None, keys: list[str], nginx_conf: Path | None = None) -> HostFacts:
+    """The facts file (or this host), with service configs such as nginx.conf parsed."""
+    from advisor.service_configs import with_service_configs
+
     if path is not None:
         from advisor.facts import load_facts
 
-        return load_facts(path)
+        return with_service_configs(load_facts(path), path.parent, nginx_conf)
     from advisor.local_host import collect
 
-    return collect(keys)
+    return with_service_configs(collect(keys), None, nginx_conf)
+
+
+def _current(
+    current: Path | None, facts_path: Path | None, host: HostFacts, keys: list[str]
+) -> CurrentConfig:
+    """--current PATH, else the facts file's `sysctl:` values, else the live /proc/sys."""
+    from advisor.sysctl_sources import from_values, read_current
+
+    if current is not None:
+        return read_current(current, keys)
+    if facts_path is not None:
+        if not host.sysctl:
+            raise InputError(
+                "nothing to compare with: no `sysctl:` values here; pass --current PATH",
+                path=facts_path,
+            )
+        return from_values(host.sysctl, "facts", str(facts_path), f"{facts_path}: sysctl")
+    return from_values(host.sysctl, "live", "/proc/sys", "{path}")
 
 
 def _version(value: bool) -> None:
@@ -123,6 +152,7 @@ def recommend(
         Path | None,
         typer.Option("--output", "-o", help="Write here (atomically) instead of stdout."),
     ] = None,
+    nginx_conf: NginxConfOption = None,
     rules_dir: RulesDirOption = None,
     profiles_dir: ProfilesDirOption = None,
 ) -> None:
@@ -139,7 +169,7 @@ def recommend(
             )
         overrides = _overrides(set_)
         kb = _knowledge(rules_dir, profiles_dir)
-        host = _facts(facts, list(kb.catalog.keys))
+        host = _facts(facts, list(kb.catalog.keys), nginx_conf)
         plan = build_plan(kb, host, profile, overrides)
         command = _command(profile, facts, overrides, fmt)
         text = Renderer(kb.catalog).render(plan, fmt, command)
@@ -164,6 +194,99 @@ def _command(profile: str, facts: Path | None, overrides: dict[str, str], fmt: s
 
 
 @app.command()
+def diff(
+    profile: ProfileOption,
+    facts: FactsOption = None,
+    current: Annotated[
+        Path | None,
+        typer.Option(
+            "--current",
+            help="What is in force: a `sysctl -a` dump, a sysctl.conf, or a directory tree with "
+            "etc/sysctl.d, usr/lib/sysctl.d, … (resolved as systemd-sysctl does). "
+            "Default: the facts file's sysctl values, else this host's /proc/sys.",
+        ),
+    ] = None,
+    set_: SetOption = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text, markdown or json.")] = "text",
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write here (atomically) instead of stdout."),
+    ] = None,
+    nginx_conf: NginxConfOption = None,
+    rules_dir: RulesDirOption = None,
+    profiles_dir: ProfilesDirOption = None,
+) -> None:
+    """Compare the values in force with the recommendation. Exit 0: no drift; 1: drift."""
+
+    def run() -> int:
+        from advisor.diff import build_diff
+        from advisor.diff_render import DIFF_FORMATS, render_diff
+        from advisor.engine import build_plan
+        from advisor.render import Renderer
+        from advisor.yamlio import write_atomic
+
+        if fmt not in DIFF_FORMATS:
+            raise InputError(
+                f"unknown format {fmt!r} (choose {', '.join(DIFF_FORMATS)})", field="--format"
+            )
+        overrides = _overrides(set_)
+        kb = _knowledge(rules_dir, profiles_dir)
+        keys = list(kb.catalog.keys)
+        host = _facts(facts, keys, nginx_conf)
+        in_force = _current(current, facts, host, keys)
+        as_configured = host.model_copy(
+            update={"sysctl": {k: v.value for k, v in in_force.values.items()}}
+        )
+        plan = build_plan(kb, as_configured, profile, overrides)
+        version = kb.catalog.kernel_for(host)[0]
+        report = build_diff(plan, in_force, kb.catalog, version)
+        terminal = output is None and sys.stdout.isatty()
+        text = render_diff(report, fmt, Renderer(kb.catalog), terminal=terminal)
+        if output is not None:
+            write_atomic(output, text)
+        else:
+            sys.stdout.write(text)
+        return 1 if report.drift else 0
+
+    raise typer.Exit(_guard(run))
+
+
+@app.command("facts")
+def facts_command(
+    root: Annotated[
+        Path,
+        typer.Option("--root", help="Read a copied tree (proc/, sys/, etc/) instead of /."),
+    ] = Path("/"),
+    fmt: Annotated[str, typer.Option("--format", "-f", help="yaml or json.")] = "yaml",
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write here (atomically) instead of stdout."),
+    ] = None,
+) -> None:
+    """Read this host (or a copied tree) and print a facts file for --facts."""
+
+    def run() -> None:
+        from advisor.facts import facts_to_data
+        from advisor.facts_output import render_facts
+        from advisor.local_host import collect
+        from advisor.yamlio import write_atomic
+
+        if fmt not in ("yaml", "json"):
+            raise InputError(f"unknown format {fmt!r} (choose yaml, json)", field="--format")
+        if not root.is_dir():
+            raise InputError("not a directory", path=root, field="--root")
+        kb = _knowledge(None, None)
+        data = facts_to_data(collect(list(kb.catalog.keys), root))
+        text = render_facts(data, fmt, root)
+        if output is not None:
+            write_atomic(output, text)
+        else:
+            sys.stdout.write(text)
+
+    _guard(run)
+
+
+@app.command()
 def explain(
     key: Annotated[str, typer.Argument(help="A sysctl key, e.g. net.ipv4.tcp_mem (or tcp_mem).")],
     facts: FactsOption = None,
@@ -171,6 +294,7 @@ def explain(
         str | None, typer.Option("--profile", "-p", help="Also show this profile's recommendation.")
     ] = None,
     set_: SetOption = None,
+    nginx_conf: NginxConfOption = None,
     rules_dir: RulesDirOption = None,
     profiles_dir: ProfilesDirOption = None,
 ) -> None:
@@ -180,7 +304,8 @@ def explain(
         from advisor.explain import explain_key
 
         kb = _knowledge(rules_dir, profiles_dir)
-        host = _facts(facts, list(kb.catalog.keys)) if (facts or profile) else None
+        keys = list(kb.catalog.keys)
+        host = _facts(facts, keys, nginx_conf) if (facts or profile) else None
         sys.stdout.write(explain_key(kb, key, host, profile, _overrides(set_)))
 
     _guard(run)

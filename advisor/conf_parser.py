@@ -2,7 +2,8 @@
 
 Comments are lines whose first non-blank character is `#` or `;`; there are no inline
 comments (a `#` after the value is part of the value). Keys may use `/` as separator; a
-leading `-` means "ignore failure". Whitespace inside vector values is normalised.
+leading `-` means "ignore failure". A `-pattern` line without `=` excludes keys from globs.
+Whitespace inside vector values is normalised.
 """
 
 from __future__ import annotations
@@ -16,6 +17,18 @@ class Assignment:
     value: str
     line: int
     ignore_failure: bool = False
+
+    @property
+    def is_glob(self) -> bool:
+        return any(c in self.key for c in "*?[")
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """`-net.ipv4.conf.all.rp_filter` on its own: keep this key out of glob assignments."""
+
+    key: str
+    line: int
 
 
 @dataclass(frozen=True)
@@ -35,23 +48,32 @@ def normalise_key(token: str) -> str:
     return token
 
 
-def parse_conf(text: str) -> tuple[list[Assignment], list[BadLine]]:
+def parse_conf_lines(text: str) -> tuple[list[Assignment], list[Exclusion], list[BadLine]]:
     assignments: list[Assignment] = []
+    exclusions: list[Exclusion] = []
     bad: list[BadLine] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line[0] in "#;":
             continue
         key, sep, value = line.partition("=")
-        if not sep:
-            bad.append(BadLine(number, raw, "no '=' on the line"))
-            continue
         key = key.strip()
         ignore = key.startswith("-")
         if ignore:
             key = key[1:].strip()
+        if not sep:
+            if ignore and key and " " not in key:
+                exclusions.append(Exclusion(normalise_key(key), number))
+            else:
+                bad.append(BadLine(number, raw, "no '=' on the line"))
+            continue
         if not key:
             bad.append(BadLine(number, raw, "empty key"))
             continue
         assignments.append(Assignment(normalise_key(key), " ".join(value.split()), number, ignore))
+    return assignments, exclusions, bad
+
+
+def parse_conf(text: str) -> tuple[list[Assignment], list[BadLine]]:
+    assignments, _exclusions, bad = parse_conf_lines(text)
     return assignments, bad

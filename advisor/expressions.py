@@ -88,11 +88,17 @@ GLOBALS: dict[str, Any] = {
 }
 
 
+TESTS: dict[str, Callable[..., bool]] = {
+    "startswith": lambda value, prefix: isinstance(value, str) and value.startswith(prefix),
+}
+
+
 def make_environment() -> SandboxedEnvironment:
     env = SandboxedEnvironment(
         undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False
     )
     env.filters.update(FILTERS)
+    env.tests.update(TESTS)
     env.globals.update(GLOBALS)
     return env
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
@@ -80,11 +80,29 @@ class Nic(_Model):
         None, le=10_000_000
     )
     mtu: int | None = Field(None, ge=68, le=65536)
+    rx_overruns: int | None = Field(None, ge=0, description="fifo column of /proc/net/dev")
+
+
+class Listen(_Model):
+    """One `listen` directive of a server's configuration, as parsed from its files."""
+
+    address: str = Field(description="the directive's first argument, e.g. 80 or [::]:443")
+    backlog: int | None = Field(None, ge=-1, description="backlog=N; absent means the default")
+    file: str
+    line: int = Field(ge=1)
+    text: str = Field(description="the directive as written, without the semicolon")
 
 
 class Service(_Model):
     listen_backlog: int | None = Field(None, ge=1, le=2**31 - 1)
     config: str | None = None
+    config_root: str | None = Field(
+        None, description="directory standing for / in the config's absolute include paths"
+    )
+    listens: list[Listen] = Field(
+        default_factory=list, description="filled from `config` when the facts are loaded"
+    )
+    config_error: str | None = Field(None, description="why `config` could not be read")
 
 
 class Observed(_Model):
@@ -92,6 +110,7 @@ class Observed(_Model):
     time_wait_peak: int | None = Field(None, ge=0)
     connections_peak: int | None = Field(None, ge=0)
     listen_overflows: int | None = Field(None, ge=0)
+    listen_drops: int | None = Field(None, ge=0)
     rx_overruns: int | None = Field(None, ge=0)
     tcp_mem_pages_peak: int | None = Field(None, ge=0, description="sockstat TCP mem at peak")
     kernel_messages: list[str] = Field(default_factory=list)
@@ -108,6 +127,9 @@ class HostFacts(_Model):
     sysctl: dict[str, Annotated[str, BeforeValidator(_sysctl_value)]] = Field(default_factory=dict)
     observed: Observed = Field(default_factory=Observed)
     services: dict[str, Service] = Field(default_factory=dict)
+    transparent_hugepage: Literal["always", "madvise", "never"] | None = Field(
+        None, description="/sys/kernel/mm/transparent_hugepage/enabled; raises min_free_kbytes"
+    )
 
     @field_validator("kernel")
     @classmethod
@@ -153,3 +175,22 @@ def load_facts(path: Path) -> HostFacts:
     """Read a facts file (YAML or JSON)."""
     text = read_text(path)
     return facts_from_data(parse_document(text, path), path, text)
+
+
+def facts_to_data(facts: HostFacts) -> dict[str, Any]:
+    """A facts-file mapping: unknowns and empty sections left out, derived fields (parsed
+    service configs) dropped so that loading the file parses the configs afresh."""
+    data = facts.model_dump(
+        exclude_none=True, exclude={"services": {"__all__": {"listens", "config_error"}}}
+    )
+    return _prune(data)
+
+
+def _prune(data: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and key != "sysctl":
+            value = _prune(value)
+        if value not in ({}, []):
+            out[key] = value
+    return out

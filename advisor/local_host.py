@@ -1,7 +1,10 @@
-"""Read the basics of the machine we run on: memory, arch, kernel, CPUs, NICs, catalog keys.
+"""Read the machine we run on (or a copied tree of it) into host facts.
 
-The only module besides file readers that touches the host. Reads, never writes. `root` lets
-tests point it at a copied tree.
+The only module that touches the host. It reads, never writes. `root` points it at a copy of
+`/proc`, `/sys` and `/etc` so tests (and operators collecting from a rescue shell) can read
+another machine's files. Figures from /proc/net are a snapshot taken now: counters such as
+ListenOverflows are totals since boot, but sockstat's orphans or TIME-WAIT are only what
+exists at this moment — run `facts` at peak time, or edit the figures, to size for peaks.
 """
 
 from __future__ import annotations
@@ -14,6 +17,33 @@ from typing import Any
 
 from advisor.errors import InputError
 from advisor.facts import HostFacts, facts_from_data
+from advisor.proc_readers import (
+    count_cpu_list,
+    count_cpuinfo,
+    parse_meminfo,
+    parse_net_dev,
+    parse_netstat,
+    parse_sockstat,
+    selected_mode,
+)
+
+LIVE_ROOT = Path("/")
+NGINX_CONFIGS = ("etc/nginx/nginx.conf", "usr/local/nginx/conf/nginx.conf")
+
+# Distribution kernels name the architecture at the end of the release string.
+_RELEASE_ARCH_SUFFIXES = {
+    ".i686": "i686",
+    ".i386": "i386",
+    ".x86_64": "x86_64",
+    ".aarch64": "aarch64",
+    ".ppc64le": "ppc64le",
+    ".s390x": "s390x",
+    "-amd64": "x86_64",
+    "-686": "i686",
+    "-686-pae": "i686",
+    "-arm64": "aarch64",
+    "-armmp": "armv7l",
+}
 
 
 def _read(path: Path) -> str | None:
@@ -23,20 +53,6 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _meminfo(root: Path) -> dict[str, int]:
-    text = _read(root / "proc/meminfo")
-    if text is None:
-        raise InputError("cannot read memory size", path=root / "proc/meminfo")
-    values: dict[str, int] = {}
-    for line in text.splitlines():
-        name, _, rest = line.partition(":")
-        parts = rest.split()
-        if parts and parts[0].isdigit():
-            factor = 1024 if len(parts) > 1 and parts[1].lower() == "kb" else 1
-            values[name.strip()] = int(parts[0]) * factor
-    return values
-
-
 def _int(text: str | None) -> int | None:
     try:
         return int(text) if text is not None else None
@@ -44,7 +60,42 @@ def _int(text: str | None) -> int | None:
         return None
 
 
-def _nics(root: Path) -> list[dict[str, Any]]:
+def _arch(root: Path, release: str | None, live: bool) -> str | None:
+    arch = _read(root / "proc/sys/kernel/arch")  # present since Linux 6.1
+    if arch:
+        return arch
+    if live:
+        return platform.machine() or None
+    for suffix, name in _RELEASE_ARCH_SUFFIXES.items():
+        if release and release.endswith(suffix):
+            return name
+    return None
+
+
+def _cpu_threads(root: Path, live: bool) -> int | None:
+    online = _read(root / "sys/devices/system/cpu/online")
+    count = count_cpu_list(online) if online else None
+    if count is None:
+        cpuinfo = _read(root / "proc/cpuinfo")
+        count = count_cpuinfo(cpuinfo) if cpuinfo else None
+    if count is None and live:
+        count = os.cpu_count()
+    return count
+
+
+def _page_size(root: Path, live: bool) -> int:
+    if live:
+        return os.sysconf("SC_PAGE_SIZE")
+    smaps = _read(root / "proc/self/smaps") or ""
+    for line in smaps.splitlines():
+        if line.startswith("KernelPageSize:"):
+            parts = line.split()
+            if len(parts) >= 2 and parts[1].isdigit():
+                return int(parts[1]) * 1024
+    return 4096
+
+
+def _nics(root: Path, rx: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
     nics: list[dict[str, Any]] = []
     net = root / "sys/class/net"
     try:
@@ -53,17 +104,20 @@ def _nics(root: Path) -> list[dict[str, Any]]:
         return nics
     for name in names:
         device = net / name / "device"
-        if name == "lo" or not device.exists():
-            continue  # loopback and virtual links have no device
+        if name == "lo" or not (device.exists() or device.is_symlink()):
+            continue  # loopback and virtual links (bridges, veth, bonds) have no device
+        nic: dict[str, Any] = {"name": name}
         driver_link = device / "driver"
-        driver = os.path.basename(os.readlink(driver_link)) if driver_link.is_symlink() else None
-        speed = _int(_read(net / name / "speed"))
-        nic: dict[str, Any] = {"name": name, "driver": driver}
+        if driver_link.is_symlink():
+            nic["driver"] = os.path.basename(os.readlink(driver_link))
+        speed = _int(_read(net / name / "speed"))  # -1 or unreadable when the link is down
         if speed and speed > 0:
             nic["speed_mbps"] = speed
         mtu = _int(_read(net / name / "mtu"))
         if mtu:
             nic["mtu"] = mtu
+        if name in rx:
+            nic["rx_overruns"] = rx[name]["fifo"]
         nics.append(nic)
     return nics
 
@@ -77,24 +131,75 @@ def _sysctls(root: Path, keys: Iterable[str]) -> dict[str, str]:
     return values
 
 
-def collect(keys: Iterable[str], root: Path = Path("/")) -> HostFacts:
-    meminfo = _meminfo(root)
+def _observed(root: Path, nics: list[dict[str, Any]]) -> dict[str, Any]:
+    observed: dict[str, Any] = {}
+    sockstat = parse_sockstat(_read(root / "proc/net/sockstat") or "").get("TCP", {})
+    for field, column in (
+        ("connections_peak", "inuse"),
+        ("orphans_peak", "orphan"),
+        ("time_wait_peak", "tw"),
+        ("tcp_mem_pages_peak", "mem"),
+    ):
+        if column in sockstat:
+            observed[field] = sockstat[column]
+    tcp_ext = parse_netstat(_read(root / "proc/net/netstat") or "").get("TcpExt", {})
+    if "ListenOverflows" in tcp_ext:
+        observed["listen_overflows"] = tcp_ext["ListenOverflows"]
+    if "ListenDrops" in tcp_ext:
+        observed["listen_drops"] = tcp_ext["ListenDrops"]
+    overruns = [n["rx_overruns"] for n in nics if "rx_overruns" in n]
+    if overruns:
+        observed["rx_overruns"] = sum(overruns)
+    return observed
+
+
+def _services(root: Path) -> dict[str, Any]:
+    base = root.resolve()
+    for relative in NGINX_CONFIGS:
+        path = base / relative
+        if path.is_file():
+            nginx: dict[str, Any] = {"config": str(path)}
+            if base != LIVE_ROOT:
+                nginx["config_root"] = str(base)  # absolute includes point into the tree
+            return {"nginx": nginx}
+    return {}
+
+
+def collect_data(keys: Iterable[str], root: Path = LIVE_ROOT) -> dict[str, Any]:
+    """The facts of the host under `root` as plain data (a facts-file mapping)."""
+    live = root.resolve() == LIVE_ROOT
+    meminfo_path = root / "proc/meminfo"
+    meminfo_text = _read(meminfo_path)
+    if meminfo_text is None:
+        raise InputError("cannot read the memory size (no /proc/meminfo)", path=meminfo_path)
+    meminfo = parse_meminfo(meminfo_text)
     if "MemTotal" not in meminfo:
-        raise InputError("no MemTotal line", path=root / "proc/meminfo")
+        raise InputError("no MemTotal line", path=meminfo_path)
     memory: dict[str, int] = {"total": meminfo["MemTotal"]}
-    if meminfo.get("LowTotal"):
+    if meminfo.get("LowTotal"):  # only 32-bit kernels with highmem print LowTotal
         memory["lowmem"] = meminfo["LowTotal"]
-    live = root == Path("/")
     uname = platform.uname()
     kernel = _read(root / "proc/sys/kernel/osrelease") or (uname.release if live else None)
+    hostname = _read(root / "proc/sys/kernel/hostname") or (uname.node if live else None)
+    rx = parse_net_dev(_read(root / "proc/net/dev") or "")
+    nics = _nics(root, rx)
     data: dict[str, Any] = {
-        "hostname": _read(root / "proc/sys/kernel/hostname") or (uname.node if live else None),
+        "hostname": hostname,
         "kernel": kernel,
-        "arch": uname.machine if live else None,
+        "arch": _arch(root, kernel, live),
         "memory": memory,
-        "page_size": os.sysconf("SC_PAGE_SIZE") if live else 4096,
-        "cpu": {"threads": os.cpu_count() if live else None},
-        "nics": _nics(root),
+        "page_size": _page_size(root, live),
+        "cpu": {"threads": _cpu_threads(root, live)},
+        "nics": nics,
         "sysctl": _sysctls(root, keys),
+        "observed": _observed(root, nics),
+        "services": _services(root),
     }
-    return facts_from_data(data, path=root)
+    thp = selected_mode(_read(root / "sys/kernel/mm/transparent_hugepage/enabled") or "")
+    if thp:
+        data["transparent_hugepage"] = thp
+    return data
+
+
+def collect(keys: Iterable[str], root: Path = LIVE_ROOT) -> HostFacts:
+    return facts_from_data(collect_data(keys, root), path=root)

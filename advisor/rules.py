@@ -39,6 +39,9 @@ class FindingSpec(_Model):
 class CompanionSpec(_Model):
     target: str
     when: str | None = None
+    for_each: str | None = Field(
+        None, description="a list expression; one companion per element, bound to `item`"
+    )
     setting: str
     rationale: str | None = None
 
@@ -165,6 +168,7 @@ class Rule:
             (
                 c,
                 expr(c.when, f"companions[{i}].when") if c.when else None,
+                expr(c.for_each, f"companions[{i}].for_each") if c.for_each else None,
                 text(c.setting, f"companions[{i}].setting"),
                 text(c.rationale, f"companions[{i}].rationale") if c.rationale else None,
             )
@@ -215,14 +219,18 @@ class Rule:
                             spec.id, spec.severity, spec.key, message.render(scope), self.id
                         )
                     )
-            for i, (comp, when, setting, why) in enumerate(self.companions):
+            for i, (comp, when, for_each, setting, why) in enumerate(self.companions):
                 where = f"companions[{i}]"
-                if when is None or when.evaluate(scope):
+                if when is not None and not when.evaluate(scope):
+                    continue
+                items = list(for_each.evaluate(scope)) if for_each is not None else [None]
+                for item in items:
+                    item_scope = scope if for_each is None else {**scope, "item": item}
                     result.companions.append(
                         CompanionResult(
                             comp.target,
-                            setting.render(scope),
-                            why.render(scope) if why else "",
+                            setting.render(item_scope),
+                            why.render(item_scope) if why else "",
                             self.id,
                         )
                     )

@@ -2,8 +2,9 @@
 
 Validating ~40 YAML files needs pydantic to build every spec model's schema, which costs more
 than the rest of a run. The validated objects are pickled in the user's cache directory keyed
-by the file's content hash and the model, so an unchanged file is validated once. Any edit
-changes the hash and is validated again. The cache holds only what the advisor wrote itself.
+by the file's content hash and the model's source (so a changed model invalidates its entries),
+and an unchanged file is validated once. Any edit changes the hash and is validated again. The
+cache holds only what the advisor wrote itself, and only the entries the last run used.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ class SpecCache:
         tag = f"py{sys.version_info[0]}{sys.version_info[1]}-{__version__}"
         self._path = base / f"specs-{tag}.pickle" if base is not None else None
         self._entries: dict[str, Any] = {}
+        self._used: set[str] = set()
+        self._fingerprints: dict[str, str] = {}
         self._dirty = False
         if self._path is not None:
             try:
@@ -50,7 +53,9 @@ class SpecCache:
     def load(self, path: Path, model: type[M], what: str) -> M:
         """The file validated as `model`; `what` names the file's kind in errors."""
         text = read_text(path)
-        key = hashlib.sha1(f"{model.__module__}.{model.__qualname__}\0{text}".encode()).hexdigest()
+        model_id = f"{model.__module__}.{model.__qualname__}:{self._fingerprint(model)}"
+        key = hashlib.sha1(f"{model_id}\0{text}".encode()).hexdigest()
+        self._used.add(key)
         cached = self._entries.get(key)
         if isinstance(cached, model):
             return cached
@@ -65,7 +70,24 @@ class SpecCache:
         self._dirty = True
         return spec
 
+    def _fingerprint(self, model: type[BaseModel]) -> str:
+        """Hash of the source file defining the model: editing a model retires its entries."""
+        module = model.__module__
+        if module not in self._fingerprints:
+            source = getattr(sys.modules.get(module), "__file__", None)
+            try:
+                data = Path(source).read_bytes() if source else b""
+            except OSError:
+                data = b""
+            self._fingerprints[module] = hashlib.sha1(data).hexdigest()[:16]
+        return self._fingerprints[module]
+
     def save(self) -> None:
+        stale = set(self._entries) - self._used
+        if stale and self._used:
+            for key in stale:
+                del self._entries[key]
+            self._dirty = True
         if self._dirty and self._path is not None:
             data = pickle.dumps(self._entries, protocol=pickle.HIGHEST_PROTOCOL)
             self._dirty = not save_cache_file(self._path, data)

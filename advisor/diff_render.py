@@ -1,0 +1,126 @@
+"""Format a DiffReport: plain text (or a rich table on a terminal), markdown, JSON."""
+
+from __future__ import annotations
+
+import io
+import textwrap
+
+from advisor.diff import DiffReport
+from advisor.render import Renderer
+from advisor.rules import SEVERITY_ORDER
+from advisor.yamlio import dump_json
+
+DIFF_FORMATS = ("text", "markdown", "json")
+_COLUMNS = ("STATUS", "KEY", "CURRENT", "RECOMMENDED", "DEFAULT", "SOURCE")
+_STYLES = {"ok": "green", "change": "yellow", "missing": "cyan", "remove": "red"}
+
+
+def _first_sentence(text: str) -> str:
+    flat = " ".join(text.split())
+    end = flat.find(". ")
+    return flat if end < 0 else flat[: end + 1]
+
+
+def _rows(report: DiffReport) -> list[tuple[str, ...]]:
+    return [
+        (
+            e.status,
+            e.key,
+            e.current if e.current is not None else "-",
+            e.recommended if e.recommended is not None else "(remove)",
+            e.kernel_default if e.kernel_default is not None else "-",
+            e.source or "-",
+        )
+        for e in report.entries
+    ]
+
+
+def _heading(report: DiffReport) -> str:
+    host = report.hostname or "host"
+    kernel = f" ({report.kernel})" if report.kernel else ""
+    return (
+        f"{host}{kernel}, profile {report.profile}; "
+        f"current values from {report.current_kind} {report.current_label}"
+    )
+
+
+def summary(report: DiffReport) -> str:
+    counts = report.counts()
+    total = len(report.entries)
+    if report.drift == 0:
+        return f"No drift: all {total} recommended values are in force."
+    parts = [f"{counts[s]} {s}" for s in ("change", "missing", "remove") if counts[s]]
+    return f"Drift: {report.drift} of {total} keys ({', '.join(parts)})."
+
+
+def _notes(report: DiffReport, width: int = 100) -> list[str]:
+    lines: list[str] = []
+    why = [e for e in report.entries if e.status != "ok"]
+    if why:
+        lines += ["", "Why:"]
+        for e in why:
+            lines += textwrap.wrap(
+                f"{e.key}: {_first_sentence(e.rationale)}",
+                width=width,
+                initial_indent="  ",
+                subsequent_indent="    ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+    findings = sorted(
+        (f for f in report.findings if f.severity != "info"),
+        key=lambda f: (SEVERITY_ORDER[f.severity], f.id),
+    )
+    if findings:
+        lines += ["", "Findings:"]
+        for f in findings:
+            lines += textwrap.wrap(
+                f"[{f.severity}] {f.id}: {' '.join(f.message.split())}",
+                width=width,
+                initial_indent="  ",
+                subsequent_indent="    ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+    if report.problems:
+        lines += ["", "In the current configuration:"]
+        lines += [f"  [{p.severity}] {p}" for p in report.problems]
+    return lines
+
+
+def render_plain(report: DiffReport) -> str:
+    rows = [_COLUMNS, *_rows(report)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
+    out = [_heading(report), ""]
+    for row in rows:
+        out.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    out += _notes(report)
+    out += ["", summary(report)]
+    return "\n".join(out) + "\n"
+
+
+def render_rich(report: DiffReport, width: int | None = None) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=_heading(report), title_justify="left", expand=False)
+    for column in _COLUMNS:
+        table.add_column(column, overflow="fold")
+    for row in _rows(report):
+        style = _STYLES.get(row[0], "")
+        table.add_row(f"[{style}]{row[0]}[/]" if style else row[0], *row[1:])
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=width, highlight=False)
+    console.print(table)
+    console.print("\n".join(_notes(report, console.width - 2)), markup=False)
+    console.print("\n" + summary(report), markup=False)
+    return buffer.getvalue()
+
+
+def render_diff(report: DiffReport, fmt: str, renderer: Renderer, *, terminal: bool = False) -> str:
+    if fmt == "json":
+        return dump_json(report.to_json_data())
+    if fmt == "markdown":
+        template = renderer.env.get_template("diff.md.j2")
+        return template.render(report=report, summary=summary(report), heading=_heading(report))
+    return render_rich(report) if terminal else render_plain(report)

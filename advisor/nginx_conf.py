@@ -1,0 +1,146 @@
+"""nginx's listening sockets and their backlogs, read with crossplane (nginx's own grammar).
+
+Every `listen` in a `server` block opens (or shares) one socket per address:port. nginx lets
+only one of the directives naming an address:port carry socket options such as `backlog=`;
+the others share that socket. So the unit that has a backlog is the socket, not the directive:
+this module groups directives by address and reports, per socket, the backlog nginx asks for
+(None: its Linux default, 511) and the directive an operator should edit.
+"""
+
+from __future__ import annotations
+
+import glob
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import crossplane
+
+from advisor.facts import Listen
+
+MAX_INCLUDE_DEPTH = 16
+
+
+@dataclass(frozen=True)
+class NginxListens:
+    listens: list[Listen]
+    error: str | None  # first problem, "file:line: message"; None when every file parsed
+
+
+def socket_address(address: str) -> str:
+    """`80`, `*:80` and `0.0.0.0:80` are one socket; IPv6 and unix addresses stay as written."""
+    if address.startswith(("unix:", "[")):
+        return address
+    if address.isdigit():
+        return f"*:{address}"
+    host, sep, port = address.rpartition(":")
+    if not sep:
+        return f"{address}:80"  # `listen example.org` means port 80
+    return f"*:{port}" if host in ("*", "0.0.0.0") else address
+
+
+def _backlog(args: list[str]) -> int | None:
+    for arg in args[1:]:
+        if arg.startswith("backlog="):
+            value = arg.removeprefix("backlog=")
+            if value.lstrip("-").isdigit():
+                return int(value)
+    return None
+
+
+class _Reader:
+    """Follows includes itself (crossplane parses one file at a time) so that absolute include
+    paths can be re-rooted in a copied tree and a broken include spoils only itself."""
+
+    def __init__(self, config: Path, root: Path | None) -> None:
+        self.config_dir = config.parent
+        self.root = root
+        self.found: list[Listen] = []
+        self.errors: list[str] = []
+        self.seen: set[Path] = set()
+
+    def _resolve(self, pattern: str) -> list[Path]:
+        if pattern.startswith("/"):
+            base = (self.root or Path("/")) / pattern.lstrip("/")
+        else:
+            base = self.config_dir / pattern
+        if any(c in pattern for c in "*?["):
+            return sorted(Path(p) for p in glob.glob(str(base)))
+        if not base.exists():
+            self.errors.append(f"{base}: included file not found")
+            return []
+        return [base]
+
+    def read(self, path: Path, inside_server: bool, depth: int = 0) -> None:
+        if path in self.seen or depth > MAX_INCLUDE_DEPTH:
+            return
+        self.seen.add(path)
+        try:
+            payload = crossplane.parse(
+                str(path), catch_errors=True, single=True, comments=False, check_ctx=False
+            )
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            self.errors.append(f"{path}: {exc}")
+            return
+        for entry in payload.get("config", []):
+            for problem in entry.get("errors", []):
+                line = problem.get("line")
+                shown = self._shown(Path(entry["file"]))
+                where = f"{shown}:{line}" if line else shown
+                self.errors.append(f"{where}: {problem.get('error', 'cannot parse')}")
+            self._walk(entry.get("parsed", []), self._shown(path), inside_server, depth)
+
+    def _shown(self, path: Path) -> str:
+        """The path as it is on the host: inside a copied tree, relative to its root."""
+        if self.root is not None:
+            try:
+                return "/" + str(path.resolve().relative_to(self.root.resolve()))
+            except ValueError:
+                pass
+        return str(path)
+
+    def _walk(
+        self, directives: list[dict[str, Any]], file: str, inside_server: bool, depth: int
+    ) -> None:
+        for directive in directives:
+            name, args = directive.get("directive"), directive.get("args", [])
+            if name == "listen" and inside_server and args:
+                self.found.append(
+                    Listen(
+                        address=socket_address(args[0]),
+                        backlog=_backlog(args),
+                        file=file,
+                        line=directive.get("line", 1),
+                        text=" ".join(["listen", *args]),
+                    )
+                )
+            elif name == "include" and args:
+                for included in self._resolve(args[0]):
+                    self.read(included, inside_server, depth + 1)
+            block = directive.get("block")
+            if block is not None:
+                self._walk(block, file, inside_server or name == "server", depth)
+
+
+def _group(found: list[Listen]) -> list[Listen]:
+    """One Listen per socket: the directive that sets backlog=, else the one that carries
+    other socket options (default_server, reuseport, …), else the first."""
+    by_socket: dict[str, list[Listen]] = {}
+    for listen in found:
+        by_socket.setdefault(listen.address, []).append(listen)
+    sockets: list[Listen] = []
+    for group in by_socket.values():
+        chosen = next((d for d in group if d.backlog is not None), None)
+        chosen = chosen or next((d for d in group if len(d.text.split()) > 2), group[0])
+        sockets.append(chosen)
+    return sorted(sockets, key=lambda d: (d.file, d.line, d.address))
+
+
+def read_nginx(config: Path, root: Path | None = None) -> NginxListens:
+    """Parse the main config and everything it includes; never raises. `root` stands for `/`
+    when following absolute include paths (a copied tree read with `facts --root`)."""
+    if not config.is_file():
+        return NginxListens([], f"{config}: cannot read the nginx configuration")
+    reader = _Reader(config, root)
+    reader.read(config, inside_server=False)
+    return NginxListens(_group(reader.found), reader.errors[0] if reader.errors else None)

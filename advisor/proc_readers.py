@@ -1,0 +1,113 @@
+"""Parsers for the /proc and /sys text formats the collector reads. Pure: text in, numbers out.
+
+Each parser tolerates lines it does not understand (kernels add fields over time) and never
+raises on odd text; a missing figure is simply absent from the result.
+"""
+
+from __future__ import annotations
+
+
+def parse_meminfo(text: str) -> dict[str, int]:
+    """/proc/meminfo in bytes: `MemTotal:  24576000 kB` -> {"MemTotal": 25165824000}."""
+    values: dict[str, int] = {}
+    for line in text.splitlines():
+        name, sep, rest = line.partition(":")
+        parts = rest.split()
+        if sep and parts and parts[0].isdigit():
+            factor = 1024 if len(parts) > 1 and parts[1].lower() == "kb" else 1
+            values[name.strip()] = int(parts[0]) * factor
+    return values
+
+
+def parse_sockstat(text: str) -> dict[str, dict[str, int]]:
+    """/proc/net/sockstat: `TCP: inuse 5 orphan 0 tw 2 alloc 8 mem 1` -> {"TCP": {"inuse": 5, …}}.
+
+    `mem` is in pages (it is tcp_memory_allocated, the figure tcp_mem is compared with).
+    """
+    table: dict[str, dict[str, int]] = {}
+    for line in text.splitlines():
+        protocol, sep, rest = line.partition(":")
+        if not sep:
+            continue
+        words = rest.split()
+        fields: dict[str, int] = {}
+        for name, value in zip(words[::2], words[1::2], strict=False):
+            if value.isdigit():
+                fields[name] = int(value)
+        table[protocol.strip()] = fields
+    return table
+
+
+def parse_netstat(text: str) -> dict[str, dict[str, int]]:
+    """/proc/net/netstat (and /proc/net/snmp): pairs of header and value lines per protocol.
+
+    `TcpExt: SyncookiesSent … ListenOverflows ListenDrops …` then `TcpExt: 0 … 12 12 …`.
+    """
+    table: dict[str, dict[str, int]] = {}
+    pending: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        protocol, sep, rest = line.partition(":")
+        if not sep:
+            continue
+        protocol, words = protocol.strip(), rest.split()
+        if protocol in pending:
+            names = pending.pop(protocol)
+            table[protocol] = {
+                name: int(value)
+                for name, value in zip(names, words, strict=False)
+                if value.lstrip("-").isdigit()
+            }
+        else:
+            pending[protocol] = words
+    return table
+
+
+# /proc/net/dev receive columns, in order, after the interface name.
+_DEV_RX_COLUMNS = ("bytes", "packets", "errs", "drop", "fifo", "frame", "compressed", "multicast")
+
+
+def parse_net_dev(text: str) -> dict[str, dict[str, int]]:
+    """/proc/net/dev receive counters per interface: {"eth0": {"fifo": 1491402, …}}.
+
+    The receive `fifo` column is what ifconfig calls "overruns": frames the NIC dropped because
+    its receive ring was full.
+    """
+    table: dict[str, dict[str, int]] = {}
+    for line in text.splitlines():
+        name, sep, rest = line.partition(":")
+        words = rest.split()
+        if not sep or "|" in line or len(words) < len(_DEV_RX_COLUMNS):
+            continue
+        if not all(w.isdigit() for w in words[: len(_DEV_RX_COLUMNS)]):
+            continue
+        table[name.strip()] = {
+            column: int(value) for column, value in zip(_DEV_RX_COLUMNS, words, strict=False)
+        }
+    return table
+
+
+def count_cpu_list(text: str) -> int | None:
+    """/sys/devices/system/cpu/online: `0-3,8-11` -> 8."""
+    total = 0
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        if not low.isdigit() or (high and not high.isdigit()):
+            return None
+        total += (int(high) - int(low) + 1) if high else 1
+    return total or None
+
+
+def count_cpuinfo(text: str) -> int | None:
+    """/proc/cpuinfo: the number of `processor :` stanzas."""
+    count = sum(1 for line in text.splitlines() if line.split(":")[0].strip() == "processor")
+    return count or None
+
+
+def selected_mode(text: str) -> str | None:
+    """Bracketed choice of a /sys mode file: `always [madvise] never` -> "madvise"."""
+    start, end = text.find("["), text.find("]")
+    if start == -1 or end <= start:
+        return None
+    return text[start + 1 : end].strip() or None
