@@ -87,7 +87,9 @@ class _Reader:
                 line = problem.get("line")
                 shown = self._shown(Path(entry["file"]))
                 where = f"{shown}:{line}" if line else shown
-                self.errors.append(f"{where}: {problem.get('error', 'cannot parse')}")
+                message = str(problem.get("error", "cannot parse"))
+                message = message.split(f" in {entry['file']}")[0]  # crossplane repeats the place
+                self.errors.append(f"{where}: {message}")
             self._walk(entry.get("parsed", []), self._shown(path), inside_server, depth)
 
     def _shown(self, path: Path) -> str:
@@ -143,4 +145,6 @@ def read_nginx(config: Path, root: Path | None = None) -> NginxListens:
         return NginxListens([], f"{config}: cannot read the nginx configuration")
     reader = _Reader(config, root)
     reader.read(config, inside_server=False)
-    return NginxListens(_group(reader.found), reader.errors[0] if reader.errors else None)
+    errors = reader.errors
+    error = "; ".join(errors[:3]) + (f" (and {len(errors) - 3} more)" if len(errors) > 3 else "")
+    return NginxListens(_group(reader.found), error or None)

@@ -193,7 +193,8 @@ def _resolve_link(root: Path, path: Path) -> Path | str | None:
         target = os.readlink(current)
         if target == "/dev/null":
             return "mask"
-        current = root / target.lstrip("/") if target.startswith("/") else current.parent / target
+        joined = root / target.lstrip("/") if target.startswith("/") else current.parent / target
+        current = Path(os.path.normpath(joined))
     return None
 
 
@@ -250,10 +251,15 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
             continue
         if main_conf.exists() and target.resolve() == main_conf.resolve():
             main_conf_linked = True
-        text = _read(target, shown(entry), config.problems)
+        # A link (99-sysctl.conf -> ../sysctl.conf) is applied at its own name's position, but
+        # values are attributed to the file an operator would edit.
+        display = shown(target) if entry.is_symlink() else shown(entry)
+        text = _read(target, display, config.problems)
         if text is not None:
-            collector.add_text(text, shown(entry))
-            config.files.append(shown(entry))
+            collector.add_text(text, display)
+            config.files.append(
+                shown(entry) if display == shown(entry) else f"{shown(entry)} -> {display}"
+            )
     if main_conf.is_file() and not main_conf_linked:
         config.problems.append(
             Problem(
