@@ -287,6 +287,80 @@ def facts_command(
 
 
 @app.command()
+def check(
+    paths: Annotated[
+        list[Path], typer.Argument(help="sysctl.conf files, sysctl.d directories or trees.")
+    ],
+    facts: Annotated[
+        Path | None, typer.Option("--facts", help="Host facts: enables RAM and lowmem checks.")
+    ] = None,
+    kernel: Annotated[
+        str | None,
+        typer.Option("--kernel", help="Target kernel release (else the facts' kernel)."),
+    ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option("--profile", "-p", help="With --facts: report departures from it (info)."),
+    ] = None,
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="text, json, github or sarif.")
+    ] = "text",
+    fail_on: Annotated[
+        str,
+        typer.Option("--fail-on", help="Exit 1 at this severity or worse: error, warning, info."),
+    ] = "error",
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write here (atomically) instead of stdout."),
+    ] = None,
+) -> None:
+    """Lint sysctl.conf / sysctl.d files. Exit 0 clean, 1 findings at --fail-on or worse."""
+
+    def run() -> int:
+        from advisor.check import CheckContext, Checker
+        from advisor.check_render import CHECK_FORMATS, render_check
+        from advisor.engine import build_plan
+        from advisor.kernel_version import KernelVersion
+        from advisor.rules import SEVERITY_ORDER
+        from advisor.yamlio import write_atomic
+
+        if fmt not in CHECK_FORMATS:
+            raise InputError(
+                f"unknown format {fmt!r} (choose {', '.join(CHECK_FORMATS)})", field="--format"
+            )
+        if fail_on not in SEVERITY_ORDER:
+            raise InputError(f"unknown severity {fail_on!r}", field="--fail-on")
+        if profile is not None and facts is None:
+            raise InputError("--profile needs --facts", field="--profile")
+        kb = _knowledge(None, None)
+        context = CheckContext()
+        if facts is not None:
+            from advisor.engine import host_variables
+
+            host = _facts(facts, list(kb.catalog.keys))
+            variables, defaults, _ = host_variables(kb, host)
+            context.facts, context.host, context.defaults = host, variables["host"], defaults
+            context.kernel = variables["kernel"].version
+            if profile is not None:
+                context.plan = build_plan(kb, host, profile)
+        if kernel is not None:
+            try:
+                context.kernel = KernelVersion.parse(kernel)
+            except ValueError as exc:
+                raise InputError(str(exc), field="--kernel") from None
+        report = Checker(kb, kb.check_rules, context).check_paths(paths)
+        text = render_check(report, fmt, kb.check_rules)
+        if output is not None:
+            write_atomic(output, text)
+        else:
+            sys.stdout.write(text)
+        worst = report.worst()
+        return 1 if worst is not None and worst <= SEVERITY_ORDER[fail_on] else 0
+
+    raise typer.Exit(_guard(run))
+
+
+@app.command()
 def explain(
     key: Annotated[str, typer.Argument(help="A sysctl key, e.g. net.ipv4.tcp_mem (or tcp_mem).")],
     facts: FactsOption = None,

@@ -26,7 +26,7 @@ class _KeyWork:
     caps: list[tuple[str, Any]] = field(default_factory=list)
 
 
-def _host_variables(
+def host_variables(
     kb: KnowledgeBase, facts: HostFacts
 ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """What every expression sees about the host, its kernel defaults, and notes."""
@@ -47,7 +47,7 @@ def _host_variables(
 
 def host_defaults(kb: KnowledgeBase, facts: HostFacts) -> dict[str, str | None]:
     """The kernel boot default of every catalog key on this host, as sysctl.conf text."""
-    _, defaults, _ = _host_variables(kb, facts)
+    _, defaults, _ = host_variables(kb, facts)
     return {k: (conf_text(v) if v is not None else None) for k, v in defaults.items()}
 
 
@@ -56,7 +56,7 @@ def build_plan(
 ) -> Plan:
     catalog = kb.catalog
     profile = kb.profile(profile_name)
-    variables, defaults, notes = _host_variables(kb, facts)
+    variables, defaults, notes = host_variables(kb, facts)
     version = variables["kernel"].version
     current: dict[str, Value | None] = {}
     current_text: dict[str, str] = {}

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.catalog import Catalog
+from advisor.check_rules import CheckRule, load_check_rules
 from advisor.errors import InputError
 from advisor.expressions import Compiler
 from advisor.profiles import Profile, load_profiles
@@ -20,6 +21,7 @@ class KnowledgeBase:
     catalog: Catalog
     rules: dict[str, Rule]
     profiles: dict[str, Profile]
+    check_rules: dict[str, CheckRule]
 
     @classmethod
     def load(
@@ -33,9 +35,10 @@ class KnowledgeBase:
         profiles = load_profiles(
             [data_dir("profiles"), *(profiles_dirs or [])], rules, compiler, specs
         )
+        check_rules = load_check_rules(shipped_rules / "check", compiler, specs)
         compiler.save()
         specs.save()
-        return cls(compiler, catalog, rules, profiles)
+        return cls(compiler, catalog, rules, profiles, check_rules)
 
     def profile(self, name: str) -> Profile:
         try:

@@ -245,7 +245,7 @@ class Rule:
 def load_rules(
     directories: list[Path], compiler: Compiler, catalog: Catalog, specs: SpecCache
 ) -> dict[str, Rule]:
-    """Every *.yaml under the directories (their catalog/ folder excepted).
+    """Every *.yaml under the directories (their catalog/ and check/ folders excepted).
 
     Within one directory a rule id may appear once; a later directory (--rules-dir) replaces a
     shipped rule of the same id.
@@ -256,8 +256,8 @@ def load_rules(
             raise InputError("rules directory not found", path=directory)
         local: dict[str, Rule] = {}
         for path in sorted(directory.rglob("*.yaml")):
-            if "catalog" in path.relative_to(directory).parts[:-1]:
-                continue
+            if {"catalog", "check"} & set(path.relative_to(directory).parts[:-1]):
+                continue  # the key catalog and the `check` linter's rules have their own schemas
             rule = Rule(specs.load(path, RuleSpec, "a rule file"), path, compiler, catalog)
             if rule.id in local:
                 raise InputError(

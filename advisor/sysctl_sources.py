@@ -45,6 +45,7 @@ class Problem:
     source: str  # "path:line" or "path"
     message: str
     severity: str = "warning"  # error: the kernel would reject it; warning; info
+    code: str = "note"  # inline-comment | syntax | broken-link | unreadable | note
 
     def __str__(self) -> str:
         return f"{self.source}: {self.message}"
@@ -76,6 +77,7 @@ class CurrentConfig:
     overrides: list[Override] = field(default_factory=list)
     files: list[str] = field(default_factory=list)  # applied, in order
     masked: list[str] = field(default_factory=list)
+    documents: list[tuple[str, str]] = field(default_factory=list)  # (shown path, text) applied
 
     @property
     def complete(self) -> bool:
@@ -95,8 +97,11 @@ class _Collector:
 
     def add_text(self, text: str, display: str) -> None:
         assignments, exclusions, bad = parse_conf_lines(text)
+        self.config.documents.append((display, text))
         for line in bad:
-            self.config.problems.append(Problem(f"{display}:{line.line}", line.reason))
+            self.config.problems.append(
+                Problem(f"{display}:{line.line}", line.reason, "error", "syntax")
+            )
         for exclusion in exclusions:
             self.excluded.add(exclusion.key)
         for item in assignments:
@@ -111,6 +116,7 @@ class _Collector:
                     f"{item.key} = {item.value!r}: '#' inside a value is not a comment; the "
                     "kernel is handed the whole text and rejects it",
                     "error",
+                    "inline-comment",
                 )
             )
         value = CurrentValue(item.key, item.value, where, item.ignore_failure)
@@ -137,10 +143,12 @@ def _read(path: Path, display: str, problems: list[Problem]) -> str | None:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        problems.append(Problem(display, f"cannot read: {exc.strerror or exc}", "error"))
+        problems.append(
+            Problem(display, f"cannot read: {exc.strerror or exc}", "error", "unreadable")
+        )
         return None
     if b"\0" in data:
-        problems.append(Problem(display, "binary file, not sysctl settings", "error"))
+        problems.append(Problem(display, "binary file, not sysctl settings", "error", "unreadable"))
         return None
     try:
         return data.decode("utf-8")
@@ -244,7 +252,9 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
             config.masked.append(shown(entry))
             continue
         if target is None:
-            config.problems.append(Problem(shown(entry), "broken symlink, skipped", "error"))
+            config.problems.append(
+                Problem(shown(entry), "broken symlink, skipped", "error", "broken-link")
+            )
             continue
         assert isinstance(target, Path)
         if target.is_dir():

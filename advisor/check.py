@@ -1,0 +1,216 @@
+"""`check`: lint sysctl.conf and sysctl.d files before they reach a host.
+
+Files are read with the same readers `diff` uses (a directory is resolved with systemd-sysctl's
+precedence), then every assignment is run through the assignment rules in rules/check/, and
+what the reader itself noticed (inline comments, unparsable lines, duplicates, overrides,
+unreadable files) is reported under the structural rules' ids.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from advisor.check_rules import CheckRule
+from advisor.conf_parser import parse_conf_lines
+from advisor.errors import InputError
+from advisor.expressions import ExpressionError
+from advisor.facts import HostFacts
+from advisor.kernel_version import KernelVersion
+from advisor.knowledge import KnowledgeBase
+from advisor.plan import Plan
+from advisor.rules import SEVERITY_ORDER
+from advisor.sysctl_sources import CurrentConfig, read_file, read_tree
+
+PROBLEM_RULES = {
+    "inline-comment": "check.inline-comment",
+    "syntax": "check.syntax",
+    "broken-link": "check.unreadable",
+    "unreadable": "check.unreadable",
+}
+
+
+@dataclass(frozen=True)
+class CheckFinding:
+    id: str
+    severity: str
+    file: str
+    line: int | None
+    key: str | None
+    message: str
+
+
+@dataclass
+class CheckContext:
+    """What is known about the target: all optional."""
+
+    facts: HostFacts | None = None
+    kernel: KernelVersion | None = None
+    host: dict[str, Any] | None = None
+    defaults: dict[str, Any] = field(default_factory=dict)
+    plan: Plan | None = None
+
+
+@dataclass
+class CheckReport:
+    findings: list[CheckFinding]
+    files: list[str]
+
+    def worst(self) -> int | None:
+        """Lowest SEVERITY_ORDER present (0 = error), None when clean."""
+        return min((SEVERITY_ORDER[f.severity] for f in self.findings), default=None)
+
+
+def _split_source(source: str) -> tuple[str, int | None]:
+    path, sep, line = source.rpartition(":")
+    if sep and line.isdigit():
+        return path, int(line)
+    return source, None
+
+
+def _numbers(value: str) -> list[int] | None:
+    try:
+        return [int(p) for p in value.split()]
+    except ValueError:
+        return None
+
+
+class Checker:
+    def __init__(
+        self, kb: KnowledgeBase, rules: dict[str, CheckRule], context: CheckContext
+    ) -> None:
+        self.kb = kb
+        self.rules = rules
+        self.context = context
+        self.assignment_rules = [r for r in rules.values() if r.spec.kind == "assignment"]
+
+    def _applicable(self, rule: CheckRule, key: str) -> bool:
+        needs = rule.spec.needs
+        if "facts" in needs and self.context.facts is None:
+            return False
+        if "kernel" in needs and self.context.kernel is None:
+            return False
+        if "profile" in needs and self.context.plan is None:
+            return False
+        return any(fnmatch.fnmatchcase(key, pattern) for pattern in rule.spec.keys)
+
+    def _scope(self, key: str, value: str, ignore_failure: bool) -> dict[str, Any]:
+        catalog = self.kb.catalog
+        spec = catalog.keys.get(key)
+        kernel = self.context.kernel
+        recommended = None
+        if self.context.plan is not None:
+            recommended = next((s for s in self.context.plan.settings if s.key == key), None)
+        return {
+            "key": key,
+            "value": value,
+            "numbers": _numbers(value),
+            "spec": spec,
+            "known": spec is not None,
+            "exists": (catalog.exists(key, kernel) if spec and kernel else None),
+            "kernel": kernel,
+            "facts": self.context.facts,
+            "host": self.context.host,
+            "page_size": self.context.facts.page_size if self.context.facts else 4096,
+            "default": self.context.defaults,
+            "recommended": recommended,
+            "ignore_failure": ignore_failure,
+        }
+
+    def _assignments(self, display: str, text: str) -> list[CheckFinding]:
+        found: list[CheckFinding] = []
+        assignments, _exclusions, _bad = parse_conf_lines(text)
+        for item in assignments:
+            if item.is_glob:
+                continue
+            scope = self._scope(item.key, item.value, item.ignore_failure)
+            for rule in self.assignment_rules:
+                if not self._applicable(rule, item.key):
+                    continue
+                local = dict(scope)
+                try:
+                    for name, expr in rule.let:
+                        local[name] = expr.evaluate(local)
+                    assert rule.when is not None
+                    if not rule.when.evaluate(local):
+                        continue
+                    message = " ".join(rule.message.render(local).split())
+                except (ExpressionError, ValueError, TypeError) as exc:
+                    raise InputError(str(exc), path=rule.path, field="when") from None
+                found.append(
+                    CheckFinding(rule.id, rule.spec.severity, display, item.line, item.key, message)
+                )
+        return found
+
+    def _structural(self, config: CurrentConfig) -> list[CheckFinding]:
+        found: list[CheckFinding] = []
+        for problem in config.problems:
+            rule_id = PROBLEM_RULES.get(problem.code)
+            if rule_id is None or rule_id not in self.rules:
+                continue
+            path, line = _split_source(problem.source)
+            found.append(
+                CheckFinding(
+                    rule_id, self.rules[rule_id].spec.severity, path, line, None, problem.message
+                )
+            )
+        for override in config.overrides:
+            hidden_path, hidden_line = _split_source(override.hidden.source)
+            winner_path, winner_line = _split_source(override.winner.source)
+            same_file = hidden_path == winner_path
+            rule_id = "check.duplicate-key" if same_file else "check.overridden"
+            if rule_id not in self.rules:
+                continue
+            if same_file:
+                message = (
+                    f"{override.key} is set again on line {winner_line}; this value "
+                    f"({override.hidden.value}) never takes effect"
+                )
+            else:
+                message = (
+                    f"{override.key} = {override.hidden.value} is silently replaced by "
+                    f"{override.winner.value} at {override.winner.source} (applied later)"
+                )
+            found.append(
+                CheckFinding(
+                    rule_id,
+                    self.rules[rule_id].spec.severity,
+                    hidden_path,
+                    hidden_line,
+                    override.key,
+                    message,
+                )
+            )
+        return found
+
+    def check_config(self, config: CurrentConfig) -> list[CheckFinding]:
+        found = self._structural(config)
+        for display, text in config.documents:
+            found += self._assignments(display, text)
+        return found
+
+    def check_paths(self, paths: list[Path]) -> CheckReport:
+        findings: list[CheckFinding] = []
+        files: list[str] = []
+        usable = 0
+        for path in paths:
+            if path.is_dir():
+                config = read_tree(path, self.kb.catalog.keys)
+            elif path.exists():
+                config = read_file(path, self.kb.catalog.keys)
+            else:
+                findings.append(
+                    CheckFinding("check.unreadable", "error", str(path), None, None, "not found")
+                )
+                continue
+            usable += len(config.documents)
+            files += config.files
+            findings += self.check_config(config)
+        if not usable:
+            first = findings[0] if findings else None
+            reason = f"{first.file}: {first.message}" if first else "no sysctl files to check"
+            raise InputError(f"nothing could be checked ({reason})")
+        findings.sort(key=lambda f: (f.file, f.line or 0, SEVERITY_ORDER[f.severity], f.id))
+        return CheckReport(findings, files)
