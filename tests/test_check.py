@@ -178,3 +178,12 @@ def test_advisor_passes_its_own_check(host: str, profile: str, tmp_path: Path) -
     result = runner.invoke(app, ["check", str(conf), "--facts", facts, "-p", profile])
     assert result.exit_code == 0, result.stdout
     assert "[error]" not in result.stdout
+
+
+def test_rules_reference_is_current(kb: KnowledgeBase) -> None:
+    from advisor.check_docs import render_reference
+
+    committed = (Path(__file__).parent.parent / "docs" / "rules.md").read_text()
+    assert committed == render_reference(kb.check_rules), (
+        "regenerate: python -m advisor.check_docs > docs/rules.md"
+    )
