@@ -9,7 +9,8 @@ unreadable files) is reported under the structural rules' ids.
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -206,8 +207,14 @@ class Checker:
                 )
                 continue
             usable += len(config.documents)
-            files += config.files
-            findings += self.check_config(config)
+            found = self.check_config(config)
+            if config.base is not None:  # tree paths: make them paths from here again
+                base = config.base
+                found = [replace(f, file=os.path.normpath(base / f.file)) for f in found]
+                files += [os.path.normpath(base / f.split(" -> ")[0]) for f in config.files]
+            else:
+                files += config.files
+            findings += found
         if not usable:
             first = findings[0] if findings else None
             reason = f"{first.file}: {first.message}" if first else "no sysctl files to check"

@@ -53,7 +53,7 @@ def _github(report: CheckReport) -> str:
 def _relative_uri(path: str) -> str:
     """Repository-relative when the file is under the working directory (as in CI)."""
     try:
-        relative = os.path.relpath(Path(path).resolve(), Path.cwd())
+        relative = os.path.relpath(os.path.abspath(path), Path.cwd())
     except ValueError:
         return Path(path).as_posix()
     if relative.startswith(".."):

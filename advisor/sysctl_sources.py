@@ -78,6 +78,7 @@ class CurrentConfig:
     files: list[str] = field(default_factory=list)  # applied, in order
     masked: list[str] = field(default_factory=list)
     documents: list[tuple[str, str]] = field(default_factory=list)  # (shown path, text) applied
+    base: Path | None = None  # tree paths are shown relative to this directory
 
     @property
     def complete(self) -> bool:
@@ -234,6 +235,7 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
         except ValueError:
             return str(path)
 
+    config.base = relative_to
     chosen: dict[str, Path] = {}
     for directory in directories:
         if not directory.is_dir():

@@ -187,3 +187,10 @@ def test_rules_reference_is_current(kb: KnowledgeBase) -> None:
     assert committed == render_reference(kb.check_rules), (
         "regenerate: python -m advisor.check_docs > docs/rules.md"
     )
+
+
+def test_tree_findings_point_at_real_paths() -> None:
+    tree = Path(__file__).parent / "fixtures" / "sysctl-trees" / "layered"
+    result = runner.invoke(app, ["check", str(tree), "--kernel", "6.1", "-f", "json"])
+    files = {f["file"] for f in json.loads(result.stdout)["findings"]}
+    assert files and all(Path(f).exists() or Path(f).is_symlink() for f in files), files
