@@ -48,6 +48,10 @@ RulesDirOption = Annotated[
 ProfilesDirOption = Annotated[
     list[Path] | None, typer.Option("--profiles-dir", help="Extra profiles directory (repeatable).")
 ]
+OutputOption = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", help="Write here (atomically) instead of stdout."),
+]
 NginxConfOption = Annotated[
     Path | None,
     typer.Option(
@@ -78,6 +82,21 @@ def _guard(fn: Callable[[], T]) -> T:
             "(set SYSCTL_ADVISOR_DEBUG=1 for a traceback)",
             3,
         )
+
+
+def _choose(value: str, choices: tuple[str, ...], option: str, what: str = "format") -> None:
+    if value not in choices:
+        raise InputError(f"unknown {what} {value!r} (choose {', '.join(choices)})", field=option)
+
+
+def _emit(text: str, output: Path | None) -> None:
+    """Write to --output atomically, or to stdout."""
+    if output is not None:
+        from advisor.yamlio import write_atomic
+
+        write_atomic(output, text)
+    else:
+        sys.stdout.write(text)
 
 
 def _overrides(pairs: list[str] | None) -> dict[str, str]:
@@ -148,10 +167,7 @@ def recommend(
     facts: FactsOption = None,
     set_: SetOption = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="conf, json or markdown.")] = "conf",
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", help="Write here (atomically) instead of stdout."),
-    ] = None,
+    output: OutputOption = None,
     nginx_conf: NginxConfOption = None,
     rules_dir: RulesDirOption = None,
     profiles_dir: ProfilesDirOption = None,
@@ -161,22 +177,15 @@ def recommend(
     def run() -> None:
         from advisor.engine import build_plan
         from advisor.render import FORMATS, Renderer
-        from advisor.yamlio import write_atomic
 
-        if fmt not in FORMATS:
-            raise InputError(
-                f"unknown format {fmt!r} (choose {', '.join(FORMATS)})", field="--format"
-            )
+        _choose(fmt, FORMATS, "--format")
         overrides = _overrides(set_)
         kb = _knowledge(rules_dir, profiles_dir)
         host = _facts(facts, list(kb.catalog.keys), nginx_conf)
         plan = build_plan(kb, host, profile, overrides)
         command = _command(profile, facts, overrides, fmt)
         text = Renderer(kb.catalog).render(plan, fmt, command)
-        if output is not None:
-            write_atomic(output, text)
-        else:
-            sys.stdout.write(text)
+        _emit(text, output)
 
     _guard(run)
 
@@ -208,10 +217,7 @@ def diff(
     ] = None,
     set_: SetOption = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="text, markdown or json.")] = "text",
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", help="Write here (atomically) instead of stdout."),
-    ] = None,
+    output: OutputOption = None,
     nginx_conf: NginxConfOption = None,
     rules_dir: RulesDirOption = None,
     profiles_dir: ProfilesDirOption = None,
@@ -223,12 +229,8 @@ def diff(
         from advisor.diff_render import DIFF_FORMATS, render_diff
         from advisor.engine import build_plan
         from advisor.render import Renderer
-        from advisor.yamlio import write_atomic
 
-        if fmt not in DIFF_FORMATS:
-            raise InputError(
-                f"unknown format {fmt!r} (choose {', '.join(DIFF_FORMATS)})", field="--format"
-            )
+        _choose(fmt, DIFF_FORMATS, "--format")
         overrides = _overrides(set_)
         kb = _knowledge(rules_dir, profiles_dir)
         keys = list(kb.catalog.keys)
@@ -242,10 +244,7 @@ def diff(
         report = build_diff(plan, in_force, kb.catalog, version)
         terminal = output is None and sys.stdout.isatty()
         text = render_diff(report, fmt, Renderer(kb.catalog), terminal=terminal)
-        if output is not None:
-            write_atomic(output, text)
-        else:
-            sys.stdout.write(text)
+        _emit(text, output)
         return 1 if report.drift else 0
 
     raise typer.Exit(_guard(run))
@@ -258,10 +257,7 @@ def facts_command(
         typer.Option("--root", help="Read a copied tree (proc/, sys/, etc/) instead of /."),
     ] = Path("/"),
     fmt: Annotated[str, typer.Option("--format", "-f", help="yaml or json.")] = "yaml",
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", help="Write here (atomically) instead of stdout."),
-    ] = None,
+    output: OutputOption = None,
 ) -> None:
     """Read this host (or a copied tree) and print a facts file for --facts."""
 
@@ -269,19 +265,14 @@ def facts_command(
         from advisor.facts import facts_to_data
         from advisor.facts_output import render_facts
         from advisor.local_host import collect
-        from advisor.yamlio import write_atomic
 
-        if fmt not in ("yaml", "json"):
-            raise InputError(f"unknown format {fmt!r} (choose yaml, json)", field="--format")
+        _choose(fmt, ("yaml", "json"), "--format")
         if not root.is_dir():
             raise InputError("not a directory", path=root, field="--root")
         kb = _knowledge(None, None)
         data = facts_to_data(collect(list(kb.catalog.keys), root))
         text = render_facts(data, fmt, root)
-        if output is not None:
-            write_atomic(output, text)
-        else:
-            sys.stdout.write(text)
+        _emit(text, output)
 
     _guard(run)
 
@@ -309,10 +300,7 @@ def check(
         str,
         typer.Option("--fail-on", help="Exit 1 at this severity or worse: error, warning, info."),
     ] = "error",
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", help="Write here (atomically) instead of stdout."),
-    ] = None,
+    output: OutputOption = None,
 ) -> None:
     """Lint sysctl.conf / sysctl.d files. Exit 0 clean, 1 findings at --fail-on or worse."""
 
@@ -322,14 +310,9 @@ def check(
         from advisor.engine import build_plan
         from advisor.kernel_version import KernelVersion
         from advisor.rules import SEVERITY_ORDER
-        from advisor.yamlio import write_atomic
 
-        if fmt not in CHECK_FORMATS:
-            raise InputError(
-                f"unknown format {fmt!r} (choose {', '.join(CHECK_FORMATS)})", field="--format"
-            )
-        if fail_on not in SEVERITY_ORDER:
-            raise InputError(f"unknown severity {fail_on!r}", field="--fail-on")
+        _choose(fmt, CHECK_FORMATS, "--format")
+        _choose(fail_on, tuple(SEVERITY_ORDER), "--fail-on", "severity")
         if profile is not None and facts is None:
             raise InputError("--profile needs --facts", field="--profile")
         kb = _knowledge(None, None)
@@ -350,10 +333,7 @@ def check(
                 raise InputError(str(exc), field="--kernel") from None
         report = Checker(kb, kb.check_rules, context).check_paths(paths)
         text = render_check(report, fmt, kb.check_rules)
-        if output is not None:
-            write_atomic(output, text)
-        else:
-            sys.stdout.write(text)
+        _emit(text, output)
         worst = report.worst()
         return 1 if worst is not None and worst <= SEVERITY_ORDER[fail_on] else 0
 
