@@ -6,19 +6,13 @@ import io
 import textwrap
 
 from advisor.diff import DiffReport
-from advisor.render import Renderer
+from advisor.render import Renderer, first_sentence
 from advisor.rules import SEVERITY_ORDER
 from advisor.yamlio import dump_json
 
 DIFF_FORMATS = ("text", "markdown", "json")
 _COLUMNS = ("STATUS", "KEY", "CURRENT", "RECOMMENDED", "DEFAULT", "SOURCE")
 _STYLES = {"ok": "green", "change": "yellow", "missing": "cyan", "remove": "red"}
-
-
-def _first_sentence(text: str) -> str:
-    flat = " ".join(text.split())
-    end = flat.find(". ")
-    return flat if end < 0 else flat[: end + 1]
 
 
 def _rows(report: DiffReport) -> list[tuple[str, ...]]:
@@ -53,20 +47,25 @@ def summary(report: DiffReport) -> str:
     return f"Drift: {report.drift} of {total} keys ({', '.join(parts)})."
 
 
+def _item(text: str, width: int) -> list[str]:
+    """One list item, wrapped with a hanging indent."""
+    return textwrap.wrap(
+        text,
+        width=width,
+        initial_indent="  ",
+        subsequent_indent="    ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
 def _notes(report: DiffReport, width: int = 100) -> list[str]:
     lines: list[str] = []
     why = [e for e in report.entries if e.status != "ok"]
     if why:
         lines += ["", "Why:"]
         for e in why:
-            lines += textwrap.wrap(
-                f"{e.key}: {_first_sentence(e.rationale)}",
-                width=width,
-                initial_indent="  ",
-                subsequent_indent="    ",
-                break_long_words=False,
-                break_on_hyphens=False,
-            )
+            lines += _item(f"{e.key}: {first_sentence(e.rationale, drop_tag=False)}", width)
     findings = sorted(
         (f for f in report.findings if f.severity != "info"),
         key=lambda f: (SEVERITY_ORDER[f.severity], f.id),
@@ -74,14 +73,7 @@ def _notes(report: DiffReport, width: int = 100) -> list[str]:
     if findings:
         lines += ["", "Findings:"]
         for f in findings:
-            lines += textwrap.wrap(
-                f"[{f.severity}] {f.id}: {' '.join(f.message.split())}",
-                width=width,
-                initial_indent="  ",
-                subsequent_indent="    ",
-                break_long_words=False,
-                break_on_hyphens=False,
-            )
+            lines += _item(f"[{f.severity}] {f.id}: {' '.join(f.message.split())}", width)
     if report.problems:
         lines += ["", "In the current configuration:"]
         lines += [f"  [{p.severity}] {p}" for p in report.problems]

@@ -47,9 +47,10 @@ def _param(value: Any) -> str:
     return str(value)
 
 
-def _first_sentence(text: str) -> str:
+def first_sentence(text: str, drop_tag: bool = True) -> str:
+    """The first sentence of prose, flattened; `drop_tag` removes a leading "[rule-id] "."""
     flat = " ".join(text.split())
-    if flat.startswith("[") and "] " in flat:
+    if drop_tag and flat.startswith("[") and "] " in flat:
         flat = flat.split("] ", 1)[1]
     end = flat.find(". ")
     return flat if end < 0 else flat[: end + 1]
@@ -77,7 +78,7 @@ class Renderer:
         )
         self.env.filters["comment"] = _comment
         self.env.filters["md"] = _md_cell
-        self.env.filters["first_sentence"] = _first_sentence
+        self.env.filters["first_sentence"] = first_sentence
         self.env.filters["param"] = _param
 
     def _human(self, key: str, text: str | None, page_size: int) -> str | None:
