@@ -25,13 +25,6 @@ from advisor.plan import Plan
 from advisor.rules import SEVERITY_ORDER
 from advisor.sysctl_sources import CurrentConfig, read_file, read_tree
 
-PROBLEM_RULES = {
-    "inline-comment": "check.inline-comment",
-    "syntax": "check.syntax",
-    "broken-link": "check.unreadable",
-    "unreadable": "check.unreadable",
-}
-
 
 @dataclass(frozen=True)
 class CheckFinding:
@@ -86,6 +79,10 @@ class Checker:
         self.rules = rules
         self.context = context
         self.assignment_rules = [r for r in rules.values() if r.spec.kind == "assignment"]
+        # What the file reader noticed, by kind, and the structural rule that reports it.
+        self.reported_by: dict[str, CheckRule] = {
+            str(code): r for r in rules.values() for code in r.spec.reports
+        }
 
     def _applicable(self, rule: CheckRule, key: str) -> bool:
         needs = rule.spec.needs
@@ -148,21 +145,19 @@ class Checker:
     def _structural(self, config: CurrentConfig) -> list[CheckFinding]:
         found: list[CheckFinding] = []
         for problem in config.problems:
-            rule_id = PROBLEM_RULES.get(problem.code)
-            if rule_id is None or rule_id not in self.rules:
+            rule = self.reported_by.get(problem.code)
+            if rule is None:
                 continue
             path, line = _split_source(problem.source)
             found.append(
-                CheckFinding(
-                    rule_id, self.rules[rule_id].spec.severity, path, line, None, problem.message
-                )
+                CheckFinding(rule.id, rule.spec.severity, path, line, None, problem.message)
             )
         for override in config.overrides:
             hidden_path, hidden_line = _split_source(override.hidden.source)
             winner_path, winner_line = _split_source(override.winner.source)
             same_file = hidden_path == winner_path
-            rule_id = "check.duplicate-key" if same_file else "check.overridden"
-            if rule_id not in self.rules:
+            rule = self.reported_by.get("duplicate" if same_file else "override")
+            if rule is None:
                 continue
             if same_file:
                 message = (
@@ -176,12 +171,7 @@ class Checker:
                 )
             found.append(
                 CheckFinding(
-                    rule_id,
-                    self.rules[rule_id].spec.severity,
-                    hidden_path,
-                    hidden_line,
-                    override.key,
-                    message,
+                    rule.id, rule.spec.severity, hidden_path, hidden_line, override.key, message
                 )
             )
         return found
@@ -202,9 +192,13 @@ class Checker:
             elif path.exists():
                 config = read_file(path, self.kb.catalog.keys)
             else:
-                findings.append(
-                    CheckFinding("check.unreadable", "error", str(path), None, None, "not found")
-                )
+                rule = self.reported_by.get("unreadable")
+                if rule is not None:
+                    findings.append(
+                        CheckFinding(
+                            rule.id, rule.spec.severity, str(path), None, None, "not found"
+                        )
+                    )
                 continue
             usable += len(config.documents)
             found = self.check_config(config)

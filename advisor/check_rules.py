@@ -42,6 +42,12 @@ class CheckRuleSpec(_Model):
     keys: list[str] = Field(default_factory=lambda: ["*"], description="key globs it applies to")
     needs: list[Literal["facts", "kernel", "profile"]] = Field(default_factory=list)
     when: str | None = None
+    reports: list[
+        Literal["inline-comment", "syntax", "broken-link", "unreadable", "duplicate", "override"]
+    ] = Field(
+        default_factory=list,
+        description="structural rules: the file reader's findings this rule reports",
+    )
     let: dict[str, str] = Field(default_factory=dict)
     message: str
     rationale: str
@@ -52,6 +58,8 @@ class CheckRuleSpec(_Model):
     def _when_for_assignments(self) -> CheckRuleSpec:
         if self.kind == "assignment" and not self.when:
             raise ValueError("an assignment rule needs `when`")
+        if self.kind == "structural" and not self.reports:
+            raise ValueError("a structural rule needs `reports` (which reader findings it names)")
         return self
 
 
