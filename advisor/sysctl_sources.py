@@ -208,7 +208,10 @@ def _resolve_link(root: Path, path: Path) -> Path | str | None:
 
 
 def _is_sysctl_d(directory: Path) -> bool:
-    return any(p.suffix == ".conf" for p in directory.iterdir())
+    try:
+        return any(p.suffix == ".conf" for p in directory.iterdir())
+    except OSError as exc:
+        raise InputError(f"cannot list: {exc.strerror or exc}", path=directory) from None
 
 
 def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
@@ -240,7 +243,16 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
     for directory in directories:
         if not directory.is_dir():
             continue
-        for entry in sorted(directory.iterdir()):
+        try:
+            entries = sorted(directory.iterdir())
+        except OSError as exc:
+            config.problems.append(
+                Problem(
+                    shown(directory), f"cannot list: {exc.strerror or exc}", "error", "unreadable"
+                )
+            )
+            continue
+        for entry in entries:
             if entry.suffix == ".conf" and entry.name not in chosen:
                 chosen[entry.name] = entry  # an earlier directory hides the same name
 

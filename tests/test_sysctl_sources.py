@@ -143,3 +143,26 @@ def test_arbitrary_bytes_read_as_findings(data: bytes) -> None:
         path.write_bytes(data)
         config = read_file(path)
         assert config.kind in ("file", "dump")
+
+
+def test_unlistable_directories_are_problems_or_one_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Running as root, chmod 000 does not stop reading; simulate EACCES instead.
+    (tmp_path / "etc/sysctl.d").mkdir(parents=True)
+    (tmp_path / "usr/lib/sysctl.d").mkdir(parents=True)
+    (tmp_path / "usr/lib/sysctl.d/50-a.conf").write_text("net.core.somaxconn = 1024\n")
+    locked = tmp_path / "etc/sysctl.d"
+    real_iterdir = Path.iterdir
+
+    def iterdir(self: Path):  # type: ignore[no-untyped-def]
+        if self == locked:
+            raise PermissionError(13, "Permission denied")
+        return real_iterdir(self)
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    config = read_current(tmp_path)
+    assert config.values["net.core.somaxconn"].value == "1024"
+    assert [(p.source, p.code) for p in config.problems] == [("etc/sysctl.d", "unreadable")]
+    with pytest.raises(InputError, match="cannot list"):
+        read_current(locked)
