@@ -26,7 +26,8 @@ class _Model(BaseModel):
 
 
 class CheckExamples(_Model):
-    """sysctl.conf text that makes the rule fire, and text that does not."""
+    """sysctl.conf text that makes the rule fire, and text that does not. Lines
+    `# file: NAME` split an example into several files of one sysctl.d directory."""
 
     fires: str
     quiet: str

@@ -66,8 +66,6 @@ def test_rule_examples_fire_and_stay_quiet(kb: KnowledgeBase, rule_id: str, tmp_
     examples = rule.spec.examples
     context = _context(kb, examples)
     fires = examples.fires
-    if rule_id == "check.overridden":  # needs two files
-        fires = f"# file: 10-a.conf\n{fires}# file: 90-b.conf\nnet.core.somaxconn = 4096\n"
     (tmp_path / "fires").mkdir()
     (tmp_path / "quiet").mkdir()
     assert rule_id in _ids(kb, fires, context, tmp_path / "fires"), examples.fires
