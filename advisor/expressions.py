@@ -13,7 +13,7 @@ import marshal
 import math
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from types import CodeType
 from typing import Any
@@ -178,7 +178,9 @@ class Compiler:
     def __init__(self) -> None:
         self.env = make_environment()
         self._cache = _CodeCache()
-        self._globals = self.env.make_globals(None)
+        # A flat dict, not jinja's ChainMap: every evaluation copies the globals into its
+        # context, and copying a ChainMap costs a lookup per name through both maps.
+        self._globals: dict[str, Any] = dict(self.env.globals)
         self._memo: dict[tuple[str, str], jinja2.Template] = {}
 
     def _template(self, kind: str, source: str, build: Callable[[], CodeType]) -> jinja2.Template:
@@ -243,9 +245,9 @@ class Expression:
         self.source = source
         self._template = template
 
-    def evaluate(self, variables: Mapping[str, Any]) -> Any:
+    def evaluate(self, variables: dict[str, Any]) -> Any:
         try:
-            ctx = self._template.new_context(dict(variables))
+            ctx = self._template.new_context(variables)  # copies
             for _ in self._template.root_render_func(ctx):
                 pass
             value = ctx.vars["result"]
@@ -263,9 +265,9 @@ class Text:
         self.source = source
         self._template = template
 
-    def render(self, variables: Mapping[str, Any]) -> str:
+    def render(self, variables: dict[str, Any]) -> str:
         try:
-            return self._template.render(dict(variables)).strip()
+            return self._template.render(variables).strip()
         except (TemplateError, ArithmeticError, TypeError, ValueError, KeyError, IndexError) as exc:
             raise ExpressionError(f"template: {_explain(exc)}") from None
 
