@@ -17,7 +17,13 @@ from advisor.render import FORMATS, Renderer
 from tests.conftest import EXAMPLE_PROFILES, EXAMPLES
 
 GOLDEN = Path(__file__).parent / "golden"
-EXT = {"conf": "conf", "json": "json", "markdown": "md"}
+EXT = {
+    "conf": "conf",
+    "json": "json",
+    "markdown": "md",
+    "tuned": "tuned.conf",
+    "ansible": "host_vars.yml",
+}
 PAIRS = [(host, profile, fmt) for host, profile in EXAMPLE_PROFILES.items() for fmt in FORMATS]
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import configparser
 import json
+import re
+import textwrap
 from typing import Any
 
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -14,7 +18,7 @@ from advisor.errors import InputError
 from advisor.facts import facts_from_data
 from advisor.kernel_version import KernelVersion
 from advisor.knowledge import KnowledgeBase
-from advisor.render import Renderer
+from advisor.render import Renderer, wrap_words
 
 KERNELS = [
     "2.6.32",
@@ -176,6 +180,33 @@ def test_deterministic_and_formats_agree(
     assert not bad
     assert {a.key: a.value for a in assignments} == {s["key"]: s["value"] for s in data["settings"]}
     assert len(assignments) == len(data["settings"])  # each key once
+    wanted = {s["key"]: s["value"] for s in data["settings"]}
+    assert tuned_values(renderer.render(plan, "tuned", "cmd")) == wanted
+    host_vars = yaml.safe_load(renderer.render(plan, "ansible", "cmd"))
+    assert {i["name"]: i["value"] for i in host_vars["sysctl_advisor_settings"]} == wanted
+
+
+def tuned_values(text: str) -> dict[str, str]:
+    """The [sysctl] section as tuned reads it: ini syntax, one pair of quotes removed."""
+    parser = configparser.ConfigParser(delimiters=("=",), interpolation=None, strict=True)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    parser.read_string(text)
+    assert parser.get("main", "summary")
+    if not parser.has_section("sysctl"):
+        return {}
+    return {k: re.sub(r'^"(.*)"$', r"\1", v) for k, v in parser.items("sysctl")}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from("ab  -\n"), max_size=300),
+    width=st.integers(1, 100),
+)
+def test_comment_wrap_matches_textwrap(text: str, width: int) -> None:
+    expected = textwrap.wrap(
+        " ".join(text.split()), width, break_long_words=False, break_on_hyphens=False
+    )
+    assert wrap_words(text, width) == expected
 
 
 @settings(max_examples=150, deadline=None)
