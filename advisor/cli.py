@@ -341,6 +341,77 @@ def check(
 
 
 @app.command()
+def fleet(
+    ansible_facts: Annotated[
+        Path,
+        typer.Option(
+            "--ansible-facts",
+            help="Directory written by `ansible all -m setup --tree DIR` (or one host's file).",
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", help="Output directory: host_files/, host_vars/, playbook.yml, summary.*"
+        ),
+    ],
+    profile: Annotated[
+        str | None,
+        typer.Option("--profile", "-p", help="Profile for hosts the --profile-map does not match."),
+    ] = None,
+    profile_map: Annotated[
+        Path | None,
+        typer.Option("--profile-map", help="YAML list of {hosts|group, profile, set}; first wins."),
+    ] = None,
+    inventory: Annotated[
+        Path | None,
+        typer.Option(
+            "--inventory",
+            help="`ansible-inventory -i INVENTORY --list` output, for `group:` entries in the map.",
+        ),
+    ] = None,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", min=0, help="Worker processes (0: one per CPU).")
+    ] = 0,
+    rules_dir: RulesDirOption = None,
+    profiles_dir: ProfilesDirOption = None,
+) -> None:
+    """Advise every host of an Ansible fleet: a file per host and a playbook that installs them.
+    Exit 0: every host written; 1: some hosts skipped; 2: nothing could be done."""
+
+    def run() -> int:
+        from advisor.fleet import fact_files, run_fleet
+        from advisor.fleet_progress import progress_reporter
+        from advisor.fleet_summary import SummaryWriter
+        from advisor.profile_map import load_profile_map
+
+        kb = _knowledge(rules_dir, profiles_dir)
+        pmap = load_profile_map(profile_map, profile, kb.profiles, inventory)
+        paths = fact_files(ansible_facts)
+        summary = SummaryWriter(ansible_facts, profile_map, profile)
+        with progress_reporter(len(paths), sys.stderr.isatty()) as on_host:
+            written = run_fleet(kb, paths, pmap, out, jobs or os.cpu_count() or 1, on_host, summary)
+        totals = summary.totals
+        for host, reason in totals.skipped:
+            typer.echo(f"sysctl-advisor: skipped {host}: {reason}", err=True)
+        if totals.skipped_count > len(totals.skipped):
+            more = totals.skipped_count - len(totals.skipped)
+            typer.echo(f"sysctl-advisor: ... and {more} more skipped hosts", err=True)
+        if not written:
+            raise InputError(
+                f"no host could be advised ({totals.skipped_count} skipped); {out} is unchanged"
+            )
+        typer.echo(
+            f"sysctl-advisor: {written} of {totals.hosts} hosts written to {out} "
+            f"(playbook.yml, summary.md)",
+            err=True,
+        )
+        return 1 if totals.skipped_count else 0
+
+    raise typer.Exit(_guard(run))
+
+
+@app.command()
 def explain(
     key: Annotated[str, typer.Argument(help="A sysctl key, e.g. net.ipv4.tcp_mem (or tcp_mem).")],
     facts: FactsOption = None,

@@ -172,9 +172,14 @@ def facts_from_data(data: Any, path: Path | None = None, text: str | None = None
 
 
 def load_facts(path: Path) -> HostFacts:
-    """Read a facts file (YAML or JSON)."""
+    """Read a facts file (YAML or JSON), or one host's `ansible -m setup --tree` file."""
     text = read_text(path)
-    return facts_from_data(parse_document(text, path), path, text)
+    data = parse_document(text, path)
+    if isinstance(data, dict) and "ansible_facts" in data:
+        from advisor.ansible_facts import host_facts_from_document
+
+        return host_facts_from_document(data, str(path))
+    return facts_from_data(data, path, text)
 
 
 def facts_to_data(facts: HostFacts) -> dict[str, Any]:

@@ -1,0 +1,152 @@
+"""Host facts from Ansible's `setup` module: `ansible all -m setup --tree DIR` writes one JSON
+file per inventory host, `{"ansible_facts": {...}}`.
+
+Inside that dict the setup module names facts with the `ansible_` prefix
+(`ansible_memtotal_mb`); playbooks read them as `ansible_facts['memtotal_mb']`. Both spellings
+are accepted here. Interface facts are keyed by the device name with `-` turned into `_`.
+
+What Ansible does not gather, the facts leave unknown: page size (4 KiB assumed), lowmem on
+32-bit x86 (896 MiB assumed), the sysctl values in force and sockstat evidence.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from advisor.errors import InputError
+from advisor.facts import HostFacts
+
+MIB = 1024 * 1024  # Ansible's *_mb facts are MemTotal in KiB divided by 1024
+
+
+class AnsibleFacts:
+    """The `ansible_facts` dict of one host, read with or without the `ansible_` prefix."""
+
+    def __init__(self, facts: dict[str, Any]) -> None:
+        self._facts = facts
+
+    def get(self, name: str) -> Any:
+        value = self._facts.get("ansible_" + name)
+        return self._facts.get(name) if value is None else value
+
+    def interface(self, device: str) -> dict[str, Any] | None:
+        for name in (device.replace("-", "_"), device):
+            value = self.get(name)
+            if isinstance(value, dict):
+                return value
+        return None
+
+
+def facts_dict(document: Any, source: str) -> dict[str, Any]:
+    """The `ansible_facts` mapping of a --tree file (or a bare facts mapping)."""
+    if not isinstance(document, dict):
+        raise InputError("not an Ansible facts document (expected a JSON object)", path=source)
+    if document.get("unreachable") or document.get("failed"):
+        why = " ".join(str(document.get("msg") or "no message").split())
+        state = "unreachable" if document.get("unreachable") else "failed"
+        raise InputError(f"Ansible reported the host {state}: {why}", path=source)
+    facts = document.get("ansible_facts", document)
+    if not isinstance(facts, dict):
+        raise InputError("ansible_facts is not a mapping", path=source, field="ansible_facts")
+    return facts
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
+def _cpu_threads(facts: AnsibleFacts) -> int | None:
+    for name in ("processor_vcpus", "processor_nproc"):
+        threads = _int(facts.get(name))
+        if threads and threads > 0:
+            return threads
+    parts = [_int(facts.get(n)) for n in ("processor_count", "processor_cores")]
+    per_core = _int(facts.get("processor_threads_per_core")) or 1
+    if all(p and p > 0 for p in parts):
+        return parts[0] * parts[1] * per_core  # type: ignore[operator]
+    return None
+
+
+def _nics(facts: AnsibleFacts) -> list[dict[str, Any]]:
+    """Interfaces backed by a device (a driver module or a link speed); loopback, bridges,
+    bonds and other software devices are left out, as the local collector does."""
+    names = facts.get("interfaces")
+    if not isinstance(names, list):
+        return []
+    nics: list[dict[str, Any]] = []
+    for name in sorted(str(n) for n in names):
+        iface = facts.interface(name)
+        if iface is None or iface.get("type") in ("loopback", "bridge", "bonding"):
+            continue
+        if "module" not in iface and "speed" not in iface:
+            continue
+        nic: dict[str, Any] = {"name": str(iface.get("device") or name)}
+        if isinstance(iface.get("module"), str):
+            nic["driver"] = iface["module"]
+        speed = _int(iface.get("speed"))
+        if speed is not None and speed > 0:
+            nic["speed_mbps"] = speed
+        mtu = _int(iface.get("mtu"))
+        if mtu is not None:
+            nic["mtu"] = mtu
+        nics.append(nic)
+    return nics
+
+
+def facts_data(facts: AnsibleFacts, source: str) -> dict[str, Any]:
+    """A facts-file mapping (the DESIGN.md contract) from Ansible facts."""
+    memtotal_mb = _int(facts.get("memtotal_mb"))
+    if memtotal_mb is None:
+        memory = facts.get("memory_mb")
+        if isinstance(memory, dict) and isinstance(memory.get("real"), dict):
+            memtotal_mb = _int(memory["real"].get("total"))
+    if memtotal_mb is None or memtotal_mb <= 0:
+        raise InputError("no memory facts (memtotal_mb)", path=source, field="ansible_facts")
+    data: dict[str, Any] = {"memory": {"total": memtotal_mb * MIB}}
+    for field, name in (("hostname", "hostname"), ("kernel", "kernel"), ("arch", "architecture")):
+        value = facts.get(name)
+        if isinstance(value, str) and value.strip():
+            data[field] = value.strip()
+    threads = _cpu_threads(facts)
+    if threads is not None:
+        data["cpu"] = {"threads": threads}
+    nics = _nics(facts)
+    if nics:
+        data["nics"] = nics
+    return data
+
+
+def host_facts_from_document(document: Any, source: str) -> HostFacts:
+    data = facts_data(AnsibleFacts(facts_dict(document, source)), source)
+    try:
+        return HostFacts.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"])
+        raise InputError(error["msg"], path=source, field=where) from None
+
+
+def load_ansible_facts(path: Path) -> HostFacts:
+    """One host's file as `ansible -m setup --tree` writes it."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(exc.strerror or str(exc), path=path) from None
+    try:
+        document = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        line = getattr(exc, "lineno", None)
+        raise InputError(
+            f"not JSON: {getattr(exc, 'msg', None) or exc}", path=path, line=line
+        ) from None
+    return host_facts_from_document(document, str(path))

@@ -1,0 +1,162 @@
+"""summary.json and summary.md of a fleet run, written from a stream of host outcomes.
+
+Per-host rows go to a scratch file as they arrive; only fleet-wide counters (one per finding id,
+changed key and profile) stay in memory. The summaries are then written from the counters and
+the scratch file, so a run over 100,000 hosts needs no more memory than a run over 100.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from advisor import __version__
+from advisor.fleet import HostOutcome
+from advisor.rules import SEVERITY_ORDER
+
+FLEET_SCHEMA = "sysctl-advisor/fleet/v1"
+
+
+@dataclass
+class FleetTotals:
+    hosts: int = 0
+    written: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (host, reason), first few
+    skipped_count: int = 0
+    profiles: Counter[str] = field(default_factory=Counter)
+    findings: Counter[tuple[str, str]] = field(default_factory=Counter)  # (id, severity)
+    changes: Counter[str] = field(default_factory=Counter)
+
+    def add(self, outcome: HostOutcome) -> None:
+        self.hosts += 1
+        if not outcome.written:
+            self.skipped_count += 1
+            if len(self.skipped) < 20:
+                self.skipped.append((outcome.host, outcome.error or ""))
+            return
+        self.written += 1
+        self.profiles[outcome.profile or ""] += 1
+        self.findings.update(set(outcome.findings))
+        self.changes.update(outcome.changes)
+
+    def finding_rows(self) -> list[dict[str, Any]]:
+        ordered = sorted(
+            self.findings.items(), key=lambda kv: (SEVERITY_ORDER[kv[0][1]], -kv[1], kv[0][0])
+        )
+        return [{"id": i, "severity": s, "hosts": n} for (i, s), n in ordered]
+
+    def change_rows(self) -> list[dict[str, Any]]:
+        ordered = sorted(self.changes.items(), key=lambda kv: (-kv[1], kv[0]))
+        return [{"key": k, "hosts": n} for k, n in ordered]
+
+
+def _row(outcome: HostOutcome) -> dict[str, Any]:
+    if not outcome.written:
+        return {"host": outcome.host, "facts": outcome.source, "skipped": outcome.error}
+    return {
+        "host": outcome.host,
+        "hostname": outcome.hostname,
+        "kernel": outcome.kernel,
+        "profile": outcome.profile,
+        "file": f"host_files/{outcome.host}.conf",
+        "changes": list(outcome.changes),
+        "findings": outcome.by_severity(),
+        "finding_ids": sorted({i for i, _ in outcome.findings}),
+    }
+
+
+class SummaryWriter:
+    def __init__(self, facts_source: Path, profile_map: Path | None, default: str | None) -> None:
+        self.facts_source = facts_source
+        self.profile_map = profile_map
+        self.default = default
+        self.totals = FleetTotals()
+
+    def __call__(self, staging: Path, outcomes: Iterator[HostOutcome]) -> int:
+        rows_path = staging / ".rows.jsonl"
+        with open(rows_path, "w", encoding="utf-8") as rows:
+            for outcome in outcomes:
+                self.totals.add(outcome)
+                rows.write(json.dumps(_row(outcome), sort_keys=False) + "\n")
+        with open(staging / "summary.json", "w", encoding="utf-8", newline="\n") as out:
+            self._json(out, rows_path)
+        with open(staging / "summary.md", "w", encoding="utf-8", newline="\n") as out:
+            self._markdown(out, rows_path)
+        rows_path.unlink()
+        return self.totals.written
+
+    def _rows(self, rows_path: Path, skipped: bool) -> Iterator[dict[str, Any]]:
+        with open(rows_path, encoding="utf-8") as rows:
+            for line in rows:
+                row = json.loads(line)
+                if ("skipped" in row) == skipped:
+                    yield row
+
+    def _json(self, out: IO[str], rows_path: Path) -> None:
+        t = self.totals
+        head = {
+            "schema": FLEET_SCHEMA,
+            "version": __version__,
+            "facts": str(self.facts_source),
+            "profile": self.default,
+            "profile_map": str(self.profile_map) if self.profile_map else None,
+            "hosts_total": t.hosts,
+            "hosts_written": t.written,
+            "hosts_skipped": t.skipped_count,
+            "profiles": dict(sorted(t.profiles.items())),
+            "findings": t.finding_rows(),
+            "changes": t.change_rows(),
+        }
+        text = json.dumps(head, indent=2)
+        out.write(text[:-2] + ",\n")  # reopen the object to stream the two lists
+        for name, skipped in (("skipped", True), ("hosts", False)):
+            out.write(f'  "{name}": [')
+            first = True
+            for row in self._rows(rows_path, skipped):
+                out.write(("\n    " if first else ",\n    ") + json.dumps(row))
+                first = False
+            out.write("\n  ]" if not first else "]")
+            out.write(",\n" if name == "skipped" else "\n")
+        out.write("}\n")
+
+    def _markdown(self, out: IO[str], rows_path: Path) -> None:
+        t = self.totals
+        out.write("# sysctl-advisor fleet summary\n\n")
+        profiles = ", ".join(f"`{p}` {n}" for p, n in sorted(t.profiles.items())) or "none"
+        out.write(
+            f"{t.hosts} hosts from `{self.facts_source}`: {t.written} written, "
+            f"{t.skipped_count} skipped. Profiles: {profiles}.\n"
+        )
+        if t.skipped_count:
+            out.write(
+                "\n## Skipped hosts\n\nNo file was written for these; the playbook leaves "
+                "them unchanged.\n\n| host | why |\n|---|---|\n"
+            )
+            for row in self._rows(rows_path, True):
+                out.write(f"| `{row['host']}` | {_md(row['skipped'])} |\n")
+        if t.findings:
+            out.write("\n## Findings across the fleet\n\n| finding | severity | hosts |\n")
+            out.write("|---|---|---:|\n")
+            for f in t.finding_rows():
+                out.write(f"| `{f['id']}` | {f['severity']} | {f['hosts']} |\n")
+        if t.changes:
+            out.write("\n## Keys changed from the kernel default\n\n| key | hosts |\n|---|---:|\n")
+            for c in t.change_rows():
+                out.write(f"| `{c['key']}` | {c['hosts']} |\n")
+        if t.written:
+            out.write("\n## Hosts\n\n| host | profile | kernel | keys changed |")
+            out.write(" errors | warnings | info |\n|---|---|---|---:|---:|---:|---:|\n")
+            for row in self._rows(rows_path, False):
+                n = row["findings"]
+                out.write(
+                    f"| `{row['host']}` | `{row['profile']}` | {_md(row['kernel'] or 'unknown')} "
+                    f"| {len(row['changes'])} | {n['error']} | {n['warning']} | {n['info']} |\n"
+                )
+
+
+def _md(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")

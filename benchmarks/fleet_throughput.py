@@ -1,0 +1,139 @@
+"""Fleet throughput and memory: synthetic Ansible facts for N hosts, one `fleet` run each.
+
+    python benchmarks/fleet_throughput.py                 # 1,000 / 5,000 / 10,000 hosts
+    python benchmarks/fleet_throughput.py --hosts 10000 --jobs 2
+
+Each host file is a realistic `ansible -m setup --tree` document (about 14 KB: the facts the
+advisor reads plus the mounts, addresses and environment it ignores) with varied memory, CPUs,
+kernels, architectures and NICs, so rules fire differently from host to host. The run is a child
+process; its wall time gives hosts/s and its peak RSS (parent and worker processes, from
+getrusage) shows whether memory grows with the host count. Targets: >= 1,000 hosts/s on a
+2-core machine, and peak memory flat as the host count grows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+KERNELS = [
+    "2.6.32-642.el6.x86_64",
+    "3.10.0-1160.el7.x86_64",
+    "4.18.0-513.el8.x86_64",
+    "5.15.0-91-generic",
+    "6.1.0-18-amd64",
+    "6.8.0-45-generic",
+]
+NICS = [("ixgbe", 10000), ("i40e", 25000), ("mlx5_core", 100000), ("e1000e", 1000), ("bnx2", 1000)]
+PROFILES = ["frontend-proxy", "gridftp", "c1m-server", "base"]
+
+
+def host_document(i: int, rng: random.Random) -> dict[str, object]:
+    arch = "i386" if i % 97 == 0 else "x86_64"
+    kernel = KERNELS[i % len(KERNELS)] if arch == "x86_64" else "2.6.32-642.el6.i686"
+    facts: dict[str, object] = {
+        "ansible_hostname": f"host-{i:05d}",
+        "ansible_fqdn": f"host-{i:05d}.example.net",
+        "ansible_kernel": kernel,
+        "ansible_architecture": arch,
+        "ansible_memtotal_mb": rng.choice([2048, 4096, 8192, 16384, 65536, 262144]),
+        "ansible_processor_vcpus": rng.choice([2, 4, 8, 16, 64]),
+        "ansible_processor_nproc": 2,
+        "ansible_interfaces": ["lo", "eth0", "eth1"],
+        "ansible_lo": {"device": "lo", "mtu": 65536, "type": "loopback", "active": True},
+    }
+    for n in (0, 1):
+        driver, speed = rng.choice(NICS)
+        facts[f"ansible_eth{n}"] = {
+            "device": f"eth{n}",
+            "module": driver,
+            "speed": speed if rng.random() > 0.1 else -1,
+            "mtu": rng.choice([1500, 9000]),
+            "type": "ether",
+            "active": True,
+            "ipv4": {"address": f"10.{n}.{i // 256 % 256}.{i % 256}", "netmask": "255.255.0.0"},
+            "features": {f"feature_{k}": "on [fixed]" for k in range(60)},
+        }
+    facts["ansible_mounts"] = [
+        {"mount": f"/srv/{k}", "device": f"/dev/sd{k}", "fstype": "xfs", "size_total": 10**12}
+        for k in range(12)
+    ]
+    facts["ansible_env"] = {f"VAR_{k}": "x" * 40 for k in range(40)}
+    return {"ansible_facts": facts, "changed": False}
+
+
+def generate(directory: Path, hosts: int) -> None:
+    rng = random.Random(1234)
+    for i in range(hosts):
+        (directory / f"host-{i:05d}").write_text(json.dumps(host_document(i, rng)))
+
+
+def profile_map(directory: Path) -> Path:
+    path = directory / "profile-map.yaml"
+    path.write_text(
+        "- {hosts: 'host-*0', profile: gridftp}\n"
+        "- {hosts: 'host-*1', profile: c1m-server}\n"
+        "- {hosts: 'host-*2', profile: base}\n"
+    )
+    return path
+
+
+def run(hosts: int, jobs: int, work: Path) -> tuple[float, float]:
+    facts = work / f"facts-{hosts}"
+    if not facts.exists():
+        facts.mkdir()
+        generate(facts, hosts)
+    out = work / f"out-{hosts}"
+    shutil.rmtree(out, ignore_errors=True)
+    command = [
+        sys.executable, "-m", "advisor", "fleet", "--ansible-facts", str(facts),
+        "--profile", "frontend-proxy", "--profile-map", str(profile_map(work)),
+        "--out", str(out), "--jobs", str(jobs),
+    ]  # fmt: skip
+    code = (
+        "import resource, subprocess, sys, time\n"
+        "t = time.perf_counter()\n"
+        "rc = subprocess.run(sys.argv[1:]).returncode\n"
+        "wall = time.perf_counter() - t\n"
+        "me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+        "print(rc, wall, kids)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, *command], capture_output=True, text=True, check=True
+    )
+    rc, wall, peak_kib = result.stdout.split()
+    if rc != "0":
+        raise SystemExit(f"fleet exited {rc}: {result.stderr}")
+    written = len(list((out / "host_files").iterdir()))
+    if written != hosts:
+        raise SystemExit(f"{written} host files for {hosts} hosts")
+    return float(wall), int(peak_kib) / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hosts", type=int, nargs="*", default=[1000, 5000, 10000])
+    parser.add_argument("--jobs", type=int, default=0, help="0: one worker per CPU")
+    parser.add_argument("--keep", type=Path, help="generate into (and keep) this directory")
+    args = parser.parse_args()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="fleet-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        print(f"{'hosts':>7} {'seconds':>8} {'hosts/s':>8} {'peak RSS (largest process)':>28}")
+        for hosts in args.hosts:
+            wall, peak_mib = run(hosts, args.jobs, work)
+            print(f"{hosts:>7} {wall:>8.2f} {hosts / wall:>8.0f} {peak_mib:>24.1f} MiB")
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
