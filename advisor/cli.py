@@ -166,7 +166,9 @@ def recommend(
     profile: ProfileOption,
     facts: FactsOption = None,
     set_: SetOption = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="conf, json or markdown.")] = "conf",
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="conf, json, markdown, tuned or ansible.")
+    ] = "conf",
     output: OutputOption = None,
     nginx_conf: NginxConfOption = None,
     rules_dir: RulesDirOption = None,

@@ -298,3 +298,15 @@ def test_playbook_installs_applies_and_verifies(
         assert "net.core.somaxconn is 4096, not 16384" in result.stdout
     else:
         assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_progress_bar_counts_hosts_and_skips(capsys: pytest.CaptureFixture[str]) -> None:
+    from advisor.fleet import HostOutcome
+    from advisor.fleet_progress import progress_reporter
+
+    with progress_reporter(2, terminal=True) as advance:
+        advance(HostOutcome("a", "a"))
+        advance(HostOutcome("b", "b", error="broken"))
+    with progress_reporter(2, terminal=False) as advance:
+        advance(HostOutcome("c", "c"))
+    assert capsys.readouterr().out == ""  # the bar never touches stdout
