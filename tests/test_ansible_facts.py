@@ -117,3 +117,22 @@ def test_live_ansible_facts_agree_with_our_collector(live_facts: Path) -> None:
     assert ours.memory.total - MIB < theirs.memory.total <= ours.memory.total
     assert theirs.cpu.threads == ours.cpu.threads
     assert {n.name for n in theirs.nics} <= {n.name for n in ours.nics}
+
+
+def test_gather_facts_playbook_writes_the_same_facts(live_facts: Path, tmp_path: Path) -> None:
+    """examples/gather-facts.yml (no --tree, unprefixed keys) reads the same as --tree output."""
+    playbook = shutil.which("ansible-playbook") or str(
+        Path(sys.executable).parent / "ansible-playbook"
+    )
+    env = dict(os.environ, ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1")
+    example = Path(__file__).parent.parent / "examples" / "gather-facts.yml"
+    subprocess.run(
+        [playbook, "-i", "localhost,", "-c", "local", str(example), "-e", f"facts_dir={tmp_path}"],
+        check=True,
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+    document = json.loads((tmp_path / "localhost").read_text())
+    assert "memtotal_mb" in document["ansible_facts"]  # playbooks see facts without the prefix
+    assert load_ansible_facts(tmp_path / "localhost") == load_ansible_facts(live_facts)
