@@ -414,6 +414,37 @@ def fleet(
 
 
 @app.command()
+def calibrate(
+    pairs: Annotated[
+        int, typer.Option("--pairs", help="Loopback connection pairs to open (100-100000).")
+    ] = 10_000,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Stop opening connections after this many seconds.")
+    ] = 60.0,
+    write: Annotated[
+        Path | None,
+        typer.Option("--write", help="Add the figures to this facts file (`calibration:`)."),
+    ] = None,
+) -> None:
+    """Measure per-socket memory on this kernel (root; in a private network namespace).
+    The c1m-server rules use the figures from a facts file's `calibration:` section."""
+
+    def run() -> None:
+        from advisor.calibrate import calibrate as measure
+        from advisor.calibrate import report, write_calibration
+
+        if write is not None and not write.is_file():
+            raise InputError("no such facts file", path=write, field="--write")
+        result = measure(pairs, timeout)
+        sys.stdout.write(report(result))
+        if write is not None:
+            write_calibration(write, result.calibration)
+            typer.echo(f"sysctl-advisor: calibration written to {write}", err=True)
+
+    _guard(run)
+
+
+@app.command()
 def explain(
     key: Annotated[str, typer.Argument(help="A sysctl key, e.g. net.ipv4.tcp_mem (or tcp_mem).")],
     facts: FactsOption = None,

@@ -116,6 +116,19 @@ class Observed(_Model):
     kernel_messages: list[str] = Field(default_factory=list)
 
 
+class Calibration(_Model):
+    """Per-socket costs measured on the host by `sysctl-advisor calibrate` (issue 6)."""
+
+    kernel: str = Field(description="uname -r of the kernel measured; used only on that kernel")
+    sockets: int = Field(ge=2, description="loopback sockets measured (two per connection)")
+    slab_bytes_per_socket: int = Field(ge=256, le=1 << 20, description="Slab growth per socket")
+    tcp_mem_pages_per_idle_socket: float = Field(ge=0, le=64)
+    tcp_mem_pages_per_queued_socket: float = Field(
+        ge=0, le=64, description="sockstat TCP mem per socket holding a few unread bytes"
+    )
+    queued_bytes: int = Field(ge=1, description="bytes left unread in each socket")
+
+
 class HostFacts(_Model):
     hostname: str | None = None
     kernel: str | None = None
@@ -130,6 +143,7 @@ class HostFacts(_Model):
     transparent_hugepage: Literal["always", "madvise", "never"] | None = Field(
         None, description="/sys/kernel/mm/transparent_hugepage/enabled; raises min_free_kbytes"
     )
+    calibration: Calibration | None = None
 
     @field_validator("kernel")
     @classmethod

@@ -111,3 +111,18 @@ def selected_mode(text: str) -> str | None:
     if start == -1 or end <= start:
         return None
     return text[start + 1 : end].strip() or None
+
+
+def parse_slabinfo(text: str) -> dict[str, int]:
+    """/proc/slabinfo (version 2.1): bytes held by each cache, num_objs x objsize.
+
+    `TCP  3040 3120 2368 13 8 : tunables …` -> {"TCP": 3120 * 2368}.
+    """
+    caches: dict[str, int] = {}
+    for line in text.splitlines():
+        if line.startswith(("slabinfo", "#")):
+            continue
+        parts = line.split()
+        if len(parts) >= 4 and parts[2].isdigit() and parts[3].isdigit():
+            caches[parts[0]] = int(parts[2]) * int(parts[3])
+    return caches

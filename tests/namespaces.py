@@ -63,3 +63,16 @@ def host_sysctls() -> dict[str, str]:
                 except OSError:  # write-only (vm/compact_memory, route/flush) or refused
                     continue
     return values
+
+
+def processes_with(text: str) -> list[str]:
+    """Command lines of running processes that contain `text` (to prove a test stopped them)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            line = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # the process ended while we looked
+        if text in line and "pytest" not in line:
+            found.append(line)
+    return found

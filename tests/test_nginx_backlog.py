@@ -23,7 +23,7 @@ from advisor.engine import build_plan
 from advisor.knowledge import KnowledgeBase
 from advisor.local_host import collect
 from advisor.service_configs import with_service_configs
-from tests.namespaces import in_namespace, needs_netns
+from tests.namespaces import in_namespace, needs_netns, processes_with
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 pytestmark = [
@@ -71,11 +71,7 @@ fi
 
 def assert_stopped(prefix: str) -> None:
     """Everything the test started is gone (the namespace went with its last process)."""
-    for status in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            assert prefix not in status.read_bytes().decode(errors="replace"), status
-        except OSError:
-            continue  # the process ended while we looked
+    assert processes_with(prefix) == []
 
 
 def queue_limits(output: str, section: str) -> dict[str, int]:

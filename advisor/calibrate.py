@@ -1,0 +1,180 @@
+"""`sysctl-advisor calibrate`: measure what a TCP socket costs on this kernel.
+
+The probe (advisor/calibrate_probe.py) runs in a private network namespace made by util-linux
+`unshare -n`, so its thousands of loopback connections never touch the host's own namespace, and
+the namespace with everything in it is gone when the probe exits. This module checks that it may
+run, starts it, turns the raw figures into per-socket costs, and writes them into a facts file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from advisor.errors import InputError
+from advisor.facts import Calibration
+from advisor.yamlio import read_text, write_atomic
+
+MAX_PAIRS = 100_000
+MAX_SECONDS = 600.0
+
+
+@dataclass(frozen=True)
+class Measurement:
+    calibration: Calibration
+    pairs: int
+    requested_pairs: int
+    fd_limited: bool
+    timed_out: bool
+    slab_caches: list[tuple[str, float]]  # the caches that grew most, bytes per socket
+    queued_slab_bytes_per_socket: int
+
+
+def refusal() -> str | None:
+    """Why calibrate cannot run here (one line), or None."""
+    if sys.platform != "linux" or not Path("/proc/net/sockstat").exists():
+        return "calibrate measures a Linux kernel: /proc/net/sockstat is missing"
+    if os.geteuid() != 0:
+        return "calibrate needs root: it opens its connections in a private network namespace"
+    if shutil.which("unshare") is None:
+        return "calibrate needs util-linux `unshare` to make a private network namespace"
+    return None
+
+
+def run_probe(pairs: int, seconds: float) -> dict[str, Any]:
+    """Start the probe in a fresh network namespace (loopback up) and return its figures."""
+    script = 'ip link set lo up 2>/dev/null || true\nexec "$@"'
+    command = [
+        "unshare", "-n", "--", "sh", "-c", script, "sh",
+        sys.executable, "-m", "advisor.calibrate_probe", str(pairs), str(seconds),
+    ]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, sys.path)))
+    try:
+        result = subprocess.run(
+            command, capture_output=True, text=True, timeout=seconds + 120, env=env
+        )
+    except subprocess.TimeoutExpired:
+        raise InputError(f"the probe did not finish within {seconds + 120:.0f} s") from None
+    if result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or ["no message"])[-1]
+        raise InputError(f"the probe failed in its namespace: {last}")
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def summarise(data: dict[str, Any], kernel: str) -> Measurement:
+    pairs = int(data["pairs"])
+    sockets = 2 * pairs
+    if pairs < 100:
+        raise InputError(
+            f"only {pairs} connection pairs could be opened (time or descriptor limit): "
+            "too few to measure"
+        )
+    base, idle, queued = data["base"], data["idle"], data["queued"]
+
+    def per_socket(after: dict[str, Any], name: str) -> float:
+        return float(after[name] - base[name]) / sockets
+
+    growth = {
+        name: (size - base["caches"].get(name, 0)) / sockets
+        for name, size in idle["caches"].items()
+    }
+    top = sorted(((n, g) for n, g in growth.items() if g >= 16), key=lambda x: (-x[1], x[0]))
+    calibration = Calibration(
+        kernel=kernel,
+        sockets=sockets,
+        slab_bytes_per_socket=max(256, round(per_socket(idle, "slab_bytes"))),
+        tcp_mem_pages_per_idle_socket=round(max(0.0, per_socket(idle, "tcp_mem_pages")), 3),
+        tcp_mem_pages_per_queued_socket=round(max(0.0, per_socket(queued, "tcp_mem_pages")), 3),
+        queued_bytes=int(data["queued_bytes"]),
+    )
+    queued_slab = round(per_socket(queued, "slab_bytes") - per_socket(idle, "slab_bytes"))
+    return Measurement(
+        calibration=calibration,
+        pairs=pairs,
+        requested_pairs=int(data["requested_pairs"]),
+        fd_limited=bool(data["fd_limited"]),
+        timed_out=bool(data["timed_out"]),
+        slab_caches=top[:8],
+        queued_slab_bytes_per_socket=queued_slab,
+    )
+
+
+def calibrate(pairs: int, seconds: float) -> Measurement:
+    problem = refusal()
+    if problem is not None:
+        raise InputError(problem)
+    if not 100 <= pairs <= MAX_PAIRS:
+        raise InputError(f"must be between 100 and {MAX_PAIRS:,}", field="--pairs")
+    if not 1 <= seconds <= MAX_SECONDS:
+        raise InputError(f"must be between 1 and {MAX_SECONDS:.0f} seconds", field="--timeout")
+    return summarise(run_probe(pairs, seconds), platform.release())
+
+
+def report(m: Measurement) -> str:
+    c = m.calibration
+    lines = [
+        f"calibrated on kernel {c.kernel}, in a private network namespace: "
+        f"{m.pairs:,} loopback connection pairs ({c.sockets:,} sockets)",
+    ]
+    if m.fd_limited:
+        lines.append(
+            f"  (asked for {m.requested_pairs:,} pairs; the open-files limit allowed {m.pairs:,})"
+        )
+    elif m.timed_out:
+        lines.append(f"  (asked for {m.requested_pairs:,} pairs; the time limit stopped at these)")
+    lines += [
+        f"  slab per socket, idle:               {c.slab_bytes_per_socket:>7,} bytes "
+        "(all of /proc/meminfo Slab, outside tcp_mem)",
+        f"  slab per socket, {c.queued_bytes} bytes queued:     "
+        f"{c.slab_bytes_per_socket + m.queued_slab_bytes_per_socket:>7,} bytes",
+        f"  tcp_mem per idle socket:             {c.tcp_mem_pages_per_idle_socket:>7.3f} pages",
+        f"  tcp_mem per socket with data queued: {c.tcp_mem_pages_per_queued_socket:>7.3f} pages"
+        f" ({c.queued_bytes} bytes unread in each)",
+        "  largest slab caches per socket: "
+        + ", ".join(f"{name} {size:,.0f}" for name, size in m.slab_caches),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def calibration_yaml(c: Calibration) -> str:
+    fields = c.model_dump()
+    body = "".join(f"  {k}: {json.dumps(v)}\n" for k, v in fields.items())
+    return (
+        "# measured by `sysctl-advisor calibrate`; used on this kernel only\ncalibration:\n" + body
+    )
+
+
+def write_calibration(path: Path, c: Calibration) -> None:
+    """Add (or replace) the `calibration:` section of a facts file, keeping everything else,
+    comments included. JSON facts files are rewritten as JSON."""
+    text = read_text(path)
+    if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        if not isinstance(data, dict):
+            raise InputError("a facts file must be a mapping", path=path)
+        data["calibration"] = c.model_dump()
+        write_atomic(path, json.dumps(data, indent=2) + "\n")
+        return
+    kept: list[str] = []
+    skipping = False
+    for line in text.splitlines(keepends=True):
+        top_level = bool(line.strip()) and not line[0].isspace() and not line.startswith("#")
+        if top_level:
+            skipping = line.startswith("calibration:")
+        if line.startswith("# measured by `sysctl-advisor calibrate`"):
+            continue
+        if not skipping:
+            kept.append(line)
+    body = "".join(kept).rstrip("\n")
+    write_atomic(path, (body + "\n\n" if body else "") + calibration_yaml(c))
