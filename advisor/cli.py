@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -178,30 +177,18 @@ def recommend(
 
     def run() -> None:
         from advisor.engine import build_plan
-        from advisor.render import FORMATS, Renderer
+        from advisor.render import FORMATS, Renderer, rebuild_command
 
         _choose(fmt, FORMATS, "--format")
         overrides = _overrides(set_)
         kb = _knowledge(rules_dir, profiles_dir)
         host = _facts(facts, list(kb.catalog.keys), nginx_conf)
         plan = build_plan(kb, host, profile, overrides)
-        command = _command(profile, facts, overrides, fmt)
+        command = rebuild_command(profile, facts, overrides, fmt)
         text = Renderer(kb.catalog).render(plan, fmt, command)
         _emit(text, output)
 
     _guard(run)
-
-
-def _command(profile: str, facts: Path | None, overrides: dict[str, str], fmt: str) -> str:
-    parts = ["sysctl-advisor", "recommend"]
-    if facts is not None:
-        parts += ["--facts", str(facts)]
-    parts += ["--profile", profile]
-    for name in sorted(overrides):
-        parts += ["--set", f"{name}={overrides[name]}"]
-    if fmt != "conf":
-        parts += ["--format", fmt]
-    return shlex.join(parts)
 
 
 @app.command()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import shlex
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -27,7 +26,7 @@ from advisor.engine import build_plan
 from advisor.errors import InputError
 from advisor.knowledge import KnowledgeBase
 from advisor.profile_map import ProfileMap
-from advisor.render import Renderer
+from advisor.render import Renderer, rebuild_command
 from advisor.rules import SEVERITY_ORDER
 
 HOST_FILES = "host_files"
@@ -85,7 +84,7 @@ class FleetJob:
             return HostOutcome(host, str(path), error="no profile: the map matches nothing")
         facts = load_ansible_facts(path)
         plan = build_plan(self.kb, facts, choice.profile, choice.overrides)
-        command = _command(path, choice.profile, choice.overrides)
+        command = rebuild_command(choice.profile, path, choice.overrides)
         conf = self.renderer.render(plan, "conf", command)
         host_vars = self.renderer.render(plan, "ansible", command)
         _write(self.staging / HOST_FILES / f"{host}.conf", conf)
@@ -99,13 +98,6 @@ class FleetJob:
             changes=tuple(s.key for s in plan.settings),
             findings=tuple((f.id, f.severity) for f in plan.findings),
         )
-
-
-def _command(path: Path, profile: str, overrides: dict[str, str]) -> str:
-    parts = ["sysctl-advisor", "recommend", "--facts", str(path), "--profile", profile]
-    for name in sorted(overrides):
-        parts += ["--set", f"{name}={overrides[name]}"]
-    return shlex.join(parts)
 
 
 def _write(path: Path, text: str) -> None:

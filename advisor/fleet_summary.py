@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from advisor import __version__
 from advisor.fleet import HostOutcome
+from advisor.render import md_cell
 from advisor.rules import SEVERITY_ORDER
 
 FLEET_SCHEMA = "sysctl-advisor/fleet/v1"
@@ -137,7 +138,7 @@ class SummaryWriter:
                 "them unchanged.\n\n| host | why |\n|---|---|\n"
             )
             for row in self._rows(rows_path, True):
-                out.write(f"| `{row['host']}` | {_md(row['skipped'])} |\n")
+                out.write(f"| `{row['host']}` | {md_cell(row['skipped'])} |\n")
         if t.findings:
             out.write("\n## Findings across the fleet\n\n| finding | severity | hosts |\n")
             out.write("|---|---|---:|\n")
@@ -151,12 +152,8 @@ class SummaryWriter:
             out.write("\n## Hosts\n\n| host | profile | kernel | keys changed |")
             out.write(" errors | warnings | info |\n|---|---|---|---:|---:|---:|---:|\n")
             for row in self._rows(rows_path, False):
-                n = row["findings"]
+                n, kernel = row["findings"], md_cell(row["kernel"] or "unknown")
                 out.write(
-                    f"| `{row['host']}` | `{row['profile']}` | {_md(row['kernel'] or 'unknown')} "
+                    f"| `{row['host']}` | `{row['profile']}` | {kernel} "
                     f"| {len(row['changes'])} | {n['error']} | {n['warning']} | {n['info']} |\n"
                 )
-
-
-def _md(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")

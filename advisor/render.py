@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,8 @@ def _comment(text: str, indent: str = "#   ", width: int = 96) -> str:
     return "\n".join(lines)
 
 
-def _md_cell(text: str) -> str:
+def md_cell(text: str) -> str:
+    """Text for one markdown table cell: one line, pipes escaped."""
     return " ".join(text.split()).replace("|", "\\|")
 
 
@@ -65,6 +67,21 @@ def _param(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
+
+
+def rebuild_command(
+    profile: str, facts: Path | None, overrides: dict[str, str], fmt: str = "conf"
+) -> str:
+    """The `recommend` command line that reproduces a plan (shown in every rendered header)."""
+    parts = ["sysctl-advisor", "recommend"]
+    if facts is not None:
+        parts += ["--facts", str(facts)]
+    parts += ["--profile", profile]
+    for name in sorted(overrides):
+        parts += ["--set", f"{name}={overrides[name]}"]
+    if fmt != "conf":
+        parts += ["--format", fmt]
+    return shlex.join(parts)
 
 
 def _yaml_string(value: Any) -> str:
@@ -102,7 +119,7 @@ class Renderer:
             bytecode_cache=bytecode_cache,
         )
         self.env.filters["comment"] = _comment
-        self.env.filters["md"] = _md_cell
+        self.env.filters["md"] = md_cell
         self.env.filters["first_sentence"] = first_sentence
         self.env.filters["param"] = _param
         self.env.filters["yaml_string"] = _yaml_string
