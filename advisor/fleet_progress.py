@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from advisor.fleet import HostOutcome
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 
 @contextmanager
-def progress_reporter(total: int, terminal: bool) -> Iterator[Callable[[HostOutcome], None]]:
+def progress_reporter(
+    total: int, terminal: bool, console: Console | None = None
+) -> Iterator[Callable[[HostOutcome], None]]:
+    """A callback to call once per host; it draws nothing unless `terminal`."""
     if not terminal:
         yield lambda outcome: None
         return
@@ -29,7 +36,8 @@ def progress_reporter(total: int, terminal: bool) -> Iterator[Callable[[HostOutc
         TextColumn("{task.fields[skipped]} skipped"),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+    console = console or Console(stderr=True)
+    with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task("hosts", total=total, skipped=0)
         skipped = 0
 

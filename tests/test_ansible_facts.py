@@ -8,8 +8,11 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from advisor.ansible_facts import host_facts_from_document, load_ansible_facts
@@ -136,3 +139,51 @@ def test_gather_facts_playbook_writes_the_same_facts(live_facts: Path, tmp_path:
     document = json.loads((tmp_path / "localhost").read_text())
     assert "memtotal_mb" in document["ansible_facts"]  # playbooks see facts without the prefix
     assert load_ansible_facts(tmp_path / "localhost") == load_ansible_facts(live_facts)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "ansible_facts",
+                    "memtotal_mb",
+                    "ansible_memtotal_mb",
+                    "memory_mb",
+                    "real",
+                    "total",
+                    "kernel",
+                    "architecture",
+                    "interfaces",
+                    "eth0",
+                    "ansible_eth0",
+                    "module",
+                    "speed",
+                    "mtu",
+                    "type",
+                    "processor_vcpus",
+                    "processor_count",
+                    "processor_cores",
+                    "unreachable",
+                    "msg",
+                ]
+            ),
+            inner,
+            max_size=5,
+        )
+    ),
+    max_leaves=15,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(document=_JSON)
+def test_arbitrary_documents_give_facts_or_one_line_errors(document: Any) -> None:
+    try:
+        facts = host_facts_from_document(document, "host")
+    except InputError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith("host")
+    else:
+        assert facts.memory.total > 0

@@ -301,12 +301,22 @@ def test_playbook_installs_applies_and_verifies(
 
 
 def test_progress_bar_counts_hosts_and_skips(capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    from rich.console import Console
+
     from advisor.fleet import HostOutcome
     from advisor.fleet_progress import progress_reporter
 
-    with progress_reporter(2, terminal=True) as advance:
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=100)
+    with progress_reporter(3, terminal=True, console=console) as advance:
         advance(HostOutcome("a", "a"))
         advance(HostOutcome("b", "b", error="broken"))
-    with progress_reporter(2, terminal=False) as advance:
         advance(HostOutcome("c", "c"))
+    assert "3/3" in screen.getvalue() and "1 skipped" in screen.getvalue()
+    with progress_reporter(2, terminal=False, console=console) as advance:
+        before = screen.getvalue()
+        advance(HostOutcome("d", "d"))
+    assert screen.getvalue() == before  # not a terminal: nothing drawn
     assert capsys.readouterr().out == ""  # the bar never touches stdout
