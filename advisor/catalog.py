@@ -63,6 +63,8 @@ class CatalogKey(_Model):
     min: int
     max: int
     merge: Literal["max", "min", "choice"] | list[Literal["max", "min"]]
+    # A pure capacity (costs nothing until used): a value in force that covers the wants is kept.
+    keep_higher_current: bool = False
     exists: str = ""
     netns_since: str | None = None
     summary: str
@@ -82,6 +84,8 @@ class CatalogKey(_Model):
             raise ValueError("min is above max")
         if isinstance(self.merge, list) and len(self.merge) != self.length:
             raise ValueError(f"merge names {len(self.merge)} policies, length is {self.length}")
+        if self.keep_higher_current and set(self.policies()) != {"max"}:
+            raise ValueError("keep_higher_current needs merge: max")
         return self
 
     def policies(self) -> list[str]:

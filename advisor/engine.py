@@ -1,8 +1,10 @@
 """The engine: a pure function (facts, profile, params, rules, catalog) -> Plan.
 
 Per key: wants from every rule that sets it are merged by the catalog's policy (`max` never goes
-below the kernel default), then every safety cap is applied (caps beat wants, and the rationale
-says so), then vector order (min <= default <= max) and the catalog's bounds are enforced.
+below the kernel default; for keys the catalog marks as pure capacities, a value in force that
+already covers the wants is kept), then every safety cap is applied (caps beat wants, and the
+rationale says so), then vector order (min <= default <= max) and the catalog's bounds are
+enforced.
 """
 
 from __future__ import annotations
@@ -195,6 +197,13 @@ def _resolve(
     else:
         return None
 
+    kept: list[int] | None = None
+    if spec.keep_higher_current and item.wants and current is not None:
+        held = as_list(current)
+        # Even below the kernel default: the operator's value already does what the rules need.
+        if len(held) == len(wanted) and held != merged and all(map(int.__ge__, held, wanted)):
+            kept = merged = held
+
     before_caps = list(merged)
     capped_by: list[str] = []
     for rule_id, cap in item.caps:
@@ -207,7 +216,9 @@ def _resolve(
             capped_by.append(rule_id)
             merged = lowered
     if capped_by:
-        if not item.wants:
+        if kept is not None:
+            source = f"the value in force {conf_text(kept)}"
+        elif not item.wants:
             source = f"the kernel default {conf_text(before_caps)}"
         elif before_caps != wanted:
             source = (
@@ -218,6 +229,11 @@ def _resolve(
             source = f"the wanted {conf_text(wanted)}"
         lines.append(
             f"Safety cap ({', '.join(capped_by)}) wins: {source} becomes {conf_text(merged)}."
+        )
+    elif kept is not None:
+        lines.append(
+            f"The value in force, {conf_text(kept)}, already covers what the rules need "
+            f"({conf_text(wanted)}); it is kept."
         )
     elif item.wants and merged != wanted:
         lines.append(

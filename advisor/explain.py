@@ -49,6 +49,8 @@ def explain_key(
         if spec.merge == "max"
         else "smallest want wins (a safety setting)"
     )
+    if spec.keep_higher_current:
+        policy += "; a value in force that covers the wants is kept"
     out.append(f"  merge:     {spec.merge} ({policy}); caps always win")
     out.append("  kernel default by version:")
     for era in spec.default:
