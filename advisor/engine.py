@@ -201,7 +201,8 @@ def _resolve(
     if spec.keep_higher_current and item.wants and current is not None:
         held = as_list(current)
         # Even below the kernel default: the operator's value already does what the rules need.
-        if len(held) == len(wanted) and held != merged and all(map(int.__ge__, held, wanted)):
+        same_shape = len(held) == len(wanted)
+        if same_shape and held != merged and all(h >= w for h, w in zip(held, wanted, strict=True)):
             kept = merged = held
 
     before_caps = list(merged)
