@@ -63,8 +63,9 @@ class CatalogKey(_Model):
     min: int
     max: int
     merge: Literal["max", "min", "choice"] | list[Literal["max", "min"]]
-    # A pure capacity (costs nothing until used): a value in force that covers the wants is kept.
-    keep_higher_current: bool = False
+    # Relative difference between the value in force and the modelled default that is still
+    # the kernel's own default (the model's known error, e.g. nr_free_buffer_pages()).
+    default_tolerance: float = Field(0.0, ge=0.0, le=0.25)
     exists: str = ""
     netns_since: str | None = None
     summary: str
@@ -84,8 +85,6 @@ class CatalogKey(_Model):
             raise ValueError("min is above max")
         if isinstance(self.merge, list) and len(self.merge) != self.length:
             raise ValueError(f"merge names {len(self.merge)} policies, length is {self.length}")
-        if self.keep_higher_current and set(self.policies()) != {"max"}:
-            raise ValueError("keep_higher_current needs merge: max")
         return self
 
     def policies(self) -> list[str]:
@@ -132,10 +131,17 @@ class KernelContext:
     and exposes era-dependent behaviour as attributes (`kernel.window_fraction`)."""
 
     def __init__(
-        self, version: KernelVersion, *, distro: str | None, known: bool, quantities: dict[str, Any]
+        self,
+        version: KernelVersion,
+        *,
+        distro: str | None,
+        known: bool,
+        quantities: dict[str, Any],
+        abi: int | None = None,
     ) -> None:
         self.version = version
         self.distro = distro
+        self.abi = abi  # Debian/Ubuntu package ABI number, when the distro pattern names it
         self.known = known
         self.release = version.release
         self.short = version.short
@@ -251,16 +257,26 @@ class Catalog:
         if version < self.oldest:
             notes.append(
                 f"kernel {version.short} is older than the oldest modelled "
-                f"({self.oldest.short}): defaults use the {self.oldest.short} formulas"
+                f"({self.oldest.short}): its defaults are not modelled"
             )
-            version = KernelVersion(self.oldest.numbers, facts.kernel)
         return version, None, True, notes
+
+    def _abi(self, release: str | None) -> int | None:
+        """The package ABI number a distro pattern captures (`(?P<abi>...)`), if any."""
+        for distro in self.model.distro_kernels:
+            match = re.search(distro.pattern, release or "")
+            if match:
+                abi = match.groupdict().get("abi")
+                return int(abi) if abi is not None and abi.isdigit() else None
+        return None
 
     def evaluate_host(
         self, facts: HostFacts, version: KernelVersion, distro: str | None, known: bool
     ) -> tuple[dict[str, Any], KernelContext]:
         """Derived host quantities and the kernel context."""
-        kernel = KernelContext(version, distro=distro, known=known, quantities={})
+        kernel = KernelContext(
+            version, distro=distro, known=known, quantities={}, abi=self._abi(facts.kernel)
+        )
         host: dict[str, Any] = {}
         variables: dict[str, Any] = {
             "facts": facts,
@@ -290,12 +306,13 @@ class Catalog:
         values: dict[str, Any] = {}
         notes: dict[str, str | None] = {}
         by_alias: dict[str, Any] = variables.setdefault("default", {})
+        modelled = version >= self.oldest
         for name, eras in self._defaults.items():
             if not self.exists(name, version):
                 continue
             value: Any = None
             note: str | None = None
-            for i, era in enumerate(eras):
+            for i, era in enumerate(eras if modelled else []):
                 try:
                     if era.matches(version, variables):
                         value = era.evaluate(variables)

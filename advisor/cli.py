@@ -141,8 +141,10 @@ def _current(
                 "nothing to compare with: no `sysctl:` values here; pass --current PATH",
                 path=facts_path,
             )
-        return from_values(host.sysctl, "facts", str(facts_path), f"{facts_path}: sysctl")
-    return from_values(host.sysctl, "live", "/proc/sys", "{path}")
+        return from_values(
+            host.sysctl, "facts", str(facts_path), f"{facts_path}: sysctl", host.sysctl_files
+        )
+    return from_values(host.sysctl, "live", "/proc/sys", "{path}", host.sysctl_files)
 
 
 def _version(value: bool) -> None:
@@ -226,7 +228,17 @@ def diff(
         host = _facts(facts, keys, nginx_conf)
         in_force = _current(current, facts, host, keys)
         as_configured = host.model_copy(
-            update={"sysctl": {k: v.value for k, v in in_force.values.items()}}
+            update={
+                "sysctl": {k: v.value for k, v in in_force.values.items()},
+                # Which values files set: all of them for files and trees; a dump cannot say.
+                "sysctl_files": (
+                    {k: v.source for k, v in in_force.values.items()}
+                    if in_force.kind in ("file", "tree")
+                    else None
+                    if in_force.kind == "dump"
+                    else host.sysctl_files
+                ),
+            }
         )
         plan = build_plan(kb, as_configured, profile, overrides)
         version = kb.catalog.kernel_for(host)[0]

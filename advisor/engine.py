@@ -53,6 +53,55 @@ def host_defaults(kb: KnowledgeBase, facts: HostFacts) -> dict[str, str | None]:
     return {k: (conf_text(v) if v is not None else None) for k, v in defaults.items()}
 
 
+def _kernel_values_as_defaults(
+    kb: KnowledgeBase,
+    facts: HostFacts,
+    defaults: dict[str, Any],
+    current: dict[str, Value | None],
+    variables: dict[str, Any],
+) -> dict[str, str]:
+    """Model error is never drift: a value in force that the kernel set itself (no sysctl.d
+    file sets it, when the facts say which files do) or that lies within the catalog's
+    tolerance of the modelled default *is* this host's default. Replaces the modelled figure in
+    `defaults` (and in what expressions see as `default`); returns, by key, a note for each
+    value taken from the kernel that the model did not predict."""
+    notes: dict[str, str] = {}
+    by_alias: dict[str, Any] = variables["default"]
+    files = facts.sysctl_files
+    for name, spec in kb.catalog.keys.items():
+        held = current.get(spec.alias)
+        if held is None or name not in defaults:
+            continue
+        modelled = defaults[name]
+        if modelled is not None and modelled == held:
+            continue
+        kernel_set = files is not None and name not in files
+        close = modelled is not None and _within(held, modelled, spec.default_tolerance)
+        if not (kernel_set or close):
+            continue
+        defaults[name] = by_alias[spec.alias] = held
+        if not close:
+            notes[name] = (
+                f"{name}: {conf_text(held)} in force is set by no sysctl file, so it is taken "
+                "as this host's default"
+                + (
+                    f" (the model gives {conf_text(modelled)}; the kernel, systemd or a tuning "
+                    "daemon set it otherwise)"
+                    if modelled is not None
+                    else " (the model has no figure for this kernel)"
+                )
+                + "."
+            )
+    return notes
+
+
+def _within(held: Value, modelled: Value, tolerance: float) -> bool:
+    a, b = as_list(held), as_list(modelled)
+    if len(a) != len(b):
+        return False
+    return all(abs(x - y) <= tolerance * abs(y) for x, y in zip(a, b, strict=True))
+
+
 def build_plan(
     kb: KnowledgeBase, facts: HostFacts, profile_name: str, overrides: dict[str, str] | None = None
 ) -> Plan:
@@ -67,6 +116,7 @@ def build_plan(
         if text is not None:
             current_text[name] = text
         current[spec.alias] = parse_current(text, spec) if text is not None else None
+    kernel_values = _kernel_values_as_defaults(kb, facts, defaults, current, variables)
     variables["current"] = current
     variables["params"] = params = profile.resolve(overrides or {}, variables)
 
@@ -100,13 +150,8 @@ def build_plan(
                 f"(wanted by {', '.join(r for r, _ in item.wants + item.caps)})"
             )
             continue
-        if not item.wants and defaults.get(key) is None:
-            notes.append(
-                f"{key}: the kernel default on this host is not known and no rule sets "
-                f"a value, so the cap from {', '.join(r for r, _ in item.caps)} "
-                "cannot be applied"
-            )
-            continue
+        if key in kernel_values:
+            notes.append(kernel_values[key])
         setting = _resolve(
             item,
             defaults.get(key),
@@ -115,7 +160,9 @@ def build_plan(
             by_rule,
             facts.page_size,
         )
-        if isinstance(setting, Unchanged):
+        if isinstance(setting, str):
+            notes.append(setting)
+        elif isinstance(setting, Unchanged):
             unchanged.append(setting)
         elif setting is not None:
             settings.append(setting)
@@ -166,11 +213,25 @@ def build_plan(
     )
 
 
-def _merge(values: list[list[int]], policies: list[str]) -> list[int]:
-    return [
-        max(column) if policy == "max" else min(column)
-        for column, policy in zip(zip(*values, strict=True), policies, strict=True)
-    ]
+def _pick(values: list[int], policy: str) -> int:
+    return max(values) if policy in ("max", "choice") else min(values)
+
+
+def _fill(
+    wants: list[list[int | None]], base: list[int] | None, policies: list[str]
+) -> list[int] | None:
+    """Merge the wants element by element; an element no rule is about takes the baseline
+    (the value in force, else the kernel default). None when such an element has no baseline."""
+    merged: list[int] = []
+    for i, policy in enumerate(policies):
+        column = [v for w in wants if (v := w[i]) is not None]
+        if column:
+            merged.append(_pick(column, policy))
+        elif base is not None:
+            merged.append(base[i])
+        else:
+            return None
+    return merged
 
 
 def _resolve(
@@ -180,66 +241,81 @@ def _resolve(
     current_text: str | None,
     by_rule: dict[str, RuleResult],
     page_size: int,
-) -> Setting | Unchanged | None:
-    """Merge the wants (the kernel default is an implicit one), apply caps, order, bounds."""
+) -> Setting | Unchanged | str | None:
+    """Merge the wants with the baseline, apply caps, order, bounds.
+
+    The baseline is the value in force when there is one, else the kernel default: a capacity
+    want (`max`) never lowers it, a safety want (`min`) never raises it, and a cap only ever
+    moves it in its own direction. Returns a note (str) when nothing can be said for lack of a
+    baseline.
+    """
     spec = item.spec
     policies = spec.policies()
+    baseline = current if current is not None else default
+    base = as_list(baseline) if baseline is not None else None
+    base_name = "the value in force" if current is not None else "the kernel default"
     want_rules = [r for r, _ in item.wants]
     lines: list[str] = []
     if item.wants:
-        wanted = _merge([as_list(v) for _, v in item.wants], policies)
-        merged = wanted
-        if default is not None and "choice" not in policies:
-            merged = _merge([wanted, as_list(default)], policies)
-    elif default is not None:
-        merged = as_list(default)
-        wanted = list(merged)
+        wanted = _fill([_elements(v) for _, v in item.wants], base, policies)
+        if wanted is None:
+            return (
+                f"{item.key}: {', '.join(want_rules)} set only some of its values, and the "
+                "others are not modelled for this kernel nor given in the facts; not emitted"
+            )
+        merged = list(wanted)
+        if base is not None:
+            merged = [
+                w if p == "choice" else _pick([w, b], p)
+                for w, b, p in zip(wanted, base, policies, strict=True)
+            ]
+        if merged != wanted:
+            lines.append(
+                f"Where {base_name} ({conf_text(base or [])}) already gives more than the rules "
+                f"need ({conf_text(wanted)}), it is kept"
+                + ("." if merged == base else f": {conf_text(merged)}.")
+            )
+    elif base is not None:
+        merged = list(base)
+        wanted = list(base)
     else:
-        return None
-
-    kept: list[int] | None = None
-    if spec.keep_higher_current and item.wants and current is not None:
-        held = as_list(current)
-        # Even below the kernel default: the operator's value already does what the rules need.
-        same_shape = len(held) == len(wanted)
-        if same_shape and held != merged and all(h >= w for h, w in zip(held, wanted, strict=True)):
-            kept = merged = held
+        return (
+            f"{item.key}: neither the value in force nor the kernel default on this host is "
+            f"known, so the cap from {', '.join(r for r, _ in item.caps)} cannot be applied"
+        )
 
     before_caps = list(merged)
-    capped_by: list[str] = []
-    for rule_id, cap in item.caps:
+    for _, cap in item.caps:
         limits = cap if isinstance(cap, list) else [cap]
-        lowered = [
-            v if c is None else (min(v, c) if p == "max" else max(v, c))
+        merged = [
+            v if c is None else (min(v, c) if p != "min" else max(v, c))
             for v, c, p in zip(merged, limits, policies, strict=True)
         ]
-        if lowered != merged:
-            capped_by.append(rule_id)
-            merged = lowered
+    # The caps that bind: those whose limit is the final value of an element they moved.
+    capped_by = [
+        rule_id
+        for rule_id, cap in item.caps
+        if any(
+            c is not None and c == v and v != b
+            for c, v, b in zip(
+                cap if isinstance(cap, list) else [cap], merged, before_caps, strict=True
+            )
+        )
+    ]
     if capped_by:
-        if kept is not None:
-            source = f"the value in force {conf_text(kept)}"
-        elif not item.wants:
-            source = f"the kernel default {conf_text(before_caps)}"
+        if not item.wants or before_caps == base:
+            source = f"{base_name} {conf_text(before_caps)}"
         elif before_caps != wanted:
             source = (
-                f"{conf_text(before_caps)} (the wants {conf_text(wanted)} merged with the "
-                f"kernel default)"
+                f"{conf_text(before_caps)} (the wants {conf_text(wanted)} merged with {base_name})"
             )
         else:
             source = f"the wanted {conf_text(wanted)}"
+        lines = [
+            line for line in lines if not line.startswith("Where ")
+        ]  # the cap line says where the value came from
         lines.append(
             f"Safety cap ({', '.join(capped_by)}) wins: {source} becomes {conf_text(merged)}."
-        )
-    elif kept is not None:
-        lines.append(
-            f"The value in force, {conf_text(kept)}, already covers what the rules need "
-            f"({conf_text(wanted)}); it is kept."
-        )
-    elif item.wants and merged != wanted:
-        lines.append(
-            f"Where the kernel default gives more than the rules want "
-            f"({conf_text(wanted)}), the default is kept."
         )
 
     if spec.ordered:
@@ -294,4 +370,10 @@ def _resolve(
         section=spec.section,
         human=human(final, spec, page_size),
         capped_by=capped_by,
+        wanted=list(wanted),
     )
+
+
+def _elements(value: Any) -> list[int | None]:
+    """A want as a list, one entry per element (None: the rule is not about that element)."""
+    return list(value) if isinstance(value, list) else [value]

@@ -44,13 +44,11 @@ def explain_key(
     )
     scope = f"per network namespace since {spec.netns_since}" if spec.netns_since else "global"
     out.append(f"  scope:     {scope}")
-    policy = (
-        "largest want wins, never below the kernel default"
-        if spec.merge == "max"
-        else "smallest want wins (a safety setting)"
-    )
-    if spec.keep_higher_current:
-        policy += "; a value in force that covers the wants is kept"
+    policy = {
+        "max": "largest want wins; never below the value in force (else the kernel default)",
+        "min": "smallest want wins (a safety setting); never above the value in force",
+        "choice": "the rules choose; the default takes no part",
+    }.get(str(spec.merge), "per element: " + ", ".join(spec.policies()))
     out.append(f"  merge:     {spec.merge} ({policy}); caps always win")
     out.append("  kernel default by version:")
     for era in spec.default:

@@ -27,7 +27,15 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from advisor import __version__
 from advisor.errors import InputError
-from advisor.units import human_bytes, human_count, pow2_ceil, pow2_floor, tidy_ceil
+from advisor.units import (
+    human_bytes,
+    human_count,
+    pow2_ceil,
+    pow2_floor,
+    size_ceil,
+    size_floor,
+    tidy_ceil,
+)
 
 
 class ExpressionError(Exception):
@@ -75,9 +83,12 @@ GLOBALS: dict[str, Any] = {
     "pow2_ceil": pow2_ceil,
     "pow2_floor": pow2_floor,
     "tidy_ceil": tidy_ceil,
+    "size_ceil": size_ceil,
+    "size_floor": size_floor,
     "ceil": math.ceil,
     "floor": math.floor,
     "isqrt": lambda x: math.isqrt(int(x)),
+    "log2": math.log2,
     "clamp": _clamp,
     "min": min,
     "max": max,

@@ -5,7 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from advisor.errors import InputError
 from advisor.kernel_version import KernelVersion
@@ -38,7 +46,13 @@ THIRTY_TWO_BIT_ARCHES = frozenset(
     }
 )
 X86_32 = frozenset({"i386", "i486", "i586", "i686", "x86"})
-DEFAULT_LOWMEM = 896 * 1024 * 1024  # x86 VMSPLIT_3G: 1 GiB kernel space minus 128 MiB vmalloc
+MiB = 1024 * 1024
+# Directly mapped memory (lowmem) of 32-bit kernels with their default address split, for
+# facts that do not give LowTotal. x86 VMSPLIT_3G: 1 GiB of kernel space minus the 128 MiB
+# vmalloc reserve (arch/x86 MAXMEM). ARM VMSPLIT_3G: up to VMALLOC_END minus 240 MiB of vmalloc
+# and an 8 MiB gap (arch/arm/mm/mmu.c vmalloc_min). MIPS32: KSEG0, 512 MiB. Other 32-bit
+# architectures have no default here: their facts must give memory.lowmem.
+DEFAULT_LOWMEM_BY_FAMILY = {"x86": 896 * MiB, "arm": 768 * MiB, "mips": 512 * MiB}
 
 Size = Annotated[int, BeforeValidator(parse_size)]
 
@@ -65,8 +79,20 @@ class _Model(BaseModel):
 
 
 class Memory(_Model):
-    total: Size = Field(description="MemTotal: integer bytes, or a number with a unit")
+    total: Size = Field(
+        description="MemTotal: integer bytes, or a number with a unit (16 MiB .. 64 PiB)"
+    )
     lowmem: Size | None = Field(None, description="LowTotal on 32-bit kernels")
+    numa_nodes: int | None = Field(
+        None, ge=1, le=1024, description="NUMA nodes with memory (/sys/devices/system/node)"
+    )
+
+    @field_validator("total")
+    @classmethod
+    def _plausible_total(cls, value: int) -> int:
+        if not 16 * MiB <= value <= 64 * 2**50:
+            raise ValueError(f"memory.total must lie between 16 MiB and 64 PiB, got {value} bytes")
+        return value
 
 
 class Cpu(_Model):
@@ -95,6 +121,12 @@ class Listen(_Model):
 
 class Service(_Model):
     listen_backlog: int | None = Field(None, ge=1, le=2**31 - 1)
+    maxconn: int | None = Field(
+        None,
+        ge=1,
+        le=2**31 - 1,
+        description="HAProxy: the frontend's maxconn (its backlog if unset)",
+    )
     config: str | None = None
     config_root: str | None = Field(
         None, description="directory standing for / in the config's absolute include paths"
@@ -113,6 +145,12 @@ class Observed(_Model):
     listen_drops: int | None = Field(None, ge=0)
     rx_overruns: int | None = Field(None, ge=0)
     tcp_mem_pages_peak: int | None = Field(None, ge=0, description="sockstat TCP mem at peak")
+    softnet_dropped: int | None = Field(
+        None, ge=0, description="/proc/net/softnet_stat column 2: input backlog full, all CPUs"
+    )
+    softnet_time_squeeze: int | None = Field(
+        None, ge=0, description="/proc/net/softnet_stat column 3: NAPI budget or time ran out"
+    )
     kernel_messages: list[str] = Field(default_factory=list)
 
 
@@ -138,6 +176,11 @@ class HostFacts(_Model):
     cpu: Cpu = Field(default_factory=Cpu)
     nics: list[Nic] = Field(default_factory=list)
     sysctl: dict[str, Annotated[str, BeforeValidator(_sysctl_value)]] = Field(default_factory=dict)
+    sysctl_files: dict[str, str] | None = Field(
+        None,
+        description="key -> the sysctl.d file and line that sets it at boot; a key of `sysctl` "
+        "missing here was set by no file. Absent: not known.",
+    )
     observed: Observed = Field(default_factory=Observed)
     services: dict[str, Service] = Field(default_factory=dict)
     transparent_hugepage: Literal["always", "madvise", "never"] | None = Field(
@@ -163,12 +206,40 @@ class HostFacts(_Model):
     def bits(self) -> int:
         return 32 if (self.arch or "").lower() in THIRTY_TWO_BIT_ARCHES else 64
 
+    @model_validator(mode="after")
+    def _lowmem_known(self) -> HostFacts:
+        if self.bits == 32 and self.memory.lowmem is None and self.arch_family is None:
+            raise ValueError(
+                f"memory.lowmem: the default lowmem of a 32-bit {self.arch} kernel is not "
+                "modelled; give LowTotal from /proc/meminfo"
+            )
+        return self
+
+    @property
+    def arch_family(self) -> str | None:
+        """x86, arm or mips for the 32-bit architectures whose lowmem split is modelled."""
+        arch = (self.arch or "").lower()
+        if arch in X86_32:
+            return "x86"
+        if arch.startswith("arm"):
+            return "arm"
+        if arch.startswith("mips"):
+            return "mips"
+        return None
+
     @property
     def lowmem(self) -> int:
         """Directly mapped memory the kernel sizes network memory from (all RAM on 64-bit)."""
         if self.bits == 64:
             return self.memory.total
-        return min(self.memory.lowmem or DEFAULT_LOWMEM, self.memory.total)
+        default = DEFAULT_LOWMEM_BY_FAMILY.get(self.arch_family or "", self.memory.total)
+        return min(self.memory.lowmem or default, self.memory.total)
+
+    @property
+    def has_highmem(self) -> bool:
+        """A 32-bit kernel with RAM beyond lowmem: only then does a 64-bit kernel add memory
+        the network stack can use."""
+        return self.bits == 32 and self.memory.total > self.lowmem
 
     @property
     def fastest_nic_mbps(self) -> int | None:
@@ -210,6 +281,7 @@ def _prune(data: dict[str, Any]) -> dict[str, Any]:
     for key, value in data.items():
         if isinstance(value, dict) and key != "sysctl":
             value = _prune(value)
-        if value not in ({}, []):
+        # an empty sysctl_files says something: no file sets any of these keys
+        if value not in ({}, []) or key == "sysctl_files":
             out[key] = value
     return out

@@ -20,10 +20,12 @@ from advisor.facts import HostFacts, facts_from_data
 from advisor.proc_readers import (
     count_cpu_list,
     count_cpuinfo,
+    count_numa_nodes,
     parse_meminfo,
     parse_net_dev,
     parse_netstat,
     parse_sockstat,
+    parse_softnet_stat,
     selected_mode,
 )
 
@@ -150,7 +152,33 @@ def _observed(root: Path, nics: list[dict[str, Any]]) -> dict[str, Any]:
     overruns = [n["rx_overruns"] for n in nics if "rx_overruns" in n]
     if overruns:
         observed["rx_overruns"] = sum(overruns)
+    softnet = parse_softnet_stat(_read(root / "proc/net/softnet_stat") or "")
+    if softnet:
+        observed["softnet_dropped"] = softnet["dropped"]
+        observed["softnet_time_squeeze"] = softnet["time_squeeze"]
     return observed
+
+
+def _numa_nodes(root: Path) -> int | None:
+    try:
+        return count_numa_nodes([p.name for p in (root / "sys/devices/system/node").iterdir()])
+    except OSError:
+        return None
+
+
+def _sysctl_files(root: Path, keys: Iterable[str]) -> dict[str, str] | None:
+    """Which catalog keys the host's sysctl.d files (and sysctl.conf) set at boot, and where;
+    None when the host has none of those files to read."""
+    from advisor.sysctl_sources import SYSCTL_CONF, SYSCTL_D_DIRS, read_tree
+
+    if not any((root / d).is_dir() for d in SYSCTL_D_DIRS) and not (root / SYSCTL_CONF).exists():
+        return None
+    try:
+        config = read_tree(root, keys)
+    except InputError:
+        return None
+    wanted = set(keys)
+    return {k: v.source for k, v in config.values.items() if k in wanted}
 
 
 def _services(root: Path) -> dict[str, Any]:
@@ -167,6 +195,7 @@ def _services(root: Path) -> dict[str, Any]:
 
 def collect_data(keys: Iterable[str], root: Path = LIVE_ROOT) -> dict[str, Any]:
     """The facts of the host under `root` as plain data (a facts-file mapping)."""
+    keys = tuple(keys)
     live = root.resolve() == LIVE_ROOT
     meminfo_path = root / "proc/meminfo"
     meminfo_text = _read(meminfo_path)
@@ -178,6 +207,9 @@ def collect_data(keys: Iterable[str], root: Path = LIVE_ROOT) -> dict[str, Any]:
     memory: dict[str, int] = {"total": meminfo["MemTotal"]}
     if meminfo.get("LowTotal"):  # only 32-bit kernels with highmem print LowTotal
         memory["lowmem"] = meminfo["LowTotal"]
+    nodes = _numa_nodes(root)
+    if nodes:
+        memory["numa_nodes"] = nodes
     uname = platform.uname()
     kernel = _read(root / "proc/sys/kernel/osrelease") or (uname.release if live else None)
     hostname = _read(root / "proc/sys/kernel/hostname") or (uname.node if live else None)
@@ -192,6 +224,7 @@ def collect_data(keys: Iterable[str], root: Path = LIVE_ROOT) -> dict[str, Any]:
         "cpu": {"threads": _cpu_threads(root, live)},
         "nics": nics,
         "sysctl": _sysctls(root, keys),
+        "sysctl_files": _sysctl_files(root, keys),
         "observed": _observed(root, nics),
         "services": _services(root),
     }

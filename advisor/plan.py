@@ -46,6 +46,9 @@ class Setting:
     section: str
     human: str
     capped_by: list[str] = field(default_factory=list)
+    # What the rules asked for before caps, elements no rule is about filled from the value in
+    # force (else the kernel default). Internal: not part of the JSON plan.
+    wanted: list[int] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -106,13 +109,19 @@ class Plan:
             "schema": PLAN_SCHEMA,
             "host": ordered_host,
             "profile": _jsonable(dataclasses.asdict(self.profile)),
-            "settings": [dataclasses.asdict(s) for s in self.settings],
+            "settings": [_setting_data(s) for s in self.settings],
             "findings": [dataclasses.asdict(f) for f in self.findings],
             "companions": [dataclasses.asdict(c) for c in self.companions],
             "unchanged": [dataclasses.asdict(u) for u in self.unchanged],
             "notes": list(self.notes),
             "applied_rules": list(self.applied_rules),
         }
+
+
+def _setting_data(setting: Setting) -> dict[str, Any]:
+    data = dataclasses.asdict(setting)
+    del data["wanted"]
+    return data
 
 
 def _jsonable(value: Any) -> Any:

@@ -86,6 +86,31 @@ def parse_net_dev(text: str) -> dict[str, dict[str, int]]:
     return table
 
 
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def parse_softnet_stat(text: str) -> dict[str, int]:
+    """/proc/net/softnet_stat, one line of hex counters per CPU: the sums of column 2 (packets
+    dropped because the per-CPU input backlog was full) and column 3 (time_squeeze: polls that
+    ran out of netdev_budget or netdev_budget_usecs with work left)."""
+    dropped = squeezed = 0
+    seen = False
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) < 3 or not all(w and set(w) <= _HEX for w in words[:3]):
+            continue
+        dropped += int(words[1], 16)
+        squeezed += int(words[2], 16)
+        seen = True
+    return {"dropped": dropped, "time_squeeze": squeezed} if seen else {}
+
+
+def count_numa_nodes(names: list[str]) -> int | None:
+    """Entries of /sys/devices/system/node: `node0`, `node1`, … -> 2."""
+    count = sum(1 for n in names if n.startswith("node") and n[4:].isdigit())
+    return count or None
+
+
 def count_cpu_list(text: str) -> int | None:
     """/sys/devices/system/cpu/online: `0-3,8-11` -> 8."""
     total = 0

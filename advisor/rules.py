@@ -205,7 +205,8 @@ class Rule:
                 where = f"set.{key}"
                 value = expr.evaluate(scope)
                 if value is not None:  # `none` means: no want on this host
-                    result.wants[key] = normalise(value, self.keys[key])
+                    # a `none` element: this rule is not about that element
+                    result.wants[key] = normalise(value, self.keys[key], allow_none=True)
             for key, expr in self.cap:
                 where = f"cap.{key}"
                 value = expr.evaluate(scope)

@@ -313,14 +313,24 @@ def read_current(path: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
     return config
 
 
-def from_values(values: dict[str, str], kind: str, label: str, source: str) -> CurrentConfig:
+def from_values(
+    values: dict[str, str],
+    kind: str,
+    label: str,
+    source: str,
+    files: dict[str, str] | None = None,
+) -> CurrentConfig:
     """Current values that did not come from files: the live kernel or a facts file's sysctl.
 
-    `source` may contain `{path}` (the key as a /proc/sys path) or `{key}`."""
+    `source` may contain `{path}` (the key as a /proc/sys path) or `{key}`. `files` names the
+    sysctl.d file and line that sets a key at boot, where known; that is shown instead."""
     config = CurrentConfig(kind, label)
     config.values = {
         key: CurrentValue(
-            key, value, source.format(key=key, path="/proc/sys/" + key.replace(".", "/"))
+            key,
+            value,
+            (files or {}).get(key)
+            or source.format(key=key, path="/proc/sys/" + key.replace(".", "/")),
         )
         for key, value in sorted(values.items())
     }

@@ -101,3 +101,23 @@ def tidy_ceil(x: float) -> int:
         return n
     step: int = 10 ** (digits - 2)
     return int(-(-n // step) * step)
+
+
+_MIB = 1024 * 1024
+_BUFFER_STEP = 64 * 1024
+
+
+def size_ceil(x: float) -> int:
+    """Round a buffer size up: to a whole MiB from 1 MiB on, else to a multiple of 64 KiB.
+    (Powers of two overshoot by up to 2x; a buffer maximum only needs to be large enough.)"""
+    if x <= 0:
+        return 0
+    step = _MIB if x > _MIB else _BUFFER_STEP
+    return int(-(-math.ceil(x) // step) * step)
+
+
+def size_floor(x: float) -> int:
+    """Round a buffer size down: to a whole MiB from 1 MiB on, else to a multiple of 64 KiB
+    (at least 64 KiB)."""
+    step = _MIB if x >= _MIB else _BUFFER_STEP
+    return max(int(x // step * step), _BUFFER_STEP)

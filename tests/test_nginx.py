@@ -72,4 +72,4 @@ def test_nginx_conf_option_names_the_lines_to_change() -> None:
     truncated = next(f for f in doc["findings"] if f["id"] == "listen-backlog.nginx-truncated")
     assert "good.conf:2" in truncated["message"]
     # 65535 is above the 16384 target, so no listen line needs a larger backlog.
-    assert not [c for c in doc["companions"] if c["target"] == "nginx"]
+    assert not [c for c in doc["companions"] if c["rule"] == "listen-backlog.application"]

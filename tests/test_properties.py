@@ -165,31 +165,6 @@ def test_values_bounded_ordered_and_exist(
 
 
 @SETTINGS
-@given(host=hosts, pp=profile_and_params, extra=st.integers(0, 10**6))
-def test_capacity_in_force_is_never_lowered(
-    kb: KnowledgeBase, host: dict[str, Any], pp: tuple[str, dict[str, Any]], extra: int
-) -> None:
-    """A pure-capacity key whose value in force is at or above the recommendation stays there
-    (unless a safety cap or the catalog's bounds say otherwise)."""
-    _, plan = _plan(kb, host, pp)
-    capacities = [s for s in plan.settings if kb.catalog.keys[s.key].keep_higher_current]
-    if not capacities:
-        return
-    in_force = {s.key: str(s.values[0] + extra) for s in capacities}
-    _, again = _plan(kb, {**host, "sysctl": in_force}, pp)
-    after = {s.key: s for s in again.settings}
-    for key, value in in_force.items():
-        spec = kb.catalog.keys[key]
-        setting = after.get(key)
-        if setting is None:  # not written at all: the value in force stays as it is
-            continue
-        if setting.capped_by:
-            assert setting.values[0] <= int(value)
-        else:
-            assert setting.value == str(min(int(value), spec.max)), (key, setting.rationale)
-
-
-@SETTINGS
 @given(host=hosts, pp=profile_and_params)
 def test_deterministic_and_formats_agree(
     kb: KnowledgeBase, host: dict[str, Any], pp: tuple[str, dict[str, Any]]

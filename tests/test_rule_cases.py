@@ -88,7 +88,19 @@ def test_case(kb: KnowledgeBase, rule_id: str, name: str, case: dict[str, Any]) 
     for text in expect.get("rationale_contains", []):
         assert any(text in s.rationale for s in plan.settings), text
     for text in expect.get("message_contains", []):
-        assert any(text in f.message for f in plan.findings), text
+        assert any(text in f.message for f in plan.findings), (text, plan.findings)
+    for text in expect.get("message_absent", []):
+        assert not any(text in f.message for f in plan.findings), text
+    for text in expect.get("rationale_absent", []):
+        assert not any(text in s.rationale for s in plan.settings), text
+    for text in expect.get("companions_absent", []):
+        assert not any(text in c.setting for c in plan.companions), plan.companions
+    for key, text in expect.get("kernel_default", {}).items():
+        found = [s.kernel_default for s in plan.settings if s.key == key]
+        found += [u.kernel_default for u in plan.unchanged if u.key == key]
+        assert found == [None if text is None else str(text)], (key, found)
+    for text in expect.get("notes_contain", []):
+        assert any(text in n for n in plan.notes), (text, plan.notes)
 
 
 def test_every_rule_has_firing_and_quiet_cases(kb: KnowledgeBase) -> None:
