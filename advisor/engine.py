@@ -217,6 +217,15 @@ def _pick(values: list[int], policy: str) -> int:
     return max(values) if policy in ("max", "choice") else min(values)
 
 
+def _keep_or_want(want: int, base: int, policy: str, tolerance: float) -> int:
+    """The baseline when it already gives what the want asks, within the tolerance the catalog
+    allows the key's modelled figures (a want a hair above a measured default is model
+    rounding, not advice); else the want."""
+    if policy == "max":
+        return base if base >= want - tolerance * want else want
+    return base if base <= want + tolerance * want else want
+
+
 def _fill(
     wants: list[list[int | None]], base: list[int] | None, policies: list[str]
 ) -> list[int] | None:
@@ -266,7 +275,7 @@ def _resolve(
         merged = list(wanted)
         if base is not None:
             merged = [
-                w if p == "choice" else _pick([w, b], p)
+                w if p == "choice" else _keep_or_want(w, b, p, spec.default_tolerance)
                 for w, b, p in zip(wanted, base, policies, strict=True)
             ]
         if merged != wanted:

@@ -38,3 +38,16 @@ def test_golden(kb: KnowledgeBase, host: str, profile: str, fmt: str) -> None:
         path.write_text(text)
     assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
     assert text == path.read_text()
+
+
+def test_readme_worked_example_is_the_golden_output() -> None:
+    """The README's excerpt is cut from the golden conf file, line for line."""
+    readme = (GOLDEN.parent.parent / "README.md").read_text()
+    start = readme.index("```\n# sysctl.conf for dcache-07")
+    excerpt = readme[start + 4 : readme.index("```\n", start + 4)]
+    golden = (GOLDEN / "dcache-32bit.gridftp.conf").read_text()
+    lines = [line for line in excerpt.splitlines() if line != "# ..."]
+    assert len(lines) > 40
+    at = 0
+    for line in lines:  # in order, each one present
+        at = golden.index(line + "\n", at) + len(line)

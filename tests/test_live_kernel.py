@@ -59,3 +59,37 @@ def test_catalog_defaults_match_this_kernel(kb: KnowledgeBase) -> None:
     with_default = {k for k, v in predicted.items() if v is not None}
     assert with_default - set(compared) <= configured, with_default - set(compared)
     assert compared, "nothing compared"
+
+
+@pytest.mark.parametrize("profile", ["base", "frontend-proxy", "gridftp", "c1m-server"])
+def test_untouched_kernel_values_are_never_drift(kb: KnowledgeBase, profile: str) -> None:
+    """`diff` on this host: no change is proposed for a key whose value in force the kernel set
+    itself (no sysctl.d file sets it), when the only reason would be the model's own figure.
+    Whatever diff proposes for such a key must differ from the value in force by more than the
+    catalog's tolerance, i.e. be real advice; base proposes nothing at all here."""
+    from advisor.diff import build_diff
+    from advisor.engine import build_plan
+    from advisor.sysctl_sources import from_values
+
+    facts = collect(list(kb.catalog.keys))
+    configured = _configured_keys(kb)
+    plan = build_plan(kb, facts, profile)
+    version = kb.catalog.kernel_for(facts)[0]
+    report = build_diff(
+        plan, from_values(facts.sysctl, "live", "/proc/sys", "{path}"), kb.catalog, version
+    )
+    model = host_defaults(kb, facts)
+    for entry in report.entries:
+        if entry.status != "change" or entry.key in configured:
+            continue
+        spec = kb.catalog.keys[entry.key]
+        assert entry.current is not None and entry.recommended is not None
+        current = [int(x) for x in entry.current.split()]
+        recommended = [int(x) for x in entry.recommended.split()]
+        assert recommended != [int(x) for x in (model[entry.key] or "").split()], entry
+        assert any(
+            abs(r - c) > spec.default_tolerance * max(abs(c), 1)
+            for r, c in zip(recommended, current, strict=True)
+        ), entry
+    if profile == "base" and not configured:
+        assert report.entries == [], report.entries

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -24,7 +25,8 @@ from advisor.values import parse_current
 from tests.test_properties import PROFILE_PARAMS, hosts, profile_and_params
 
 SETTINGS = settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    # HYPOTHESIS_EXAMPLES=2000 for a deeper search than the suite's default
+    max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", "80")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 ADJUSTED = ("so the values stay in order", "Clamped to the kernel's accepted range")
 
