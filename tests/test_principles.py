@@ -26,7 +26,9 @@ from tests.test_properties import PROFILE_PARAMS, hosts, profile_and_params
 
 SETTINGS = settings(
     # HYPOTHESIS_EXAMPLES=2000 for a deeper search than the suite's default
-    max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", "80")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", "80")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 ADJUSTED = ("so the values stay in order", "Clamped to the kernel's accepted range")
 
