@@ -52,9 +52,11 @@ def explain_key(
     out.append(f"  merge:     {spec.merge} ({policy}); caps always win")
     out.append("  kernel default by version:")
     for era in spec.default:
-        value = era.value if era.value is not None else "unknown"
-        line = f"    {era.kernels or 'all':<18} {value}"
-        out.append(line)
+        value = " ".join(str(era.value).split()) if era.value is not None else "not modelled"
+        applies = era.kernels or "all"
+        if era.when:
+            applies += f" when {era.when}"
+        out.append(f"    {applies:<18} {value}")
         if era.note:
             out.append(_wrap(era.note, "                       "))
     setters = [r for r in kb.rules.values() if name in r.spec.set or name in r.spec.cap]
@@ -95,6 +97,15 @@ def explain_key(
     return "\n".join(out) + "\n"
 
 
+def _bound(value: float | None) -> str:
+    """A parameter bound as written: integers whole (2147483647, not 2.14748e+09)."""
+    if value is None:
+        return ""
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:g}"
+
+
 def describe_profiles(kb: KnowledgeBase) -> str:
     out: list[str] = []
     for profile in kb.profiles.values():
@@ -110,9 +121,7 @@ def describe_profiles(kb: KnowledgeBase) -> str:
                 default = (p.default_expr and f"from facts: {p.default_expr}") or repr(p.default)
                 bounds = ""
                 if p.min is not None or p.max is not None:
-                    low = f"{p.min:g}" if p.min is not None else ""
-                    high = f"{p.max:g}" if p.max is not None else ""
-                    bounds = f", {low}..{high}"
+                    bounds = f", {_bound(p.min)}..{_bound(p.max)}"
                 unit = f" {p.unit}" if p.unit else ""
                 out.append(f"    {name} ({p.type}{unit}{bounds}; default {default})")
                 out.append(_wrap(p.description, "      "))
