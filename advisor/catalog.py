@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from advisor.errors import InputError
-from advisor.expressions import Compiler, Expression, ExpressionError, as_input_error
+from advisor.expressions import Compiler, Expression, ExpressionError, KernelData, as_input_error
 from advisor.facts import HostFacts
 from advisor.kernel_version import KernelRange, KernelVersion
 from advisor.spec_cache import SpecCache
@@ -126,9 +126,13 @@ class CatalogFile(_Model):
 
 
 @functools.total_ordering
-class KernelContext:
+class KernelContext(KernelData):
     """The target kernel as expressions see it: compares like a version (`kernel < '4.12'`),
-    and exposes era-dependent behaviour as attributes (`kernel.window_fraction`)."""
+    and exposes era-dependent behaviour as attributes (`kernel.window_fraction`). Expressions
+    may read only `fields`: the release, its short form, distro, ABI, whether it was known,
+    and the era quantities."""
+
+    BASE_FIELDS = frozenset({"release", "short", "distro", "abi", "known"})
 
     def __init__(
         self,
@@ -146,6 +150,7 @@ class KernelContext:
         self.release = version.release
         self.short = version.short
         self._quantities = quantities
+        self.fields = self.BASE_FIELDS | frozenset(quantities)
 
     def __getattr__(self, name: str) -> Any:
         quantities = self.__dict__.get("_quantities", {})
@@ -271,7 +276,12 @@ class Catalog:
         return None
 
     def evaluate_host(
-        self, facts: HostFacts, version: KernelVersion, distro: str | None, known: bool
+        self,
+        facts: HostFacts,
+        version: KernelVersion,
+        distro: str | None,
+        known: bool,
+        data: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any], KernelContext]:
         """Derived host quantities and the kernel context."""
         kernel = KernelContext(
@@ -279,7 +289,7 @@ class Catalog:
         )
         host: dict[str, Any] = {}
         variables: dict[str, Any] = {
-            "facts": facts,
+            "facts": data if data is not None else facts.expression_data(),
             "kernel": kernel,
             "page_size": facts.page_size,
             "host": host,
@@ -296,6 +306,7 @@ class Catalog:
                     quantities[name] = era.evaluate(variables)
                     break
         kernel._quantities.update(quantities)
+        kernel.fields = kernel.BASE_FIELDS | frozenset(quantities)
         return host, kernel
 
     def defaults(self, variables: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str | None]]:

@@ -8,12 +8,14 @@ unreadable files) is reported under the structural rules' ids.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from advisor.catalog import KernelContext
 from advisor.check_rules import CheckRule
 from advisor.conf_parser import parse_conf_lines
 from advisor.errors import InputError
@@ -79,6 +81,19 @@ class Checker:
         self.rules = rules
         self.context = context
         self.assignment_rules = [r for r in rules.values() if r.spec.kind == "assignment"]
+        # What check rules see, as plain data (no model objects reach an expression).
+        self._facts = context.facts.expression_data() if context.facts is not None else None
+        self._kernel = (
+            KernelContext(context.kernel, distro=None, known=True, quantities={})
+            if context.kernel is not None
+            else None
+        )
+        self._specs = {name: key.model_dump() for name, key in kb.catalog.keys.items()}
+        self._recommended = (
+            {s.key: dataclasses.asdict(s) for s in context.plan.settings}
+            if context.plan is not None
+            else {}
+        )
         # What the file reader noticed, by kind, and the structural rule that reports it.
         self.reported_by: dict[str, CheckRule] = {
             str(code): r for r in rules.values() for code in r.spec.reports
@@ -98,22 +113,19 @@ class Checker:
         catalog = self.kb.catalog
         spec = catalog.keys.get(key)
         kernel = self.context.kernel
-        recommended = None
-        if self.context.plan is not None:
-            recommended = next((s for s in self.context.plan.settings if s.key == key), None)
         return {
             "key": key,
             "value": value,
             "numbers": _numbers(value),
-            "spec": spec,
+            "spec": self._specs.get(key),
             "known": spec is not None,
             "exists": (catalog.exists(key, kernel) if spec and kernel else None),
-            "kernel": kernel,
-            "facts": self.context.facts,
+            "kernel": self._kernel,
+            "facts": self._facts,
             "host": self.context.host,
             "page_size": self.context.facts.page_size if self.context.facts else 4096,
             "default": self.context.defaults,
-            "recommended": recommended,
+            "recommended": self._recommended.get(key),
             "ignore_failure": ignore_failure,
         }
 

@@ -33,15 +33,16 @@ def host_variables(
 ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """What every expression sees about the host, its kernel defaults, and notes."""
     version, distro, known, notes = kb.catalog.kernel_for(facts)
-    host, kernel = kb.catalog.evaluate_host(facts, version, distro, known)
+    data = facts.expression_data()  # plain data only: expressions never see a model object
+    host, kernel = kb.catalog.evaluate_host(facts, version, distro, known, data)
     variables: dict[str, Any] = {
-        "facts": facts,
+        "facts": data,
         "host": host,
         "kernel": kernel,
         "page_size": facts.page_size,
-        "observed": facts.observed,
-        "services": facts.services,
-        "nics": facts.nics,
+        "observed": data["observed"],
+        "services": data["services"],
+        "nics": data["nics"],
     }
     defaults, _ = kb.catalog.defaults(variables)
     return variables, defaults, notes

@@ -13,7 +13,7 @@ import marshal
 import math
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from types import CodeType
 from typing import Any
@@ -22,8 +22,9 @@ import jinja2
 from jinja2 import StrictUndefined, nodes, pass_context
 from jinja2.exceptions import SecurityError, TemplateError, TemplateSyntaxError, UndefinedError
 from jinja2.parser import Parser
-from jinja2.runtime import Context, Undefined
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2.runtime import Context, LoopContext, Undefined
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.visitor import NodeTransformer
 
 from advisor import __version__
 from advisor.errors import InputError
@@ -36,6 +37,9 @@ from advisor.units import (
     size_floor,
     tidy_ceil,
 )
+
+# Changes whenever code generation changes (the loop budget), so cached code is rebuilt.
+_CODE_SALT = "sandbox-2"
 
 
 class ExpressionError(Exception):
@@ -104,14 +108,212 @@ TESTS: dict[str, Callable[..., bool]] = {
 }
 
 
-def make_environment() -> SandboxedEnvironment:
-    env = SandboxedEnvironment(
-        undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False
-    )
+# Limits that keep a rule from doing more than produce wrong numbers: no hang, no blow-up.
+MAX_EXPONENT = 1024  # x ** y: |y| at most this
+MAX_INT_BITS = 65536  # no integer result beyond 2**65536
+MAX_SEQUENCE = 100_000  # 'a' * n, [x] * n, str.replace results: at most this many items
+MAX_ITERATIONS = 1_000_000  # loop iterations per evaluation or rendering, all loops together
+MAX_TEXT = 256 * 1024  # characters one template may render
+MAX_NESTING = 48  # ( [ { nesting in an expression or template's source
+SAFE_STR_METHODS = frozenset({"split", "strip", "lower", "upper", "startswith", "endswith"})
+LOOP_ATTRIBUTES = frozenset(
+    {"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0"}
+)
+# Jinja's own filters that rules may use; the others (random, center, indent, wordwrap,
+# pprint, xmlattr, urlize …) are nondeterministic, can allocate without bound, or are unused.
+BUILTIN_FILTERS = frozenset(
+    {
+        "abs", "count", "d", "default", "dictsort", "first", "float", "int", "items", "join",
+        "last", "length", "list", "lower", "map", "max", "min", "reject", "rejectattr",
+        "reverse", "round", "select", "selectattr", "sort", "string", "sum", "trim",
+        "truncate", "unique", "upper", "attr", "format", "bool",
+    }
+)  # fmt: skip
+
+
+class _Budget:
+    """Loop iterations left for the evaluation in progress (one process, one evaluation at a
+    time: fleet workers are processes)."""
+
+    left = MAX_ITERATIONS
+
+    @classmethod
+    def reset(cls) -> None:
+        cls.left = MAX_ITERATIONS
+
+
+def _counted(iterable: Iterable[Any]) -> Iterator[Any]:
+    """Every template loop iterates through this: loops together get MAX_ITERATIONS."""
+    for item in iterable:
+        _Budget.left -= 1
+        if _Budget.left < 0:
+            raise SecurityError(f"more than {MAX_ITERATIONS:,} loop iterations")
+        yield item
+
+
+def _range(*args: int) -> Iterator[int]:
+    numbers = range(*args)
+    if len(numbers) > MAX_SEQUENCE:
+        raise SecurityError(f"range of {len(numbers):,} numbers (at most {MAX_SEQUENCE:,})")
+    return _counted(numbers)
+
+
+def _replace(value: Any, old: str, new: str, count: int | None = None) -> str:
+    text = str(value)
+    grows = text.count(str(old)) * max(len(str(new)) - len(str(old)), 0)
+    if len(text) + grows > MAX_SEQUENCE * 10:
+        raise SecurityError("replace would build a text too large")
+    return text.replace(str(old), str(new), -1 if count is None else count)
+
+
+def _nesting(source: str) -> int:
+    depth = deepest = 0
+    for char in source:
+        if char in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in ")]}":
+            depth -= 1
+    return deepest
+
+
+class KernelData:
+    """What a rule may read about the kernel: the fields it exposes, nothing callable. Compares
+    with version strings (`kernel < '4.12'`)."""
+
+    fields: frozenset[str] = frozenset()
+
+
+class _Removed:
+    """Stands for a Jinja global the sandbox removed (cycler, joiner, lipsum, namespace, dict):
+    any use is refused, with the name in the message."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __str__(self) -> str:
+        raise SecurityError(f"{self.name} is not available in rule expressions")
+
+
+_REMOVED_GLOBALS = ("cycler", "joiner", "lipsum", "namespace", "dict")
+
+
+class AdvisorSandbox(ImmutableSandboxedEnvironment):
+    """Jinja's immutable sandbox, narrowed to plain data.
+
+    Expressions see mappings, lists, strings, numbers, booleans, None and KernelData objects.
+    Attribute access reads a mapping's items (never its methods) and a KernelData's fields;
+    the only methods are a handful of str ones; the only callables are the project's own
+    functions. `**` and `*` are checked before they compute, loops share an iteration budget
+    and rendered text is bounded (see the MAX_* limits above).
+    """
+
+    intercepted_binops = frozenset({"*", "**"})
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.filters = {k: v for k, v in self.filters.items() if k in BUILTIN_FILTERS}
+        self.filters["replace"] = _replace
+        self.globals = {"range": _range, "_advisor_loop": _counted}
+        self.globals.update({name: _Removed(name) for name in _REMOVED_GLOBALS})
+        self._callables: set[int] = set()
+
+    def allow_callables(self, functions: Iterable[Any]) -> None:
+        self._callables.update(id(f) for f in functions)
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        if isinstance(obj, str):
+            return attr in SAFE_STR_METHODS
+        if isinstance(obj, KernelData):
+            return attr in obj.fields
+        if isinstance(obj, LoopContext):
+            return attr in LOOP_ATTRIBUTES
+        return False
+
+    def is_safe_callable(self, obj: Any) -> bool:
+        if id(obj) in self._callables:
+            return True
+        owner = getattr(obj, "__self__", None)
+        return isinstance(owner, str) and getattr(obj, "__name__", "") in SAFE_STR_METHODS
+
+    def _refused(self, obj: Any, attribute: Any) -> SecurityError:
+        return SecurityError(
+            f"access to attribute {attribute!r} of {type(obj).__name__!r} object is refused"
+        )
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if isinstance(obj, Mapping):
+            if attribute in obj:
+                return obj[attribute]
+            if hasattr(type(obj), attribute):
+                raise self._refused(obj, attribute)
+            return self.undefined(obj=obj, name=attribute)
+        if isinstance(obj, Undefined):
+            return self.undefined(obj=obj, name=attribute)
+        try:
+            value = getattr(obj, attribute)
+        except AttributeError:
+            if isinstance(obj, KernelData):
+                return self.undefined(obj=obj, name=attribute)
+            raise self._refused(obj, attribute) from None
+        if not self.is_safe_attribute(obj, attribute, value):
+            raise self._refused(obj, attribute)
+        return value
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        if isinstance(obj, Mapping):
+            if argument in obj:
+                return obj[argument]
+            return self.undefined(obj=obj, name=argument)
+        if isinstance(obj, list | tuple | str) and isinstance(argument, int | slice):
+            try:
+                return obj[argument]
+            except IndexError:
+                return self.undefined(obj=obj, name=str(argument))
+        if isinstance(argument, str):
+            return self.getattr(obj, argument)
+        raise self._refused(obj, argument)
+
+    def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
+        numbers = (int, float)
+        if operator == "**":
+            if isinstance(right, numbers) and abs(right) > MAX_EXPONENT:
+                raise SecurityError(f"exponent {right} is too large (at most {MAX_EXPONENT})")
+            too_big = isinstance(left, int) and isinstance(right, int) and right > 0
+            if too_big and abs(left).bit_length() * right > MAX_INT_BITS:
+                raise SecurityError("the power would be too large a number")
+            return left**right
+        # operator == "*"
+        for seq, times in ((left, right), (right, left)):
+            repeats = isinstance(seq, str | list | tuple) and isinstance(times, int)
+            if repeats and len(seq) * times > MAX_SEQUENCE:
+                raise SecurityError(f"repetition would build {len(seq) * times:,} items")
+        both_ints = isinstance(left, int) and isinstance(right, int)
+        if both_ints and abs(left).bit_length() + abs(right).bit_length() > MAX_INT_BITS:
+            raise SecurityError("the product would be too large a number")
+        return left * right
+
+
+def make_environment() -> AdvisorSandbox:
+    env = AdvisorSandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
+    # No compile-time constant folding: `10 ** 10 ** 10` must meet call_binop, not the compiler.
+    env.optimized = False
     env.filters.update(FILTERS)
     env.tests.update(TESTS)
     env.globals.update(GLOBALS)
+    env.allow_callables([*GLOBALS.values(), _range, _counted])
     return env
+
+
+class _CountLoops(NodeTransformer):
+    """Wraps every `{% for %}` iterable in the loop budget."""
+
+    def visit_For(self, node: nodes.For) -> nodes.Node:
+        self.generic_visit(node)
+        node.iter = nodes.Call(
+            nodes.Name("_advisor_loop", "load"), [node.iter], [], None, None, lineno=node.lineno
+        )
+        return node
 
 
 def cache_directory() -> Path | None:
@@ -199,7 +401,7 @@ class Compiler:
         template = self._memo.get(memo_key)
         if template is not None:
             return template
-        key = hashlib.sha1(f"{kind}\0{source}".encode()).hexdigest()
+        key = hashlib.sha1(f"{kind}\0{_CODE_SALT}\0{source}".encode()).hexdigest()
         code = self._cache.get(key)
         if code is None:
             code = build()
@@ -209,6 +411,8 @@ class Compiler:
         return template
 
     def expression(self, source: str) -> Expression:
+        _check_nesting(source)
+
         def build() -> CodeType:
             try:
                 parser = Parser(self.env, source, state="variable")
@@ -217,21 +421,31 @@ class Compiler:
                     raise TemplateSyntaxError("unexpected text after the expression", 1)
             except TemplateSyntaxError as exc:
                 raise ExpressionError(f"invalid expression {source!r}: {exc.message}") from None
+            except RecursionError:
+                raise ExpressionError(f"expression nested too deeply: {source[:60]!r}") from None
             body = [nodes.Assign(nodes.Name("result", "store"), expr, lineno=1)]
-            code = self.env.compile(nodes.Template(body, lineno=1))
+            try:
+                code = self.env.compile(nodes.Template(body, lineno=1))
+            except RecursionError:
+                raise ExpressionError(f"expression nested too deeply: {source[:60]!r}") from None
             assert isinstance(code, CodeType)
             return code
 
         return Expression(source, self._template("expr", source, build))
 
     def template(self, source: str) -> Text:
+        _check_nesting(source)
+
         def build() -> CodeType:
             try:
-                code = self.env.compile(source)
+                tree = _CountLoops().visit(self.env.parse(source))
+                code = self.env.compile(tree)
             except TemplateSyntaxError as exc:
                 raise ExpressionError(
                     f"invalid template (line {exc.lineno}): {exc.message}"
                 ) from None
+            except RecursionError:
+                raise ExpressionError("template nested too deeply") from None
             assert isinstance(code, CodeType)
             return code
 
@@ -241,11 +455,36 @@ class Compiler:
         self._cache.save()
 
 
-def _explain(exc: Exception) -> str:
+# What a hostile or broken expression can raise while it runs; each becomes one line.
+_EVALUATION_ERRORS = (
+    TemplateError,
+    ArithmeticError,
+    TypeError,
+    ValueError,
+    KeyError,
+    IndexError,
+    NameError,  # e.g. a float overflow folded to `inf` by older generated code
+    RecursionError,
+    MemoryError,
+)
+
+
+def _check_nesting(source: str) -> None:
+    if _nesting(source) > MAX_NESTING:
+        raise ExpressionError(f"nested more than {MAX_NESTING} brackets deep: {source[:60]!r}")
+
+
+def _explain(exc: BaseException) -> str:
     if isinstance(exc, SecurityError):
         return f"refused by the sandbox: {exc}"
     if isinstance(exc, UndefinedError):
         return f"undefined name: {exc.message}"
+    if isinstance(exc, RecursionError):
+        return "refused by the sandbox: recursion too deep"
+    if isinstance(exc, MemoryError):
+        return "refused by the sandbox: out of memory"
+    if isinstance(exc, OverflowError):
+        return f"number too large: {exc}"
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -257,6 +496,7 @@ class Expression:
         self._template = template
 
     def evaluate(self, variables: dict[str, Any]) -> Any:
+        _Budget.reset()
         try:
             ctx = self._template.new_context(variables)  # copies
             for _ in self._template.root_render_func(ctx):
@@ -264,7 +504,7 @@ class Expression:
             value = ctx.vars["result"]
             if isinstance(value, Undefined):
                 value._fail_with_undefined_error()
-        except (TemplateError, ArithmeticError, TypeError, ValueError, KeyError, IndexError) as exc:
+        except _EVALUATION_ERRORS as exc:
             raise ExpressionError(f"{self.source!r}: {_explain(exc)}") from None
         return value
 
@@ -277,10 +517,18 @@ class Text:
         self._template = template
 
     def render(self, variables: dict[str, Any]) -> str:
+        _Budget.reset()
+        parts: list[str] = []
+        size = 0
         try:
-            return self._template.render(variables).strip()
-        except (TemplateError, ArithmeticError, TypeError, ValueError, KeyError, IndexError) as exc:
+            for part in self._template.generate(variables):
+                size += len(part)
+                if size > MAX_TEXT:
+                    raise SecurityError(f"rendered text longer than {MAX_TEXT:,} characters")
+                parts.append(part)
+        except _EVALUATION_ERRORS as exc:
             raise ExpressionError(f"template: {_explain(exc)}") from None
+        return "".join(parts).strip()
 
 
 def as_input_error(exc: ExpressionError, path: Path | str | None, field: str) -> InputError:

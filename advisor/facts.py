@@ -246,6 +246,20 @@ class HostFacts(_Model):
         speeds = [n.speed_mbps for n in self.nics if n.speed_mbps]
         return max(speeds) if speeds else None
 
+    def expression_data(self) -> dict[str, Any]:
+        """The facts as rule expressions see them: plain mappings, lists, strings and numbers
+        (nothing callable), plus the derived figures `bits`, `lowmem`, `has_highmem`,
+        `arch_family` and `fastest_nic_mbps`."""
+        data = self.model_dump(mode="python")
+        data.update(
+            bits=self.bits,
+            lowmem=self.lowmem,
+            has_highmem=self.has_highmem,
+            arch_family=self.arch_family,
+            fastest_nic_mbps=self.fastest_nic_mbps,
+        )
+        return data
+
 
 def facts_from_data(data: Any, path: Path | None = None, text: str | None = None) -> HostFacts:
     if not isinstance(data, dict):
