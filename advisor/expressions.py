@@ -242,7 +242,7 @@ class AdvisorSandbox(ImmutableSandboxedEnvironment):
         )
 
     def getattr(self, obj: Any, attribute: str) -> Any:
-        if isinstance(obj, Mapping):
+        if type(obj) is dict or isinstance(obj, Mapping):  # exact type first: the common case
             if attribute in obj:
                 return obj[attribute]
             if hasattr(type(obj), attribute):
@@ -261,7 +261,7 @@ class AdvisorSandbox(ImmutableSandboxedEnvironment):
         return value
 
     def getitem(self, obj: Any, argument: Any) -> Any:
-        if isinstance(obj, Mapping):
+        if type(obj) is dict or isinstance(obj, Mapping):
             if argument in obj:
                 return obj[argument]
             return self.undefined(obj=obj, name=argument)
@@ -275,23 +275,25 @@ class AdvisorSandbox(ImmutableSandboxedEnvironment):
         raise self._refused(obj, argument)
 
     def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
-        numbers = (int, float)
-        if operator == "**":
-            if isinstance(right, numbers) and abs(right) > MAX_EXPONENT:
-                raise SecurityError(f"exponent {right} is too large (at most {MAX_EXPONENT})")
-            too_big = isinstance(left, int) and isinstance(right, int) and right > 0
-            if too_big and abs(left).bit_length() * right > MAX_INT_BITS:
-                raise SecurityError("the power would be too large a number")
-            return left**right
-        # operator == "*"
-        for seq, times in ((left, right), (right, left)):
-            repeats = isinstance(seq, str | list | tuple) and isinstance(times, int)
-            if repeats and len(seq) * times > MAX_SEQUENCE:
-                raise SecurityError(f"repetition would build {len(seq) * times:,} items")
-        both_ints = isinstance(left, int) and isinstance(right, int)
-        if both_ints and abs(left).bit_length() + abs(right).bit_length() > MAX_INT_BITS:
-            raise SecurityError("the product would be too large a number")
-        return left * right
+        kinds = (type(left), type(right))
+        if operator == "*":
+            if float in kinds:
+                return left * right  # floats overflow to inf, which is caught where it matters
+            if kinds == (int, int):
+                if left.bit_length() + right.bit_length() > MAX_INT_BITS:
+                    raise SecurityError("the product would be too large a number")
+                return left * right
+            for seq, times in ((left, right), (right, left)):
+                repeats = isinstance(seq, str | list | tuple) and isinstance(times, int)
+                if repeats and len(seq) * times > MAX_SEQUENCE:
+                    raise SecurityError(f"repetition would build {len(seq) * times:,} items")
+            return left * right
+        # operator == "**"
+        if isinstance(right, int | float) and abs(right) > MAX_EXPONENT:
+            raise SecurityError(f"exponent {right} is too large (at most {MAX_EXPONENT})")
+        if kinds == (int, int) and right > 0 and left.bit_length() * right > MAX_INT_BITS:
+            raise SecurityError("the power would be too large a number")
+        return left**right
 
 
 def make_environment() -> AdvisorSandbox:
