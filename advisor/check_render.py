@@ -9,6 +9,7 @@ from typing import Any
 from advisor import __version__
 from advisor.check import CheckReport
 from advisor.check_rules import CheckRule
+from advisor.render import one_line
 from advisor.yamlio import dump_json
 
 CHECK_FORMATS = ("text", "json", "github", "sarif")
@@ -25,7 +26,8 @@ def rule_url(rule_id: str) -> str:
 
 def _text(report: CheckReport) -> str:
     lines = [
-        f"{f.file}:{f.line or 1}:1: [{f.severity}] {f.message} ({f.id})" for f in report.findings
+        one_line(f"{f.file}:{f.line or 1}:1: [{f.severity}] {f.message} ({f.id})")
+        for f in report.findings
     ]
     counts = {s: sum(1 for f in report.findings if f.severity == s) for s in SARIF_LEVELS}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no findings"

@@ -6,7 +6,7 @@ import io
 import textwrap
 
 from advisor.diff import DiffReport
-from advisor.render import Renderer, first_sentence
+from advisor.render import Renderer, first_sentence, one_line
 from advisor.rules import SEVERITY_ORDER
 from advisor.yamlio import dump_json
 
@@ -16,14 +16,18 @@ _STYLES = {"ok": "green", "change": "yellow", "missing": "cyan", "remove": "red"
 
 
 def _rows(report: DiffReport) -> list[tuple[str, ...]]:
+    """Every cell one line: file names from a pull request can hold anything."""
     return [
-        (
-            e.status,
-            e.key,
-            e.current if e.current is not None else "-",
-            e.recommended if e.recommended is not None else "(remove)",
-            e.kernel_default if e.kernel_default is not None else "-",
-            e.source or "-",
+        tuple(
+            one_line(cell)
+            for cell in (
+                e.status,
+                e.key,
+                e.current if e.current is not None else "-",
+                e.recommended if e.recommended is not None else "(remove)",
+                e.kernel_default if e.kernel_default is not None else "-",
+                e.source or "-",
+            )
         )
         for e in report.entries
     ]
@@ -32,7 +36,7 @@ def _rows(report: DiffReport) -> list[tuple[str, ...]]:
 def _heading(report: DiffReport) -> str:
     host = report.hostname or "host"
     kernel = f" ({report.kernel})" if report.kernel else ""
-    return (
+    return one_line(
         f"{host}{kernel}, profile {report.profile}; "
         f"current values from {report.current_kind} {report.current_label}"
     )
@@ -50,7 +54,7 @@ def summary(report: DiffReport) -> str:
 def _item(text: str, width: int) -> list[str]:
     """One list item, wrapped with a hanging indent."""
     return textwrap.wrap(
-        text,
+        one_line(text),
         width=width,
         initial_indent="  ",
         subsequent_indent="    ",
@@ -76,7 +80,7 @@ def _notes(report: DiffReport, width: int = 100) -> list[str]:
             lines += _item(f"[{f.severity}] {f.id}: {' '.join(f.message.split())}", width)
     if report.problems:
         lines += ["", "In the current configuration:"]
-        lines += [f"  [{p.severity}] {p}" for p in report.problems]
+        lines += [f"  [{p.severity}] {one_line(p)}" for p in report.problems]
     return lines
 
 
@@ -93,14 +97,16 @@ def render_plain(report: DiffReport) -> str:
 
 def render_rich(report: DiffReport, width: int | None = None) -> str:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=_heading(report), title_justify="left", expand=False)
+    table = Table(title=escape(_heading(report)), title_justify="left", expand=False)
     for column in _COLUMNS:
         table.add_column(column, overflow="fold")
     for row in _rows(report):
         style = _STYLES.get(row[0], "")
-        table.add_row(f"[{style}]{row[0]}[/]" if style else row[0], *row[1:])
+        cells = [escape(cell) for cell in row]  # a file name is text, never rich markup
+        table.add_row(f"[{style}]{cells[0]}[/]" if style else cells[0], *cells[1:])
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=True, width=width, highlight=False)
     console.print(table)

@@ -1,9 +1,10 @@
 """Rule expressions and rationale templates: sandboxed Jinja2, compiled once.
 
 Code generation is the expensive part of Jinja (about 0.7 ms per expression), so generated code
-objects are kept in a marshal file under the user's cache directory, keyed by a hash of the
-source, the same way Python keeps .pyc files. A warm run only unmarshals; a missing or unwritable
-cache only costs time. Set SYSCTL_ADVISOR_CACHE=off to disable it.
+objects are kept in a marshal file under the user's private cache directory (cache_files),
+keyed by a hash of the source, the same way Python keeps .pyc files. A warm run only
+unmarshals; a missing, unwritable or untrusted cache only costs time. Set
+SYSCTL_ADVISOR_CACHE=off to disable it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import marshal
 import math
-import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -27,6 +27,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.visitor import NodeTransformer
 
 from advisor import __version__
+from advisor.cache_files import cache_directory, read_cache, source_fingerprint, write_cache
 from advisor.errors import InputError
 from advisor.units import (
     human_bytes,
@@ -318,45 +319,24 @@ class _CountLoops(NodeTransformer):
         return node
 
 
-def cache_directory() -> Path | None:
-    """$SYSCTL_ADVISOR_CACHE, else $XDG_CACHE_HOME/sysctl-advisor, else ~/.cache/sysctl-advisor;
-    None when SYSCTL_ADVISOR_CACHE is off/0/no/false."""
-    setting = os.environ.get("SYSCTL_ADVISOR_CACHE", "")
-    if setting.lower() in {"off", "0", "no", "false"}:
-        return None
-    if setting:
-        return Path(setting)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "sysctl-advisor"
-
-
-def save_cache_file(path: Path, data: bytes) -> bool:
-    """Replace a cache file atomically; False (and nothing else) if it cannot be written,
-    since a cache that cannot be written only costs time."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError:
-        return False
-    return True
-
-
 class _CodeCache:
-    """Generated code objects by source hash, in one marshal file per Python/Jinja version."""
+    """Generated code objects by source hash, in one marshal file per Python, Jinja and
+    sandbox version. Loaded only through cache_files' checks (a planted file is ignored); the
+    entries a run did not use are dropped when it saves, so the file does not grow."""
 
     def __init__(self) -> None:
         self._codes: dict[str, bytes] = {}
+        self._used: set[str] = set()
         self._dirty = False
         self._path = self._locate()
         if self._path is not None:
+            raw = read_cache(self._path)
             try:
-                loaded = marshal.loads(self._path.read_bytes())
-                if isinstance(loaded, dict):
-                    self._codes = loaded
-            except (OSError, ValueError, EOFError, TypeError):
-                self._codes = {}
+                loaded = marshal.loads(raw) if raw is not None else None
+            except (ValueError, EOFError, TypeError):
+                loaded = None
+            if isinstance(loaded, dict):
+                self._codes = loaded
 
     @staticmethod
     def _locate() -> Path | None:
@@ -364,7 +344,8 @@ class _CodeCache:
         if base is None:
             return None
         tag = (
-            f"py{sys.version_info[0]}{sys.version_info[1]}-jinja{jinja2.__version__}-{__version__}"
+            f"py{sys.version_info[0]}{sys.version_info[1]}-jinja{jinja2.__version__}-"
+            f"{__version__}-{source_fingerprint(__name__)}"
         )
         return base / f"expressions-{tag}.marshal"
 
@@ -376,15 +357,24 @@ class _CodeCache:
             code = marshal.loads(raw)
         except (ValueError, EOFError, TypeError):
             return None
-        return code if isinstance(code, CodeType) else None
+        if not isinstance(code, CodeType):
+            return None
+        self._used.add(key)
+        return code
 
     def put(self, key: str, code: CodeType) -> None:
         self._codes[key] = marshal.dumps(code)
+        self._used.add(key)
         self._dirty = True
 
     def save(self) -> None:
-        if self._dirty and self._path is not None:
-            self._dirty = not save_cache_file(self._path, marshal.dumps(self._codes))
+        if self._path is None:
+            return
+        if set(self._codes) - self._used:
+            self._codes = {k: v for k, v in self._codes.items() if k in self._used}
+            self._dirty = True
+        if self._dirty:
+            self._dirty = not write_cache(self._path, marshal.dumps(self._codes))
 
 
 class Compiler:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -56,6 +58,77 @@ DEFAULT_LOWMEM_BY_FAMILY = {"x86": 896 * MiB, "arm": 768 * MiB, "mips": 512 * Mi
 
 Size = Annotated[int, BeforeValidator(parse_size)]
 
+# Text that reaches outputs must not carry a line break or any other control, format or
+# separator character (a hostname with a newline would become a live line of a sysctl file).
+# RFC 1123 labels; underscores too, which Linux accepts and many inventories use. Nothing a
+# renderer, a YAML document or a file name could take for syntax.
+_HOSTNAME = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+    r"(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*$"
+)
+_RELEASE = re.compile(r"^[0-9][0-9A-Za-z._+~-]{0,127}$")
+_ARCH = re.compile(r"^[A-Za-z0-9_]{1,32}$")
+_DRIVER = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_SYSCTL_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.*/:-]{0,255}$")
+_SERVICE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+MAX_TEXT = 4096
+MAX_COUNT = 10**15  # above any counter a host reports; a bigger number is not a measurement
+MAX_KERNEL_NUMBER = 2**64  # no sysctl holds a larger integer
+
+
+def _printable(value: str, what: str = "text") -> str:
+    if len(value) > MAX_TEXT:
+        raise ValueError(f"{what} longer than {MAX_TEXT} characters")
+    if not value.isprintable():
+        bad = next(c for c in value if not c.isprintable())
+        raise ValueError(f"{what} contains a control or separator character (U+{ord(bad):04X})")
+    return value
+
+
+def _pattern(regex: re.Pattern[str], what: str) -> Any:
+    def check(value: str) -> str:
+        _printable(value, what)
+        if not regex.match(value):
+            raise ValueError(f"not a valid {what}: {value[:80]!r}")
+        return value
+
+    return AfterValidator(check)
+
+
+def _interface_name(value: str) -> str:
+    """The kernel's dev_valid_name(): 1-15 bytes, not . or .., no /, : or whitespace."""
+    _printable(value, "interface name")
+    if (
+        not value
+        or len(value.encode()) > 15
+        or value in (".", "..")
+        or any(c in value for c in "/: ")
+    ):
+        raise ValueError(f"not a valid interface name (IFNAMSIZ rules): {value[:40]!r}")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_printable)]
+Hostname = Annotated[str, _pattern(_HOSTNAME, "hostname (RFC 1123 labels)")]
+
+
+def _release(value: str) -> str:
+    _printable(value, "kernel release")
+    if not _RELEASE.match(value):
+        raise ValueError(
+            f"cannot read a kernel version from {value[:80]!r} (e.g. 5.15.0-91-generic)"
+        )
+    return value
+
+
+Release = Annotated[str, AfterValidator(_release)]
+Arch = Annotated[str, _pattern(_ARCH, "architecture")]
+Driver = Annotated[str, _pattern(_DRIVER, "driver name")]
+InterfaceName = Annotated[str, AfterValidator(_interface_name)]
+SysctlKey = Annotated[str, _pattern(_SYSCTL_KEY, "sysctl key")]
+ServiceName = Annotated[str, _pattern(_SERVICE, "service name")]
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+
 
 def _none_if_nonpositive(value: Any) -> Any:
     # Ansible and /sys report unknown link speed as -1.
@@ -68,10 +141,19 @@ def _sysctl_value(value: Any) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, int | float | str):
-        return " ".join(str(value).split())
-    if isinstance(value, list) and all(isinstance(v, int | str) for v in value):
-        return " ".join(str(v) for v in value)
-    raise ValueError("a sysctl value must be a string, a number or a list of numbers")
+        text = " ".join(str(value).split())
+    elif isinstance(value, list) and all(isinstance(v, int | str) for v in value):
+        text = " ".join(str(v) for v in value)
+    else:
+        raise ValueError("a sysctl value must be a string, a number or a list of numbers")
+    _printable(text, "sysctl value")
+    for word in text.split():
+        digits = word.lstrip("-")
+        if digits.isascii() and digits.isdigit() and len(digits) > 20:
+            raise ValueError(f"{word[:24]}... is larger than any kernel value")
+        if digits.isascii() and digits.isdigit() and int(digits) > MAX_KERNEL_NUMBER:
+            raise ValueError(f"{word} is larger than any kernel value")
+    return text
 
 
 class _Model(BaseModel):
@@ -100,23 +182,25 @@ class Cpu(_Model):
 
 
 class Nic(_Model):
-    name: str
-    driver: str | None = None
+    name: InterfaceName
+    driver: Driver | None = None
     speed_mbps: Annotated[int | None, BeforeValidator(_none_if_nonpositive)] = Field(
         None, le=10_000_000
     )
     mtu: int | None = Field(None, ge=68, le=65536)
-    rx_overruns: int | None = Field(None, ge=0, description="fifo column of /proc/net/dev")
+    rx_overruns: Count | None = Field(None, description="fifo column of /proc/net/dev")
 
 
 class Listen(_Model):
     """One `listen` directive of a server's configuration, as parsed from its files."""
 
-    address: str = Field(description="the directive's first argument, e.g. 80 or [::]:443")
-    backlog: int | None = Field(None, ge=-1, description="backlog=N; absent means the default")
-    file: str
-    line: int = Field(ge=1)
-    text: str = Field(description="the directive as written, without the semicolon")
+    address: Text = Field(description="the directive's first argument, e.g. 80 or [::]:443")
+    backlog: int | None = Field(
+        None, ge=-1, le=2**31 - 1, description="backlog=N; absent means the default"
+    )
+    file: Text
+    line: int = Field(ge=1, le=10**9)
+    text: Text = Field(description="the directive as written, without the semicolon")
 
 
 class Service(_Model):
@@ -127,62 +211,68 @@ class Service(_Model):
         le=2**31 - 1,
         description="HAProxy: the frontend's maxconn (its backlog if unset)",
     )
-    config: str | None = None
-    config_root: str | None = Field(
+    config: Text | None = None
+    config_root: Text | None = Field(
         None, description="directory standing for / in the config's absolute include paths"
     )
     listens: list[Listen] = Field(
-        default_factory=list, description="filled from `config` when the facts are loaded"
+        default_factory=list,
+        max_length=100_000,
+        description="filled from `config` when the facts are loaded",
     )
-    config_error: str | None = Field(None, description="why `config` could not be read")
+    config_error: Text | None = Field(None, description="why `config` could not be read")
 
 
 class Observed(_Model):
-    orphans_peak: int | None = Field(None, ge=0)
-    time_wait_peak: int | None = Field(None, ge=0)
-    connections_peak: int | None = Field(None, ge=0)
-    listen_overflows: int | None = Field(None, ge=0)
-    listen_drops: int | None = Field(None, ge=0)
-    rx_overruns: int | None = Field(None, ge=0)
-    tcp_mem_pages_peak: int | None = Field(None, ge=0, description="sockstat TCP mem at peak")
-    softnet_dropped: int | None = Field(
-        None, ge=0, description="/proc/net/softnet_stat column 2: input backlog full, all CPUs"
+    orphans_peak: Count | None = None
+    time_wait_peak: Count | None = None
+    connections_peak: Count | None = None
+    listen_overflows: Count | None = None
+    listen_drops: Count | None = None
+    rx_overruns: Count | None = None
+    tcp_mem_pages_peak: Count | None = Field(None, description="sockstat TCP mem at peak")
+    softnet_dropped: Count | None = Field(
+        None, description="/proc/net/softnet_stat column 2: input backlog full, all CPUs"
     )
-    softnet_time_squeeze: int | None = Field(
-        None, ge=0, description="/proc/net/softnet_stat column 3: NAPI budget or time ran out"
+    softnet_time_squeeze: Count | None = Field(
+        None, description="/proc/net/softnet_stat column 3: NAPI budget or time ran out"
     )
-    kernel_messages: list[str] = Field(default_factory=list)
+    kernel_messages: list[Text] = Field(default_factory=list, max_length=100_000)
 
 
 class Calibration(_Model):
     """Per-socket costs measured on the host by `sysctl-advisor calibrate` (issue 6)."""
 
-    kernel: str = Field(description="uname -r of the kernel measured; used only on that kernel")
-    sockets: int = Field(ge=2, description="loopback sockets measured (two per connection)")
+    kernel: Release = Field(description="uname -r of the kernel measured; used only on that kernel")
+    sockets: int = Field(
+        ge=2, le=MAX_COUNT, description="loopback sockets measured (two per connection)"
+    )
     slab_bytes_per_socket: int = Field(ge=256, le=1 << 20, description="Slab growth per socket")
     tcp_mem_pages_per_idle_socket: float = Field(ge=0, le=64)
     tcp_mem_pages_per_queued_socket: float = Field(
         ge=0, le=64, description="sockstat TCP mem per socket holding a few unread bytes"
     )
-    queued_bytes: int = Field(ge=1, description="bytes left unread in each socket")
+    queued_bytes: int = Field(ge=1, le=2**31, description="bytes left unread in each socket")
 
 
 class HostFacts(_Model):
-    hostname: str | None = None
-    kernel: str | None = None
-    arch: str | None = None
+    hostname: Hostname | None = None
+    kernel: Release | None = None
+    arch: Arch | None = None
     memory: Memory
     page_size: int = Field(4096, ge=4096, le=65536)
     cpu: Cpu = Field(default_factory=Cpu)
-    nics: list[Nic] = Field(default_factory=list)
-    sysctl: dict[str, Annotated[str, BeforeValidator(_sysctl_value)]] = Field(default_factory=dict)
-    sysctl_files: dict[str, str] | None = Field(
+    nics: list[Nic] = Field(default_factory=list, max_length=4096)
+    sysctl: dict[SysctlKey, Annotated[str, BeforeValidator(_sysctl_value)]] = Field(
+        default_factory=dict, max_length=100_000
+    )
+    sysctl_files: dict[SysctlKey, Text] | None = Field(
         None,
         description="key -> the sysctl.d file and line that sets it at boot; a key of `sysctl` "
         "missing here was set by no file. Absent: not known.",
     )
     observed: Observed = Field(default_factory=Observed)
-    services: dict[str, Service] = Field(default_factory=dict)
+    services: dict[ServiceName, Service] = Field(default_factory=dict, max_length=64)
     transparent_hugepage: Literal["always", "madvise", "never"] | None = Field(
         None, description="/sys/kernel/mm/transparent_hugepage/enabled; raises min_free_kbytes"
     )

@@ -16,7 +16,7 @@ from typing import IO, Any
 
 from advisor import __version__
 from advisor.fleet import HostOutcome
-from advisor.render import md_cell
+from advisor.render import md_cell, md_code
 from advisor.rules import SEVERITY_ORDER
 
 FLEET_SCHEMA = "sysctl-advisor/fleet/v1"
@@ -138,7 +138,7 @@ class SummaryWriter:
                 "them unchanged.\n\n| host | why |\n|---|---|\n"
             )
             for row in self._rows(rows_path, True):
-                out.write(f"| `{row['host']}` | {md_cell(row['skipped'])} |\n")
+                out.write(f"| `{md_code(row['host'])}` | {md_cell(row['skipped'])} |\n")
         if t.findings:
             out.write("\n## Findings across the fleet\n\n| finding | severity | hosts |\n")
             out.write("|---|---|---:|\n")
@@ -154,6 +154,6 @@ class SummaryWriter:
             for row in self._rows(rows_path, False):
                 n, kernel = row["findings"], md_cell(row["kernel"] or "unknown")
                 out.write(
-                    f"| `{row['host']}` | `{row['profile']}` | {kernel} "
+                    f"| `{md_code(row['host'])}` | `{row['profile']}` | {kernel} "
                     f"| {len(row['changes'])} | {n['error']} | {n['warning']} | {n['info']} |\n"
                 )

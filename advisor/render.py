@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import yaml
 
 from advisor import __version__
+from advisor.cache_files import cache_directory, source_fingerprint
 from advisor.catalog import Catalog
-from advisor.expressions import cache_directory
 from advisor.plan import Plan
 from advisor.resources import data_dir
 from advisor.units import human_bytes
@@ -46,17 +47,52 @@ def wrap_words(text: str, width: int) -> list[str]:
     return lines
 
 
+class Lines(str):
+    """Text a filter has already made safe line by line (comment blocks): `finalize` keeps it."""
+
+
+def one_line(value: Any) -> str:
+    """Any value as text that cannot break a line or hide in one: control, format and line or
+    paragraph separator characters (\\n, \\r, \\v, \\x85, U+2028, bidi overrides …) become
+    visible escapes. Applied to every `{{ }}` of every template (Jinja's finalize), so a
+    comment, a value or a heading is one line by construction, whatever a hostname holds."""
+    text = str(value)
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c.isprintable() else (f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}")
+        for c in text
+    )
+
+
+def _finalize(value: Any) -> Any:
+    return value if isinstance(value, Lines) else one_line(value)
+
+
 def _comment(text: str, indent: str = "#   ", width: int = 96) -> str:
     """Wrap prose into comment lines; every line starts with `indent`."""
     lines: list[str] = []
-    for paragraph in text.splitlines():
-        lines.extend(indent + w for w in wrap_words(paragraph, width - len(indent)))
-    return "\n".join(lines)
+    for paragraph in str(text).splitlines():
+        lines.extend(indent + w for w in wrap_words(one_line(paragraph), width - len(indent)))
+    return Lines("\n".join(lines))
+
+
+_MD_SPECIAL = str.maketrans(
+    {"|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;", "`": "\\`", "[": "\\[", "]": "\\]",
+     "\\": "\\\\"}
+)  # fmt: skip
+
+
+def md_code(text: str) -> str:
+    """Text inside a markdown code span in a table: one line, no backtick to end the span
+    early, pipes escaped (GitHub splits table rows on them even inside code)."""
+    return " ".join(one_line(text).split()).replace("`", "'").replace("|", "\\|")
 
 
 def md_cell(text: str) -> str:
-    """Text for one markdown table cell: one line, pipes escaped."""
-    return " ".join(text.split()).replace("|", "\\|")
+    """Text for one markdown table cell or heading: one line, and nothing markdown or HTML
+    would read as syntax (no forged cells, no `<!--` that hides the rest of a PR comment)."""
+    return " ".join(one_line(text).split()).translate(_MD_SPECIAL)
 
 
 def _param(value: Any) -> str:
@@ -98,20 +134,110 @@ def first_sentence(text: str, drop_tag: bool = True) -> str:
     return flat if end < 0 else flat[: end + 1]
 
 
+def _host_vars(plan: Plan) -> str:
+    """The host_vars data, from the YAML serializer (the template writes only comments)."""
+    data = {
+        "sysctl_advisor_profile": plan.profile.name,
+        "sysctl_advisor_settings": [
+            {
+                "name": s.key,
+                "value": s.value,
+                "reason": one_line(
+                    f"{s.human} ({', '.join(s.rules)}): {first_sentence(s.rationale)}"
+                ),
+            }
+            for s in plan.settings
+        ],
+    }
+    return yaml.safe_dump(data, sort_keys=False, explicit_start=True, allow_unicode=True, width=96)
+
+
+class RenderCheckError(Exception):
+    """A rendered file does not hold exactly the plan's settings: never written, exit 3."""
+
+
+def rendered_settings(fmt: str, text: str) -> dict[str, str] | None:
+    """The settings a rendered file holds, read back with the parsers its consumer uses
+    (procps/systemd syntax for conf, ini for tuned, YAML for host_vars); None for formats
+    that carry no settings to apply."""
+    if fmt == "conf":
+        from advisor.conf_parser import parse_conf
+
+        assignments, bad = parse_conf(text)
+        if bad:
+            raise RenderCheckError(f"line {bad[0].line} is not key = value")
+        found: dict[str, str] = {}
+        for a in assignments:
+            if a.key in found or a.ignore_failure or a.is_glob:
+                raise RenderCheckError(f"{a.key} is not a plain, single assignment")
+            found[a.key] = a.value
+        return found
+    if fmt == "tuned":
+        import configparser
+
+        parser = configparser.ConfigParser(delimiters=("=",), interpolation=None, strict=True)
+        parser.optionxform = str  # type: ignore[assignment,method-assign]
+        try:
+            parser.read_string(text)
+        except configparser.Error as exc:
+            raise RenderCheckError(f"not an ini file: {exc.__class__.__name__}") from None
+        if set(parser.sections()) - {"main", "sysctl"}:
+            raise RenderCheckError(f"unexpected sections {parser.sections()}")
+        if not parser.has_section("sysctl"):
+            return {}
+        return {k: v[1:-1] if v[:1] == v[-1:] == '"' else v for k, v in parser.items("sysctl")}
+    if fmt == "ansible":
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise RenderCheckError(f"not YAML: {exc.__class__.__name__}") from None
+        if not isinstance(data, dict) or set(data) != {
+            "sysctl_advisor_profile",
+            "sysctl_advisor_settings",
+        }:
+            raise RenderCheckError("host_vars hold other variables than the advisor's two")
+        items = data["sysctl_advisor_settings"] or []
+        found = {str(i.get("name")): str(i.get("value")) for i in items if isinstance(i, dict)}
+        if len(found) != len(items):
+            raise RenderCheckError("host_vars settings are not unique name/value items")
+        return found
+    return None
+
+
+def check_rendered(plan: Plan, fmt: str, text: str) -> None:
+    """The output invariant: what the consumer will read from the file is exactly the plan's
+    keys and values, nothing more, nothing less (so no text embedded in a comment can become
+    a setting)."""
+    found = rendered_settings(fmt, text)
+    if found is None:
+        return
+    wanted = {s.key: s.value for s in plan.settings}
+    if found != wanted:
+        extra = sorted(set(found) - set(wanted)) or sorted(
+            k for k in found if found[k] != wanted.get(k)
+        )
+        raise RenderCheckError(
+            f"the rendered {fmt} output does not read back as the plan "
+            f"({', '.join(extra[:3]) or 'settings missing'}); nothing was written"
+        )
+
+
 class Renderer:
     def __init__(self, catalog: Catalog, templates: Path | None = None) -> None:
         self.catalog = catalog
-        cache_dir = cache_directory()
+        # Bytecode of the shipped templates, in a private subdirectory named after this module's
+        # source: Jinja keys its cache by template text only, not by environment options such
+        # as `finalize`, so code from another version of the renderer must never be loaded.
         bytecode_cache: jinja2.BytecodeCache | None = None
+        cache_dir = cache_directory(
+            f"templates-jinja{jinja2.__version__}-{source_fingerprint(__name__)}"
+        )
         if cache_dir is not None:
-            try:
-                (cache_dir / "templates").mkdir(parents=True, exist_ok=True)
-                bytecode_cache = jinja2.FileSystemBytecodeCache(str(cache_dir / "templates"))
-            except OSError:
-                bytecode_cache = None
+            bytecode_cache = jinja2.FileSystemBytecodeCache(str(cache_dir))
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(templates or data_dir("templates"))),
             autoescape=False,
+            finalize=_finalize,
             trim_blocks=True,
             lstrip_blocks=True,
             keep_trailing_newline=True,
@@ -120,6 +246,7 @@ class Renderer:
         )
         self.env.filters["comment"] = _comment
         self.env.filters["md"] = md_cell
+        self.env.filters["md_code"] = md_code
         self.env.filters["first_sentence"] = first_sentence
         self.env.filters["param"] = _param
         self.env.filters["yaml_string"] = _yaml_string
@@ -134,9 +261,14 @@ class Renderer:
         return human(value, spec, page_size) if value is not None else None
 
     def render(self, plan: Plan, fmt: str, command: str) -> str:
+        """The plan in `fmt`, checked by reading it back (see `check_rendered`)."""
         if fmt == "json":
             return dump_json(plan.to_json_data())
-        return self.env.get_template(TEMPLATES[fmt]).render(**self._context(plan, command))
+        text = self.env.get_template(TEMPLATES[fmt]).render(**self._context(plan, command))
+        if fmt == "ansible":
+            text += _host_vars(plan)
+        check_rendered(plan, fmt, text)
+        return text
 
     def _context(self, plan: Plan, command: str) -> dict[str, Any]:
         sections = []

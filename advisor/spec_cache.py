@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from advisor import __version__
+from advisor.cache_files import cache_directory, read_cache, write_cache
 from advisor.errors import InputError
-from advisor.expressions import cache_directory, save_cache_file
 from advisor.yamlio import parse_document, read_text, validation_error
 
 M = TypeVar("M", bound=BaseModel)
@@ -30,13 +30,16 @@ class SpecCache:
         base = cache_directory()
         tag = f"py{sys.version_info[0]}{sys.version_info[1]}-{__version__}"
         self._path = base / f"specs-{tag}.pickle" if base is not None else None
+        # Loaded only from the user's private cache directory, from a file that passes
+        # cache_files' checks: never a pickle another user could have written.
         self._entries: dict[str, Any] = {}
         self._used: set[str] = set()
         self._fingerprints: dict[str, str] = {}
         self._dirty = False
         if self._path is not None:
+            raw = read_cache(self._path)
             try:
-                loaded = pickle.loads(self._path.read_bytes())
+                loaded = pickle.loads(raw) if raw is not None else None
                 if isinstance(loaded, dict):
                     self._entries = loaded
             except (
@@ -90,4 +93,4 @@ class SpecCache:
             self._dirty = True
         if self._dirty and self._path is not None:
             data = pickle.dumps(self._entries, protocol=pickle.HIGHEST_PROTOCOL)
-            self._dirty = not save_cache_file(self._path, data)
+            self._dirty = not write_cache(self._path, data)

@@ -1,0 +1,141 @@
+"""On-disk caches that cannot be turned against the user who runs the advisor.
+
+The caches hold compiled code (marshal, Jinja bytecode) and pickled specs, so loading one is
+running it. They are used only from a directory that belongs to the current user and that no
+one else may write (mode 0700, as Jinja's own default bytecode cache insists), and only files
+in it that are regular, owned by that user, not group- or world-writable, not symlinks and not
+larger than MAX_CACHE_BYTES. A cache that fails any check is ignored, never loaded; it only
+costs time. Files are written through mkstemp (O_EXCL, 0600) and an atomic rename, so no
+predictable temporary name can be raced. `sudo -E` with the invoking user's cache directory
+therefore runs without a cache instead of running that user's files as root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+MAX_CACHE_BYTES = 32 * 1024 * 1024
+_OFF = {"off", "0", "no", "false"}
+
+
+def cache_root() -> Path | None:
+    """$SYSCTL_ADVISOR_CACHE, else $XDG_CACHE_HOME/sysctl-advisor, else
+    ~/.cache/sysctl-advisor; None when SYSCTL_ADVISOR_CACHE is off/0/no/false."""
+    setting = os.environ.get("SYSCTL_ADVISOR_CACHE", "")
+    if setting.lower() in _OFF:
+        return None
+    if setting:
+        return Path(setting)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "sysctl-advisor"
+
+
+def _owned_dir(path: Path, forbidden_mode: int) -> bool:
+    info = os.lstat(path)
+    return (
+        stat.S_ISDIR(info.st_mode)
+        and info.st_uid == os.geteuid()
+        and not info.st_mode & forbidden_mode
+    )
+
+
+def private_directory(path: Path) -> Path | None:
+    """`path` as a directory only the current user can use: created 0700 if missing; None
+    (no cache) when it is a symlink, belongs to another user or has any group or other
+    permission bit."""
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o700)
+        return path if _owned_dir(path, 0o077) else None
+    except OSError:
+        return None
+
+
+def cache_directory(subdirectory: str | None = None) -> Path | None:
+    """The private cache directory (or a private subdirectory of it), None if unusable.
+
+    The cache root ($SYSCTL_ADVISOR_CACHE or the XDG location) must belong to the current user
+    and be writable by no one else; the files live in a `private` directory inside it with
+    mode 0700 (so an older 0755 root still works, and a shared or foreign one is never used).
+    """
+    root = cache_root()
+    if root is None:
+        return None
+    try:
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not _owned_dir(root, 0o022):
+            return None
+    except OSError:
+        return None
+    base = private_directory(root / "private")
+    if base is None or subdirectory is None:
+        return base
+    return private_directory(base / subdirectory)
+
+
+def read_cache(path: Path) -> bytes | None:
+    """The file's bytes if it passes every check (see the module docstring), else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if (
+            not stat.S_ISREG(info.st_mode)
+            or info.st_uid != os.geteuid()
+            or info.st_mode & 0o022
+            or info.st_size > MAX_CACHE_BYTES
+        ):
+            return None
+        chunks = []
+        size = 0
+        while chunk := os.read(fd, 1 << 20):
+            size += len(chunk)
+            if size > MAX_CACHE_BYTES:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def write_cache(path: Path, data: bytes) -> bool:
+    """Replace a cache file atomically through a fresh mkstemp name; False (and nothing else)
+    if it cannot be written or is too large to be worth keeping."""
+    if len(data) > MAX_CACHE_BYTES or private_directory(path.parent) is None:
+        return False
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
+        return False
+    return True
+
+
+def source_fingerprint(*modules: str) -> str:
+    """A short hash of the named modules' source files: code that generates or loads cached
+    data changes it, so a cache from an older version is never loaded."""
+    digest = hashlib.sha1()
+    for name in modules:
+        import importlib
+
+        module = importlib.import_module(name)
+        try:
+            digest.update(Path(str(module.__file__)).read_bytes())
+        except (OSError, TypeError):
+            digest.update(name.encode())
+    return digest.hexdigest()[:12]
