@@ -18,12 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from advisor.errors import InputError
-from advisor.facts import Calibration
-from advisor.yamlio import read_text, write_atomic
+from advisor.facts import Calibration, facts_from_data
+from advisor.yamlio import parse_document, read_text, write_atomic
 
 MAX_PAIRS = 100_000
+MIN_PAIRS = 2_000  # fewer sockets measure slab noise, not per-socket cost
 MAX_SECONDS = 600.0
+# Root runs the probe: tools come from the system directories only, never from $PATH, and the
+# interpreter runs isolated (-I: no current directory, PYTHONPATH or user site on sys.path).
+SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 @dataclass(frozen=True)
@@ -43,39 +49,46 @@ def refusal() -> str | None:
         return "calibrate measures a Linux kernel: /proc/net/sockstat is missing"
     if os.geteuid() != 0:
         return "calibrate needs root: it opens its connections in a private network namespace"
-    if shutil.which("unshare") is None:
-        return "calibrate needs util-linux `unshare` to make a private network namespace"
+    if shutil.which("unshare", path=SYSTEM_PATH) is None:
+        return "calibrate needs util-linux `unshare` (in /usr/bin or /bin) for a private namespace"
     return None
 
 
 def run_probe(pairs: int, seconds: float) -> dict[str, Any]:
     """Start the probe in a fresh network namespace (loopback up) and return its figures."""
+    unshare = shutil.which("unshare", path=SYSTEM_PATH)
+    shell = shutil.which("sh", path=SYSTEM_PATH)
+    if unshare is None or shell is None:
+        raise InputError("calibrate needs `unshare` and `sh` in /usr/bin or /bin")
     script = 'ip link set lo up 2>/dev/null || true\nexec "$@"'
     command = [
-        "unshare", "-n", "--", "sh", "-c", script, "sh",
-        sys.executable, "-m", "advisor.calibrate_probe", str(pairs), str(seconds),
+        unshare, "-n", "--", shell, "-c", script, "sh",
+        sys.executable, "-I", "-m", "advisor.calibrate_probe", str(pairs), str(seconds),
     ]  # fmt: skip
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, sys.path)))
+    env = {"PATH": SYSTEM_PATH, "LC_ALL": "C"}
     try:
         result = subprocess.run(
-            command, capture_output=True, text=True, timeout=seconds + 120, env=env
+            command, capture_output=True, text=True, timeout=seconds + 120, env=env, cwd="/"
         )
     except subprocess.TimeoutExpired:
         raise InputError(f"the probe did not finish within {seconds + 120:.0f} s") from None
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["no message"])[-1]
         raise InputError(f"the probe failed in its namespace: {last}")
-    data: dict[str, Any] = json.loads(result.stdout)
+    try:
+        data: dict[str, Any] = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        raise InputError("the probe's output was not understood") from None
     return data
 
 
 def summarise(data: dict[str, Any], kernel: str) -> Measurement:
     pairs = int(data["pairs"])
     sockets = 2 * pairs
-    if pairs < 100:
+    if pairs < MIN_PAIRS // 2:
         raise InputError(
             f"only {pairs} connection pairs could be opened (time or descriptor limit): "
-            "too few to measure"
+            f"too few to measure (at least {MIN_PAIRS // 2:,}); raise `ulimit -n` or --timeout"
         )
     base, idle, queued = data["base"], data["idle"], data["queued"]
 
@@ -111,8 +124,11 @@ def calibrate(pairs: int, seconds: float) -> Measurement:
     problem = refusal()
     if problem is not None:
         raise InputError(problem)
-    if not 100 <= pairs <= MAX_PAIRS:
-        raise InputError(f"must be between 100 and {MAX_PAIRS:,}", field="--pairs")
+    if not MIN_PAIRS <= pairs <= MAX_PAIRS:
+        raise InputError(
+            f"must be between {MIN_PAIRS:,} and {MAX_PAIRS:,}: fewer connections measure noise",
+            field="--pairs",
+        )
     if not 1 <= seconds <= MAX_SECONDS:
         raise InputError(f"must be between 1 and {MAX_SECONDS:.0f} seconds", field="--timeout")
     return summarise(run_probe(pairs, seconds), platform.release())
@@ -145,36 +161,43 @@ def report(m: Measurement) -> str:
 
 
 def calibration_yaml(c: Calibration) -> str:
-    fields = c.model_dump()
-    body = "".join(f"  {k}: {json.dumps(v)}\n" for k, v in fields.items())
-    return (
-        "# measured by `sysctl-advisor calibrate`; used on this kernel only\ncalibration:\n" + body
+    """The `calibration:` section, from the YAML serializer."""
+    return "# measured by `sysctl-advisor calibrate`; used on this kernel only\n" + yaml.safe_dump(
+        {"calibration": c.model_dump()}, sort_keys=False
     )
 
 
 def write_calibration(path: Path, c: Calibration) -> None:
     """Add (or replace) the `calibration:` section of a facts file, keeping everything else,
-    comments included. JSON facts files are rewritten as JSON."""
+    comments included. JSON facts files are rewritten as JSON. The file must already be a valid
+    facts file, and the result is read back and validated before it replaces it."""
     text = read_text(path)
+    data = parse_document(text, path)
+    if not isinstance(data, dict):
+        raise InputError("a facts file must be a mapping", path=path)
     if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not JSON: {exc.msg}", path=path, line=exc.lineno) from None
-        if not isinstance(data, dict):
-            raise InputError("a facts file must be a mapping", path=path)
         data["calibration"] = c.model_dump()
-        write_atomic(path, json.dumps(data, indent=2) + "\n")
-        return
-    kept: list[str] = []
-    skipping = False
-    for line in text.splitlines(keepends=True):
-        top_level = bool(line.strip()) and not line[0].isspace() and not line.startswith("#")
-        if top_level:
-            skipping = line.startswith("calibration:")
-        if line.startswith("# measured by `sysctl-advisor calibrate`"):
-            continue
-        if not skipping:
-            kept.append(line)
-    body = "".join(kept).rstrip("\n")
-    write_atomic(path, (body + "\n\n" if body else "") + calibration_yaml(c))
+        new_text = json.dumps(data, indent=2) + "\n"
+    else:
+        kept: list[str] = []
+        skipping = False
+        for line in text.splitlines(keepends=True):
+            top_level = bool(line.strip()) and not line[0].isspace() and not line.startswith("#")
+            if top_level:
+                skipping = line.startswith("calibration:")
+            if line.startswith("# measured by `sysctl-advisor calibrate`"):
+                continue
+            if not skipping:
+                kept.append(line)
+        body = "".join(kept).rstrip("\n")
+        new_text = (body + "\n\n" if body else "") + calibration_yaml(c)
+    written = parse_document(new_text, path)
+    expected = {**data, "calibration": c.model_dump()}
+    if written != expected:
+        raise InputError(
+            "the calibration could not be added without changing the rest of the file; "
+            "remove its `calibration:` section by hand and retry",
+            path=path,
+        )
+    facts_from_data(written, path, new_text)
+    write_atomic(path, new_text)

@@ -49,7 +49,12 @@ ProfilesDirOption = Annotated[
 ]
 OutputOption = Annotated[
     Path | None,
-    typer.Option("--output", "-o", help="Write here (atomically) instead of stdout."),
+    typer.Option(
+        "--output",
+        "-o",
+        help="Write here (atomically; a symlink or device is refused) instead of stdout, "
+        "which `-` also names.",
+    ),
 ]
 NginxConfOption = Annotated[
     Path | None,
@@ -89,13 +94,29 @@ def _choose(value: str, choices: tuple[str, ...], option: str, what: str = "form
 
 
 def _emit(text: str, output: Path | None) -> None:
-    """Write to --output atomically, or to stdout."""
-    if output is not None:
+    """Write to --output atomically, or to stdout (no --output, or `-o -`)."""
+    if output is not None and str(output) != "-":
         from advisor.yamlio import write_atomic
 
         write_atomic(output, text)
-    else:
+        return
+    try:
         sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as exc:
+        _discard_stdout()
+        raise InputError(f"cannot write to standard output: {exc.strerror or exc}") from None
+
+
+def _discard_stdout() -> None:
+    """After a failed write (a full disk, /dev/full, a closed pipe), point stdout at /dev/null
+    so the interpreter's final flush cannot print a second, multi-line error."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def _overrides(pairs: list[str] | None) -> dict[str, str]:
@@ -435,7 +456,7 @@ def calibrate(
         if write is not None and not write.is_file():
             raise InputError("no such facts file", path=write, field="--write")
         result = measure(pairs, timeout)
-        sys.stdout.write(report(result))
+        _emit(report(result), None)
         if write is not None:
             write_calibration(write, result.calibration)
             typer.echo(f"sysctl-advisor: calibration written to {write}", err=True)
@@ -460,10 +481,14 @@ def explain(
     def run() -> None:
         from advisor.explain import explain_key
 
+        if set_ and profile is None:
+            raise InputError(
+                "--set needs --profile (parameters belong to a profile)", field="--set"
+            )
         kb = _knowledge(rules_dir, profiles_dir)
         keys = list(kb.catalog.keys)
         host = _facts(facts, keys, nginx_conf) if (facts or profile) else None
-        sys.stdout.write(explain_key(kb, key, host, profile, _overrides(set_)))
+        _emit(explain_key(kb, key, host, profile, _overrides(set_)), None)
 
     _guard(run)
 
@@ -478,7 +503,7 @@ def list_profiles(
     def run() -> None:
         from advisor.explain import describe_profiles
 
-        sys.stdout.write(describe_profiles(_knowledge(rules_dir, profiles_dir)))
+        _emit(describe_profiles(_knowledge(rules_dir, profiles_dir)), None)
 
     _guard(run)
 
@@ -494,10 +519,18 @@ def list_rules(
     def run() -> None:
         from advisor.explain import describe_rules
 
-        sys.stdout.write(describe_rules(_knowledge(rules_dir, profiles_dir), rule_id))
+        _emit(describe_rules(_knowledge(rules_dir, profiles_dir), rule_id), None)
 
     _guard(run)
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except KeyboardInterrupt:
+        _discard_stdout()
+        typer.echo("sysctl-advisor: interrupted", err=True)
+        raise SystemExit(130) from None
+    except BrokenPipeError:
+        _discard_stdout()
+        raise SystemExit(2) from None

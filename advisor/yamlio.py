@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -91,26 +92,74 @@ def validation_error(exc: ValidationError, path: Path | None, text: str | None) 
     return InputError(message, path=path, line=line, field=field)
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: Path, content: str) -> None:
-    """Write a file so that readers see the old or the new content, never a half-written one."""
+    """Write a file so that readers see the old or the new content, never a half-written one.
+
+    The new file is created by mkstemp (0600, a fresh name) and given its final mode through
+    its own descriptor (fchmod), never by name: the mode of the file it replaces without the
+    setuid, setgid and sticky bits, or 0666 less the umask for a new file; when root replaces
+    another user's file, that owner is kept. The file and its directory are fsynced. A target
+    that is a symlink, a device, a FIFO or a directory is refused, not replaced (write the
+    real path; `-` is standard output).
+    """
     directory = path.parent if str(path.parent) else Path(".")
+    try:
+        existing: os.stat_result | None = os.lstat(path)
+    except FileNotFoundError:
+        existing = None
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror}", path=path) from None
+    if existing is not None:
+        if stat.S_ISLNK(existing.st_mode):
+            raise InputError(
+                "is a symbolic link; give the file it points to (links are not followed when "
+                "writing)",
+                path=path,
+            )
+        if not stat.S_ISREG(existing.st_mode):
+            raise InputError(
+                "is not a regular file (a device, FIFO or directory); use - for standard output",
+                path=path,
+            )
+        mode = stat.S_IMODE(existing.st_mode) & 0o777
+    else:
+        mode = 0o666 & ~_umask()
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror}", path=path) from None
     try:
+        os.fchmod(fd, mode)
+        if existing is not None and os.geteuid() == 0:
+            os.fchown(fd, existing.st_uid, existing.st_gid)
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(content)
             handle.flush()
             os.fsync(handle.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        else:
-            os.chmod(tmp, 0o644)
         os.replace(tmp, path)
+        _fsync_directory(directory)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
         raise InputError(f"cannot write: {exc.strerror}", path=path) from None
+
+
+def _fsync_directory(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def dump_json(data: Any) -> str:

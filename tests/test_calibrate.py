@@ -96,7 +96,7 @@ def test_refuses_with_one_line(
     if "geteuid" in patch:
         monkeypatch.setattr(calibration_module.os, "geteuid", lambda: patch["geteuid"])
     if "which" in patch:
-        monkeypatch.setattr(calibration_module.shutil, "which", lambda name: None)
+        monkeypatch.setattr(calibration_module.shutil, "which", lambda name, path=None: None)
     monkeypatch.setattr(calibration_module.sys, "platform", "linux")
     result = CliRunner().invoke(app, ["calibrate"])
     assert result.exit_code == 2
@@ -142,3 +142,39 @@ def test_calibrate_measures_this_kernel_and_feeds_the_c1m_rules(workdir: Path) -
     )
     messages = [f["message"] for f in json.loads(plan.stdout)["findings"]]
     assert any("measured on this host by `sysctl-advisor calibrate`" in m for m in messages)
+
+
+def test_write_refuses_invalid_yaml_and_leaves_it_alone(workdir: Path) -> None:
+    path = workdir / "facts.yaml"
+    broken = "memory: {total: 8 GiB\nhostname: [x\n"
+    path.write_text(broken)
+    with pytest.raises(InputError, match="invalid YAML"):
+        write_calibration(path, FIGURES)
+    assert path.read_text() == broken
+
+
+def test_write_refuses_a_file_that_is_not_facts(workdir: Path) -> None:
+    path = workdir / "facts.yaml"
+    path.write_text("- just\n- a list\n")
+    with pytest.raises(InputError, match="mapping"):
+        write_calibration(path, FIGURES)
+    assert path.read_text() == "- just\n- a list\n"
+
+
+def test_probe_runs_isolated_with_system_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Root runs the probe: no $PATH lookup, no current directory or PYTHONPATH on sys.path."""
+    seen: dict[str, Any] = {}
+
+    def fake_run(command: list[str], **kwargs: Any) -> Any:
+        seen["command"], seen["kwargs"] = command, kwargs
+        raise calibration_module.subprocess.TimeoutExpired(command, 1)
+
+    monkeypatch.setenv("PATH", "/tmp/evil:/usr/bin")
+    monkeypatch.setattr(calibration_module.subprocess, "run", fake_run)
+    with pytest.raises(InputError):
+        calibration_module.run_probe(2000, 1)
+    command, kwargs = seen["command"], seen["kwargs"]
+    assert command[0].startswith(("/usr/", "/bin/", "/sbin/")) and "unshare" in command[0]
+    assert command[command.index(calibration_module.sys.executable) + 1] == "-I"
+    assert kwargs["env"]["PATH"] == calibration_module.SYSTEM_PATH
+    assert "PYTHONPATH" not in kwargs["env"] and kwargs["cwd"] == "/"
