@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from advisor.errors import InputError
 from advisor.facts import HostFacts
+from advisor.units import is_decimal
 from advisor.yamlio import read_text, validation_error
 
 
@@ -59,7 +60,7 @@ def _int(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    if isinstance(value, str) and is_decimal(value.strip().lstrip("-")):
         return int(value)
     return None
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from advisor.catalog import KernelContext
 from advisor.check_rules import CheckRule
-from advisor.conf_parser import parse_conf_lines
+from advisor.conf_parser import is_sysctl_key, parse_conf_lines
 from advisor.errors import InputError
 from advisor.expressions import ExpressionError
 from advisor.facts import HostFacts
@@ -61,7 +61,7 @@ class CheckReport:
 
 def _split_source(source: str) -> tuple[str, int | None]:
     path, sep, line = source.rpartition(":")
-    if sep and line.isdigit():
+    if sep and line.isascii() and line.isdigit():
         return path, int(line)
     return source, None
 
@@ -171,15 +171,22 @@ class Checker:
             rule = self.reported_by.get("duplicate" if same_file else "override")
             if rule is None:
                 continue
+            quoted = is_sysctl_key(override.key)
             if same_file:
                 message = (
-                    f"{override.key} is set again on line {winner_line}; this value "
-                    f"({override.hidden.value}) never takes effect"
+                    f"{override.key} is set again on line {winner_line}; this value"
+                    + (f" ({override.hidden.value})" if quoted else "")
+                    + " never takes effect"
                 )
-            else:
+            elif quoted:
                 message = (
                     f"{override.key} = {override.hidden.value} is silently replaced by "
                     f"{override.winner.value} at {override.winner.source} (applied later)"
+                )
+            else:
+                message = (
+                    f"{override.key} is silently replaced at {override.winner.source} "
+                    "(applied later)"
                 )
             found.append(
                 CheckFinding(

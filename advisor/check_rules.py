@@ -44,7 +44,15 @@ class CheckRuleSpec(_Model):
     needs: list[Literal["facts", "kernel", "profile"]] = Field(default_factory=list)
     when: str | None = None
     reports: list[
-        Literal["inline-comment", "syntax", "broken-link", "unreadable", "duplicate", "override"]
+        Literal[
+            "inline-comment",
+            "syntax",
+            "broken-link",
+            "outside-link",
+            "unreadable",
+            "duplicate",
+            "override",
+        ]
     ] = Field(
         default_factory=list,
         description="structural rules: the file reader's findings this rule reports",

@@ -8,6 +8,7 @@ Whitespace inside vector values is normalised.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -36,6 +37,15 @@ class BadLine:
     line: int
     text: str
     reason: str
+
+
+_SYSCTL_KEY = re.compile(r"[A-Za-z0-9_-]+(?:[./][A-Za-z0-9_*:@-]+)+")
+
+
+def is_sysctl_key(key: str) -> bool:
+    """Shaped like a sysctl key (`net.ipv4.tcp_mem`, `net/core/somaxconn`). Lines that are not
+    (a `url = ...` of some other file) never have their values quoted in findings."""
+    return _SYSCTL_KEY.fullmatch(key) is not None
 
 
 def normalise_key(token: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import platform
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from advisor.proc_readers import (
     parse_softnet_stat,
     selected_mode,
 )
+from advisor.units import is_decimal
 
 LIVE_ROOT = Path("/")
 NGINX_CONFIGS = ("etc/nginx/nginx.conf", "usr/local/nginx/conf/nginx.conf")
@@ -48,11 +50,33 @@ _RELEASE_ARCH_SUFFIXES = {
 }
 
 
-def _read(path: Path) -> str | None:
+MAX_PROC_FILE = 1 << 20  # no /proc or /sys file the collector reads is near this
+
+
+def _read(path: Path, root: Path = Path("/")) -> str | None:
+    """A /proc or /sys file's text, or None. Under a copied tree (`--root`), a file whose links
+    lead out of the tree is not read (its absolute links would name the host running the
+    advisor: `somaxconn -> /etc/shadow`); nor is anything but a regular file."""
+    if root != LIVE_ROOT and not _inside(root, path):
+        return None
     try:
-        return path.read_text(encoding="utf-8", errors="replace").strip()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, MAX_PROC_FILE)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data.decode("utf-8", errors="replace").strip()
+
+
+def _inside(root: Path, path: Path) -> bool:
+    real_root = os.path.realpath(root)
+    return os.path.commonpath([real_root, os.path.realpath(path)]) == real_root
 
 
 def _int(text: str | None) -> int | None:
@@ -63,7 +87,7 @@ def _int(text: str | None) -> int | None:
 
 
 def _arch(root: Path, release: str | None, live: bool) -> str | None:
-    arch = _read(root / "proc/sys/kernel/arch")  # present since Linux 6.1
+    arch = _read(root / "proc/sys/kernel/arch", root)  # present since Linux 6.1
     if arch:
         return arch
     if live:
@@ -75,10 +99,10 @@ def _arch(root: Path, release: str | None, live: bool) -> str | None:
 
 
 def _cpu_threads(root: Path, live: bool) -> int | None:
-    online = _read(root / "sys/devices/system/cpu/online")
+    online = _read(root / "sys/devices/system/cpu/online", root)
     count = count_cpu_list(online) if online else None
     if count is None:
-        cpuinfo = _read(root / "proc/cpuinfo")
+        cpuinfo = _read(root / "proc/cpuinfo", root)
         count = count_cpuinfo(cpuinfo) if cpuinfo else None
     if count is None and live:
         count = os.cpu_count()
@@ -88,11 +112,11 @@ def _cpu_threads(root: Path, live: bool) -> int | None:
 def _page_size(root: Path, live: bool) -> int:
     if live:
         return os.sysconf("SC_PAGE_SIZE")
-    smaps = _read(root / "proc/self/smaps") or ""
+    smaps = _read(root / "proc/self/smaps", root) or ""
     for line in smaps.splitlines():
         if line.startswith("KernelPageSize:"):
             parts = line.split()
-            if len(parts) >= 2 and parts[1].isdigit():
+            if len(parts) >= 2 and is_decimal(parts[1]):
                 return int(parts[1]) * 1024
     return 4096
 
@@ -112,10 +136,10 @@ def _nics(root: Path, rx: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
         driver_link = device / "driver"
         if driver_link.is_symlink():
             nic["driver"] = os.path.basename(os.readlink(driver_link))
-        speed = _int(_read(net / name / "speed"))  # -1 or unreadable when the link is down
+        speed = _int(_read(net / name / "speed", root))  # -1 or unreadable when the link is down
         if speed and speed > 0:
             nic["speed_mbps"] = speed
-        mtu = _int(_read(net / name / "mtu"))
+        mtu = _int(_read(net / name / "mtu", root))
         if mtu:
             nic["mtu"] = mtu
         if name in rx:
@@ -127,7 +151,7 @@ def _nics(root: Path, rx: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
 def _sysctls(root: Path, keys: Iterable[str]) -> dict[str, str]:
     values: dict[str, str] = {}
     for key in keys:
-        text = _read(root / "proc/sys" / key.replace(".", "/"))
+        text = _read(root / "proc/sys" / key.replace(".", "/"), root)
         if text is not None:
             values[key] = " ".join(text.split())
     return values
@@ -135,7 +159,7 @@ def _sysctls(root: Path, keys: Iterable[str]) -> dict[str, str]:
 
 def _observed(root: Path, nics: list[dict[str, Any]]) -> dict[str, Any]:
     observed: dict[str, Any] = {}
-    sockstat = parse_sockstat(_read(root / "proc/net/sockstat") or "").get("TCP", {})
+    sockstat = parse_sockstat(_read(root / "proc/net/sockstat", root) or "").get("TCP", {})
     for field, column in (
         ("connections_peak", "inuse"),
         ("orphans_peak", "orphan"),
@@ -144,7 +168,7 @@ def _observed(root: Path, nics: list[dict[str, Any]]) -> dict[str, Any]:
     ):
         if column in sockstat:
             observed[field] = sockstat[column]
-    tcp_ext = parse_netstat(_read(root / "proc/net/netstat") or "").get("TcpExt", {})
+    tcp_ext = parse_netstat(_read(root / "proc/net/netstat", root) or "").get("TcpExt", {})
     if "ListenOverflows" in tcp_ext:
         observed["listen_overflows"] = tcp_ext["ListenOverflows"]
     if "ListenDrops" in tcp_ext:
@@ -152,7 +176,7 @@ def _observed(root: Path, nics: list[dict[str, Any]]) -> dict[str, Any]:
     overruns = [n["rx_overruns"] for n in nics if "rx_overruns" in n]
     if overruns:
         observed["rx_overruns"] = sum(overruns)
-    softnet = parse_softnet_stat(_read(root / "proc/net/softnet_stat") or "")
+    softnet = parse_softnet_stat(_read(root / "proc/net/softnet_stat", root) or "")
     if softnet:
         observed["softnet_dropped"] = softnet["dropped"]
         observed["softnet_time_squeeze"] = softnet["time_squeeze"]
@@ -198,7 +222,7 @@ def collect_data(keys: Iterable[str], root: Path = LIVE_ROOT) -> dict[str, Any]:
     keys = tuple(keys)
     live = root.resolve() == LIVE_ROOT
     meminfo_path = root / "proc/meminfo"
-    meminfo_text = _read(meminfo_path)
+    meminfo_text = _read(meminfo_path, root)
     if meminfo_text is None:
         raise InputError("cannot read the memory size (no /proc/meminfo)", path=meminfo_path)
     meminfo = parse_meminfo(meminfo_text)
@@ -211,9 +235,9 @@ def collect_data(keys: Iterable[str], root: Path = LIVE_ROOT) -> dict[str, Any]:
     if nodes:
         memory["numa_nodes"] = nodes
     uname = platform.uname()
-    kernel = _read(root / "proc/sys/kernel/osrelease") or (uname.release if live else None)
-    hostname = _read(root / "proc/sys/kernel/hostname") or (uname.node if live else None)
-    rx = parse_net_dev(_read(root / "proc/net/dev") or "")
+    kernel = _read(root / "proc/sys/kernel/osrelease", root) or (uname.release if live else None)
+    hostname = _read(root / "proc/sys/kernel/hostname", root) or (uname.node if live else None)
+    rx = parse_net_dev(_read(root / "proc/net/dev", root) or "")
     nics = _nics(root, rx)
     data: dict[str, Any] = {
         "hostname": hostname,
@@ -228,7 +252,7 @@ def collect_data(keys: Iterable[str], root: Path = LIVE_ROOT) -> dict[str, Any]:
         "observed": _observed(root, nics),
         "services": _services(root),
     }
-    thp = selected_mode(_read(root / "sys/kernel/mm/transparent_hugepage/enabled") or "")
+    thp = selected_mode(_read(root / "sys/kernel/mm/transparent_hugepage/enabled", root) or "")
     if thp:
         data["transparent_hugepage"] = thp
     return data

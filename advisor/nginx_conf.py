@@ -10,15 +10,23 @@ this module groups directives by address and reports, per socket, the backlog ng
 from __future__ import annotations
 
 import glob
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import crossplane
+from pydantic import ValidationError
 
 from advisor.facts import Listen
 
 MAX_INCLUDE_DEPTH = 16
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+
+
+def _inside(root: Path, path: Path) -> bool:
+    real_root, real = os.path.realpath(root), os.path.realpath(path)
+    return os.path.commonpath([real_root, real]) == real_root
 
 
 @dataclass(frozen=True)
@@ -31,7 +39,7 @@ def socket_address(address: str) -> str:
     """`80`, `*:80` and `0.0.0.0:80` are one socket; IPv6 and unix addresses stay as written."""
     if address.startswith(("unix:", "[")):
         return address
-    if address.isdigit():
+    if address.isascii() and address.isdigit():
         return f"*:{address}"
     host, sep, port = address.rpartition(":")
     if not sep:
@@ -39,22 +47,29 @@ def socket_address(address: str) -> str:
     return f"*:{port}" if host in ("*", "0.0.0.0") else address
 
 
-def _backlog(args: list[str]) -> int | None:
+def _backlog(args: list[str]) -> tuple[int | None, str | None]:
+    """backlog=N as nginx reads it (ngx_atoi: decimal digits; -1 is accepted by nginx on some
+    platforms), and an error when it is not a number nginx would take."""
     for arg in args[1:]:
         if arg.startswith("backlog="):
             value = arg.removeprefix("backlog=")
-            if value.lstrip("-").isdigit():
-                return int(value)
-    return None
+            if value == "-1":
+                return -1, None
+            plain = value.isascii() and value.isdigit() and len(value) <= 10
+            if plain and 0 < int(value) <= 2**31 - 1:
+                return int(value), None
+            return None, f"invalid backlog={value[:24]!r} (nginx refuses it)"
+    return None, None
 
 
 class _Reader:
     """Follows includes itself (crossplane parses one file at a time) so that absolute include
     paths can be re-rooted in a copied tree and a broken include spoils only itself."""
 
-    def __init__(self, config: Path, root: Path | None) -> None:
+    def __init__(self, config: Path, root: Path | None, confine: Path | None) -> None:
         self.config_dir = config.parent
         self.root = root
+        self.confine = confine  # every file read must lie inside it (links resolved)
         self.found: list[Listen] = []
         self.errors: list[str] = []
         self.seen: set[Path] = set()
@@ -75,6 +90,12 @@ class _Reader:
         if path in self.seen or depth > MAX_INCLUDE_DEPTH:
             return
         self.seen.add(path)
+        if self.confine is not None and not _inside(self.confine, path):
+            self.errors.append(f"{self._shown(path)}: outside {self.confine}; not read")
+            return
+        if path.is_file() and path.stat().st_size > MAX_CONFIG_BYTES:
+            self.errors.append(f"{self._shown(path)}: larger than {MAX_CONFIG_BYTES} bytes")
+            return
         try:
             payload = crossplane.parse(
                 str(path), catch_errors=True, single=True, comments=False, check_ctx=False
@@ -107,15 +128,22 @@ class _Reader:
         for directive in directives:
             name, args = directive.get("directive"), directive.get("args", [])
             if name == "listen" and inside_server and args:
-                self.found.append(
-                    Listen(
-                        address=socket_address(args[0]),
-                        backlog=_backlog(args),
-                        file=file,
-                        line=directive.get("line", 1),
-                        text=" ".join(["listen", *args]),
+                line = directive.get("line", 1)
+                backlog, problem = _backlog(args)
+                if problem is not None:
+                    self.errors.append(f"{file}:{line}: {problem}")
+                try:
+                    self.found.append(
+                        Listen(
+                            address=socket_address(args[0]),
+                            backlog=backlog,
+                            file=file,
+                            line=line,
+                            text=" ".join(["listen", *args]),
+                        )
                     )
-                )
+                except ValidationError:
+                    self.errors.append(f"{file}:{line}: a listen directive that is not plain text")
             elif name == "include" and args:
                 for included in self._resolve(args[0]):
                     self.read(included, inside_server, depth + 1)
@@ -138,12 +166,15 @@ def _group(found: list[Listen]) -> list[Listen]:
     return sorted(sockets, key=lambda d: (d.file, d.line, d.address))
 
 
-def read_nginx(config: Path, root: Path | None = None) -> NginxListens:
+def read_nginx(config: Path, root: Path | None = None, confine: Path | None = None) -> NginxListens:
     """Parse the main config and everything it includes; never raises. `root` stands for `/`
-    when following absolute include paths (a copied tree read with `facts --root`)."""
+    when following absolute include paths (a copied tree read with `facts --root`); with
+    `confine`, no file outside that directory is read (a config named by a facts file)."""
+    if confine is not None and not _inside(confine, config):
+        return NginxListens([], f"{config}: outside {confine}; not read")
     if not config.is_file():
         return NginxListens([], f"{config}: cannot read the nginx configuration")
-    reader = _Reader(config, root)
+    reader = _Reader(config, root, confine)
     reader.read(config, inside_server=False)
     errors = reader.errors
     error = "; ".join(errors[:3]) + (f" (and {len(errors) - 3} more)" if len(errors) > 3 else "")

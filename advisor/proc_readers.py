@@ -6,6 +6,8 @@ raises on odd text; a missing figure is simply absent from the result.
 
 from __future__ import annotations
 
+from advisor.units import is_decimal
+
 
 def parse_meminfo(text: str) -> dict[str, int]:
     """/proc/meminfo in bytes: `MemTotal:  24576000 kB` -> {"MemTotal": 25165824000}."""
@@ -13,7 +15,7 @@ def parse_meminfo(text: str) -> dict[str, int]:
     for line in text.splitlines():
         name, sep, rest = line.partition(":")
         parts = rest.split()
-        if sep and parts and parts[0].isdigit():
+        if sep and parts and is_decimal(parts[0]):
             factor = 1024 if len(parts) > 1 and parts[1].lower() == "kb" else 1
             values[name.strip()] = int(parts[0]) * factor
     return values
@@ -32,7 +34,7 @@ def parse_sockstat(text: str) -> dict[str, dict[str, int]]:
         words = rest.split()
         fields: dict[str, int] = {}
         for name, value in zip(words[::2], words[1::2], strict=False):
-            if value.isdigit():
+            if is_decimal(value):
                 fields[name] = int(value)
         table[protocol.strip()] = fields
     return table
@@ -55,7 +57,7 @@ def parse_netstat(text: str) -> dict[str, dict[str, int]]:
             table[protocol] = {
                 name: int(value)
                 for name, value in zip(names, words, strict=False)
-                if value.lstrip("-").isdigit()
+                if is_decimal(value.lstrip("-"))
             }
         else:
             pending[protocol] = words
@@ -78,7 +80,7 @@ def parse_net_dev(text: str) -> dict[str, dict[str, int]]:
         words = rest.split()
         if not sep or "|" in line or len(words) < len(_DEV_RX_COLUMNS):
             continue
-        if not all(w.isdigit() for w in words[: len(_DEV_RX_COLUMNS)]):
+        if not all(is_decimal(w) for w in words[: len(_DEV_RX_COLUMNS)]):
             continue
         table[name.strip()] = {
             column: int(value) for column, value in zip(_DEV_RX_COLUMNS, words, strict=False)
@@ -107,7 +109,7 @@ def parse_softnet_stat(text: str) -> dict[str, int]:
 
 def count_numa_nodes(names: list[str]) -> int | None:
     """Entries of /sys/devices/system/node: `node0`, `node1`, … -> 2."""
-    count = sum(1 for n in names if n.startswith("node") and n[4:].isdigit())
+    count = sum(1 for n in names if n.startswith("node") and is_decimal(n[4:]))
     return count or None
 
 
@@ -118,7 +120,7 @@ def count_cpu_list(text: str) -> int | None:
         if not part:
             continue
         low, _, high = part.partition("-")
-        if not low.isdigit() or (high and not high.isdigit()):
+        if not is_decimal(low) or (high and not is_decimal(high)):
             return None
         total += (int(high) - int(low) + 1) if high else 1
     return total or None
@@ -148,6 +150,6 @@ def parse_slabinfo(text: str) -> dict[str, int]:
         if line.startswith(("slabinfo", "#")):
             continue
         parts = line.split()
-        if len(parts) >= 4 and parts[2].isdigit() and parts[3].isdigit():
+        if len(parts) >= 4 and is_decimal(parts[2]) and is_decimal(parts[3]):
             caches[parts[0]] = int(parts[2]) * int(parts[3])
     return caches

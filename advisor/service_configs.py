@@ -16,7 +16,12 @@ def with_service_configs(
     facts: HostFacts, base: Path | None = None, nginx_conf: Path | None = None
 ) -> HostFacts:
     """`facts` with each service's `config` parsed. A relative `config` is read relative to
-    `base` (the facts file's directory); `nginx_conf` replaces nginx's `config`."""
+    `base` (the facts file's directory); `nginx_conf` replaces nginx's `config`.
+
+    A facts file comes from the host it describes and may be hostile: the configuration it
+    names (and everything that includes) is read only inside the facts file's directory,
+    never elsewhere on the machine running the advisor. `--nginx-conf` is the operator's own
+    choice and may point anywhere."""
     services = dict(facts.services)
     if nginx_conf is not None:
         current = services.get("nginx", Service())
@@ -33,7 +38,8 @@ def with_service_configs(
     root = Path(nginx.config_root) if nginx.config_root else None
     if root is not None and not root.is_absolute() and base is not None:
         root = base / root
-    parsed = read_nginx(path, root)
+    confine = base if base is not None and nginx_conf is None else None
+    parsed = read_nginx(path, root, confine)
     services["nginx"] = nginx.model_copy(
         update={"listens": parsed.listens, "config_error": parsed.error}
     )

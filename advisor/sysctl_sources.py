@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.conf_parser import Assignment, parse_conf_lines
+from advisor.conf_parser import Assignment, is_sysctl_key, parse_conf_lines
 from advisor.errors import InputError
 
 SYSCTL_D_DIRS = (
@@ -45,7 +45,7 @@ class Problem:
     source: str  # "path:line" or "path"
     message: str
     severity: str = "warning"  # error: the kernel would reject it; warning; info
-    code: str = "note"  # inline-comment | syntax | broken-link | unreadable | note
+    code: str = "note"  # inline-comment | syntax | broken-link | outside-link | unreadable | note
 
     def __str__(self) -> str:
         return f"{self.source}: {self.message}"
@@ -111,10 +111,11 @@ class _Collector:
     def _add(self, item: Assignment, display: str) -> None:
         where = f"{display}:{item.line}"
         if "#" in item.value:
+            shown_value = f" = {item.value!r}" if is_sysctl_key(item.key) else ""
             self.config.problems.append(
                 Problem(
                     where,
-                    f"{item.key} = {item.value!r}: '#' inside a value is not a comment; the "
+                    f"{item.key}{shown_value}: '#' inside a value is not a comment; the "
                     "kernel is handed the whole text and rejects it",
                     "error",
                     "inline-comment",
@@ -192,18 +193,38 @@ def read_file(
     return config
 
 
+def _inside(root: Path, path: Path) -> bool:
+    """Whether `path`, with every symlink in it resolved, lies within `root` (resolved)."""
+    try:
+        real_root = os.path.realpath(root)
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        return False
+    return os.path.commonpath([real_root, real]) == real_root
+
+
+def _outside(shown: str) -> Problem:
+    return Problem(shown, "a symlink out of the tree; not read", "error", "outside-link")
+
+
 def _resolve_link(root: Path, path: Path) -> Path | str | None:
     """Follow symlinks inside `root` (absolute targets are re-rooted there). Returns the file,
-    "mask" for /dev/null, or None when the link is broken or loops."""
+    "mask" for /dev/null, "outside" for a link that leaves the tree (never read: a pull
+    request must not get a repository's secrets quoted back), or None when the link is broken
+    or loops."""
     current = path
     for _ in range(MAX_LINK_HOPS):
         if not current.is_symlink():
-            return current if current.exists() else None
+            if not current.exists():
+                return None
+            return current if _inside(root, current) else "outside"
         target = os.readlink(current)
         if target == "/dev/null":
             return "mask"
         joined = root / target.lstrip("/") if target.startswith("/") else current.parent / target
         current = Path(os.path.normpath(joined))
+        if not _inside(root, current.parent) and not _inside(root, current):
+            return "outside"
     return None
 
 
@@ -239,9 +260,13 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
             return str(path)
 
     config.base = relative_to
+    tree = root  # every file read must lie inside it once links are resolved
     chosen: dict[str, Path] = {}
     for directory in directories:
         if not directory.is_dir():
+            continue
+        if not _inside(tree, directory):
+            config.problems.append(_outside(shown(directory)))
             continue
         try:
             entries = sorted(directory.iterdir())
@@ -265,6 +290,9 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
         if target == "mask":
             config.masked.append(shown(entry))
             continue
+        if target == "outside":
+            config.problems.append(_outside(shown(entry)))
+            continue
         if target is None:
             config.problems.append(
                 Problem(shown(entry), "broken symlink, skipped", "error", "broken-link")
@@ -284,7 +312,13 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
             config.files.append(
                 shown(entry) if display == shown(entry) else f"{shown(entry)} -> {display}"
             )
-    if main_conf.is_file() and not main_conf_linked:
+    if main_conf.is_file() and not main_conf_linked and not _inside(tree, main_conf):
+        config.problems.append(
+            Problem(
+                shown(main_conf), "a symlink out of the tree; not read", "error", "outside-link"
+            )
+        )
+    elif main_conf.is_file() and not main_conf_linked:
         config.problems.append(
             Problem(
                 shown(main_conf),

@@ -56,6 +56,11 @@ def parse_size(value: object) -> int:
     return size
 
 
+def is_decimal(text: str) -> bool:
+    """ASCII digits only: str.isdigit() also accepts '²' or '٤', which int() then refuses."""
+    return text.isascii() and text.isdigit()
+
+
 def human_bytes(n: float) -> str:
     """1048576 -> "1 MiB", 87380 -> "85.3 KiB", 3670016 -> "3.5 MiB"."""
     if n < 0:
