@@ -11,7 +11,6 @@ What Ansible does not gather, the facts leave unknown: page size (4 KiB assumed)
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from pydantic import ValidationError
 from advisor.errors import InputError
 from advisor.facts import HostFacts
 from advisor.units import is_decimal
-from advisor.yamlio import read_text, validation_error
+from advisor.yamlio import parse_json, read_text, validation_error
 
 
 class AnsibleFacts:
@@ -137,9 +136,6 @@ def host_facts_from_document(document: Any, source: str) -> HostFacts:
 
 def load_ansible_facts(path: Path) -> HostFacts:
     """One host's file as `ansible -m setup --tree` writes it."""
-    text = read_text(path)
-    try:
-        document = json.loads(text)  # json, not YAML: ten times faster on 15 KB setup files
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    # json, not YAML: ten times faster on 15 KB setup files
+    document = parse_json(read_text(path), path)
     return host_facts_from_document(document, str(path))

@@ -526,7 +526,7 @@ def list_rules(
 
 def main() -> None:
     try:
-        app()
+        code = app(standalone_mode=False)
     except KeyboardInterrupt:
         _discard_stdout()
         typer.echo("sysctl-advisor: interrupted", err=True)
@@ -534,3 +534,14 @@ def main() -> None:
     except BrokenPipeError:
         _discard_stdout()
         raise SystemExit(2) from None
+    except Exception as exc:
+        # A usage error (click's, vendored by typer): one line, not usage text and a box.
+        describe = getattr(exc, "format_message", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and callable(describe):
+            typer.echo(str(describe()), err=True)  # no command: the help, as before
+            raise SystemExit(2) from None
+        if callable(describe) and hasattr(exc, "exit_code"):
+            typer.echo(f"sysctl-advisor: error: {' '.join(str(describe()).split())}", err=True)
+            raise SystemExit(2) from None
+        raise
+    raise SystemExit(code if isinstance(code, int) else 0)

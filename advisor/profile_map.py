@@ -16,7 +16,6 @@ resolves its own inventory formats, plugins and nested groups better than a re-i
 from __future__ import annotations
 
 import fnmatch
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from advisor.errors import InputError
 from advisor.profiles import Profile, coerce
-from advisor.yamlio import parse_document, read_text, validation_error
+from advisor.yamlio import parse_document, parse_json, read_text, validation_error
 
 
 def _as_list(value: Any) -> Any:
@@ -57,13 +56,14 @@ class ProfileMap:
         entries: list[MapEntry],
         default: Choice | None,
         groups: dict[str, frozenset[str]],
+        overrides: list[dict[str, str]] | None = None,
     ) -> None:
         self.entries = entries
         self.default = default
         self.groups = groups
-        self._choices = [
-            Choice(e.profile, {k: _text(v) for k, v in e.set.items()}) for e in entries
-        ]
+        # each entry's `set`, as the profile's parameter types read it (`streams: 2.0` is 2)
+        canonical = overrides or [{k: _text(v) for k, v in e.set.items()} for e in entries]
+        self._choices = [Choice(e.profile, o) for e, o in zip(entries, canonical, strict=True)]
 
     def choose(self, host: str) -> Choice | None:
         """The first entry that matches the host, else the default (None: no profile)."""
@@ -78,6 +78,8 @@ class ProfileMap:
 def _text(value: str | int | float | bool) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))  # 80.0 -> "80", which an int or a float parameter reads
     return str(value)
 
 
@@ -95,6 +97,7 @@ def load_profile_map(
         )
     default = Choice(default_profile, {}) if default_profile is not None else None
     entries: list[MapEntry] = []
+    overrides: list[dict[str, str]] = []
     if path is not None:
         text = read_text(path)
         data = parse_document(text, path)
@@ -105,7 +108,7 @@ def load_profile_map(
                 entry = MapEntry.model_validate(item)
             except ValidationError as exc:
                 raise validation_error(exc, path, text) from None
-            _check_entry(entry, i, path, profiles)
+            overrides.append(_check_entry(entry, i, path, profiles))
             entries.append(entry)
     elif default is None:
         raise InputError("give --profile, --profile-map, or both", field="--profile")
@@ -122,10 +125,13 @@ def load_profile_map(
         unknown = sorted(wanted - set(groups))
         if unknown:
             raise InputError(f"groups not in the inventory: {', '.join(unknown)}", path=path)
-    return ProfileMap(entries, default, groups)
+    return ProfileMap(entries, default, groups, overrides)
 
 
-def _check_entry(entry: MapEntry, i: int, path: Path, profiles: dict[str, Profile]) -> None:
+def _check_entry(
+    entry: MapEntry, i: int, path: Path, profiles: dict[str, Profile]
+) -> dict[str, str]:
+    """Check one entry against its profile; its `set` as the text --set would pass."""
     where = f"[{i}]"
     if not entry.hosts and not entry.group:
         raise InputError("an entry needs `hosts` or `group`", path=path, field=where)
@@ -137,6 +143,7 @@ def _check_entry(entry: MapEntry, i: int, path: Path, profiles: dict[str, Profil
             path=path,
             field=f"{where}.profile",
         )
+    canonical: dict[str, str] = {}
     for name, value in entry.set.items():
         param = profile.parameters.get(name)
         if param is None:
@@ -147,21 +154,15 @@ def _check_entry(entry: MapEntry, i: int, path: Path, profiles: dict[str, Profil
                 field=f"{where}.set",
             )
         try:
-            coerce(name, param, value)
+            canonical[name] = _text(coerce(name, param, value))
         except InputError as exc:
             raise InputError(exc.message, path=path, field=f"{where}.set.{name}") from None
+    return canonical
 
 
 def load_inventory_groups(path: Path) -> dict[str, frozenset[str]]:
     """Group -> hosts (nested groups included) from `ansible-inventory --list` JSON."""
-    try:
-        data = json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"not JSON (expected `ansible-inventory --list` output): {exc.msg}",
-            path=path,
-            line=exc.lineno,
-        ) from None
+    data = parse_json(read_text(path), path)
     if not isinstance(data, dict):
         raise InputError("expected `ansible-inventory --list` output (a JSON object)", path=path)
     direct: dict[str, set[str]] = {}

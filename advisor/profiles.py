@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,6 +36,12 @@ class Parameter(_Model):
     def _one_default(self) -> Parameter:
         if self.default is not None and self.default_expr is not None:
             raise ValueError("give either default or default_expr, not both")
+        for name in ("min", "max", "default"):
+            value = getattr(self, name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value}")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError("min is above max")
         return self
 
 

@@ -7,7 +7,6 @@ outside sysctl that the values depend on).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -282,7 +281,25 @@ def load_rules(
 
 
 def matches(pattern: str, rule_id: str) -> bool:
-    """Profile rule selectors: exact ids or shell-style globs (`time-wait.*`)."""
+    """Profile rule selectors: exact ids or globs where `*` is any run of characters
+    (`time-wait.*`). Matched greedily with backtracking to the last star only, so the time is
+    at most len(pattern) x len(rule_id), never exponential (a regex of many `.*` was)."""
     if "*" not in pattern:
         return pattern == rule_id
-    return re.fullmatch(re.escape(pattern).replace(r"\*", ".*"), rule_id) is not None
+    p = t = 0
+    star, mark = -1, 0
+    while t < len(rule_id):
+        if p < len(pattern) and pattern[p] == "*":
+            star, mark = p, t
+            p += 1
+        elif p < len(pattern) and pattern[p] == rule_id[t]:
+            p += 1
+            t += 1
+        elif star != -1:
+            p, mark = star + 1, mark + 1
+            t = mark
+        else:
+            return False
+    while p < len(pattern) and pattern[p] == "*":
+        p += 1
+    return p == len(pattern)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from advisor.conf_parser import Assignment, is_sysctl_key, parse_conf_lines
 from advisor.errors import InputError
+from advisor.yamlio import read_bytes
 
 SYSCTL_D_DIRS = (
     "etc/sysctl.d",
@@ -142,12 +143,12 @@ class _Collector:
 
 
 def _read(path: Path, display: str, problems: list[Problem]) -> str | None:
+    """A file's text, or None with the reason recorded: never blocks on a FIFO, never reads a
+    device or more than the input limit."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        problems.append(
-            Problem(display, f"cannot read: {exc.strerror or exc}", "error", "unreadable")
-        )
+        data = read_bytes(path)
+    except InputError as exc:
+        problems.append(Problem(display, exc.message, "error", "unreadable"))
         return None
     if b"\0" in data:
         problems.append(Problem(display, "binary file, not sysctl settings", "error", "unreadable"))

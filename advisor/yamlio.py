@@ -19,9 +19,23 @@ from advisor.errors import InputError
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def read_text(path: Path) -> str:
+MAX_DEPTH = 64  # nesting of any YAML/JSON document the advisor reads
+
+
+def max_input_bytes() -> int:
+    """SYSCTL_ADVISOR_MAX_INPUT (bytes), 16 MiB unless set."""
     try:
-        data = path.read_bytes()
+        return max(1024, int(os.environ.get("SYSCTL_ADVISOR_MAX_INPUT", 16 * 1024 * 1024)))
+    except ValueError:
+        return 16 * 1024 * 1024
+
+
+def read_bytes(path: Path) -> bytes:
+    """A regular file's bytes, bounded: a FIFO, a device (/dev/zero, /dev/urandom) or a socket
+    is refused without blocking, and so is a file above max_input_bytes()."""
+    limit = max_input_bytes()
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise InputError("no such file", path=path) from None
     except IsADirectoryError:
@@ -29,15 +43,120 @@ def read_text(path: Path) -> str:
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=path) from None
     try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError("is a directory, expected a file", path=path)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError("not a regular file (a FIFO, device or socket)", path=path)
+        if info.st_size > limit:
+            raise InputError(
+                f"larger than {limit:,} bytes (set SYSCTL_ADVISOR_MAX_INPUT to allow more)",
+                path=path,
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := os.read(fd, 1 << 20):
+            size += len(chunk)
+            if size > limit:  # a file that grew, or /proc files that report size 0
+                raise InputError(f"larger than {limit:,} bytes", path=path)
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=path) from None
+    finally:
+        os.close(fd)
+
+
+def read_text(path: Path) -> str:
+    data = read_bytes(path)
+    try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError("not UTF-8 text", path=path) from None
 
 
-def parse_document(text: str, path: Path) -> Any:
-    """YAML (a superset of JSON) via safe_load; errors carry the line."""
+class _StrictLoader(_Loader):  # type: ignore[misc]
+    """The safe loader, refusing duplicate keys in a mapping (YAML's own rule)."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                key = self.construct_scalar(key_node)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {str(key)[:60]!r}", key_node.start_mark
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+_OPENERS = frozenset({"FlowSequenceStartToken", "FlowMappingStartToken"})
+_CLOSERS = frozenset({"FlowSequenceEndToken", "FlowMappingEndToken"})
+
+
+def _check_flow_depth(text: str, path: Path | None) -> None:
+    """libyaml's composer recurses in C: 50,000 `[` crash the interpreter. Flow nesting is
+    counted with the (iterative) scanner first, when the text has enough brackets to matter."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return
+    depth = 0
     try:
-        return yaml.load(text, Loader=_Loader)
+        for token in yaml.scan(text, Loader=_Loader):
+            name = type(token).__name__
+            if name in _OPENERS:
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise InputError(f"nested more than {MAX_DEPTH} levels deep", path=path)
+            elif name in _CLOSERS:
+                depth -= 1
+    except yaml.YAMLError:
+        return  # the loader reports the syntax error with its line
+
+
+def _check_depth(data: Any, path: Path | None) -> None:
+    stack = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise InputError(f"nested more than {MAX_DEPTH} levels deep", path=path)
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate key {key[:60]!r}")
+            seen.add(key)
+    return result
+
+
+def parse_json(text: str, path: Path | None) -> Any:
+    """JSON with the same limits as YAML: no duplicate keys, bounded nesting and numbers."""
+    try:
+        data = json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    except RecursionError:
+        raise InputError(f"nested more than {MAX_DEPTH} levels deep", path=path) from None
+    except ValueError as exc:  # duplicate keys, integers beyond 4,300 digits
+        raise InputError(f"invalid JSON: {str(exc)[:120]}", path=path) from None
+    _check_depth(data, path)
+    return data
+
+
+def parse_document(text: str, path: Path) -> Any:
+    """YAML (a superset of JSON) via the safe loader; errors carry the line. Duplicate keys,
+    nesting deeper than MAX_DEPTH and numbers no kernel value could hold are errors."""
+    _check_flow_depth(text, path)
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line = mark.line + 1 if mark is not None else None
@@ -45,6 +164,12 @@ def parse_document(text: str, path: Path) -> Any:
         raise InputError(f"invalid YAML: {problem}", path=path, line=line) from None
     except yaml.YAMLError as exc:
         raise InputError(f"invalid YAML: {exc}", path=path) from None
+    except RecursionError:
+        raise InputError(f"nested more than {MAX_DEPTH} levels deep", path=path) from None
+    except ValueError as exc:  # integers beyond 4,300 digits
+        raise InputError(f"invalid YAML: {str(exc)[:120]}", path=path) from None
+    _check_depth(data, path)
+    return data
 
 
 def load_document(path: Path) -> Any:
