@@ -544,4 +544,7 @@ def main() -> None:
             typer.echo(f"sysctl-advisor: error: {' '.join(str(describe()).split())}", err=True)
             raise SystemExit(2) from None
         raise
+    if code == 130:  # typer turns Ctrl-C into a silent Exit(130)
+        _discard_stdout()
+        typer.echo("sysctl-advisor: interrupted", err=True)
     raise SystemExit(code if isinstance(code, int) else 0)

@@ -5,33 +5,36 @@ inherit the compiled rules and templates from the parent (fork): they are compil
 Results stream back in input order as small summary rows; no plan is held after its files are
 written, so memory stays flat however many hosts there are.
 
-Output goes to a staging directory inside OUTDIR and replaces the previous run's output only when
-the run finished with at least one host written: OUTDIR shows one whole run, never a mix, and a
-host the advisor skipped this time keeps no stale file from last time.
+Output goes to a staging directory beside OUTDIR and replaces the previous run's output in one
+atomic exchange, only when the run finished with at least one host written: OUTDIR shows one
+whole run, never a mix, a host the advisor skipped this time keeps no stale file from last time,
+and a directory holding files the advisor did not write is never touched (fleet_outdir).
 """
 
 from __future__ import annotations
 
 import multiprocessing
-import os
-import shutil
-import tempfile
+import re
+import signal
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from advisor import __version__
 from advisor.ansible_facts import load_ansible_facts
 from advisor.engine import build_plan
 from advisor.errors import InputError
+from advisor.fleet_outdir import check_outdir, discard, locked, publish, staging_directory
 from advisor.knowledge import KnowledgeBase
 from advisor.profile_map import ProfileMap
 from advisor.render import Renderer, rebuild_command
 from advisor.rules import SEVERITY_ORDER
 
+# An inventory name becomes two file names: only names that cannot climb out of, or hide in,
+# host_files/ and host_vars/.
+_HOST_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:@+-]{0,252}$")
 HOST_FILES = "host_files"
 HOST_VARS = "host_vars"
-OUTPUTS = (HOST_FILES, HOST_VARS, "playbook.yml", "summary.json", "summary.md")
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,13 @@ class FleetJob:
 
     def advise(self, path: Path) -> HostOutcome:
         host = path.name
+        if not _HOST_FILE_NAME.match(host):
+            return HostOutcome(
+                "".join(c if c.isprintable() else "?" for c in host)[:80],
+                str(path),
+                error="the file name is not an inventory host name the advisor can write "
+                "files for (letters, digits and . _ - : @ +, at most 253)",
+            )
         try:
             return self._advise(path, host)
         except InputError as exc:
@@ -135,6 +145,10 @@ def _advise_in_worker(path: Path) -> HostOutcome:
     return _JOB.advise(path)
 
 
+def _ignore_interrupts() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def advise_all(job: FleetJob, paths: list[Path], jobs: int) -> Iterator[HostOutcome]:
     """Outcomes in input order; with jobs > 1, computed by forked workers."""
     global _JOB
@@ -144,44 +158,12 @@ def advise_all(job: FleetJob, paths: list[Path], jobs: int) -> Iterator[HostOutc
     _JOB = job
     try:
         context = multiprocessing.get_context("fork")
-        with context.Pool(jobs) as pool:
+        # Workers ignore Ctrl-C: the parent alone stops the run, with one line (exit 130), and
+        # the pool's exit terminates them without a traceback from each.
+        with context.Pool(jobs, initializer=_ignore_interrupts) as pool:
             yield from pool.imap(_advise_in_worker, paths, chunksize=32)
     finally:
         _JOB = None
-
-
-@dataclass
-class Staging:
-    """The run's output directory-to-be, inside OUTDIR."""
-
-    outdir: Path
-    path: Path = field(init=False)
-
-    def __post_init__(self) -> None:
-        try:
-            self.outdir.mkdir(parents=True, exist_ok=True)
-            self.path = Path(tempfile.mkdtemp(prefix=".sysctl-advisor-", dir=self.outdir))
-            (self.path / HOST_FILES).mkdir()
-            (self.path / HOST_VARS).mkdir()
-        except OSError as exc:
-            raise InputError(
-                f"cannot write: {exc.strerror}", path=self.outdir, field="--out"
-            ) from None
-
-    def publish(self) -> None:
-        """Replace the previous outputs with this run's, then drop the staging directory."""
-        os.sync()  # the files' contents reach the disk before the renames that publish them
-        retired = self.path / ".previous"
-        retired.mkdir()
-        for name in OUTPUTS:
-            target = self.outdir / name
-            if target.exists() or target.is_symlink():
-                target.rename(retired / name)
-            (self.path / name).rename(target)
-        self.discard()
-
-    def discard(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
 
 
 def run_fleet(
@@ -193,22 +175,34 @@ def run_fleet(
     on_host: Callable[[HostOutcome], None],
     summary_writer: Callable[[Path, Iterator[HostOutcome]], int],
 ) -> int:
-    """Advise every host, write the outputs; returns how many hosts were written."""
+    """Advise every host, write the outputs; returns how many hosts were written. OUTDIR is
+    replaced as a whole, only when at least one host was written (see fleet_outdir)."""
+    check_outdir(outdir)
     renderer = Renderer(kb.catalog)
-    staging = Staging(outdir)
-    try:
-        job = FleetJob(kb, renderer, profile_map, staging.path)
+    with locked(outdir):
+        check_outdir(outdir)
+        staging = staging_directory(outdir)
+        try:
+            for name in (HOST_FILES, HOST_VARS):
+                (staging / name).mkdir()
+            job = FleetJob(kb, renderer, profile_map, staging)
+            hosts: list[str] = []
 
-        def outcomes() -> Iterator[HostOutcome]:
-            for outcome in advise_all(job, paths, jobs):
-                on_host(outcome)
-                yield outcome
+            def outcomes() -> Iterator[HostOutcome]:
+                for outcome in advise_all(job, paths, jobs):
+                    if outcome.written:
+                        hosts.append(outcome.host)
+                    on_host(outcome)
+                    yield outcome
 
-        written = summary_writer(staging.path, outcomes())
-        playbook = renderer.env.get_template("playbook.yml.j2").render(version=__version__)
-        _write(staging.path / "playbook.yml", playbook)
-        if written:
-            staging.publish()
-        return written
-    finally:
-        staging.discard()
+            written = summary_writer(staging, outcomes())
+            playbook = renderer.env.get_template("playbook.yml.j2").render(version=__version__)
+            _write(staging / "playbook.yml", playbook)
+            if written:
+                files = ["playbook.yml", "summary.json", "summary.md"]
+                files += [f"{HOST_FILES}/{h}.conf" for h in hosts]
+                files += [f"{HOST_VARS}/{h}.yml" for h in hosts]
+                publish(staging, outdir, files)
+            return written
+        finally:
+            discard(staging)

@@ -55,7 +55,8 @@ def test_fleet_writes_every_good_host_and_skips_the_broken(workdir: Path) -> Non
     assert "3 of 6 hosts written" in err
     assert sorted(p.name for p in (out / "host_files").iterdir()) == [f"{h}.conf" for h in GOOD]
     assert sorted(p.name for p in (out / "host_vars").iterdir()) == [f"{h}.yml" for h in GOOD]
-    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no staging left behind
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == [".sysctl-advisor-fleet"]
+    assert not list(out.parent.glob(".out.staging-*"))  # no staging left behind
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["schema"] == "sysctl-advisor/fleet/v1"
@@ -188,7 +189,7 @@ def test_deterministic_and_parallel_equals_serial(workdir: Path) -> None:
         code, _ = fleet("--ansible-facts", tree, "-p", "frontend-proxy", "--out", out, "-j", jobs)
         assert code == 0
         outputs.append(snapshot(out))
-    assert len(outputs[0]) == 2 * 83 + 3
+    assert len(outputs[0]) == 2 * 83 + 3 + 1  # + the marker listing them
     assert outputs[0] == outputs[1] == outputs[2]
 
 

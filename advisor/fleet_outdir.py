@@ -1,0 +1,182 @@
+"""The fleet's output directory: whole runs in, one atomic swap, nothing of the user's lost.
+
+OUTDIR is the advisor's: it is created by the first run, marked with MARKER, and holds
+exactly the files a run wrote (the marker lists them). A run refuses an OUTDIR that is not
+empty and not such an output, and refuses to replace one that gained files the advisor did
+not write (a user's own host_vars, say): it never deletes what it did not write.
+
+A run builds its output in a staging directory beside OUTDIR and publishes it with one
+renameat2(RENAME_EXCHANGE): readers, and a run killed at any moment, see either the previous
+run or the new one, never a mix. (Where the kernel or filesystem lacks the exchange, two
+renames are used; a crash between them leaves the new run beside a missing OUTDIR, which the
+next run puts back.) Concurrent runs on one OUTDIR are serialized by an flock on a lock file
+beside it; the second says so and stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import errno
+import fcntl
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from advisor.errors import InputError
+
+MARKER = ".sysctl-advisor-fleet"
+MARKER_HEADER = "sysctl-advisor fleet output: every file listed here was written by the advisor\n"
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+def _listed(outdir: Path) -> set[str] | None:
+    """The files the marker says a run wrote (relative paths), None if there is no marker."""
+    marker = outdir / MARKER
+    if not marker.is_file() or marker.is_symlink():
+        return None
+    lines = marker.read_text(encoding="utf-8", errors="replace").splitlines()
+    if not lines or lines[0] + "\n" != MARKER_HEADER:
+        return None
+    return {line for line in lines[1:] if line}
+
+
+def _present(outdir: Path) -> set[str]:
+    found: set[str] = set()
+    for directory, dirs, files in os.walk(outdir):
+        relative = Path(directory).relative_to(outdir)
+        for name in files + [d for d in dirs if (Path(directory) / d).is_symlink()]:
+            found.add(str(relative / name) if str(relative) != "." else name)
+    return found
+
+
+def check_outdir(outdir: Path) -> None:
+    """Refuse an OUTDIR that holds anything the advisor did not write."""
+    if outdir.is_symlink() or (outdir.exists() and not outdir.is_dir()):
+        raise InputError("exists and is not a directory", path=outdir, field="--out")
+    if not outdir.exists():
+        return
+    present = _present(outdir)
+    if not present:
+        return
+    listed = _listed(outdir)
+    if listed is None:
+        raise InputError(
+            "is not empty and is not a previous fleet output (no "
+            f"{MARKER}); give a new or empty directory: the advisor never deletes files it "
+            "did not write",
+            path=outdir,
+            field="--out",
+        )
+    foreign = sorted(present - listed - {MARKER})
+    if foreign:
+        more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        raise InputError(
+            f"holds files the advisor did not write ({', '.join(foreign[:3])}{more}); move them "
+            "out or choose another directory",
+            path=outdir,
+            field="--out",
+        )
+
+
+@contextlib.contextmanager
+def locked(outdir: Path) -> Iterator[None]:
+    """One run at a time per OUTDIR: an flock on `.NAME.sysctl-advisor.lock` beside it."""
+    parent = outdir.parent if str(outdir.parent) else Path(".")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(
+            parent / f".{outdir.name}.sysctl-advisor.lock",
+            os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+            0o600,
+        )
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror}", path=parent, field="--out") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(
+                "another fleet run is writing this directory; try again when it has finished",
+                path=outdir,
+                field="--out",
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def staging_directory(outdir: Path) -> Path:
+    """A fresh directory beside OUTDIR (same filesystem, so the swap is a rename); leftovers of
+    killed runs (marked as ours) are removed first."""
+    parent = outdir.parent if str(outdir.parent) else Path(".")
+    prefix = f".{outdir.name}.staging-"
+    for stale in parent.glob(prefix + "*"):
+        if stale.is_dir() and not stale.is_symlink() and (stale / ".staging").is_file():
+            shutil.rmtree(stale, ignore_errors=True)
+    _restore_after_crash(outdir)
+    try:
+        path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+        (path / ".staging").write_text("")
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror}", path=parent, field="--out") from None
+    return path
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directories atomically (renameat2 RENAME_EXCHANGE); False if unsupported."""
+    name = ctypes.util.find_library("c")
+    libc = ctypes.CDLL(name, use_errno=True) if name else None
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    result = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    if result == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def _retired(outdir: Path) -> Path:
+    return outdir.parent / f".{outdir.name}.retired"
+
+
+def _restore_after_crash(outdir: Path) -> None:
+    """The two-rename fallback was interrupted between its renames: put OUTDIR back."""
+    retired = _retired(outdir)
+    if not outdir.exists() and retired.is_dir() and _listed(retired) is not None:
+        retired.rename(outdir)
+
+
+def publish(staging: Path, outdir: Path, written: list[str]) -> None:
+    """Make `staging` the new OUTDIR in one step and remove the previous run's files."""
+    (staging / ".staging").unlink()
+    (staging / MARKER).write_text(MARKER_HEADER + "".join(f"{p}\n" for p in sorted(written)))
+    os.sync()  # contents on disk before the rename that publishes them
+    try:
+        if not outdir.exists():
+            staging.rename(outdir)
+            return
+        check_outdir(outdir)  # files may have appeared since the run started
+        if _exchange(staging, outdir):
+            previous = staging  # after the exchange it holds the previous run
+        else:
+            previous = _retired(outdir)
+            outdir.rename(previous)
+            staging.rename(outdir)
+    except OSError as exc:
+        raise InputError(f"cannot publish: {exc.strerror}", path=outdir, field="--out") from None
+    if _listed(previous) is not None:
+        shutil.rmtree(previous, ignore_errors=True)
+
+
+def discard(staging: Path) -> None:
+    """Remove a staging directory this run made (it carries the `.staging` mark)."""
+    if staging.is_dir() and (staging / ".staging").is_file():
+        shutil.rmtree(staging, ignore_errors=True)
