@@ -482,9 +482,7 @@ def explain(
         from advisor.explain import explain_key
 
         if set_ and profile is None:
-            raise InputError(
-                "--set needs --profile (parameters belong to a profile)", field="--set"
-            )
+            raise InputError("needs --profile (parameters belong to a profile)", field="--set")
         kb = _knowledge(rules_dir, profiles_dir)
         keys = list(kb.catalog.keys)
         host = _facts(facts, keys, nginx_conf) if (facts or profile) else None

@@ -121,7 +121,8 @@ def fact_files(source: Path) -> list[Path]:
     if source.is_file():
         return [source]
     if not source.is_dir():
-        raise InputError("no such file or directory", path=source, field="--ansible-facts")
+        reason = "not a regular file" if source.exists() else "no such file or directory"
+        raise InputError(reason, path=source, field="--ansible-facts")
     try:
         entries = sorted(source.iterdir())
     except OSError as exc:
