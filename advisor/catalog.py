@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
+from jinja2.runtime import Context
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from advisor.errors import InputError
@@ -185,18 +186,22 @@ class _CompiledEra:
         except ExpressionError as exc:
             raise as_input_error(exc, path, field) from None
 
-    def matches(self, version: KernelVersion, variables: dict[str, Any]) -> bool:
+    def matches(self, version: KernelVersion, ctx: Context) -> bool:
         if not self.range.contains(version):
             return False
-        return self.when is None or bool(self.when.evaluate(variables))
+        return self.when is None or bool(self.when.run(ctx))
 
-    def evaluate(self, variables: dict[str, Any]) -> Any:
+    def evaluate(self, ctx: Context) -> Any:
+        """The era's value in a shared context; its `let` names are visible to it alone."""
         if not isinstance(self.value, Expression):
             return self.value
-        scope = dict(variables)
-        for name, expr in self.let:
-            scope[name] = expr.evaluate(scope)
-        return self.value.evaluate(scope)
+        try:
+            for name, expr in self.let:
+                ctx.vars[name] = expr.run(ctx)
+            return self.value.run(ctx)
+        finally:
+            for name, _ in self.let:
+                ctx.vars.pop(name, None)
 
 
 class Catalog:
@@ -204,6 +209,7 @@ class Catalog:
 
     def __init__(self, directory: Path, compiler: Compiler, specs: SpecCache) -> None:
         self.directory = directory
+        self.compiler = compiler
         keys_path = directory / "keys.yaml"
         model_path = directory / "kernel-model.yaml"
         keys_file = specs.load(keys_path, CatalogFile, "the key catalog")
@@ -294,17 +300,21 @@ class Catalog:
             "page_size": facts.page_size,
             "host": host,
         }
+        ctx = self.compiler.context(variables)  # `host` fills in as the quantities are computed
         for name, expr in self._derived:
             try:
-                host[name] = expr.evaluate(variables)
+                host[name] = expr.run(ctx)
             except ExpressionError as exc:
                 raise as_input_error(exc, self.model_path, f"derived.{name}") from None
         quantities: dict[str, Any] = {}
         for name, eras in self._quantities.items():
-            for era in eras:
-                if era.matches(version, variables):
-                    quantities[name] = era.evaluate(variables)
-                    break
+            try:
+                for era in eras:
+                    if era.matches(version, ctx):
+                        quantities[name] = era.evaluate(ctx)
+                        break
+            except ExpressionError as exc:
+                raise as_input_error(exc, self.model_path, f"quantities.{name}") from None
         kernel._quantities.update(quantities)
         kernel.fields = kernel.BASE_FIELDS | frozenset(quantities)
         return host, kernel
@@ -318,6 +328,7 @@ class Catalog:
         notes: dict[str, str | None] = {}
         by_alias: dict[str, Any] = variables.setdefault("default", {})
         modelled = version >= self.oldest
+        ctx = self.compiler.context(variables)  # `default` fills in as keys are computed
         for name, eras in self._defaults.items():
             if not self.exists(name, version):
                 continue
@@ -325,8 +336,8 @@ class Catalog:
             note: str | None = None
             for i, era in enumerate(eras if modelled else []):
                 try:
-                    if era.matches(version, variables):
-                        value = era.evaluate(variables)
+                    if era.matches(version, ctx):
+                        value = era.evaluate(ctx)
                         if value is not None:
                             value = normalise(value, self.keys[name])
                         note = era.note

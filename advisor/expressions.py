@@ -22,7 +22,7 @@ import jinja2
 from jinja2 import StrictUndefined, nodes, pass_context
 from jinja2.exceptions import SecurityError, TemplateError, TemplateSyntaxError, UndefinedError
 from jinja2.parser import Parser
-from jinja2.runtime import Context, LoopContext, Undefined
+from jinja2.runtime import Context, LoopContext, Undefined, new_context
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.visitor import NodeTransformer
 
@@ -40,7 +40,8 @@ from advisor.units import (
 )
 
 # Changes whenever code generation changes (the loop budget), so cached code is rebuilt.
-_CODE_SALT = "sandbox-2"
+_CODE_SALT = "sandbox-3"
+_RESULT = "_advisor_result"  # where a compiled expression leaves its value
 
 
 class ExpressionError(Exception):
@@ -415,7 +416,7 @@ class Compiler:
                 raise ExpressionError(f"invalid expression {source!r}: {exc.message}") from None
             except RecursionError:
                 raise ExpressionError(f"expression nested too deeply: {source[:60]!r}") from None
-            body = [nodes.Assign(nodes.Name("result", "store"), expr, lineno=1)]
+            body = [nodes.Assign(nodes.Name(_RESULT, "store"), expr, lineno=1)]
             try:
                 code = self.env.compile(nodes.Template(body, lineno=1))
             except RecursionError:
@@ -445,6 +446,14 @@ class Compiler:
 
     def save(self) -> None:
         self._cache.save()
+
+    def context(self, variables: dict[str, Any]) -> Context:
+        """One evaluation context for many expressions and templates over the same variables
+        (a rule: its `when`, `let`s, wants, findings and rationale). Building a context copies
+        the variables, which costs more than most expressions; values a caller adds to
+        `context.vars` (a `let`) are seen by every expression run in it after that."""
+        _Budget.reset()
+        return new_context(self.env, None, {}, variables, False, self._globals, None)
 
 
 # What a hostile or broken expression can raise while it runs; each becomes one line.
@@ -489,11 +498,16 @@ class Expression:
 
     def evaluate(self, variables: dict[str, Any]) -> Any:
         _Budget.reset()
+        return self.run(self._template.new_context(variables))  # copies the variables
+
+    def run(self, ctx: Context) -> Any:
+        """Evaluate in a context from Compiler.context (shared with the rule's other
+        expressions)."""
         try:
-            ctx = self._template.new_context(variables)  # copies
             for _ in self._template.root_render_func(ctx):
                 pass
-            value = ctx.vars["result"]
+            value = ctx.vars.pop(_RESULT)
+            ctx.exported_vars.discard(_RESULT)
             if isinstance(value, Undefined):
                 value._fail_with_undefined_error()
         except _EVALUATION_ERRORS as exc:
@@ -510,17 +524,26 @@ class Text:
 
     def render(self, variables: dict[str, Any]) -> str:
         _Budget.reset()
-        parts: list[str] = []
+        return self._collect(self._template.root_render_func(self._template.new_context(variables)))
+
+    def render_in(self, ctx: Context) -> str:
+        """Render over a shared context; a `{% set %}` in the template stays in the template."""
+        _Budget.reset()
+        return self._collect(self._template.root_render_func(ctx.derived()))
+
+    @staticmethod
+    def _collect(parts: Iterable[str]) -> str:
+        kept: list[str] = []
         size = 0
         try:
-            for part in self._template.generate(variables):
+            for part in parts:
                 size += len(part)
                 if size > MAX_TEXT:
                     raise SecurityError(f"rendered text longer than {MAX_TEXT:,} characters")
-                parts.append(part)
+                kept.append(part)
         except _EVALUATION_ERRORS as exc:
             raise ExpressionError(f"template: {_explain(exc)}") from None
-        return "".join(parts).strip()
+        return "".join(kept).strip()
 
 
 def as_input_error(exc: ExpressionError, path: Path | str | None, field: str) -> InputError:

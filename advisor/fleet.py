@@ -13,7 +13,11 @@ and a directory holding files the advisor did not write is never touched (fleet_
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
 import multiprocessing
+import os
 import re
 import signal
 from collections.abc import Callable, Iterator
@@ -33,6 +37,7 @@ from advisor.rules import SEVERITY_ORDER
 # An inventory name becomes two file names: only names that cannot climb out of, or hide in,
 # host_files/ and host_vars/.
 _HOST_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:@+-]{0,252}$")
+_PR_SET_PDEATHSIG = 1
 HOST_FILES = "host_files"
 HOST_VARS = "host_vars"
 
@@ -139,6 +144,7 @@ def fact_files(source: Path) -> list[Path]:
 
 # The job the worker processes inherit when they fork; set only while a run is in progress.
 _JOB: FleetJob | None = None
+_PARENT = 0  # the pid that forked the workers
 
 
 def _advise_in_worker(path: Path) -> HostOutcome:
@@ -147,7 +153,14 @@ def _advise_in_worker(path: Path) -> HostOutcome:
 
 
 def _ignore_interrupts() -> None:
+    """Worker start: Ctrl-C is the parent's to handle, and a worker dies with its parent
+    (prctl PR_SET_PDEATHSIG) instead of writing on into a run that was killed."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != _PARENT:  # the parent died before the signal was armed
+        os._exit(1)
 
 
 def advise_all(job: FleetJob, paths: list[Path], jobs: int) -> Iterator[HostOutcome]:
@@ -157,6 +170,8 @@ def advise_all(job: FleetJob, paths: list[Path], jobs: int) -> Iterator[HostOutc
         yield from (job.advise(p) for p in paths)
         return
     _JOB = job
+    global _PARENT
+    _PARENT = os.getpid()
     try:
         context = multiprocessing.get_context("fork")
         # Workers ignore Ctrl-C: the parent alone stops the run, with one line (exit 130), and

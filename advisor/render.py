@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-import yaml
 
 from advisor import __version__
 from advisor.cache_files import cache_directory, source_fingerprint
@@ -135,42 +134,40 @@ def first_sentence(text: str, drop_tag: bool = True) -> str:
 
 
 def _host_vars(plan: Plan) -> str:
-    """The host_vars data, from the YAML serializer (the template writes only comments)."""
+    """The host_vars data, from the JSON serializer (a JSON document is YAML, and Ansible
+    reads it as such; json is ten times faster than a YAML dumper). The template before it
+    writes only comments."""
     data = {
         "sysctl_advisor_profile": plan.profile.name,
-        "sysctl_advisor_settings": [
-            {
-                "name": s.key,
-                "value": s.value,
-                "reason": one_line(
-                    f"{s.human} ({', '.join(s.rules)}): {first_sentence(s.rationale)}"
-                ),
-            }
-            for s in plan.settings
-        ],
+        "sysctl_advisor_settings": [{"name": s.key, "value": s.value} for s in plan.settings],
     }
-    return yaml.safe_dump(data, sort_keys=False, explicit_start=True, allow_unicode=True, width=96)
+    return "---\n" + json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 class RenderCheckError(Exception):
     """A rendered file does not hold exactly the plan's settings: never written, exit 3."""
 
 
-def rendered_settings(fmt: str, text: str) -> dict[str, str] | None:
-    """The settings a rendered file holds, read back with the parsers its consumer uses
-    (procps/systemd syntax for conf, ini for tuned, YAML for host_vars); None for formats
-    that carry no settings to apply."""
-    if fmt == "conf":
-        from advisor.conf_parser import parse_conf
+def _assignments(text: str) -> list[str]:
+    """The lines procps and systemd-sysctl apply: split on \\n only, blank lines and lines
+    whose first non-blank character is # or ; skipped."""
+    return [
+        line for line in text.split("\n") if (stripped := line.strip()) and stripped[0] not in "#;"
+    ]
 
-        assignments, bad = parse_conf(text)
-        if bad:
-            raise RenderCheckError(f"line {bad[0].line} is not key = value")
+
+def rendered_settings(fmt: str, text: str) -> dict[str, str] | None:
+    """The settings a rendered file holds, read back as its consumer reads it (procps/systemd
+    line syntax for conf, ini for tuned, the YAML document after the comment header for
+    host_vars); None for formats that carry no settings to apply."""
+    if fmt == "conf":
         found: dict[str, str] = {}
-        for a in assignments:
-            if a.key in found or a.ignore_failure or a.is_glob:
-                raise RenderCheckError(f"{a.key} is not a plain, single assignment")
-            found[a.key] = a.value
+        for line in _assignments(text):
+            key, sep, value = line.partition("=")
+            key, value = key.strip(), " ".join(value.split())
+            if not sep or not key or key[0] == "-" or key in found or any(c in key for c in "*?["):
+                raise RenderCheckError(f"{line[:60]!r} is not a plain, single assignment")
+            found[key] = value
         return found
     if fmt == "tuned":
         import configparser
@@ -187,20 +184,23 @@ def rendered_settings(fmt: str, text: str) -> dict[str, str] | None:
             return {}
         return {k: v[1:-1] if v[:1] == v[-1:] == '"' else v for k, v in parser.items("sysctl")}
     if fmt == "ansible":
+        header, sep, document = text.partition("\n---\n")
+        if not sep or any(line and line[0] != "#" for line in header.split("\n")):
+            raise RenderCheckError("host_vars hold more than comments before the document")
         try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise RenderCheckError(f"not YAML: {exc.__class__.__name__}") from None
+            data = json.loads(document)
+        except ValueError:
+            raise RenderCheckError("the host_vars document is not the serializer's") from None
         if not isinstance(data, dict) or set(data) != {
             "sysctl_advisor_profile",
             "sysctl_advisor_settings",
         }:
             raise RenderCheckError("host_vars hold other variables than the advisor's two")
-        items = data["sysctl_advisor_settings"] or []
-        found = {str(i.get("name")): str(i.get("value")) for i in items if isinstance(i, dict)}
-        if len(found) != len(items):
+        items = data["sysctl_advisor_settings"]
+        pairs = {str(i.get("name")): str(i.get("value")) for i in items if isinstance(i, dict)}
+        if len(pairs) != len(items):
             raise RenderCheckError("host_vars settings are not unique name/value items")
-        return found
+        return pairs
     return None
 
 

@@ -122,6 +122,7 @@ class Rule:
 
     def __init__(self, spec: RuleSpec, path: Path, compiler: Compiler, catalog: Catalog) -> None:
         self.spec = spec
+        self.compiler = compiler
         self.id = spec.id
         self.path = path
         for section in ("set", "cap"):
@@ -188,57 +189,65 @@ class Rule:
     def _fail(self, exc: ExpressionError | ValueError, where: str) -> InputError:
         return InputError(str(exc), path=self.path, field=where)
 
-    def evaluate(self, variables: dict[str, Any]) -> RuleResult | None:
-        """Apply the rule to one host; None when its `when` is false."""
-        scope = dict(variables)
+    def evaluate(
+        self, variables: dict[str, Any], compiler: Compiler | None = None
+    ) -> RuleResult | None:
+        """Apply the rule to one host; None when its `when` is false. With the compiler, all
+        of the rule's expressions run in one shared context (much cheaper than one each)."""
+        if compiler is None:
+            compiler = self.compiler
+        ctx = compiler.context(variables)
+        where = "when"
         try:
-            if self.when is not None and not self.when.evaluate(scope):
+            if self.when is not None and not self.when.run(ctx):
                 return None
             result = RuleResult(self)
             for name, expr in self.let:
                 where = f"let.{name}"
-                value = expr.evaluate(scope)
-                scope[name] = value
+                value = expr.run(ctx)
+                ctx.vars[name] = value
                 result.lets[name] = value
             for key, expr in self.set:
                 where = f"set.{key}"
-                value = expr.evaluate(scope)
+                value = expr.run(ctx)
                 if value is not None:  # `none` means: no want on this host
                     # a `none` element: this rule is not about that element
                     result.wants[key] = normalise(value, self.keys[key], allow_none=True)
             for key, expr in self.cap:
                 where = f"cap.{key}"
-                value = expr.evaluate(scope)
+                value = expr.run(ctx)
                 if value is not None:  # `none` means: no cap on this host
                     result.caps[key] = normalise(value, self.keys[key], allow_none=True)
             for i, (spec, when, message) in enumerate(self.findings):
                 where = f"findings[{i}]"
-                if when is None or when.evaluate(scope):
+                if when is None or when.run(ctx):
                     result.findings.append(
                         FindingResult(
-                            spec.id, spec.severity, spec.key, message.render(scope), self.id
+                            spec.id, spec.severity, spec.key, message.render_in(ctx), self.id
                         )
                     )
             for i, (comp, when, for_each, setting, why) in enumerate(self.companions):
                 where = f"companions[{i}]"
-                if when is not None and not when.evaluate(scope):
+                if when is not None and not when.run(ctx):
                     continue
-                items = list(for_each.evaluate(scope)) if for_each is not None else [None]
+                items = list(for_each.run(ctx)) if for_each is not None else [None]
                 for item in items:
-                    item_scope = scope if for_each is None else {**scope, "item": item}
+                    if for_each is not None:
+                        ctx.vars["item"] = item
                     result.companions.append(
                         CompanionResult(
                             comp.target,
-                            setting.render(item_scope),
-                            why.render(item_scope) if why else "",
+                            setting.render_in(ctx),
+                            why.render_in(ctx) if why else "",
                             self.id,
                         )
                     )
+                ctx.vars.pop("item", None)
             for name, template in self.rationale.items():
                 where = f"rationale.{name}"
-                result.rationale[name] = template.render(scope)
+                result.rationale[name] = template.render_in(ctx)
         except (ExpressionError, ValueError) as exc:
-            raise self._fail(exc, where if "where" in locals() else "when") from None
+            raise self._fail(exc, where) from None
         return result
 
 
