@@ -127,9 +127,11 @@ class SummaryWriter:
     def _markdown(self, out: IO[str], rows_path: Path) -> None:
         t = self.totals
         out.write("# sysctl-advisor fleet summary\n\n")
-        profiles = ", ".join(f"`{p}` {n}" for p, n in sorted(t.profiles.items())) or "none"
+        profiles = (
+            ", ".join(f"`{md_code(p)}` {n}" for p, n in sorted(t.profiles.items())) or "none"
+        )
         out.write(
-            f"{t.hosts} hosts from `{self.facts_source}`: {t.written} written, "
+            f"{t.hosts} hosts from `{md_code(str(self.facts_source))}`: {t.written} written, "
             f"{t.skipped_count} skipped. Profiles: {profiles}.\n"
         )
         if t.skipped_count:
@@ -143,17 +145,19 @@ class SummaryWriter:
             out.write("\n## Findings across the fleet\n\n| finding | severity | hosts |\n")
             out.write("|---|---|---:|\n")
             for f in t.finding_rows():
-                out.write(f"| `{f['id']}` | {f['severity']} | {f['hosts']} |\n")
+                out.write(
+                    f"| `{md_code(f['id'])}` | {md_cell(f['severity'])} | {f['hosts']} |\n"
+                )
         if t.changes:
             out.write("\n## Keys changed from the kernel default\n\n| key | hosts |\n|---|---:|\n")
             for c in t.change_rows():
-                out.write(f"| `{c['key']}` | {c['hosts']} |\n")
+                out.write(f"| `{md_code(c['key'])}` | {c['hosts']} |\n")
         if t.written:
             out.write("\n## Hosts\n\n| host | profile | kernel | keys changed |")
             out.write(" errors | warnings | info |\n|---|---|---|---:|---:|---:|---:|\n")
             for row in self._rows(rows_path, False):
                 n, kernel = row["findings"], md_cell(row["kernel"] or "unknown")
                 out.write(
-                    f"| `{md_code(row['host'])}` | `{row['profile']}` | {kernel} "
+                    f"| `{md_code(row['host'])}` | `{md_code(row['profile'])}` | {kernel} "
                     f"| {len(row['changes'])} | {n['error']} | {n['warning']} | {n['info']} |\n"
                 )

@@ -146,3 +146,41 @@ def test_nic_name_injection_is_refused() -> None:
     for name in ["eth0\nkernel.x = 1", "a/b", "eth:0", "x" * 16, ".", "..", "eth 0"]:
         with pytest.raises(InputError, match="interface name"):
             facts_from_data({"memory": {"total": "8 GiB"}, "nics": [{"name": name}]})
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_fleet_summaries_hold_one_row_per_host(data: st.DataObject, workdir: Path) -> None:
+    """summary.md keeps its tables whatever the hosts' texts hold; summary.json stays JSON."""
+    import json
+
+    from advisor.fleet import HostOutcome
+    from advisor.fleet_summary import SummaryWriter
+
+    outcomes = [
+        HostOutcome(
+            host=data.draw(HOSTILE),
+            source=data.draw(HOSTILE),
+            profile=data.draw(HOSTILE),
+            kernel=data.draw(HOSTILE),
+            changes=(data.draw(HOSTILE),),
+            findings=((data.draw(HOSTILE), "error"),),
+        ),
+        HostOutcome(host=data.draw(HOSTILE), source="x", error=data.draw(HOSTILE)),
+    ]
+    import tempfile
+
+    staging = Path(tempfile.mkdtemp(dir=workdir))
+    written = SummaryWriter(Path(data.draw(HOSTILE) or "facts"), None, "base")(
+        staging, iter(outcomes)
+    )
+    assert written == 1
+    json.loads((staging / "summary.json").read_text())
+    markdown = (staging / "summary.md").read_text()
+    assert "<!--" not in re.sub(r"(?<!\\)`[^`]*`", "", markdown)
+    rows = [line for line in markdown.split("\n") if line.startswith("| `")]
+    assert len(rows) == 4  # skipped host, finding, key changed, written host
+    widths = {len(re.split(r"(?<!\\)\|", row)) for row in rows}
+    assert widths <= {4, 5, 9}, rows
