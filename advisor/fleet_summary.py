@@ -127,9 +127,7 @@ class SummaryWriter:
     def _markdown(self, out: IO[str], rows_path: Path) -> None:
         t = self.totals
         out.write("# sysctl-advisor fleet summary\n\n")
-        profiles = (
-            ", ".join(f"`{md_code(p)}` {n}" for p, n in sorted(t.profiles.items())) or "none"
-        )
+        profiles = ", ".join(f"`{md_code(p)}` {n}" for p, n in sorted(t.profiles.items())) or "none"
         out.write(
             f"{t.hosts} hosts from `{md_code(str(self.facts_source))}`: {t.written} written, "
             f"{t.skipped_count} skipped. Profiles: {profiles}.\n"
@@ -145,9 +143,7 @@ class SummaryWriter:
             out.write("\n## Findings across the fleet\n\n| finding | severity | hosts |\n")
             out.write("|---|---|---:|\n")
             for f in t.finding_rows():
-                out.write(
-                    f"| `{md_code(f['id'])}` | {md_cell(f['severity'])} | {f['hosts']} |\n"
-                )
+                out.write(f"| `{md_code(f['id'])}` | {md_cell(f['severity'])} | {f['hosts']} |\n")
         if t.changes:
             out.write("\n## Keys changed from the kernel default\n\n| key | hosts |\n|---|---:|\n")
             for c in t.change_rows():
