@@ -365,20 +365,26 @@ def normalise(value: Any, key: CatalogKey, *, allow_none: bool = False) -> Any:
 
     if key.length == 1:
         if isinstance(value, list | tuple):
-            raise ValueError(f"expected one number, got {value!r}")
+            raise ValueError(f"expected one number, got {str(value)[:60]!r}")
         return _to_int(value)
     if not isinstance(value, list | tuple) or len(value) != key.length:
-        raise ValueError(f"expected a list of {key.length} numbers, got {value!r}")
+        raise ValueError(f"expected a list of {key.length} numbers, got {str(value)[:60]!r}")
     return [one(v) for v in value]
+
+
+# No sysctl holds more than 64 bits; a larger number is a broken rule, not a value to clamp.
+_LARGEST = 2**64
 
 
 def _to_int(value: Any) -> int:
     if isinstance(value, bool):
         return int(value)
-    if isinstance(value, int):
-        return value
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise ValueError(f"not a finite number: {value!r}")
-        return round(value)
-    raise ValueError(f"expected a number, got {value!r}")
+        value = round(value)
+    if not isinstance(value, int):
+        raise ValueError(f"expected a number, got {str(value)[:60]!r}")
+    if abs(value) > _LARGEST:
+        raise ValueError(f"a number of {value.bit_length()} bits, larger than any kernel value")
+    return value

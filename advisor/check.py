@@ -19,7 +19,7 @@ from advisor.catalog import KernelContext
 from advisor.check_rules import CheckRule
 from advisor.conf_parser import is_sysctl_key, parse_conf_lines
 from advisor.errors import InputError
-from advisor.expressions import ExpressionError
+from advisor.expressions import ExpressionError, new_budget
 from advisor.facts import HostFacts
 from advisor.kernel_version import KernelVersion
 from advisor.knowledge import KnowledgeBase
@@ -198,6 +198,7 @@ class Checker:
     def check_config(self, config: CurrentConfig) -> list[CheckFinding]:
         found = self._structural(config)
         for display, text in config.documents:
+            new_budget()  # the work check rules may do for one file
             found += self._assignments(display, text)
         return found
 

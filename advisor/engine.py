@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.catalog import CatalogKey
+from advisor.expressions import new_budget
 from advisor.facts import HostFacts
 from advisor.knowledge import KnowledgeBase
 from advisor.plan import Companion, Finding, Plan, PlanHost, PlanProfile, Setting, Unchanged
@@ -32,6 +33,7 @@ def host_variables(
     kb: KnowledgeBase, facts: HostFacts
 ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """What every expression sees about the host, its kernel defaults, and notes."""
+    new_budget()  # the work every expression and template may do for this host
     version, distro, known, notes = kb.catalog.kernel_for(facts)
     data = facts.expression_data()  # plain data only: expressions never see a model object
     host, kernel = kb.catalog.evaluate_host(facts, version, distro, known, data)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import marshal
 import math
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -19,8 +20,10 @@ from types import CodeType
 from typing import Any
 
 import jinja2
-from jinja2 import StrictUndefined, nodes, pass_context
+from jinja2 import StrictUndefined, nodes, pass_context, pass_eval_context
 from jinja2.exceptions import SecurityError, TemplateError, TemplateSyntaxError, UndefinedError
+from jinja2.filters import make_attrgetter
+from jinja2.nodes import EvalContext
 from jinja2.parser import Parser
 from jinja2.runtime import Context, LoopContext, Undefined, new_context
 from jinja2.sandbox import ImmutableSandboxedEnvironment
@@ -40,7 +43,7 @@ from advisor.units import (
 )
 
 # Changes whenever code generation changes (the loop budget), so cached code is rebuilt.
-_CODE_SALT = "sandbox-3"
+_CODE_SALT = "sandbox-4"
 _RESULT = "_advisor_result"  # where a compiled expression leaves its value
 
 
@@ -113,8 +116,13 @@ TESTS: dict[str, Callable[..., bool]] = {
 # Limits that keep a rule from doing more than produce wrong numbers: no hang, no blow-up.
 MAX_EXPONENT = 1024  # x ** y: |y| at most this
 MAX_INT_BITS = 65536  # no integer result beyond 2**65536
-MAX_SEQUENCE = 100_000  # 'a' * n, [x] * n, str.replace results: at most this many items
-MAX_ITERATIONS = 1_000_000  # loop iterations per evaluation or rendering, all loops together
+MAX_SEQUENCE = 100_000  # range() at most this many numbers
+MAX_BUILD = 1_000_000  # characters and items in any value a literal, operator or filter builds
+MAX_FORMAT_WIDTH = 64  # '%64d' at most: widths and precisions in % formatting
+# Work per host (or per checked file), all expressions and templates together: a loop
+# iteration costs LOOP_COST, building a value one unit per character or item it holds.
+MAX_WORK = 10_000_000
+LOOP_COST = 100
 MAX_TEXT = 256 * 1024  # characters one template may render
 MAX_NESTING = 48  # ( [ { nesting in an expression or template's source
 SAFE_STR_METHODS = frozenset({"split", "strip", "lower", "upper", "startswith", "endswith"})
@@ -134,38 +142,183 @@ BUILTIN_FILTERS = frozenset(
 
 
 class _Budget:
-    """Loop iterations left for the evaluation in progress (one process, one evaluation at a
-    time: fleet workers are processes)."""
+    """Work left for the host (or checked file) in progress: one process evaluates one host at
+    a time (fleet workers are processes). new_budget() starts a host."""
 
-    left = MAX_ITERATIONS
-
-    @classmethod
-    def reset(cls) -> None:
-        cls.left = MAX_ITERATIONS
+    left = MAX_WORK
 
 
-def _counted(iterable: Iterable[Any]) -> Iterator[Any]:
-    """Every template loop iterates through this: loops together get MAX_ITERATIONS."""
+def new_budget() -> None:
+    """Start a new unit of work (a host's plan, a checked file) with the full budget."""
+    _Budget.left = MAX_WORK
+
+
+def _charge(units: int) -> None:
+    _Budget.left -= units
+    if _Budget.left < 0:
+        raise SecurityError(
+            f"more work than one host may take ({MAX_WORK:,} units: "
+            f"{MAX_WORK // LOOP_COST:,} loop iterations, or characters built)"
+        )
+
+
+def weight(value: Any, limit: int = MAX_BUILD) -> int:
+    """Characters and items in a value, a shared part counted each time it occurs (as str()
+    or a comparison would meet it); counting stops once past `limit`."""
+    kind = type(value)
+    if kind is int or kind is float or kind is bool or value is None:
+        return 1
+    if kind is str:
+        return len(value)
+    total = 0
+    stack = [value]
+    while stack and total <= limit:
+        item = stack.pop()
+        total += 1
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, list | tuple):
+            if total + len(item) > limit:
+                return total + len(item)
+            stack.extend(item)
+        elif isinstance(item, Mapping):
+            if total + 2 * len(item) > limit:
+                return total + 2 * len(item)
+            stack.extend(item.keys())
+            stack.extend(item.values())
+    return total
+
+
+def _bounded(value: Any, what: str) -> Any:
+    size = weight(value)
+    if size > MAX_BUILD:
+        raise SecurityError(f"{what} of more than {MAX_BUILD:,} characters and items")
+    _charge(size)
+    return value
+
+
+def _built(value: Any) -> Any:
+    """Every list, tuple and dict literal passes through here."""
+    return _bounded(value, "a literal")
+
+
+def counted(iterable: Iterable[Any]) -> Iterator[Any]:
+    """Every template loop iterates through this, paying LOOP_COST an iteration."""
     for item in iterable:
-        _Budget.left -= 1
-        if _Budget.left < 0:
-            raise SecurityError(f"more than {MAX_ITERATIONS:,} loop iterations")
+        _charge(LOOP_COST)
         yield item
+
+
+def _text_of(parts: Iterable[Any], what: str) -> str:
+    """str() of each part and their concatenation, each part weighed before it is converted."""
+    texts: list[str] = []
+    size = 0
+    for part in parts:
+        size += len(part) if type(part) is str else weight(part, MAX_BUILD - size)
+        if size > MAX_BUILD:
+            raise SecurityError(f"{what} longer than {MAX_BUILD:,} characters")
+        texts.append(part if type(part) is str else str(part))
+    _charge(size)
+    return "".join(texts)
+
+
+def _concat(parts: list[Any]) -> str:
+    """`a ~ b ~ c`."""
+    return _text_of(parts, "a ~ concatenation")
+
+
+def _block_concat(parts: Iterable[str]) -> str:
+    """What a `{% set %}` block or `{% filter %}` body renders."""
+    return _text_of(parts, "a block")
+
+
+def _string(value: Any) -> str:
+    return _text_of([value], "string")
+
+
+@pass_eval_context
+def _join(eval_ctx: EvalContext, value: Iterable[Any], d: str = "", attribute: Any = None) -> str:
+    items: Iterable[Any] = value
+    if attribute is not None:
+        items = map(make_attrgetter(eval_ctx.environment, attribute), value)
+    return _text_of(_interleave(counted(items), str(d)), "join")
+
+
+def _interleave(items: Iterable[Any], separator: str) -> Iterator[Any]:
+    for i, item in enumerate(items):
+        if i and separator:
+            yield separator
+        yield item
+
+
+_FORMAT_SPEC = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?")
+
+
+def _checked_format(fmt: str, args: Any) -> str:
+    """`fmt % args` once the widths, precisions and the output size are known to be small."""
+    specs = 0
+    for match in _FORMAT_SPEC.finditer(fmt):
+        specs += 1
+        for number in match.groups():
+            if number == "*" or (number is not None and int(number) > MAX_FORMAT_WIDTH):
+                raise SecurityError(
+                    f"format width or precision {number} (at most {MAX_FORMAT_WIDTH})"
+                )
+    largest = max(weight(args), MAX_FORMAT_WIDTH)
+    if len(fmt) + specs * largest > MAX_BUILD:
+        raise SecurityError(f"% formatting could build more than {MAX_BUILD:,} characters")
+    _charge(len(fmt) + specs * largest)
+    return str(fmt % args)
+
+
+def _format(value: Any, *args: Any, **kwargs: Any) -> str:
+    if args and kwargs:
+        raise ValueError("format takes positional or keyword arguments, not both")
+    return _checked_format(_string(value), kwargs or args)
+
+
+def _sum(values: Iterable[Any], start: Any = 0) -> Any:
+    """Jinja's sum, for numbers only (adding lists or strings would build without bound)."""
+    total = start
+    for value in counted(values):
+        if not isinstance(value, int | float) or isinstance(total, str | list | tuple):
+            raise TypeError("sum adds numbers only")
+        total = total + value
+    return total
 
 
 def _range(*args: int) -> Iterator[int]:
     numbers = range(*args)
     if len(numbers) > MAX_SEQUENCE:
         raise SecurityError(f"range of {len(numbers):,} numbers (at most {MAX_SEQUENCE:,})")
-    return _counted(numbers)
+    return counted(numbers)
 
 
 def _replace(value: Any, old: str, new: str, count: int | None = None) -> str:
-    text = str(value)
-    grows = text.count(str(old)) * max(len(str(new)) - len(str(old)), 0)
-    if len(text) + grows > MAX_SEQUENCE * 10:
-        raise SecurityError("replace would build a text too large")
-    return text.replace(str(old), str(new), -1 if count is None else count)
+    text, old, new = _string(value), str(old), str(new)
+    grows = text.count(old) * max(len(new) - len(old), 0) if old else len(text) * len(new)
+    if len(text) + grows > MAX_BUILD:
+        raise SecurityError(f"replace would build more than {MAX_BUILD:,} characters")
+    _charge(len(text) + grows)
+    return text.replace(old, new, -1 if count is None else count)
+
+
+def _charging(jinja_filter: Callable[..., Any]) -> Callable[..., Any]:
+    """One of Jinja's list-building filters, paying an item each for what it returns."""
+
+    def charged(*args: Any, **kwargs: Any) -> Any:
+        result = jinja_filter(*args, **kwargs)
+        if isinstance(result, list | tuple | str):
+            _charge(len(result) + 1)
+        return result
+
+    for marker in ("jinja_pass_arg",):
+        if hasattr(jinja_filter, marker):
+            setattr(charged, marker, getattr(jinja_filter, marker))
+    return charged
+
+
+_CHARGED_FILTERS = ("list", "sort", "unique", "reverse", "dictsort", "items", "map", "select")
 
 
 def _nesting(source: str) -> int:
@@ -200,6 +353,9 @@ class _Removed:
 _REMOVED_GLOBALS = ("cycler", "joiner", "lipsum", "namespace", "dict")
 
 
+_NUMBERS = (int, float)
+
+
 class AdvisorSandbox(ImmutableSandboxedEnvironment):
     """Jinja's immutable sandbox, narrowed to plain data.
 
@@ -210,13 +366,24 @@ class AdvisorSandbox(ImmutableSandboxedEnvironment):
     and rendered text is bounded (see the MAX_* limits above).
     """
 
-    intercepted_binops = frozenset({"*", "**"})
+    intercepted_binops = frozenset({"*", "**", "+", "%"})
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.filters = {k: v for k, v in self.filters.items() if k in BUILTIN_FILTERS}
-        self.filters["replace"] = _replace
-        self.globals = {"range": _range, "_advisor_loop": _counted}
+        for name in _CHARGED_FILTERS:
+            self.filters[name] = _charging(self.filters[name])
+        self.filters.update(
+            {"replace": _replace, "join": _join, "format": _format, "string": _string}
+        )
+        self.filters["sum"] = _sum
+        self.concat = _block_concat  # type: ignore[method-assign]  # {% set %} and {% filter %} bodies
+        self.globals = {
+            "range": _range,
+            "_advisor_loop": counted,
+            "_advisor_built": _built,
+            "_advisor_concat": _concat,
+        }
         self.globals.update({name: _Removed(name) for name in _REMOVED_GLOBALS})
         self._callables: set[int] = set()
 
@@ -278,22 +445,34 @@ class AdvisorSandbox(ImmutableSandboxedEnvironment):
 
     def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
         kinds = (type(left), type(right))
-        if operator == "*":
-            if float in kinds:
-                return left * right  # floats overflow to inf, which is caught where it matters
-            if kinds == (int, int):
+        if kinds[0] in _NUMBERS and kinds[1] in _NUMBERS:
+            if operator == "*" and float not in kinds:
                 if left.bit_length() + right.bit_length() > MAX_INT_BITS:
                     raise SecurityError("the product would be too large a number")
-                return left * right
+            elif operator == "**":
+                return self._power(left, right)
+            return self.binop_table[operator](left, right)  # floats overflow to inf: caught later
+        if operator == "**":
+            return self._power(left, right)
+        if operator == "%" and isinstance(left, str):
+            return _checked_format(left, right)
+        if operator == "*":
             for seq, times in ((left, right), (right, left)):
-                repeats = isinstance(seq, str | list | tuple) and isinstance(times, int)
-                if repeats and len(seq) * times > MAX_SEQUENCE:
-                    raise SecurityError(f"repetition would build {len(seq) * times:,} items")
-            return left * right
-        # operator == "**"
+                if isinstance(seq, str | list | tuple) and isinstance(times, int):
+                    size = weight(seq) * max(times, 0)
+                    if size > MAX_BUILD:
+                        raise SecurityError(f"repetition would build {size:,} items")
+                    _charge(size)
+        elif operator == "+" and isinstance(left, str | list | tuple):
+            _bounded([left, right], "a sum")
+        return self.binop_table[operator](left, right)
+
+    @staticmethod
+    def _power(left: Any, right: Any) -> Any:
         if isinstance(right, int | float) and abs(right) > MAX_EXPONENT:
             raise SecurityError(f"exponent {right} is too large (at most {MAX_EXPONENT})")
-        if kinds == (int, int) and right > 0 and left.bit_length() * right > MAX_INT_BITS:
+        whole = type(left) is int and type(right) is int and right > 0
+        if whole and left.bit_length() * right > MAX_INT_BITS:
             raise SecurityError("the power would be too large a number")
         return left**right
 
@@ -305,19 +484,40 @@ def make_environment() -> AdvisorSandbox:
     env.filters.update(FILTERS)
     env.tests.update(TESTS)
     env.globals.update(GLOBALS)
-    env.allow_callables([*GLOBALS.values(), _range, _counted])
+    env.allow_callables([*GLOBALS.values(), _range, counted, _built, _concat])
     return env
 
 
-class _CountLoops(NodeTransformer):
-    """Wraps every `{% for %}` iterable in the loop budget."""
+class _Bounded(NodeTransformer):
+    """Rewrites a parsed expression or template so that what it builds is weighed: every
+    `{% for %}` iterable pays the loop cost, every list, tuple and dict literal and every
+    `~` concatenation is bounded (see _built and _concat)."""
+
+    def _call(self, name: str, arg: nodes.Node, lineno: int) -> nodes.Call:
+        return nodes.Call(nodes.Name(name, "load"), [arg], [], None, None, lineno=lineno)
 
     def visit_For(self, node: nodes.For) -> nodes.Node:
         self.generic_visit(node)
-        node.iter = nodes.Call(
-            nodes.Name("_advisor_loop", "load"), [node.iter], [], None, None, lineno=node.lineno
-        )
+        node.iter = self._call("_advisor_loop", node.iter, node.lineno)
         return node
+
+    def visit_List(self, node: nodes.List) -> nodes.Node:
+        self.generic_visit(node)
+        return self._call("_advisor_built", node, node.lineno)
+
+    def visit_Dict(self, node: nodes.Dict) -> nodes.Node:
+        self.generic_visit(node)
+        return self._call("_advisor_built", node, node.lineno)
+
+    def visit_Tuple(self, node: nodes.Tuple) -> nodes.Node:
+        self.generic_visit(node)
+        if node.ctx != "load":  # a loop's or assignment's targets
+            return node
+        return self._call("_advisor_built", node, node.lineno)
+
+    def visit_Concat(self, node: nodes.Concat) -> nodes.Node:
+        self.generic_visit(node)
+        return self._call("_advisor_concat", nodes.List(node.nodes), node.lineno)
 
 
 class _CodeCache:
@@ -412,17 +612,13 @@ class Compiler:
                 expr = parser.parse_expression()
                 if not parser.stream.eos:
                     raise TemplateSyntaxError("unexpected text after the expression", 1)
-            except TemplateSyntaxError as exc:
+                body = [nodes.Assign(nodes.Name(_RESULT, "store"), expr, lineno=1)]
+                tree = _Bounded().visit(nodes.Template(body, lineno=1))
+                return self._compile(tree)
+            except TemplateSyntaxError as exc:  # TemplateAssertionError too: unknown filters
                 raise ExpressionError(f"invalid expression {source!r}: {exc.message}") from None
-            except RecursionError:
-                raise ExpressionError(f"expression nested too deeply: {source[:60]!r}") from None
-            body = [nodes.Assign(nodes.Name(_RESULT, "store"), expr, lineno=1)]
-            try:
-                code = self.env.compile(nodes.Template(body, lineno=1))
-            except RecursionError:
-                raise ExpressionError(f"expression nested too deeply: {source[:60]!r}") from None
-            assert isinstance(code, CodeType)
-            return code
+            except (RecursionError, SyntaxError, MemoryError):
+                raise ExpressionError(f"expression too deeply nested: {source[:60]!r}") from None
 
         return Expression(source, self._template("expr", source, build))
 
@@ -431,18 +627,22 @@ class Compiler:
 
         def build() -> CodeType:
             try:
-                tree = _CountLoops().visit(self.env.parse(source))
-                code = self.env.compile(tree)
+                return self._compile(_Bounded().visit(self.env.parse(source)))
             except TemplateSyntaxError as exc:
                 raise ExpressionError(
                     f"invalid template (line {exc.lineno}): {exc.message}"
                 ) from None
-            except RecursionError:
-                raise ExpressionError("template nested too deeply") from None
-            assert isinstance(code, CodeType)
-            return code
+            except (RecursionError, SyntaxError, MemoryError):
+                raise ExpressionError("template too deeply nested") from None
 
         return Text(source, self._template("text", source, build))
+
+    def _compile(self, tree: nodes.Template) -> CodeType:
+        """Jinja's code generation, then Python's compiler (which refuses more than 200
+        nested parentheses with a SyntaxError: a long operator chain)."""
+        code = self.env.compile(tree)
+        assert isinstance(code, CodeType)
+        return code
 
     def save(self) -> None:
         self._cache.save()
@@ -451,8 +651,8 @@ class Compiler:
         """One evaluation context for many expressions and templates over the same variables
         (a rule: its `when`, `let`s, wants, findings and rationale). Building a context copies
         the variables, which costs more than most expressions; values a caller adds to
-        `context.vars` (a `let`) are seen by every expression run in it after that."""
-        _Budget.reset()
+        `context.vars` (a `let`) are seen by every expression run in it after that. The work
+        budget is the host's (new_budget), not the context's."""
         return new_context(self.env, None, {}, variables, False, self._globals, None)
 
 
@@ -465,6 +665,7 @@ _EVALUATION_ERRORS = (
     KeyError,
     IndexError,
     NameError,  # e.g. a float overflow folded to `inf` by older generated code
+    AssertionError,  # Jinja's filters assert on their arguments (truncate(-1))
     RecursionError,
     MemoryError,
 )
@@ -497,7 +698,6 @@ class Expression:
         self._template = template
 
     def evaluate(self, variables: dict[str, Any]) -> Any:
-        _Budget.reset()
         return self.run(self._template.new_context(variables))  # copies the variables
 
     def run(self, ctx: Context) -> Any:
@@ -523,12 +723,10 @@ class Text:
         self._template = template
 
     def render(self, variables: dict[str, Any]) -> str:
-        _Budget.reset()
         return self._collect(self._template.root_render_func(self._template.new_context(variables)))
 
     def render_in(self, ctx: Context) -> str:
         """Render over a shared context; a `{% set %}` in the template stays in the template."""
-        _Budget.reset()
         return self._collect(self._template.root_render_func(ctx.derived()))
 
     @staticmethod
@@ -544,6 +742,17 @@ class Text:
         except _EVALUATION_ERRORS as exc:
             raise ExpressionError(f"template: {_explain(exc)}") from None
         return "".join(kept).strip()
+
+
+def each(items: Iterable[Any]) -> Iterator[Any]:
+    """Items a rule repeats something for (a companion's for_each), each paying a loop
+    iteration of the host's budget."""
+    for item in items:
+        try:
+            _charge(LOOP_COST)
+        except SecurityError as exc:
+            raise ExpressionError(f"for_each: {_explain(exc)}") from None
+        yield item
 
 
 def as_input_error(exc: ExpressionError, path: Path | str | None, field: str) -> InputError:

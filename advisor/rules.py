@@ -15,7 +15,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from advisor.catalog import Catalog, CatalogKey, normalise
 from advisor.errors import InputError
-from advisor.expressions import Compiler, Expression, ExpressionError, Text, as_input_error
+from advisor.expressions import (
+    Compiler,
+    Expression,
+    ExpressionError,
+    Text,
+    as_input_error,
+    each,
+)
 from advisor.spec_cache import SpecCache
 
 Severity = Literal["error", "warning", "info"]
@@ -231,7 +238,7 @@ class Rule:
                 if when is not None and not when.run(ctx):
                     continue
                 items = list(for_each.run(ctx)) if for_each is not None else [None]
-                for item in items:
+                for item in each(items):  # each item's renders pay a loop iteration
                     if for_each is not None:
                         ctx.vars["item"] = item
                     result.companions.append(

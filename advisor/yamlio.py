@@ -6,7 +6,7 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,9 @@ _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 MAX_DEPTH = 64  # nesting of any YAML/JSON document the advisor reads
+# Values in a document once YAML aliases are expanded: nine levels of nine aliases are 9**9
+# values in 300 bytes ("billion laughs"), and every reader after the parser walks them all.
+MAX_VALUES = 2_000_000
 
 
 def max_input_bytes() -> int:
@@ -115,15 +118,35 @@ def _check_flow_depth(text: str, path: Path | None) -> None:
 
 
 def _check_depth(data: Any, path: Path | None) -> None:
-    stack = [(data, 0)]
-    while stack:
-        value, depth = stack.pop()
+    """Nesting and size with aliases expanded, each shared value measured once."""
+    measured: dict[int, tuple[int, int]] = {}  # id -> (values, height)
+
+    def measure(value: Any, depth: int) -> tuple[int, int]:
         if depth > MAX_DEPTH:
             raise InputError(f"nested more than {MAX_DEPTH} levels deep", path=path)
         if isinstance(value, dict):
-            stack.extend((v, depth + 1) for v in value.values())
+            children: Iterable[Any] = value.values()
         elif isinstance(value, list):
-            stack.extend((v, depth + 1) for v in value)
+            children = value
+        else:
+            return 1, 0
+        known = measured.get(id(value))
+        if known is None:
+            count, height = 1, 0
+            for child in children:
+                size, below = measure(child, depth + 1)
+                count, height = count + size, max(height, below + 1)
+                if count > MAX_VALUES:
+                    raise InputError(
+                        f"more than {MAX_VALUES:,} values once YAML aliases are expanded",
+                        path=path,
+                    )
+            known = measured[id(value)] = (count, height)
+        if depth + known[1] > MAX_DEPTH:
+            raise InputError(f"nested more than {MAX_DEPTH} levels deep", path=path)
+        return known
+
+    measure(data, 0)
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

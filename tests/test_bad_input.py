@@ -102,6 +102,36 @@ def test_ansible_facts_bombs(workdir: Path) -> None:
     assert code == 2 and "duplicate key" in err
 
 
+def _laughs(levels: int = 9) -> str:
+    """Nine levels of nine aliases: 9**9 values in about 300 bytes."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, levels + 1):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("option", ["--facts", "--rules-dir", "--profiles-dir"])
+def test_alias_bomb_is_refused_at_once(option: str, workdir: Path) -> None:
+    bomb = workdir / "bombs" / "bomb.yaml"
+    bomb.parent.mkdir()
+    bomb.write_text(_laughs())
+    target = str(bomb if option == "--facts" else bomb.parent)
+    args = ["recommend", option, target, "-p", "base"]
+    if option != "--facts":
+        args += ["--facts", "examples/dcache-32bit.yaml"]
+    started = time.monotonic()
+    one_line_exit_2(*args, words="values once YAML aliases are expanded")
+    assert time.monotonic() - started < 10
+
+
+def test_shared_aliases_within_bounds_still_load(workdir: Path) -> None:
+    path = facts_file(
+        workdir, "memory: {total: 8 GiB}\nnics:\n  - &nic {name: eth0, driver: e1000e}\n"
+    )
+    code, err = run("recommend", "--facts", path, "-p", "base")
+    assert code == 0, err
+
+
 def test_profile_with_nan_bound(workdir: Path) -> None:
     profiles = workdir / "profiles"
     profiles.mkdir()

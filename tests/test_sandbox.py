@@ -18,7 +18,14 @@ from typer.testing import CliRunner
 
 from advisor.cli import app
 from advisor.engine import host_variables
-from advisor.expressions import Compiler, ExpressionError, KernelData
+from advisor.expressions import (
+    MAX_BUILD,
+    Compiler,
+    ExpressionError,
+    KernelData,
+    new_budget,
+    weight,
+)
 from advisor.facts import facts_from_data
 from advisor.knowledge import KnowledgeBase
 from tests.conftest import EXAMPLES
@@ -86,6 +93,29 @@ BOMBS = [
     "('a' * 99999) | replace('a', 'a' * 99999)",
     "(" * 200 + "1" + ")" * 200,
     "(1e308 * 10) | int",
+    # Operator chains Python's compiler refuses (more than 200 nested parentheses).
+    " + ".join(["1"] * 250),
+    "not " * 300 + "true",
+    "- " * 300 + "1",
+    # Text built by formatting, joining and concatenating (found by the hostile-input hunt).
+    "('%0999999999d' % 1) | length",
+    "('%0999999999d' | format(1)) | length",
+    "'%0*d' % (999999999, 1)",
+    "'%.99999999f' % 1.0",
+    "('%(a)s' * 99999) % {'a': 'x' * 99999}",
+    "(['x' * 99999] * 99) | join | length",
+    "((['x' * 99999] * 10) | string) | length",
+    "('x' * 99999) ~ ('x' * 99999) ~ ('x' * 99999) ~ ('x' * 99999) ~ ('x' * 99999) "
+    "~ ('x' * 99999) ~ ('x' * 99999) ~ ('x' * 99999) ~ ('x' * 99999) ~ ('x' * 99999) "
+    "~ ('x' * 99999)",
+    "[[['x' * 99999] * 10] * 10] * 10",
+    "(['x' * 99999] * 10) + (['x' * 99999] * 10)",
+    "[['x'] * 99999, ['x'] * 99999] | sum(start=[])",
+    "('x' * 99999) | replace('', 'y' * 10)",
+    # Mistakes that used to be internal errors: unknown filters and tests, Jinja's asserts.
+    "'x' | center(5)",
+    "1 is foo",
+    "'x' | truncate(-1)",
 ]
 TEMPLATE_BOMBS = [
     "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}",
@@ -93,7 +123,18 @@ TEMPLATE_BOMBS = [
     "{% for c in facts.hostname * 1 %}{% for i in range(100000) %}{{ i }}{% endfor %}{% endfor %}",
     "{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}",
     "{{ 'x' * 99999 }}{{ 'x' * 99999 }}{{ 'x' * 99999 }}",
+    "{% set x %}{{ '%0999999999d' % 1 }}{% endset %}{{ x | length }}",
+    "{% set x %}{% for i in range(99999) %}{{ 'y' * 99999 }}{% endfor %}{% endset %}{{ x|length }}",
+    "{% filter upper %}{% for i in range(99999) %}{{ 'y' * 9999 }}{% endfor %}{% endfilter %}",
+    "{% for i in range(99999) %}{% set y = 'x' * 99999 %}{% endfor %}",
+    "{{ 'x' | truncate(-1) }}",
 ]
+
+
+@pytest.fixture(autouse=True)
+def fresh_budget() -> None:
+    """Each test is a host of its own: the work budget starts full."""
+    new_budget()
 
 
 @pytest.fixture(scope="module")
@@ -292,3 +333,78 @@ def test_profile_default_expr_payload(workdir: Path, monkeypatch: pytest.MonkeyP
     )
     assert result.exit_code == 2
     assert "refused by the sandbox" in result.stderr and "default_expr" in result.stderr
+
+
+def _run_rule(workdir: Path, extra: dict[str, Any]) -> tuple[int, list[str], float]:
+    """recommend with a rules dir holding one rule built from `extra`; exit code, stderr lines
+    and seconds taken."""
+    directory = workdir / "rules" / "evil"
+    directory.mkdir(parents=True)
+    rule: dict[str, Any] = {
+        "id": "evil.payload",
+        "title": "payload",
+        "description": "A rule that tries to exhaust the machine.",
+        "rationale": "text",
+        "references": ["test"],
+        "set": {"net.core.somaxconn": "100"},
+        **extra,
+    }
+    (directory / "payload.yaml").write_text(yaml.safe_dump(rule))
+    profiles = _profiles_dir(workdir)
+    started = time.monotonic()
+    result = CliRunner().invoke(
+        app,
+        [
+            *["recommend", "--facts", DCACHE, "-p", "evil"],
+            *["--rules-dir", str(workdir / "rules"), "--profiles-dir", str(profiles)],
+        ],
+    )
+    return result.exit_code, result.stderr.strip().splitlines(), time.monotonic() - started
+
+
+def test_companion_renders_share_the_hosts_budget(workdir: Path) -> None:
+    """Each for_each item used to get a fresh loop budget: 100,000 items of a 441,000-iteration
+    template was about 8 hours. Now all of a host's loops share one budget."""
+    loops = "{% for i in range(49000) %}{% for j in range(9) %}{% endfor %}{% endfor %}x"
+    companion = {"target": "nginx", "for_each": "[1] * 100000", "setting": loops}
+    code, lines, seconds = _run_rule(workdir, {"companions": [companion]})
+    assert code == 2 and len(lines) == 1, lines
+    assert "more work than one host may take" in lines[0] and "payload.yaml" in lines[0]
+    assert seconds < 10
+
+
+def test_lets_cannot_double_a_value_into_a_bomb(workdir: Path) -> None:
+    """Each `let` may reuse the last: [a, a, a, a] twelve times over is 4**12 copies, which a
+    later `| string` or comparison would walk. Literals are weighed as they are built."""
+    lets = {"a0": "'x' * 1000"} | {f"a{i}": f"[a{i - 1}] * 4" for i in range(1, 13)}
+    lets["a13"] = "[a12, a12, a12, a12]"
+    code, lines, seconds = _run_rule(workdir, {"let": lets, "rationale": "{{ a13 }}"})
+    assert code == 2 and len(lines) == 1 and "refused by the sandbox" in lines[0], lines
+    assert seconds < 10
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("2**1000 * 2**1000 * 2**1000 * 2**1000", "larger than any kernel value"),
+        (" + ".join(["1"] * 250), "too deeply nested"),
+        ("'x' | center(5)", "No filter named 'center'"),
+        ("'x' | truncate(-1) | length", "AssertionError"),
+    ],
+)
+def test_a_bad_value_expression_is_one_line_exit_2(value: str, says: str, workdir: Path) -> None:
+    code, lines, _ = _run_rule(workdir, {"set": {"net.core.somaxconn": value}})
+    assert code == 2 and len(lines) == 1, lines
+    assert says in lines[0] and "payload.yaml" in lines[0], lines[0]
+
+
+def test_weight_counts_shared_parts_and_stops_early() -> None:
+    text = "x" * 1000
+    assert weight(text) == 1000
+    assert weight([text, text]) == 2003
+    shared: list[Any] = [text]
+    for _ in range(40):  # 2**40 copies of the text through shared references
+        shared = [shared, shared]
+    started = time.monotonic()
+    assert weight(shared) > MAX_BUILD
+    assert time.monotonic() - started < 1
