@@ -79,6 +79,13 @@ def _inside(root: Path, path: Path) -> bool:
     return os.path.commonpath([real_root, os.path.realpath(path)]) == real_root
 
 
+def _reachable(root: Path, path: Path) -> bool:
+    """Whether `path` may be looked at: always on the live host; under a copied tree only
+    when its links resolve inside the tree (a directory link to /sys/class/net would list the
+    NICs of the host running the advisor)."""
+    return root == LIVE_ROOT or _inside(root, path)
+
+
 def _int(text: str | None) -> int | None:
     try:
         return int(text) if text is not None else None
@@ -124,12 +131,16 @@ def _page_size(root: Path, live: bool) -> int:
 def _nics(root: Path, rx: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
     nics: list[dict[str, Any]] = []
     net = root / "sys/class/net"
+    if not _reachable(root, net):
+        return nics
     try:
         names = sorted(p.name for p in net.iterdir())
     except OSError:
         return nics
     for name in names:
         device = net / name / "device"
+        if not (_reachable(root, net / name) and _reachable(root, device)):
+            continue
         if name == "lo" or not (device.exists() or device.is_symlink()):
             continue  # loopback and virtual links (bridges, veth, bonds) have no device
         nic: dict[str, Any] = {"name": name}
@@ -184,8 +195,11 @@ def _observed(root: Path, nics: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _numa_nodes(root: Path) -> int | None:
+    nodes = root / "sys/devices/system/node"
+    if not _reachable(root, nodes):
+        return None
     try:
-        return count_numa_nodes([p.name for p in (root / "sys/devices/system/node").iterdir()])
+        return count_numa_nodes([p.name for p in nodes.iterdir()])
     except OSError:
         return None
 
@@ -209,7 +223,7 @@ def _services(root: Path) -> dict[str, Any]:
     base = root.resolve()
     for relative in NGINX_CONFIGS:
         path = base / relative
-        if path.is_file():
+        if _reachable(base, path) and path.is_file():
             nginx: dict[str, Any] = {"config": str(path)}
             if base != LIVE_ROOT:
                 nginx["config_root"] = str(base)  # absolute includes point into the tree

@@ -82,6 +82,37 @@ def test_facts_root_does_not_follow_absolute_links_out(workdir: Path) -> None:
     assert data["sysctl"] == {}
 
 
+def test_facts_root_does_not_list_directories_outside(workdir: Path) -> None:
+    """Directory links out of the copy (found by the hostile-input hunt): the NICs, NUMA nodes
+    and nginx config of the host running the advisor must not appear in the copy's facts."""
+    outside = workdir / "outside"
+    (outside / "net" / "eth9" / "device").mkdir(parents=True)
+    (outside / "net" / "eth9" / "mtu").write_text("9000\n")
+    (outside / "node" / "node0").mkdir(parents=True)
+    (outside / "node" / "node1").mkdir(parents=True)
+    (outside / "nginx.conf").write_text("events {}\n")
+    root = workdir / "copy"
+    (root / "proc").mkdir(parents=True)
+    (root / "proc" / "meminfo").write_text("MemTotal: 8000000 kB\n")
+    (root / "sys" / "class").mkdir(parents=True)
+    (root / "sys" / "class" / "net").symlink_to(outside / "net")
+    (root / "sys" / "devices" / "system").mkdir(parents=True)
+    (root / "sys" / "devices" / "system" / "node").symlink_to(outside / "node")
+    (root / "etc" / "nginx").mkdir(parents=True)
+    (root / "etc" / "nginx" / "nginx.conf").symlink_to(outside / "nginx.conf")
+    data = collect_data(["net.core.somaxconn"], root)
+    assert data.get("nics", []) == []
+    assert "numa_nodes" not in data["memory"]
+    assert data.get("services", {}) == {}
+    # The same tree with the directories inside the copy is read.
+    for link in (root / "sys/class/net", root / "sys/devices/system/node"):
+        link.unlink()
+    (outside / "net").rename(root / "sys/class/net")
+    (outside / "node").rename(root / "sys/devices/system/node")
+    data = collect_data(["net.core.somaxconn"], root)
+    assert [n["name"] for n in data["nics"]] == ["eth9"] and data["memory"]["numa_nodes"] == 2
+
+
 def test_facts_root_with_odd_digits_is_not_a_crash(workdir: Path) -> None:
     root = workdir / "copy"
     (root / "proc" / "net").mkdir(parents=True)
