@@ -9,7 +9,7 @@ from typing import Any
 from advisor import __version__
 from advisor.check import CheckReport
 from advisor.check_rules import CheckRule
-from advisor.render import one_line
+from advisor.text_escape import one_line
 from advisor.yamlio import dump_json
 
 CHECK_FORMATS = ("text", "json", "github", "sarif")

@@ -6,8 +6,9 @@ import io
 import textwrap
 
 from advisor.diff import DiffReport
-from advisor.render import Renderer, first_sentence, one_line
+from advisor.render import Renderer, first_sentence
 from advisor.rules import SEVERITY_ORDER
+from advisor.text_escape import one_line
 from advisor.yamlio import dump_json
 
 DIFF_FORMATS = ("text", "markdown", "json")

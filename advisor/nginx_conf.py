@@ -18,7 +18,8 @@ from typing import Any
 import crossplane
 from pydantic import ValidationError
 
-from advisor.facts import Listen
+from advisor.facts import MAX_TEXT, Listen
+from advisor.text_escape import one_line
 
 MAX_INCLUDE_DEPTH = 16
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
@@ -171,11 +172,18 @@ def read_nginx(config: Path, root: Path | None = None, confine: Path | None = No
     when following absolute include paths (a copied tree read with `facts --root`); with
     `confine`, no file outside that directory is read (a config named by a facts file)."""
     if confine is not None and not _inside(confine, config):
-        return NginxListens([], f"{config}: outside {confine}; not read")
+        return NginxListens([], _as_fact(f"{config}: outside {confine}; not read"))
     if not config.is_file():
-        return NginxListens([], f"{config}: cannot read the nginx configuration")
+        return NginxListens([], _as_fact(f"{config}: cannot read the nginx configuration"))
     reader = _Reader(config, root, confine)
     reader.read(config, inside_server=False)
     errors = reader.errors
     error = "; ".join(errors[:3]) + (f" (and {len(errors) - 3} more)" if len(errors) > 3 else "")
-    return NginxListens(_group(reader.found), error or None)
+    return NginxListens(_group(reader.found), _as_fact(error) or None)
+
+
+def _as_fact(message: str) -> str:
+    """A message that quotes the config (file names, nginx's own errors) as facts text: one
+    line, escaped, and no longer than a facts text field may be."""
+    text = one_line(message)
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."

@@ -14,6 +14,7 @@ from advisor.cache_files import cache_directory, source_fingerprint
 from advisor.catalog import Catalog
 from advisor.plan import Plan
 from advisor.resources import data_dir
+from advisor.text_escape import one_line
 from advisor.units import human_bytes
 from advisor.values import human, parse_current
 from advisor.yamlio import dump_json
@@ -48,20 +49,6 @@ def wrap_words(text: str, width: int) -> list[str]:
 
 class Lines(str):
     """Text a filter has already made safe line by line (comment blocks): `finalize` keeps it."""
-
-
-def one_line(value: Any) -> str:
-    """Any value as text that cannot break a line or hide in one: control, format and line or
-    paragraph separator characters (\\n, \\r, \\v, \\x85, U+2028, bidi overrides …) become
-    visible escapes. Applied to every `{{ }}` of every template (Jinja's finalize), so a
-    comment, a value or a heading is one line by construction, whatever a hostname holds."""
-    text = str(value)
-    if text.isprintable():
-        return text
-    return "".join(
-        c if c.isprintable() else (f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}")
-        for c in text
-    )
 
 
 def _finalize(value: Any) -> Any:

@@ -40,7 +40,8 @@ def with_service_configs(
         root = base / root
     confine = base if base is not None and nginx_conf is None else None
     parsed = read_nginx(path, root, confine)
-    services["nginx"] = nginx.model_copy(
-        update={"listens": parsed.listens, "config_error": parsed.error}
+    # Validated like the facts themselves: the error text quotes the (hostile) config.
+    services["nginx"] = Service.model_validate(
+        nginx.model_dump() | {"listens": parsed.listens, "config_error": parsed.error}
     )
     return facts.model_copy(update={"services": services})

@@ -167,3 +167,30 @@ def test_bad_nginx_backlogs_are_findings_not_crashes(workdir: Path) -> None:
     doc = json.loads(result.stdout)
     messages = " ".join(f["message"] for f in doc["findings"])
     assert "invalid backlog" in messages and "9" * 100 not in messages
+
+
+def test_nginx_error_text_is_escaped_like_facts(workdir: Path) -> None:
+    """An include name with line breaks and separators (U+0085, U+2028) is quoted in the
+    config error: the error is facts text, so it is one escaped line, in every output."""
+    name = "x\nnet.core.somaxconn = 1\r\n\u0085y\u2028z"
+    (workdir / "nginx.conf").write_text(f'events {{}}\nhttp {{ include "{name}"; }}\n')
+    facts = workdir / "facts.yaml"
+    facts.write_text(
+        yaml.safe_dump(
+            {"memory": {"total": "8 GiB"}, "services": {"nginx": {"config": "nginx.conf"}}}
+        )
+    )
+    for fmt in ("json", "conf", "markdown"):
+        result = CliRunner().invoke(
+            app, ["recommend", "--facts", str(facts), "-p", "frontend-proxy", "-f", fmt]
+        )
+        assert result.exit_code == 0, result.stderr
+        assert "included file not found" in result.stdout
+        assert not any(c in result.stdout for c in "\r\x85\u2028"), fmt
+        assert "net.core.somaxconn = 1" not in result.stdout.splitlines()
+    doc = json.loads(
+        CliRunner()
+        .invoke(app, ["recommend", "--facts", str(facts), "-p", "frontend-proxy", "-f", "json"])
+        .stdout
+    )
+    assert all(m["message"].isprintable() for m in doc["findings"])
