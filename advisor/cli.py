@@ -108,6 +108,10 @@ def _emit(text: str, output: Path | None) -> None:
         raise InputError(f"cannot write to standard output: {exc.strerror or exc}") from None
 
 
+def _note(message: str) -> None:
+    typer.echo(f"sysctl-advisor: note: {message}", err=True)
+
+
 def _discard_stdout() -> None:
     """After a failed write (a full disk, /dev/full, a closed pipe), point stdout at /dev/null
     so the interpreter's final flush cannot print a second, multi-line error."""
@@ -412,7 +416,9 @@ def fleet(
         paths = fact_files(ansible_facts)
         summary = SummaryWriter(ansible_facts, profile_map, profile)
         with progress_reporter(len(paths), sys.stderr.isatty()) as on_host:
-            written = run_fleet(kb, paths, pmap, out, jobs or os.cpu_count() or 1, on_host, summary)
+            written = run_fleet(
+                kb, paths, pmap, out, jobs or os.cpu_count() or 1, on_host, summary, _note
+            )
         totals = summary.totals
         for host, reason in totals.skipped:
             typer.echo(f"sysctl-advisor: skipped {host}: {reason}", err=True)

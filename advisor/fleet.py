@@ -190,6 +190,7 @@ def run_fleet(
     jobs: int,
     on_host: Callable[[HostOutcome], None],
     summary_writer: Callable[[Path, Iterator[HostOutcome]], int],
+    note: Callable[[str], None] = lambda _: None,
 ) -> int:
     """Advise every host, write the outputs; returns how many hosts were written. OUTDIR is
     replaced as a whole, only when at least one host was written (see fleet_outdir)."""
@@ -218,7 +219,12 @@ def run_fleet(
                 files = ["playbook.yml", "summary.json", "summary.md"]
                 files += [f"{HOST_FILES}/{h}.conf" for h in hosts]
                 files += [f"{HOST_VARS}/{h}.yml" for h in hosts]
-                publish(staging, outdir, files)
+                kept = publish(staging, outdir, files)
+                if kept is not None:
+                    note(
+                        f"files appeared in {outdir} during the run; the previous run was kept "
+                        f"as {kept} with them (remove it when you have looked)"
+                    )
             return written
         finally:
             discard(staging)

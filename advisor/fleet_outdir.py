@@ -45,23 +45,39 @@ def _listed(outdir: Path) -> set[str] | None:
     return {line for line in lines[1:] if line}
 
 
-def _present(outdir: Path) -> set[str]:
-    found: set[str] = set()
-    for directory, dirs, files in os.walk(outdir):
+def _present(outdir: Path) -> tuple[set[str], set[str]]:
+    """Files (and links) and directories under OUTDIR, as relative paths."""
+    files: set[str] = set()
+    directories: set[str] = set()
+    for directory, dirs, names in os.walk(outdir):
         relative = Path(directory).relative_to(outdir)
-        for name in files + [d for d in dirs if (Path(directory) / d).is_symlink()]:
-            found.add(str(relative / name) if str(relative) != "." else name)
-    return found
+
+        def path(name: str, relative: Path = relative) -> str:
+            return str(relative / name) if str(relative) != "." else name
+
+        for name in dirs:
+            if (Path(directory) / name).is_symlink():
+                files.add(path(name))
+            else:
+                directories.add(path(name))
+        files.update(path(name) for name in names)
+    return files, directories
+
+
+def _parents(paths: set[str]) -> set[str]:
+    """The directories a run's files imply (host_files, host_vars)."""
+    return {str(parent) for p in paths for parent in Path(p).parents if str(parent) != "."}
 
 
 def check_outdir(outdir: Path) -> None:
-    """Refuse an OUTDIR that holds anything the advisor did not write."""
+    """Refuse an OUTDIR that holds anything the advisor did not write, empty directories
+    included."""
     if outdir.is_symlink() or (outdir.exists() and not outdir.is_dir()):
         raise InputError("exists and is not a directory", path=outdir, field="--out")
     if not outdir.exists():
         return
-    present = _present(outdir)
-    if not present:
+    files, directories = _present(outdir)
+    if not files and not directories:
         return
     listed = _listed(outdir)
     if listed is None:
@@ -72,7 +88,9 @@ def check_outdir(outdir: Path) -> None:
             path=outdir,
             field="--out",
         )
-    foreign = sorted(present - listed - {MARKER})
+    foreign = sorted(
+        (files - listed - {MARKER}) | {f"{d}/" for d in directories - _parents(listed)}
+    )
     if foreign:
         more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
         raise InputError(
@@ -121,10 +139,33 @@ def staging_directory(outdir: Path) -> Path:
     _restore_after_crash(outdir)
     try:
         path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+        _take_mode(path, outdir)
         (path / ".staging").write_text("")
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror}", path=parent, field="--out") from None
     return path
+
+
+def _take_mode(staging: Path, outdir: Path) -> None:
+    """Give the staging directory (mkdtemp makes it 0700) the mode and group OUTDIR has now, a
+    shared group's setgid bit included, so files written into it get that group too; a new
+    OUTDIR gets the mode the umask gives a new directory. Set on the open directory, never by
+    name."""
+    fd = os.open(staging, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        try:
+            current = os.lstat(outdir)
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.fchmod(fd, 0o777 & ~umask)
+            return
+        if current.st_gid != os.fstat(fd).st_gid:
+            with contextlib.suppress(PermissionError):
+                os.fchown(fd, -1, current.st_gid)
+        os.fchmod(fd, current.st_mode & 0o3777)  # no setuid: it means nothing on a directory
+    finally:
+        os.close(fd)
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -154,15 +195,17 @@ def _restore_after_crash(outdir: Path) -> None:
         retired.rename(outdir)
 
 
-def publish(staging: Path, outdir: Path, written: list[str]) -> None:
-    """Make `staging` the new OUTDIR in one step and remove the previous run's files."""
+def publish(staging: Path, outdir: Path, written: list[str]) -> Path | None:
+    """Make `staging` the new OUTDIR in one step and remove the previous run's files. Returns
+    where the previous run was kept instead, when something the advisor did not write appeared
+    in it while this run was working (that is never deleted)."""
     (staging / ".staging").unlink()
     (staging / MARKER).write_text(MARKER_HEADER + "".join(f"{p}\n" for p in sorted(written)))
     os.sync()  # contents on disk before the rename that publishes them
     try:
         if not outdir.exists():
             staging.rename(outdir)
-            return
+            return None
         check_outdir(outdir)  # files may have appeared since the run started
         if _exchange(staging, outdir):
             previous = staging  # after the exchange it holds the previous run
@@ -172,8 +215,52 @@ def publish(staging: Path, outdir: Path, written: list[str]) -> None:
             staging.rename(outdir)
     except OSError as exc:
         raise InputError(f"cannot publish: {exc.strerror}", path=outdir, field="--out") from None
-    if _listed(previous) is not None:
-        shutil.rmtree(previous, ignore_errors=True)
+    return _remove_run(previous)
+
+
+def _remove_run(previous: Path) -> Path | None:
+    """Delete what the marker lists, then the directories that held it: only what a run
+    wrote, and never through a link (a listed `host_files/x` where host_files has become a
+    link to /etc deletes nothing). None when nothing else was there; else the directory, left
+    in place."""
+    listed = _listed(previous)
+    if listed is None:
+        return previous
+    top = os.open(previous, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        for relative in [*sorted(listed), MARKER]:
+            _unlink_below(top, Path(relative).parts, directory=False)
+        for relative in sorted(_parents(listed), key=lambda d: -d.count("/")):
+            _unlink_below(top, Path(relative).parts, directory=True)
+    finally:
+        os.close(top)
+    try:
+        os.rmdir(previous)
+    except OSError:
+        return previous
+    return None
+
+
+def _unlink_below(top: int, parts: tuple[str, ...], directory: bool) -> None:
+    """Remove top/parts (a file, or an empty directory), opening each directory on the way
+    without following links; anything odd (.., a link, a missing part) removes nothing."""
+    if not parts or any(p in ("", ".", "..") or "/" in p for p in parts):
+        return
+    fds: list[int] = []
+    try:
+        at = top
+        for name in parts[:-1]:
+            at = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=at)
+            fds.append(at)
+        if directory:
+            os.rmdir(parts[-1], dir_fd=at)
+        else:
+            os.unlink(parts[-1], dir_fd=at)
+    except OSError:
+        pass
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def discard(staging: Path) -> None:

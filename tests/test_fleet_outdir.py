@@ -134,3 +134,93 @@ def test_the_lock_file_is_private(workdir: Path) -> None:
     lock = workdir / ".out.sysctl-advisor.lock"
     assert oct(lock.stat().st_mode & 0o777) == "0o600"
     assert os.stat(lock).st_uid == os.geteuid()
+
+
+@pytest.mark.parametrize("made", ["emptydir", "d1/d2"])
+def test_an_empty_directory_of_the_users_stops_the_next_run(made: str, workdir: Path) -> None:
+    """Empty directories were not counted and were deleted with the previous run."""
+    out = workdir / "out"
+    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    (out / made).mkdir(parents=True)
+    code, err = fleet("--ansible-facts", TREE, "-p", "base", "--out", out)
+    assert code == 2 and f"{made.split('/')[0]}/" in err
+    assert (out / made).is_dir()
+
+
+def test_the_output_directory_keeps_its_mode_and_group(workdir: Path) -> None:
+    out = workdir / "out"
+    out.mkdir()
+    os.chmod(out, 0o2775)  # a group-shared directory
+    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    assert oct(out.stat().st_mode & 0o7777) == "0o2775"
+    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    assert oct(out.stat().st_mode & 0o7777) == "0o2775"
+    fresh = workdir / "fresh"
+    umask = os.umask(0o027)
+    try:
+        assert (
+            fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", fresh)[0] == 0
+        )
+    finally:
+        os.umask(umask)
+    assert oct(fresh.stat().st_mode & 0o777) == "0o750"
+
+
+def test_a_doctored_marker_deletes_nothing_outside(workdir: Path) -> None:
+    """The marker is in a directory others may write: a listed `../victim` or a listed file
+    under a directory that has become a link must not delete anything outside OUTDIR."""
+    from advisor.fleet_outdir import MARKER, MARKER_HEADER, _remove_run
+
+    victim = workdir / "victim"
+    victim.write_text("keep me\n")
+    elsewhere = workdir / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "a.conf").write_text("keep me too\n")
+    previous = workdir / "previous"
+    previous.mkdir()
+    (previous / "host_files").symlink_to(elsewhere)
+    (previous / "mine.conf").write_text("x\n")
+    (previous / MARKER).write_text(
+        MARKER_HEADER + "../victim\nhost_files/a.conf\n/etc/hostname\nmine.conf\n"
+    )
+    kept = _remove_run(previous)
+    assert victim.read_text() == "keep me\n"
+    assert (elsewhere / "a.conf").read_text() == "keep me too\n"
+    assert not (previous / "mine.conf").exists()
+    assert kept == previous  # the link was not the advisor's: the directory stays
+
+
+def test_a_file_that_appears_during_publishing_is_kept(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between the last check and the swap a user adds a file: the previous run is kept, with
+    it, and the run says where."""
+    from advisor import fleet_outdir
+
+    out = workdir / "out"
+    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    staging = fleet_outdir.staging_directory(out)
+    (staging / "playbook.yml").write_text("- hosts: all\n")
+    real_check = fleet_outdir.check_outdir
+
+    def check_then_race(path: Path) -> None:
+        real_check(path)
+        (path / "late.txt").write_text("mine\n")
+
+    monkeypatch.setattr(fleet_outdir, "check_outdir", check_then_race)
+    kept = fleet_outdir.publish(staging, out, ["playbook.yml"])
+    assert kept is not None and (kept / "late.txt").read_text() == "mine\n"
+    assert (out / "playbook.yml").read_text() == "- hosts: all\n"
+
+
+def test_ctrl_c_while_loading_is_one_line(workdir: Path) -> None:
+    tree = tree_of(workdir, GOOD)
+    for delay in (0.05, 0.15):
+        process = _fleet_process(tree, workdir / "out", "base")
+        time.sleep(delay)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+        if process.returncode == 0:
+            continue  # it had finished already
+        assert process.returncode == 130 and "Traceback" not in err, err
+        assert err.strip().splitlines()[-1] == "sysctl-advisor: interrupted"
