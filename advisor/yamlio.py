@@ -250,8 +250,10 @@ def write_atomic(path: Path, content: str) -> None:
 
     The new file is created by mkstemp (0600, a fresh name) and given its final mode through
     its own descriptor (fchmod), never by name: the mode of the file it replaces without the
-    setuid, setgid and sticky bits, or 0666 less the umask for a new file; when root replaces
-    another user's file, that owner is kept. The file and its directory are fsynced. A target
+    setuid, setgid and sticky bits, or 0666 less the umask for a new file. Root's output is
+    root's: owned by root and writable by no one else, whatever the replaced file allowed (a
+    file planted as `nobody`, mode 0777, must not make what root applies writable by
+    `nobody`). The file and its directory are fsynced. A target
     that is a symlink, a device, a FIFO or a directory is refused, not replaced (write the
     real path; `-` is standard output).
     """
@@ -277,14 +279,14 @@ def write_atomic(path: Path, content: str) -> None:
         mode = stat.S_IMODE(existing.st_mode) & 0o777
     else:
         mode = 0o666 & ~_umask()
+    if os.geteuid() == 0:
+        mode &= 0o755
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror}", path=path) from None
     try:
         os.fchmod(fd, mode)
-        if existing is not None and os.geteuid() == 0:
-            os.fchown(fd, existing.st_uid, existing.st_gid)
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(content)
             handle.flush()

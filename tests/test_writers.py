@@ -23,10 +23,26 @@ RECOMMEND = ["recommend", "--facts", str(EXAMPLES / "dcache-32bit.yaml"), "-p", 
 def test_mode_of_the_replaced_file_is_kept_without_setuid(workdir: Path) -> None:
     target = workdir / "out.conf"
     target.write_text("old\n")
-    os.chmod(target, 0o6750)
+    os.chmod(target, 0o6770)
     write_atomic(target, "new\n")
     assert target.read_text() == "new\n"
-    assert stat.S_IMODE(target.stat().st_mode) == 0o750
+    expected = 0o750 if os.geteuid() == 0 else 0o770  # root's output: no group write
+    assert stat.S_IMODE(target.stat().st_mode) == expected
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to plant a file as nobody")
+def test_root_output_is_roots_and_not_writable_by_others(workdir: Path) -> None:
+    """A file planted as nobody with mode 6777 used to be replaced by one still owned by
+    nobody, mode 0777: what root would apply, writable by anyone."""
+    os.chmod(workdir, 0o1777)
+    target = workdir / "out.conf"
+    target.write_text("planted\n")
+    os.chown(target, 65534, 65534)
+    os.chmod(target, 0o6777)
+    result = CliRunner().invoke(app, [*RECOMMEND, "-o", str(target)])
+    assert result.exit_code == 0, result.stderr
+    info = target.stat()
+    assert (info.st_uid, stat.S_IMODE(info.st_mode)) == (0, 0o755)
 
 
 def test_a_new_file_honours_the_umask(workdir: Path) -> None:
