@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -66,11 +67,42 @@ def _split_source(source: str) -> tuple[str, int | None]:
     return source, None
 
 
-def _numbers(value: str) -> list[int] | None:
+def _kernel_int(field: str) -> int | None:
+    """One field as the kernel's proc_get_long() reads it (every era: strtoul with base 0):
+    an optional '-', then ASCII decimal, 0x hex or 0-prefixed octal; anything else is EINVAL."""
+    negative = field.startswith("-")
+    digits = field[1:] if negative else field
+    if not digits.isascii() or not digits[:1].isdigit():
+        return None
     try:
-        return [int(p) for p in value.split()]
+        if digits[:2].lower() == "0x":
+            number = int(digits[2:], 16)
+        elif digits.startswith("0") and len(digits) > 1:
+            number = int(digits, 8)
+        else:
+            number = int(digits, 10)
     except ValueError:
         return None
+    return -number if negative else number
+
+
+def _numbers(value: str) -> list[int] | None:
+    """The value's fields as the kernel reads them; None if any is not an integer to it."""
+    numbers: list[int] = []
+    for part in value.split():
+        number = _kernel_int(part)
+        if number is None:
+            return None
+        numbers.append(number)
+    return numbers
+
+
+_PLAIN_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)")
+
+
+def _decimal(value: str) -> bool:
+    """Every field plain decimal (no leading zero, no 0x): what a reader expects it to mean."""
+    return all(_PLAIN_DECIMAL.fullmatch(part) for part in value.split())
 
 
 class Checker:
@@ -117,6 +149,7 @@ class Checker:
             "key": key,
             "value": value,
             "numbers": _numbers(value),
+            "decimal": _decimal(value),
             "spec": self._specs.get(key),
             "known": spec is not None,
             "exists": (catalog.exists(key, kernel) if spec and kernel else None),

@@ -297,11 +297,14 @@ def _resolve(
         )
 
     before_caps = list(merged)
+    kept_base = [
+        base is not None and v == base[i] for i, v in enumerate(merged)
+    ]  # elements that are the value in force (or the default), not a want
     for _, cap in item.caps:
         limits = cap if isinstance(cap, list) else [cap]
         merged = [
-            v if c is None else (min(v, c) if p != "min" else max(v, c))
-            for v, c, p in zip(merged, limits, policies, strict=True)
+            _apply_cap(v, c, p, spec.default_tolerance if kept else 0.0)
+            for v, c, p, kept in zip(merged, limits, policies, kept_base, strict=True)
         ]
     # The caps that bind: those whose limit is the final value of an element they moved.
     capped_by = [
@@ -384,6 +387,17 @@ def _resolve(
         capped_by=capped_by,
         wanted=list(wanted),
     )
+
+
+def _apply_cap(value: int, cap: int | None, policy: str, tolerance: float) -> int:
+    """A cap moves a value only in its own direction. A baseline element within the key's
+    model tolerance of the cap is left alone: the model's figures are that uncertain, and a
+    value the kernel set a hair above a cap that equals its modelled default is not drift."""
+    if cap is None:
+        return value
+    if policy == "min":
+        return value if value >= cap - tolerance * cap else cap
+    return value if value <= cap + tolerance * cap else cap
 
 
 def _elements(value: Any) -> list[int | None]:

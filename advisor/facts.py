@@ -74,6 +74,7 @@ _SERVICE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 MAX_TEXT = 4096
 MAX_COUNT = 10**15  # above any counter a host reports; a bigger number is not a measurement
 MAX_KERNEL_NUMBER = 2**64  # no sysctl holds a larger integer
+MAX_KERNEL_LOG = 768 * 1024  # characters of observed.kernel_messages, all lines together
 
 
 def _printable(value: str, what: str = "text") -> str:
@@ -238,6 +239,18 @@ class Observed(_Model):
         None, description="/proc/net/softnet_stat column 3: NAPI budget or time ran out"
     )
     kernel_messages: list[Text] = Field(default_factory=list, max_length=100_000)
+
+    @field_validator("kernel_messages")
+    @classmethod
+    def _bounded_log(cls, messages: list[str]) -> list[str]:
+        # Rules read the messages joined into one text, which the sandbox bounds.
+        if sum(len(m) + 1 for m in messages) > MAX_KERNEL_LOG:
+            raise ValueError(
+                f"more than {MAX_KERNEL_LOG // 1024} KiB of kernel messages; keep the lines "
+                "that name a problem (page allocation failure, out of socket memory, SYN "
+                "flooding, dropped packets)"
+            )
+        return messages
 
 
 class Calibration(_Model):

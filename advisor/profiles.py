@@ -132,6 +132,8 @@ def coerce(name: str, param: Parameter, raw: Any, *, from_default: bool = False)
                 value = False
             else:
                 raise ValueError
+        elif param.type in ("int", "float") and not text.isascii():
+            raise ValueError  # int() and float() also take '١٢٣' or '²'
         elif param.type == "int":
             if isinstance(raw, float) and raw.is_integer():
                 raw = int(raw)

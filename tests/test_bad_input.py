@@ -61,6 +61,8 @@ def facts_file(workdir: Path, text: str, name: str = "facts.yaml") -> str:
         ("[" * 50_000 + "]" * 50_000 + "\n", "nested more than 64 levels"),
         ("memory: {total: 8 GiB}\nhostname: \"a\\nkernel.core_pattern = |x\"\n", "hostname"),
         ("memory: {total: 8 GiB}\narch: ppc\n", "memory.lowmem"),
+        ("memory: {total: 8 GiB}\nobserved:\n  kernel_messages:\n"
+         + ("  - " + "x" * 4000 + "\n") * 200, "more than 768 KiB of kernel messages"),
     ],
 )  # fmt: skip
 def test_bad_facts(text: str, words: str, workdir: Path) -> None:
@@ -170,8 +172,12 @@ def test_profile_map_float_for_int_parameter_works(workdir: Path) -> None:
         (["nosuch"], "No such command 'nosuch'"),
         (["explain", "tcp_mem", "--set", "a=1"], "--set: needs --profile"),
         (["calibrate", "--pairs", "100"], ""),
+        (["recommend", "--facts", "examples/ec2-nginx-frontend.yaml", "-p", "frontend-proxy",
+          "--set", "listen_backlog=\u0661\u0662\u0663"], "expected an integer"),
+        (["recommend", "--facts", "examples/ec2-nginx-frontend.yaml", "-p", "frontend-proxy",
+          "--set", "listen_backlog=\u00b2"], "expected an integer"),
     ],
-)
+)  # fmt: skip
 def test_usage_errors_are_one_line(args: list[str], words: str) -> None:
     code, err = run(*args)
     assert code == 2 and len(err.strip().splitlines()) == 1 and words in err, err
