@@ -67,13 +67,17 @@ def _split_source(source: str) -> tuple[str, int | None]:
     return source, None
 
 
+_TMPBUFLEN = 22  # proc_get_long()'s buffer
+_ULONG_MAX = 2**64 - 1
+
+
 def _kernel_int(field: str) -> int | None:
     """One field as the kernel's proc_get_long() reads it (every era: strtoul with base 0):
     an optional '-', then ASCII decimal, 0x hex or 0-prefixed octal; anything else is EINVAL."""
     negative = field.startswith("-")
     digits = field[1:] if negative else field
-    if not digits.isascii() or not digits[:1].isdigit():
-        return None
+    if not digits.isascii() or not digits[:1].isdigit() or len(field) >= _TMPBUFLEN - 1:
+        return None  # the kernel copies 21 characters and refuses a number that fills them
     try:
         if digits[:2].lower() == "0x":
             number = int(digits[2:], 16)
@@ -83,6 +87,8 @@ def _kernel_int(field: str) -> int | None:
             number = int(digits, 10)
     except ValueError:
         return None
+    if number > _ULONG_MAX:
+        return None  # strtoul's ERANGE
     return -number if negative else number
 
 

@@ -192,3 +192,20 @@ def test_tree_findings_point_at_real_paths() -> None:
     result = runner.invoke(app, ["check", str(tree), "--kernel", "6.1", "-f", "json"])
     files = {f["file"] for f in json.loads(result.stdout)["findings"]}
     assert files and all(Path(f).exists() or Path(f).is_symlink() for f in files), files
+
+
+@pytest.mark.parametrize(
+    ("field", "kernel_reads"),
+    [
+        ("4096", 4096), ("-1", -1), ("-0", 0), ("010", 8), ("0x10", 16), ("0X1F", 31),
+        ("00", 0), ("0" * 19 + "1", 1),  # 20 characters: accepted (measured on 6.18)
+        ("0" * 20 + "1", None),  # 21 characters fill proc_get_long's buffer: EINVAL (measured)
+        ("18446744073709551616", None),  # beyond unsigned long: ERANGE
+        ("08", None), ("0x", None), ("+5", None), ("nan", None), ("4k", None), ("1e3", None),
+        ("\u0661\u0662\u0663", None), ("-", None),
+    ],
+)  # fmt: skip
+def test_numbers_are_read_as_proc_get_long_reads_them(field: str, kernel_reads: int | None) -> None:
+    from advisor.check import _kernel_int
+
+    assert _kernel_int(field) == kernel_reads
