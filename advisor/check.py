@@ -68,34 +68,33 @@ def _split_source(source: str) -> tuple[str, int | None]:
 
 
 _TMPBUFLEN = 22  # proc_get_long()'s buffer
-_ULONG_MAX = 2**64 - 1
+# What strtoul in base 0 reads whole: 0x hex, 0-prefixed octal, decimal (ASCII only).
+_KERNEL_INT = re.compile(r"(-?)(?:0[xX]([0-9a-fA-F]+)|(0[0-7]*)|([1-9][0-9]*))")
 
 
 def _kernel_int(field: str) -> int | None:
-    """One field as the kernel's proc_get_long() reads it (every era: strtoul with base 0):
-    an optional '-', then ASCII decimal, 0x hex or 0-prefixed octal; anything else is EINVAL."""
-    negative = field.startswith("-")
-    digits = field[1:] if negative else field
-    if not digits.isascii() or not digits[:1].isdigit() or len(field) >= _TMPBUFLEN - 1:
-        return None  # the kernel copies 21 characters and refuses a number that fills them
-    try:
-        if digits[:2].lower() == "0x":
-            number = int(digits[2:], 16)
-        elif digits.startswith("0") and len(digits) > 1:
-            number = int(digits, 8)
-        else:
-            number = int(digits, 10)
-    except ValueError:
+    """One field as the kernel's proc_get_long() reads it: an optional '-', then strtoul in
+    base 0 (0x hex, 0-prefixed octal, decimal); anything else, or a token that fills its
+    21-character buffer, is EINVAL. (A number beyond the key's range is the out-of-bounds
+    rule's: older kernels wrapped it where newer ones refuse it.)"""
+    match = _KERNEL_INT.fullmatch(field)
+    if match is None or len(field) >= _TMPBUFLEN - 1:
         return None
-    if number > _ULONG_MAX:
-        return None  # strtoul's ERANGE
-    return -number if negative else number
+    sign, hexa, octal, decimal = match.groups()
+    number = int(hexa, 16) if hexa else int(octal, 8) if octal else int(decimal, 10)
+    return -number if sign else number
+
+
+def _fields(value: str) -> list[str]:
+    """The value's fields: conf_parser has already joined them with single spaces; any other
+    character (a tab aside) belongs to a field, where the kernel would refuse it."""
+    return [part for part in value.split(" ") if part]
 
 
 def _numbers(value: str) -> list[int] | None:
     """The value's fields as the kernel reads them; None if any is not an integer to it."""
     numbers: list[int] = []
-    for part in value.split():
+    for part in _fields(value):
         number = _kernel_int(part)
         if number is None:
             return None
@@ -103,12 +102,14 @@ def _numbers(value: str) -> list[int] | None:
     return numbers
 
 
+# Folded template text is joined at these; other characters (a \x1f in a value) stay visible.
+_PROSE_SPACE = re.compile(r"[ \t\n\r]+")
 _PLAIN_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)")
 
 
 def _decimal(value: str) -> bool:
     """Every field plain decimal (no leading zero, no 0x): what a reader expects it to mean."""
-    return all(_PLAIN_DECIMAL.fullmatch(part) for part in value.split())
+    return all(_PLAIN_DECIMAL.fullmatch(part) for part in _fields(value))
 
 
 class Checker:
@@ -185,7 +186,7 @@ class Checker:
                     assert rule.when is not None
                     if not rule.when.evaluate(local):
                         continue
-                    message = " ".join(rule.message.render(local).split())
+                    message = _PROSE_SPACE.sub(" ", rule.message.render(local)).strip(" ")
                 except (ExpressionError, ValueError, TypeError) as exc:
                     raise InputError(str(exc), path=rule.path, field="when") from None
                 found.append(

@@ -3,7 +3,7 @@
 Comments are lines whose first non-blank character is `#` or `;`; there are no inline
 comments (a `#` after the value is part of the value). Keys may use `/` as separator; a
 leading `-` means "ignore failure". A `-pattern` line without `=` excludes keys from globs.
-Whitespace inside vector values is normalised.
+Spaces and tabs inside vector values are normalised to one space; lines end at \\n only.
 """
 
 from __future__ import annotations
@@ -58,19 +58,25 @@ def normalise_key(token: str) -> str:
     return token
 
 
+C_SPACE = " \t\n\v\f\r"  # isspace() in C: what procps trims from a key and a value
+_FIELD_SEPARATOR = re.compile(r"[ \t]+")
+
+
 def parse_conf_lines(text: str) -> tuple[list[Assignment], list[Exclusion], list[BadLine]]:
     assignments: list[Assignment] = []
     exclusions: list[Exclusion] = []
     bad: list[BadLine] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
+    # Lines end at \n only, as procps and systemd-sysctl read them (str.splitlines would also
+    # break at \v, \f, \x1c-\x1e, \x85 and U+2028, and number every later line wrongly).
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = raw.strip(C_SPACE)
         if not line or line[0] in "#;":
             continue
         key, sep, value = line.partition("=")
-        key = key.strip()
+        key = key.strip(C_SPACE)
         ignore = key.startswith("-")
         if ignore:
-            key = key[1:].strip()
+            key = key[1:].strip(C_SPACE)
         if not sep:
             if ignore and key and " " not in key:
                 exclusions.append(Exclusion(normalise_key(key), number))
@@ -80,7 +86,10 @@ def parse_conf_lines(text: str) -> tuple[list[Assignment], list[Exclusion], list
         if not key:
             bad.append(BadLine(number, raw, "empty key"))
             continue
-        assignments.append(Assignment(normalise_key(key), " ".join(value.split()), number, ignore))
+        # Fields are separated by spaces and tabs only, as the kernel separates them; any
+        # other character stays in the value for the checks to see.
+        fields = _FIELD_SEPARATOR.split(value.strip(C_SPACE))
+        assignments.append(Assignment(normalise_key(key), " ".join(fields), number, ignore))
     return assignments, exclusions, bad
 
 

@@ -17,10 +17,10 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from types import CodeType
-from typing import Any
+from typing import Any, ClassVar, cast
 
 import jinja2
-from jinja2 import StrictUndefined, nodes, pass_context, pass_eval_context
+from jinja2 import StrictUndefined, nodes, pass_context, pass_environment, pass_eval_context
 from jinja2.exceptions import SecurityError, TemplateError, TemplateSyntaxError, UndefinedError
 from jinja2.filters import make_attrgetter
 from jinja2.nodes import EvalContext
@@ -119,6 +119,9 @@ MAX_INT_BITS = 65536  # no integer result beyond 2**65536
 MAX_SEQUENCE = 100_000  # range() at most this many numbers
 MAX_BUILD = 1_000_000  # characters and items in any value a literal, operator or filter builds
 MAX_FORMAT_WIDTH = 64  # '%64d' at most: widths and precisions in % formatting
+MAX_PRECISION = 30  # round(x, n): |n| at most this
+MAX_EXPRESSION_SOURCE = 4096  # characters in one expression (the rules' longest is under 1,000)
+MAX_TEMPLATE_SOURCE = 32768  # characters in one template (the rules' longest is about 1,100)
 # Work per host (or per checked file), all expressions and templates together: a loop
 # iteration costs LOOP_COST, building a value one unit per character or item it holds.
 MAX_WORK = 10_000_000
@@ -146,11 +149,13 @@ class _Budget:
     a time (fleet workers are processes). new_budget() starts a host."""
 
     left = MAX_WORK
+    weighed: ClassVar[dict[int, tuple[Any, int]]] = {}  # id -> (container, weight), this host
 
 
 def new_budget() -> None:
     """Start a new unit of work (a host's plan, a checked file) with the full budget."""
     _Budget.left = MAX_WORK
+    _Budget.weighed = {}
 
 
 def _charge(units: int) -> None:
@@ -162,11 +167,31 @@ def _charge(units: int) -> None:
         )
 
 
+_SMALL = 2**64
+_FLAT = frozenset({float, bool, type(None)})
+_NUMERIC = frozenset({int, float, bool})
+
+
+def _flat_weight(seq: list[Any] | tuple[Any, ...]) -> int | None:
+    """The weight of a list of scalars or of strings, counted at C speed; None for anything
+    else (nested, mixed, huge integers), which weight() walks."""
+    kinds = set(map(type, seq))
+    if kinds <= _FLAT:
+        return len(seq)
+    if kinds <= _NUMERIC:
+        return len(seq) if max(map(abs, seq)) < _SMALL else None
+    if kinds == {str}:
+        return len(seq) + sum(map(len, seq))
+    return None
+
+
 def weight(value: Any, limit: int = MAX_BUILD) -> int:
     """Characters and items in a value, a shared part counted each time it occurs (as str()
     or a comparison would meet it); counting stops once past `limit`."""
     kind = type(value)
-    if kind is int or kind is float or kind is bool or value is None:
+    if kind is int:
+        return 1 if -_SMALL < value < _SMALL else value.bit_length() // 3  # ~ its digits
+    if kind is float or kind is bool or value is None:
         return 1
     if kind is str:
         return len(value)
@@ -177,10 +202,16 @@ def weight(value: Any, limit: int = MAX_BUILD) -> int:
         total += 1
         if isinstance(item, str):
             total += len(item)
+        elif type(item) is int and not -_SMALL < item < _SMALL:
+            total += item.bit_length() // 3
         elif isinstance(item, list | tuple):
             if total + len(item) > limit:
                 return total + len(item)
-            stack.extend(item)
+            flat = _flat_weight(item)
+            if flat is None:
+                stack.extend(item)
+            else:
+                total += flat
         elif isinstance(item, Mapping):
             if total + 2 * len(item) > limit:
                 return total + 2 * len(item)
@@ -256,6 +287,8 @@ _FORMAT_SPEC = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?")
 
 def _checked_format(fmt: str, args: Any) -> str:
     """`fmt % args` once the widths, precisions and the output size are known to be small."""
+    if "%(" in fmt and re.search(r"%\([^)]*\(", fmt):
+        raise SecurityError("a % format key with parentheses in it")
     specs = 0
     for match in _FORMAT_SPEC.finditer(fmt):
         specs += 1
@@ -277,8 +310,11 @@ def _format(value: Any, *args: Any, **kwargs: Any) -> str:
     return _checked_format(_string(value), kwargs or args)
 
 
-def _sum(values: Iterable[Any], start: Any = 0) -> Any:
+@pass_environment
+def _sum(environment: Any, values: Iterable[Any], attribute: Any = None, start: Any = 0) -> Any:
     """Jinja's sum, for numbers only (adding lists or strings would build without bound)."""
+    if attribute is not None:
+        values = map(make_attrgetter(environment, attribute), values)
     total = start
     for value in counted(values):
         if not isinstance(value, int | float) or isinstance(total, str | list | tuple):
@@ -303,22 +339,71 @@ def _replace(value: Any, old: str, new: str, count: int | None = None) -> str:
     return text.replace(old, new, -1 if count is None else count)
 
 
-def _charging(jinja_filter: Callable[..., Any]) -> Callable[..., Any]:
-    """One of Jinja's list-building filters, paying an item each for what it returns."""
+def _size(value: Any) -> int:
+    """What walking a value costs, for the budget: its weight, counted no further than the
+    budget left (a walk past that fails anyway). Rules cannot change a list or mapping, so a
+    container's weight is remembered for the rest of the host by identity."""
+    kind = type(value)
+    if kind is int or kind is float or kind is bool or value is None:
+        return 1
+    if kind is str:
+        return len(value)
+    known = _Budget.weighed.get(id(value))
+    if known is not None and known[0] is value:
+        return known[1]
+    size = weight(value, _Budget.left + 1)
+    if size <= _Budget.left:
+        _Budget.weighed[id(value)] = (value, size)  # the reference keeps the id unique
+    return size
+
+
+def _weighed(value: Any) -> Any:
+    """A compared or sliced value pays for its walk (`a == b`, `x in big`, `big[::-1]`)."""
+    kind = type(value)
+    if kind is int or kind is float or kind is bool or value is None:
+        return value
+    _charge(_size(value))
+    return value
+
+
+def _charging(jinja_callable: Callable[..., Any]) -> Callable[..., Any]:
+    """One of Jinja's filters or tests that walks its input: it pays for the input's size
+    (and its arguments') before it runs, and for what it returns."""
+    passes = getattr(jinja_callable, "jinja_pass_arg", None)
+    skip = 1 if passes is not None else 0
 
     def charged(*args: Any, **kwargs: Any) -> Any:
-        result = jinja_filter(*args, **kwargs)
+        _charge(sum(_size(a) for a in args[skip:]) + sum(_size(v) for v in kwargs.values()))
+        result = jinja_callable(*args, **kwargs)
         if isinstance(result, list | tuple | str):
-            _charge(len(result) + 1)
+            _charge(len(result))
         return result
 
-    for marker in ("jinja_pass_arg",):
-        if hasattr(jinja_filter, marker):
-            setattr(charged, marker, getattr(jinja_filter, marker))
+    if passes is not None:
+        charged.jinja_pass_arg = passes  # type: ignore[attr-defined]
     return charged
 
 
-_CHARGED_FILTERS = ("list", "sort", "unique", "reverse", "dictsort", "items", "map", "select")
+def _round(value: float, precision: int = 0, method: str = "common") -> float:
+    """Jinja's round, with a precision a number can have (10 ** 100000000 would hang)."""
+    if not isinstance(precision, int) or abs(precision) > MAX_PRECISION:
+        raise SecurityError(f"round to {precision} places (at most {MAX_PRECISION})")
+    if method not in ("common", "ceil", "floor"):
+        raise ValueError("round's method is common, ceil or floor")
+    if method == "common":
+        return round(value, precision)
+    step = 10**precision
+    rounded = (math.ceil if method == "ceil" else math.floor)(value * step)
+    return float(rounded / step)
+
+
+# Filters and tests that take constant time whatever they are given: not worth a charge.
+_CONSTANT_TIME = frozenset(
+    {"length", "d", "default", "first", "last", "abs", "bool"}
+    | {"none", "defined", "undefined", "boolean", "false", "true", "integer", "float"}
+    | {"string", "mapping", "number", "sequence", "iterable", "callable", "sameas"}
+    | {"odd", "even", "divisibleby", "filter", "test", "escaped"}
+)
 
 
 def _nesting(source: str) -> int:
@@ -370,20 +455,32 @@ class AdvisorSandbox(ImmutableSandboxedEnvironment):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.filters = {k: v for k, v in self.filters.items() if k in BUILTIN_FILTERS}
-        for name in _CHARGED_FILTERS:
-            self.filters[name] = _charging(self.filters[name])
+        self.filters = {
+            name: f if name in _CONSTANT_TIME else _charging(f)
+            for name, f in self.filters.items()
+            if name in BUILTIN_FILTERS
+        }
+        tests: dict[str, Any] = {}
+        for name, test in self.tests.items():
+            plain = cast(Callable[..., Any], test)
+            tests[name] = plain if name in _CONSTANT_TIME else _charging(plain)
+        self.tests = tests
         self.filters.update(
             {"replace": _replace, "join": _join, "format": _format, "string": _string}
         )
-        self.filters["sum"] = _sum
+        self.filters.update({"sum": _sum, "round": _charging(_round)})
+        # What _Bounded rewrites parsed code to call (filters are called directly, not
+        # through the sandbox's call check).
+        self.filters.update(
+            {
+                "_advisor_loop": counted,
+                "_advisor_built": _built,
+                "_advisor_concat": _concat,
+                "_advisor_weighed": _weighed,
+            }
+        )
         self.concat = _block_concat  # type: ignore[method-assign]  # {% set %} and {% filter %} bodies
-        self.globals = {
-            "range": _range,
-            "_advisor_loop": counted,
-            "_advisor_built": _built,
-            "_advisor_concat": _concat,
-        }
+        self.globals = {"range": _range}
         self.globals.update({name: _Removed(name) for name in _REMOVED_GLOBALS})
         self._callables: set[int] = set()
 
@@ -398,6 +495,22 @@ class AdvisorSandbox(ImmutableSandboxedEnvironment):
         if isinstance(obj, LoopContext):
             return attr in LOOP_ATTRIBUTES
         return False
+
+    def call(
+        __self,
+        __context: Context,
+        __obj: Any,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        """Every call a rule makes (the project's functions, a str method) pays for the data
+        it is handed: `big.split()`, `max(big)`."""
+        receiver = getattr(__obj, "__self__", None)
+        units = len(receiver) if isinstance(receiver, str) else 0
+        units += sum(_size(a) for a in args) + sum(_size(v) for v in kwargs.values())
+        if units > 8:
+            _charge(units)
+        return super().call(__context, __obj, *args, **kwargs)
 
     def is_safe_callable(self, obj: Any) -> bool:
         if id(obj) in self._callables:
@@ -484,40 +597,60 @@ def make_environment() -> AdvisorSandbox:
     env.filters.update(FILTERS)
     env.tests.update(TESTS)
     env.globals.update(GLOBALS)
-    env.allow_callables([*GLOBALS.values(), _range, counted, _built, _concat])
+    env.allow_callables([*GLOBALS.values(), _range])
     return env
 
 
 class _Bounded(NodeTransformer):
-    """Rewrites a parsed expression or template so that what it builds is weighed: every
+    """Rewrites a parsed expression or template so that its work is paid for: every
     `{% for %}` iterable pays the loop cost, every list, tuple and dict literal and every
-    `~` concatenation is bounded (see _built and _concat)."""
+    `~` concatenation is weighed as it is built (_built, _concat), and every compared or
+    sliced value pays for its walk (_weighed). The helpers are filters, which Jinja calls
+    directly."""
 
-    def _call(self, name: str, arg: nodes.Node, lineno: int) -> nodes.Call:
-        return nodes.Call(nodes.Name(name, "load"), [arg], [], None, None, lineno=lineno)
+    def _wrap(self, name: str, node: nodes.Node, lineno: int) -> nodes.Filter:
+        return nodes.Filter(node, name, [], [], None, None, lineno=lineno)
 
     def visit_For(self, node: nodes.For) -> nodes.Node:
         self.generic_visit(node)
-        node.iter = self._call("_advisor_loop", node.iter, node.lineno)
+        node.iter = self._wrap("_advisor_loop", node.iter, node.lineno)
         return node
 
     def visit_List(self, node: nodes.List) -> nodes.Node:
         self.generic_visit(node)
-        return self._call("_advisor_built", node, node.lineno)
+        return self._wrap("_advisor_built", node, node.lineno)
 
     def visit_Dict(self, node: nodes.Dict) -> nodes.Node:
         self.generic_visit(node)
-        return self._call("_advisor_built", node, node.lineno)
+        return self._wrap("_advisor_built", node, node.lineno)
 
     def visit_Tuple(self, node: nodes.Tuple) -> nodes.Node:
         self.generic_visit(node)
         if node.ctx != "load":  # a loop's or assignment's targets
             return node
-        return self._call("_advisor_built", node, node.lineno)
+        return self._wrap("_advisor_built", node, node.lineno)
 
     def visit_Concat(self, node: nodes.Concat) -> nodes.Node:
         self.generic_visit(node)
-        return self._call("_advisor_concat", nodes.List(node.nodes), node.lineno)
+        return self._wrap("_advisor_concat", nodes.List(node.nodes), node.lineno)
+
+    def _weigh(self, node: nodes.Expr) -> nodes.Expr:
+        if isinstance(node, nodes.Const):
+            return node  # a literal number or short string: nothing to walk
+        return self._wrap("_advisor_weighed", node, node.lineno)
+
+    def visit_Compare(self, node: nodes.Compare) -> nodes.Node:
+        self.generic_visit(node)
+        node.expr = self._weigh(node.expr)
+        for operand in node.ops:
+            operand.expr = self._weigh(operand.expr)
+        return node
+
+    def visit_Getitem(self, node: nodes.Getitem) -> nodes.Node:
+        self.generic_visit(node)
+        if isinstance(node.arg, nodes.Slice):  # slices bypass the sandbox's getitem
+            node.node = self._weigh(node.node)
+        return node
 
 
 class _CodeCache:
@@ -604,7 +737,7 @@ class Compiler:
         return template
 
     def expression(self, source: str) -> Expression:
-        _check_nesting(source)
+        _check_source(source, MAX_EXPRESSION_SOURCE, "expression")
 
         def build() -> CodeType:
             try:
@@ -623,7 +756,7 @@ class Compiler:
         return Expression(source, self._template("expr", source, build))
 
     def template(self, source: str) -> Text:
-        _check_nesting(source)
+        _check_source(source, MAX_TEMPLATE_SOURCE, "template")
 
         def build() -> CodeType:
             try:
@@ -666,12 +799,15 @@ _EVALUATION_ERRORS = (
     IndexError,
     NameError,  # e.g. a float overflow folded to `inf` by older generated code
     AssertionError,  # Jinja's filters assert on their arguments (truncate(-1))
+    AttributeError,  # a filter given the wrong kind of value ([1, 2] | dictsort)
     RecursionError,
     MemoryError,
 )
 
 
-def _check_nesting(source: str) -> None:
+def _check_source(source: str, longest: int, what: str) -> None:
+    if len(source) > longest:
+        raise ExpressionError(f"{what} longer than {longest:,} characters: {source[:60]!r}")
     if _nesting(source) > MAX_NESTING:
         raise ExpressionError(f"nested more than {MAX_NESTING} brackets deep: {source[:60]!r}")
 

@@ -200,12 +200,36 @@ def test_tree_findings_point_at_real_paths() -> None:
         ("4096", 4096), ("-1", -1), ("-0", 0), ("010", 8), ("0x10", 16), ("0X1F", 31),
         ("00", 0), ("0" * 19 + "1", 1),  # 20 characters: accepted (measured on 6.18)
         ("0" * 20 + "1", None),  # 21 characters fill proc_get_long's buffer: EINVAL (measured)
-        ("18446744073709551616", None),  # beyond unsigned long: ERANGE
+        ("18446744073709551616", 2**64),  # out of every key's range: check.out-of-bounds
         ("08", None), ("0x", None), ("+5", None), ("nan", None), ("4k", None), ("1e3", None),
-        ("\u0661\u0662\u0663", None), ("-", None),
+        ("\u0661\u0662\u0663", None), ("-", None), ("--5", None),
+        # int() would take these; strtoul stops at the '_' or the sign: EINVAL
+        ("0x1_0", None), ("1_000", None), ("01_7", None), ("0x+10", None), ("0x-1", None),
     ],
 )  # fmt: skip
 def test_numbers_are_read_as_proc_get_long_reads_them(field: str, kernel_reads: int | None) -> None:
     from advisor.check import _kernel_int
 
     assert _kernel_int(field) == kernel_reads
+
+
+def test_fields_are_separated_by_spaces_and_tabs_only(workdir: Path) -> None:
+    """A unit separator (\\x1f) or vertical tab between numbers is not a separator to the
+    kernel: the write fails, so check says so; and a \\v does not start a new line (every
+    later line number would be wrong)."""
+    conf = workdir / "x.conf"
+    conf.write_text(
+        "net.ipv4.tcp_rmem = 4096\x1f87380\x1f6291456\n"
+        "net.core.somaxconn = 1\v2\n"
+        "net.ipv4.tcp_wmem = 4096\t16384 \t4194304\n"
+        "net.ipv4.tcp_syncookies = 3\n"
+    )
+    result = CliRunner().invoke(app, ["check", str(conf), "--format", "json"])
+    findings = json.loads(result.stdout)["findings"]
+    found = {(f["line"], f["id"]) for f in findings}
+    assert (1, "check.not-a-number") in found and (2, "check.not-a-number") in found
+    assert not any(line == 3 for line, _ in found)
+    assert (4, "check.out-of-bounds") in found
+    assert "4096\x1f87380" in findings[0]["message"]  # the cause is shown, not hidden
+    text = CliRunner().invoke(app, ["check", str(conf)]).stdout
+    assert "4096\\x1f87380" in text and "\x1f" not in text  # escaped in text output

@@ -116,6 +116,15 @@ BOMBS = [
     "'x' | center(5)",
     "1 is foo",
     "'x' | truncate(-1)",
+    # Second hunt: work the budget did not see, and inputs that were exit 3.
+    "5 | round(-100000000)",
+    "1.5 | round(100000000, 'ceil')",
+    "(([(10 ** 1000) ** 4] * 100000) | string) | length",
+    "('%(a(b)c)400000000s' % {'a(b)c': 1}) | length",
+    "[1, 2] | dictsort",
+    "'abc' | dictsort",
+    "[1] | map('dictsort') | list",
+    " + ".join(["1"] * 2000),
 ]
 TEMPLATE_BOMBS = [
     "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}",
@@ -128,6 +137,17 @@ TEMPLATE_BOMBS = [
     "{% filter upper %}{% for i in range(99999) %}{{ 'y' * 9999 }}{% endfor %}{% endfilter %}",
     "{% for i in range(99999) %}{% set y = 'x' * 99999 %}{% endfor %}",
     "{{ 'x' | truncate(-1) }}",
+    "{% set a = [0] * 499000 %}{% for i in range(80000) %}{% if 1 in a %}{% endif %}{% endfor %}",
+    "{% set a = [0] * 499000 %}{% set b = [0] * 499000 %}"
+    "{% for i in range(80000) %}{% if a == b %}{% endif %}{% endfor %}",
+    "{% set x = [0] * 499000 %}{% for i in range(80000) %}{{ x | max }}{% endfor %}",
+    "{% set x = [0] * 499000 %}{% for i in range(80000) %}{{ x | reject('eq', 0) | first }}"
+    "{% endfor %}",
+    "{% set s = 'ab ' * 333000 %}{{ [" + ", ".join(["s.split()"] * 40) + "] | length }}",
+    "{% set s = 'x' * 999999 %}{% for i in range(99999) %}{% set t = s[::-1] %}{% endfor %}",
+    "{% set s = 'x' * 999999 %}{% for i in range(99999) %}{{ s.upper() | length }}{% endfor %}",
+    "{% set a = [0] * 499000 %}{{ [1] * 9999 | select('in', a) | list | length }}",
+    "{% if 1 %}{% endif %}" * 300000,
 ]
 
 
@@ -408,3 +428,11 @@ def test_weight_counts_shared_parts_and_stops_early() -> None:
     started = time.monotonic()
     assert weight(shared) > MAX_BUILD
     assert time.monotonic() - started < 1
+
+
+def test_jinja_sum_with_an_attribute_still_works(variables: dict[str, Any]) -> None:
+    compiler = Compiler()
+    expression = compiler.expression("[{'b': 3}, {'b': 4}] | sum(attribute='b')")
+    assert expression.evaluate(variables) == 7
+    assert compiler.expression("'%-20s|' % 'x'").evaluate(variables) == "x" + " " * 19 + "|"
+    assert compiler.expression("(2.567 | round(2, 'floor'))").evaluate(variables) == 2.56
