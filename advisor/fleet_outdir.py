@@ -22,6 +22,7 @@ import errno
 import fcntl
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +31,7 @@ from advisor.errors import InputError
 
 MARKER = ".sysctl-advisor-fleet"
 MARKER_HEADER = "sysctl-advisor fleet output: every file listed here was written by the advisor\n"
+STAGING_MARK = "sysctl-advisor fleet staging directory: the next run removes it\n"
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 
@@ -134,36 +136,62 @@ def staging_directory(outdir: Path) -> Path:
     parent = outdir.parent if str(outdir.parent) else Path(".")
     prefix = f".{outdir.name}.staging-"
     for stale in parent.glob(prefix + "*"):
-        if stale.is_dir() and not stale.is_symlink() and (stale / ".staging").is_file():
+        if _is_our_staging(stale):
             shutil.rmtree(stale, ignore_errors=True)
     _restore_after_crash(outdir)
     try:
         path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
         _take_mode(path, outdir)
-        (path / ".staging").write_text("")
+        (path / ".staging").write_text(STAGING_MARK)
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror}", path=parent, field="--out") from None
     return path
 
 
+def _is_our_staging(path: Path) -> bool:
+    """A staging directory a killed run of this user left: a real directory owned by us whose
+    `.staging` is a regular file of ours holding the mark (a user's own `.out.staging-x`
+    directory is never taken for one)."""
+    try:
+        info = os.lstat(path)
+        mark = os.lstat(path / ".staging")
+    except OSError:
+        return False
+    ours = info.st_uid == mark.st_uid == os.geteuid()
+    if not (ours and stat.S_ISDIR(info.st_mode) and stat.S_ISREG(mark.st_mode)):
+        return False
+    try:
+        return (path / ".staging").read_text(encoding="utf-8", errors="replace") == STAGING_MARK
+    except OSError:
+        return False
+
+
 def _take_mode(staging: Path, outdir: Path) -> None:
-    """Give the staging directory (mkdtemp makes it 0700) the mode and group OUTDIR has now, a
-    shared group's setgid bit included, so files written into it get that group too; a new
-    OUTDIR gets the mode the umask gives a new directory. Set on the open directory, never by
-    name."""
+    """Give the staging directory (mkdtemp makes it 0700) the mode OUTDIR has now, and its
+    group with a shared group's setgid bit, so files written into it get that group too; a new
+    OUTDIR, or one that is not the user's own directory, gets the mode the umask gives a new
+    directory. As root the output is root's: writable by no one else (as with `-o`). Set on
+    the open directory, never by name."""
+    umask = os.umask(0)
+    os.umask(umask)
     fd = os.open(staging, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         try:
-            current = os.lstat(outdir)
+            current: os.stat_result | None = os.lstat(outdir)
         except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.fchmod(fd, 0o777 & ~umask)
-            return
-        if current.st_gid != os.fstat(fd).st_gid:
-            with contextlib.suppress(PermissionError):
+            current = None
+        own = (
+            current is not None and stat.S_ISDIR(current.st_mode) and current.st_uid == os.geteuid()
+        )
+        mode = stat.S_IMODE(current.st_mode) & 0o3777 if own and current else 0o777 & ~umask
+        if own and current and current.st_gid != os.fstat(fd).st_gid:
+            try:
                 os.fchown(fd, -1, current.st_gid)
-        os.fchmod(fd, current.st_mode & 0o3777)  # no setuid: it means nothing on a directory
+            except PermissionError:
+                mode &= ~stat.S_ISGID
+        if os.geteuid() == 0:
+            mode &= 0o2755
+        os.fchmod(fd, mode)
     finally:
         os.close(fd)
 
@@ -224,8 +252,12 @@ def _remove_run(previous: Path) -> Path | None:
     link to /etc deletes nothing). None when nothing else was there; else the directory, left
     in place."""
     listed = _listed(previous)
-    if listed is None:
-        return previous
+    if listed is None:  # the empty directory the user gave as --out: nothing to keep
+        try:
+            os.rmdir(previous)
+        except OSError:
+            return previous
+        return None
     top = os.open(previous, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         for relative in [*sorted(listed), MARKER]:

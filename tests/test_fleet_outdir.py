@@ -151,10 +151,11 @@ def test_the_output_directory_keeps_its_mode_and_group(workdir: Path) -> None:
     out = workdir / "out"
     out.mkdir()
     os.chmod(out, 0o2775)  # a group-shared directory
+    expected = "0o2755" if os.geteuid() == 0 else "0o2775"  # root's output: no group write
     assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
-    assert oct(out.stat().st_mode & 0o7777) == "0o2775"
+    assert oct(out.stat().st_mode & 0o7777) == expected
     assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
-    assert oct(out.stat().st_mode & 0o7777) == "0o2775"
+    assert oct(out.stat().st_mode & 0o7777) == expected
     fresh = workdir / "fresh"
     umask = os.umask(0o027)
     try:
@@ -229,3 +230,34 @@ def test_ctrl_c_while_loading_is_one_line(
         entry.main()
     assert stopped.value.code == 130
     assert capsys.readouterr().err == "sysctl-advisor: interrupted\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to hand the directory to nobody")
+def test_an_outdir_of_another_user_does_not_lend_its_mode(workdir: Path) -> None:
+    """An empty --out owned by nobody with mode 0777 used to come back 0777 owned by root:
+    anyone could have swapped host_vars for a link before root applied the playbook."""
+    out = workdir / "out"
+    out.mkdir()
+    os.chown(out, 65534, 65534)
+    os.chmod(out, 0o777)
+    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    info = out.stat()
+    assert info.st_uid == 0 and info.st_mode & 0o022 == 0
+    assert not [p for p in workdir.iterdir() if ".staging-" in p.name]  # no leftover
+
+
+def test_a_users_directory_that_looks_like_staging_is_not_removed(workdir: Path) -> None:
+    """Only a staging directory marked by the advisor is cleaned up: `.out.staging-mine` with
+    an empty (or linked) `.staging` is the user's."""
+    out = workdir / "out"
+    mine = workdir / ".out.staging-mine"
+    mine.mkdir()
+    (mine / ".staging").write_text("")
+    (mine / "data").write_text("keep\n")
+    linked = workdir / ".out.staging-linked"
+    linked.mkdir()
+    real_mark = workdir / "mark"
+    real_mark.write_text("sysctl-advisor fleet staging directory: the next run removes it\n")
+    (linked / ".staging").symlink_to(real_mark)
+    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    assert (mine / "data").read_text() == "keep\n" and linked.is_dir()
