@@ -162,8 +162,8 @@ def _charge(units: int) -> None:
     _Budget.left -= units
     if _Budget.left < 0:
         raise SecurityError(
-            f"more work than one host may take ({MAX_WORK:,} units: "
-            f"{MAX_WORK // LOOP_COST:,} loop iterations, or characters built)"
+            f"more work than one host may take ({MAX_WORK // LOOP_COST:,} loop iterations, "
+            f"or {MAX_WORK:,} characters and items built, compared or walked)"
         )
 
 
