@@ -43,7 +43,7 @@ from advisor.units import (
 )
 
 # Changes whenever code generation changes (the loop budget), so cached code is rebuilt.
-_CODE_SALT = "sandbox-4"
+_CODE_SALT = "sandbox-5"
 _RESULT = "_advisor_result"  # where a compiled expression leaves its value
 
 
@@ -220,7 +220,41 @@ def weight(value: Any, limit: int = MAX_BUILD) -> int:
     return total
 
 
+_SCALAR_TYPES = frozenset({int, float, bool, type(None)})
+_QUICK = 16  # containers this small are sized by one pass over their items
+
+
+def _quick_size(value: Any) -> int | None:
+    """The weight of a small list, tuple or dict of scalars and strings (almost every value a
+    rule handles), in one short pass; None for anything else."""
+    kind = type(value)
+    if kind is dict:
+        if len(value) > _QUICK:
+            return None
+        items: Iterable[Any] = (*value.keys(), *value.values())
+        size = 1
+    elif kind is list or kind is tuple:
+        if len(value) > _QUICK:
+            return None
+        items = value
+        size = 1
+    else:
+        return None
+    for item in items:
+        item_kind = type(item)
+        size += 1
+        if item_kind is str:
+            size += len(item)
+        elif item_kind not in _SCALAR_TYPES or (item_kind is int and not -_SMALL < item < _SMALL):
+            return None
+    return size
+
+
 def _bounded(value: Any, what: str) -> Any:
+    size = _quick_size(value)
+    if size is not None:
+        _charge(size)
+        return value
     size = weight(value)
     if size > MAX_BUILD:
         raise SecurityError(f"{what} of more than {MAX_BUILD:,} characters and items")
@@ -348,6 +382,11 @@ def _size(value: Any) -> int:
         return 1
     if kind is str:
         return len(value)
+    if not (kind is dict or kind is list or kind is tuple):
+        return 1  # a generator (map, select), the kernel view, a loop: nothing to walk yet
+    quick = _quick_size(value)
+    if quick is not None:
+        return quick
     known = _Budget.weighed.get(id(value))
     if known is not None and known[0] is value:
         return known[1]
@@ -373,9 +412,22 @@ def _charging(jinja_callable: Callable[..., Any]) -> Callable[..., Any]:
     skip = 1 if passes is not None else 0
 
     def charged(*args: Any, **kwargs: Any) -> Any:
-        _charge(sum(_size(a) for a in args[skip:]) + sum(_size(v) for v in kwargs.values()))
+        # Called for every item a select or map passes a test: kept to a few operations.
+        units = 1
+        for arg in args[skip:]:
+            kind = type(arg)
+            if kind is str:
+                units += len(arg)
+            elif not (kind is int or kind is float or kind is bool or arg is None):
+                units += _size(arg)
+        for arg in kwargs.values():
+            units += _size(arg)
+        _Budget.left -= units
+        if _Budget.left < 0:
+            _charge(0)  # raises
         result = jinja_callable(*args, **kwargs)
-        if isinstance(result, list | tuple | str):
+        kind = type(result)
+        if kind is list or kind is tuple or kind is str:
             _charge(len(result))
         return result
 
@@ -397,16 +449,20 @@ def _round(value: float, precision: int = 0, method: str = "common") -> float:
     return float(rounded / step)
 
 
-# Filters and tests that take constant time whatever they are given: not worth a charge.
-_CONSTANT_TIME = frozenset(
-    {"length", "d", "default", "first", "last", "abs", "bool"}
-    | {"none", "defined", "undefined", "boolean", "false", "true", "integer", "float"}
-    | {"string", "mapping", "number", "sequence", "iterable", "callable", "sameas"}
-    | {"odd", "even", "divisibleby", "filter", "test", "escaped"}
-)
+# Filters that take constant time whatever they are given: not worth a charge. Every other
+# filter pays for its input (int and float too: CPython parses a long number in quadratic time).
+_CONSTANT_TIME = frozenset({"length", "d", "default", "first", "last", "abs", "bool"})
+# The only test whose work is not bounded by its own inputs: `x is in big` walks `big` for
+# every item a select or reject hands it. The others compare or inspect the item, whose size
+# the select or reject already paid for.
+_WALKING_TESTS = frozenset({"in"})
 
 
 def _nesting(source: str) -> int:
+    """How deep ( [ { nest in the source (an upper bound: brackets inside strings count)."""
+    opening = source.count("(") + source.count("[") + source.count("{")
+    if opening <= MAX_NESTING:
+        return opening  # no deeper than the number of brackets: no need to walk the text
     depth = deepest = 0
     for char in source:
         if char in "([{":
@@ -463,12 +519,12 @@ class AdvisorSandbox(ImmutableSandboxedEnvironment):
         tests: dict[str, Any] = {}
         for name, test in self.tests.items():
             plain = cast(Callable[..., Any], test)
-            tests[name] = plain if name in _CONSTANT_TIME else _charging(plain)
+            tests[name] = _charging(plain) if name in _WALKING_TESTS else plain
         self.tests = tests
         self.filters.update(
             {"replace": _replace, "join": _join, "format": _format, "string": _string}
         )
-        self.filters.update({"sum": _sum, "round": _charging(_round)})
+        self.filters.update({"sum": _sum, "round": _round})
         # What _Bounded rewrites parsed code to call (filters are called directly, not
         # through the sandbox's call check).
         self.filters.update(
@@ -506,9 +562,13 @@ class AdvisorSandbox(ImmutableSandboxedEnvironment):
         """Every call a rule makes (the project's functions, a str method) pays for the data
         it is handed: `big.split()`, `max(big)`."""
         receiver = getattr(__obj, "__self__", None)
-        units = len(receiver) if isinstance(receiver, str) else 0
-        units += sum(_size(a) for a in args) + sum(_size(v) for v in kwargs.values())
-        if units > 8:
+        units = len(receiver) if isinstance(receiver, str) else 0  # big.split(), (big|e).split()
+        for arg in args:
+            if type(arg) not in _SCALAR_TYPES:
+                units += _size(arg)
+        for arg in kwargs.values():
+            units += _size(arg)
+        if units:
             _charge(units)
         return super().call(__context, __obj, *args, **kwargs)
 
@@ -641,6 +701,10 @@ class _Bounded(NodeTransformer):
 
     def visit_Compare(self, node: nodes.Compare) -> nodes.Node:
         self.generic_visit(node)
+        walks = any(op.op in ("in", "notin") for op in node.ops)
+        sides = [node.expr, *(op.expr for op in node.ops)]
+        if not walks and len(sides) == 2 and any(isinstance(x, nodes.Const) for x in sides):
+            return node  # against a literal: as long as the literal, at most (x > 0, k == 'a')
         node.expr = self._weigh(node.expr)
         for operand in node.ops:
             operand.expr = self._weigh(operand.expr)

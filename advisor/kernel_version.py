@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import functools
+import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 _RELEASE_RE = re.compile(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(.*)$")
 _CLAUSE_RE = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*([0-9][0-9.]*)\s*$")
@@ -64,6 +67,16 @@ class KernelVersion:
         return self.release
 
 
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+
+
 @dataclass(frozen=True)
 class KernelRange:
     """A conjunction of clauses: ">=3.4,<4.2". The empty string matches every kernel."""
@@ -88,15 +101,4 @@ class KernelRange:
 
     def contains(self, version: KernelVersion) -> bool:
         v = version.numbers
-        for op, bound in self.clauses:
-            ok = {
-                ">=": v >= bound,
-                "<=": v <= bound,
-                ">": v > bound,
-                "<": v < bound,
-                "==": v == bound,
-                "!=": v != bound,
-            }[op]
-            if not ok:
-                return False
-        return True
+        return all(_COMPARE[op](v, bound) for op, bound in self.clauses)

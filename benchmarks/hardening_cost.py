@@ -31,7 +31,10 @@ from fleet_throughput import generate, profile_map  # noqa: E402
 
 
 def _env(tree: Path, cache: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(tree), "SYSCTL_ADVISOR_CACHE": str(cache)}
+    # Bytecode is written as on any installed system: with PYTHONDONTWRITEBYTECODE set, every
+    # run would compile the tree's changed modules from source and time the compiler.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "PYTHONPATH": str(tree), "SYSCTL_ADVISOR_CACHE": str(cache)}
 
 
 def _recommend(tree: Path, cache: Path) -> float:

@@ -148,6 +148,8 @@ TEMPLATE_BOMBS = [
     "{% set s = 'x' * 999999 %}{% for i in range(99999) %}{{ s.upper() | length }}{% endfor %}",
     "{% set a = [0] * 499000 %}{{ [1] * 9999 | select('in', a) | list | length }}",
     "{% if 1 %}{% endif %}" * 300000,
+    # CPython parses a long number in quadratic time: int and float pay for what they read.
+    "{% set s = '9' * 4000 %}{% for i in range(99999) %}{{ s | int }}{% endfor %}",
 ]
 
 
@@ -436,3 +438,20 @@ def test_jinja_sum_with_an_attribute_still_works(variables: dict[str, Any]) -> N
     assert expression.evaluate(variables) == 7
     assert compiler.expression("'%-20s|' % 'x'").evaluate(variables) == "x" + " " * 19 + "|"
     assert compiler.expression("(2.567 | round(2, 'floor'))").evaluate(variables) == 2.56
+
+
+@pytest.mark.parametrize("reader", ["int", "float"])
+def test_reading_a_number_pays_for_its_digits(reader: str, variables: dict[str, Any]) -> None:
+    """CPython reads a long number in quadratic time, so `s | int` in a loop pays for the
+    digits it reads each time, not only once for building `s`."""
+    from advisor import expressions
+
+    compiler = Compiler()
+    built = compiler.expression("('9' * 4000) | length")
+    parsed = compiler.expression(f"('9' * 4000) | {reader}")
+    new_budget()
+    built.evaluate(variables)
+    building = expressions.MAX_WORK - expressions._Budget.left
+    new_budget()
+    parsed.evaluate(variables)
+    assert expressions.MAX_WORK - expressions._Budget.left >= building + 4000
