@@ -56,10 +56,19 @@ class CheckDocument(_Model):
 
     def to_json(self) -> str:
         """The document as the CLI prints it (serialized by the model: always schema-valid)."""
-        return json.dumps(self.to_data(), indent=2, ensure_ascii=False) + "\n"
+        return json_text(self.to_data())
 
     def to_data(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
+
+
+def json_text(data: Any) -> str:
+    """Indented JSON that is valid UTF-8 whatever the data holds: a file name's undecodable
+    byte (a lone surrogate, as Python reads it) is written as its JSON escape (\\udcff), which
+    decodes back to the same string (os.fsencode restores the name), instead of a raw byte
+    that would make the whole document unreadable to a strict UTF-8 consumer."""
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def check_json_schema() -> dict[str, Any]:
