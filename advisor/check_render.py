@@ -195,12 +195,20 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def _annotated_name(path: str) -> str:
+    """The file name as the annotation names it: exact (the runner restores \\r, \\n, %, :
+    and , from their escapes), except control and format characters (an ESC sequence, a bidi
+    override), which are shown escaped so a file name cannot restyle or reorder the log; such
+    a file's annotations then stay in the summary instead of attaching to it."""
+    return "".join(c if c in "\r\n" or c.isprintable() else one_line(c) for c in path)
+
+
 def _github(report: CheckReport) -> str:
     command = {"error": "error", "warning": "warning", "info": "notice"}
     lines = []
     columns = _Lines()
     for f in report.findings:
-        props = [f"file={_escape_property(f.file)}"]
+        props = [f"file={_escape_property(_annotated_name(f.file))}"]
         if f.line is not None:
             props.append(f"line={f.line}")
             props.append(f"endLine={f.line}")
