@@ -69,6 +69,10 @@ class CatalogKey(_Model):
     default_tolerance: float = Field(0.0, ge=0.0, le=0.25)
     exists: str = ""
     netns_since: str | None = None
+    # The key's handler reads a write into a copy and stores it only when the whole of it is
+    # valid (ipv4_local_port_range); otherwise each element is stored as it is read, and a
+    # write refused part-way leaves the key half-written.
+    atomic_write: bool = False
     summary: str
     references: list[str] = Field(min_length=1)
     default: list[Era] = Field(min_length=1)

@@ -23,6 +23,7 @@ from advisor.errors import InputError
 from advisor.expressions import ExpressionError, new_budget
 from advisor.facts import HostFacts
 from advisor.kernel_version import KernelVersion
+from advisor.kernel_write import kernel_int, kernel_write
 from advisor.knowledge import KnowledgeBase
 from advisor.plan import Plan
 from advisor.rules import SEVERITY_ORDER
@@ -67,24 +68,6 @@ def _split_source(source: str) -> tuple[str, int | None]:
     return source, None
 
 
-_TMPBUFLEN = 22  # proc_get_long()'s buffer
-# What strtoul in base 0 reads whole: 0x hex, 0-prefixed octal, decimal (ASCII only).
-_KERNEL_INT = re.compile(r"(-?)(?:0[xX]([0-9a-fA-F]+)|(0[0-7]*)|([1-9][0-9]*))")
-
-
-def _kernel_int(field: str) -> int | None:
-    """One field as the kernel's proc_get_long() reads it: an optional '-', then strtoul in
-    base 0 (0x hex, 0-prefixed octal, decimal); anything else, or a token that fills its
-    21-character buffer, is EINVAL. (A number beyond the key's range is the out-of-bounds
-    rule's: older kernels wrapped it where newer ones refuse it.)"""
-    match = _KERNEL_INT.fullmatch(field)
-    if match is None or len(field) >= _TMPBUFLEN - 1:
-        return None
-    sign, hexa, octal, decimal = match.groups()
-    number = int(hexa, 16) if hexa else int(octal, 8) if octal else int(decimal, 10)
-    return -number if sign else number
-
-
 def _fields(value: str) -> list[str]:
     """The value's fields: conf_parser has already joined them with single spaces; any other
     character (a tab aside) belongs to a field, where the kernel would refuse it."""
@@ -92,10 +75,10 @@ def _fields(value: str) -> list[str]:
 
 
 def _numbers(value: str) -> list[int] | None:
-    """The value's fields as the kernel reads them; None if any is not an integer to it."""
+    """Every field of the value as the kernel reads a number; None if any is not one."""
     numbers: list[int] = []
     for part in _fields(value):
-        number = _kernel_int(part)
+        number = kernel_int(part)
         if number is None:
             return None
         numbers.append(number)
@@ -104,12 +87,9 @@ def _numbers(value: str) -> list[int] | None:
 
 # Folded template text is joined at these; other characters (a \x1f in a value) stay visible.
 _PROSE_SPACE = re.compile(r"[ \t\n\r]+")
+# A field a reader takes at face value: no leading zero (octal), no 0x (hex).
 _PLAIN_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)")
 
-
-def _decimal(value: str) -> bool:
-    """Every field plain decimal (no leading zero, no 0x): what a reader expects it to mean."""
-    return all(_PLAIN_DECIMAL.fullmatch(part) for part in _fields(value))
 
 
 class Checker:
@@ -152,11 +132,19 @@ class Checker:
         catalog = self.kb.catalog
         spec = catalog.keys.get(key)
         kernel = self.context.kernel
+        # What the kernel does with the text of a key it knows: what it stores, refuses, drops.
+        write = kernel_write(value, spec.length) if spec is not None else None
+        if write is None:
+            numbers, read = _numbers(value), _fields(value)
+        else:  # the numbers the key ends up holding, when the write sets all of them
+            numbers = list(write.stored) if write.complete else None
+            read = _fields(value)[: len(write.stored)]
         return {
             "key": key,
             "value": value,
-            "numbers": _numbers(value),
-            "decimal": _decimal(value),
+            "numbers": numbers,
+            "write": write.as_data() if write is not None else None,
+            "decimal": all(_PLAIN_DECIMAL.fullmatch(part) for part in read),
             "spec": self._specs.get(key),
             "known": spec is not None,
             "exists": (catalog.exists(key, kernel) if spec and kernel else None),

@@ -2,7 +2,7 @@
 
 A rule either tests each assignment (`when`, an expression over the key, its value and what is
 known about the target host) or documents a finding the file reader reports itself
-(`kind: structural`: inline comments, duplicates, overrides, unparsable lines, unreadable
+(`kind: structural`: duplicates, overrides, unparsable lines, unreadable
 files). Either way the rule file holds its severity, rationale, references and examples, so
 the rules reference is generated from the same place the checks run from.
 """
@@ -45,8 +45,8 @@ class CheckRuleSpec(_Model):
     when: str | None = None
     reports: list[
         Literal[
-            "inline-comment",
             "syntax",
+            "byte-order-mark",
             "broken-link",
             "outside-link",
             "unreadable",

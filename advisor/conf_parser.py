@@ -37,6 +37,10 @@ class BadLine:
     line: int
     text: str
     reason: str
+    code: str = "syntax"  # or byte-order-mark
+
+
+BYTE_ORDER_MARK = "\ufeff"
 
 
 _SYSCTL_KEY = re.compile(r"[A-Za-z0-9_-]+(?:[./][A-Za-z0-9_*:@-]+)+")
@@ -70,6 +74,19 @@ def parse_conf_lines(text: str) -> tuple[list[Assignment], list[Exclusion], list
     # break at \v, \f, \x1c-\x1e, \x85 and U+2028, and number every later line wrongly).
     for number, raw in enumerate(text.split("\n"), start=1):
         line = raw.strip(C_SPACE)
+        if line.startswith(BYTE_ORDER_MARK):
+            # Neither procps nor systemd-sysctl skips it: it becomes part of the key (which
+            # then does not exist) or turns a comment into a line that is not an assignment.
+            what = line[1:].strip(C_SPACE)
+            reason = (
+                "a UTF-8 byte-order mark before the key: procps and systemd-sysctl read it as "
+                "part of the key, which does not exist, so the setting is lost at boot"
+                if "=" in what and what[:1] not in "#;"
+                else "a UTF-8 byte-order mark starts the line: procps reports invalid syntax "
+                "and systemd-sysctl fails"
+            )
+            bad.append(BadLine(number, raw, reason, "byte-order-mark"))
+            continue
         if not line or line[0] in "#;":
             continue
         key, sep, value = line.partition("=")

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.conf_parser import Assignment, is_sysctl_key, parse_conf_lines
+from advisor.conf_parser import Assignment, parse_conf_lines
 from advisor.errors import InputError
 from advisor.yamlio import read_bytes
 
@@ -46,7 +46,7 @@ class Problem:
     source: str  # "path:line" or "path"
     message: str
     severity: str = "warning"  # error: the kernel would reject it; warning; info
-    code: str = "note"  # inline-comment | syntax | broken-link | outside-link | unreadable | note
+    code: str = "note"  # syntax | byte-order-mark | broken-link | outside-link | unreadable | note
 
     def __str__(self) -> str:
         return f"{self.source}: {self.message}"
@@ -102,7 +102,7 @@ class _Collector:
         self.config.documents.append((display, text))
         for line in bad:
             self.config.problems.append(
-                Problem(f"{display}:{line.line}", line.reason, "error", "syntax")
+                Problem(f"{display}:{line.line}", line.reason, "error", line.code)
             )
         for exclusion in exclusions:
             self.excluded.add(exclusion.key)
@@ -111,17 +111,6 @@ class _Collector:
 
     def _add(self, item: Assignment, display: str) -> None:
         where = f"{display}:{item.line}"
-        if "#" in item.value:
-            shown_value = f" = {item.value!r}" if is_sysctl_key(item.key) else ""
-            self.config.problems.append(
-                Problem(
-                    where,
-                    f"{item.key}{shown_value}: '#' inside a value is not a comment; the "
-                    "kernel is handed the whole text and rejects it",
-                    "error",
-                    "inline-comment",
-                )
-            )
         value = CurrentValue(item.key, item.value, where, item.ignore_failure)
         if item.is_glob:
             self.globs.append(value)

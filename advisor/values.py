@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisor.catalog import CatalogKey
+from advisor.kernel_write import kernel_write
 from advisor.units import human_bytes, human_count
 
 Value = int | list[int]
@@ -18,15 +19,13 @@ def conf_text(value: Value) -> str:
 
 
 def parse_current(text: str, key: CatalogKey) -> Value | None:
-    """A value as `sysctl -a` prints it (tabs or spaces), or None if it is not numeric."""
-    parts = text.split()
-    try:
-        numbers = [int(p) for p in parts]
-    except ValueError:
+    """A value as `sysctl -a` prints it (tabs or spaces) or a sysctl.conf line gives it: what
+    the kernel holds once the text is written (`15 # faster` is 15); None when that is not
+    the whole of the key (the write is refused, or sets only some elements)."""
+    write = kernel_write(text, key.length)
+    if not write.complete:
         return None
-    if key.length == 1:
-        return numbers[0] if len(numbers) == 1 else None
-    return numbers if len(numbers) == key.length else None
+    return write.stored[0] if key.length == 1 else list(write.stored)
 
 
 def human(value: Value, key: CatalogKey, page_size: int) -> str:

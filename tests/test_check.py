@@ -208,7 +208,7 @@ def test_tree_findings_point_at_real_paths() -> None:
     ],
 )  # fmt: skip
 def test_numbers_are_read_as_proc_get_long_reads_them(field: str, kernel_reads: int | None) -> None:
-    from advisor.check import _kernel_int
+    from advisor.kernel_write import kernel_int as _kernel_int
 
     assert _kernel_int(field) == kernel_reads
 

@@ -54,9 +54,9 @@ def test_tree_problems_are_reported_not_raised() -> None:
     config = read_current(LAYERED)
     problems = {p.source: p for p in config.problems}
     assert "usr/lib/sysctl.d/70-broken.conf" in problems
-    inline = problems["etc/sysctl.d/10-net.conf:4"]
-    assert inline.severity == "error" and "'#'" in inline.message
-    # The inline comment really is part of the value, as procps and systemd read it.
+    # The inline comment really is part of the value, as procps and systemd read it (what the
+    # kernel makes of it is for check to say: tests/test_kernel_acceptance.py).
+    assert "etc/sysctl.d/10-net.conf:4" not in problems
     assert config.values["net.ipv4.tcp_fin_timeout"].value == "30 # shorter FIN-WAIT-2"
 
 
