@@ -91,7 +91,6 @@ _PROSE_SPACE = re.compile(r"[ \t\n\r]+")
 _PLAIN_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)")
 
 
-
 class Checker:
     def __init__(
         self, kb: KnowledgeBase, rules: dict[str, CheckRule], context: CheckContext
@@ -228,6 +227,9 @@ class Checker:
         for display, text in config.documents:
             new_budget()  # the work check rules may do for one file
             found += self._assignments(display, text)
+        if config.kind == "dump":  # the kernel's own values: nothing about how a file is written
+            judged = {rule.id for rule in self.rules.values() if rule.spec.in_dumps}
+            found = [f for f in found if f.id in judged]
         return found
 
     def check_paths(self, paths: list[Path]) -> CheckReport:

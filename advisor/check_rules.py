@@ -57,6 +57,12 @@ class CheckRuleSpec(_Model):
         default_factory=list,
         description="structural rules: the file reader's findings this rule reports",
     )
+    in_dumps: bool = Field(
+        True,
+        description="also judge a `sysctl -a` dump; false for rules about how a file is "
+        "written (syntax, comments, duplicates, unknown keys), which a dump of the kernel's "
+        "own values never is",
+    )
     let: dict[str, str] = Field(default_factory=dict)
     message: str
     rationale: str

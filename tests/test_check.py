@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -233,3 +235,29 @@ def test_fields_are_separated_by_spaces_and_tabs_only(workdir: Path) -> None:
     assert "4096\x1f87380" in findings[0]["message"]  # the cause is shown, not hidden
     text = CliRunner().invoke(app, ["check", str(conf)]).stdout
     assert "4096\\x1f87380" in text and "\x1f" not in text  # escaped in text output
+
+
+def test_a_sysctl_a_dump_is_judged_by_its_values_only(workdir: Path) -> None:
+    """Issue 14, item 4: `sysctl -a` prints read-only informational keys (kernel.version with
+    its '#1 SMP'), multi-line values and hundreds of keys outside the catalog; none of that is
+    a finding. A value in force that is wrong still is."""
+    lines = [
+        "kernel.version = #1 SMP PREEMPT_DYNAMIC Debian 6.1.0-18 (2024-02-01)",
+        "kernel.osrelease = 6.1.0-18-amd64",
+        "fs.file-nr = 1024\t0\t9223372036854775807",
+        "kernel.core_modes = file",
+        "kernel.core_modes = pipe",
+        "net.ipv4.tcp_rmem = 4096\t131072\t6291456",
+        "net.ipv4.tcp_tw_recycle = 1",
+        "net.ipv4.tcp_fin_timeout = 60",
+    ] + [f"net.ipv6.conf.eth{i}.hop_limit = 64" for i in range(120)]
+    dump = workdir / "dump.txt"
+    dump.write_text("\n".join(lines) + "\n")
+    result = CliRunner().invoke(app, ["check", str(dump), "--format", "json", "--kernel", "4.4"])
+    ids = [f["id"] for f in json.loads(result.stdout)["findings"]]
+    assert ids == ["check.tw-recycle-enabled"], ids
+    if shutil.which("sysctl") and Path("/proc/sys/kernel/version").exists():
+        real = workdir / "real.txt"  # this machine's own dump: nothing to say about it
+        real.write_text(subprocess.run(["sysctl", "-a"], capture_output=True, text=True).stdout)
+        result = CliRunner().invoke(app, ["check", str(real), "--format", "json"])
+        assert result.exit_code == 0, result.stdout
