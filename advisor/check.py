@@ -85,6 +85,8 @@ def _numbers(value: str) -> list[int] | None:
     return numbers
 
 
+# A '[' with no ']' after it: not a bracket expression to fnmatch(3).
+_UNCLOSED_BRACKET = re.compile(r"\[[^\]]*$")
 # Folded template text is joined at these; other characters (a \x1f in a value) stay visible.
 _PROSE_SPACE = re.compile(r"[ \t\n\r]+")
 # A field a reader takes at face value: no leading zero (octal), no 0x (hex).
@@ -125,6 +127,8 @@ class Checker:
             return False
         if "profile" in needs and self.context.plan is None:
             return False
+        if rule.spec.globs:
+            return True
         return any(fnmatch.fnmatchcase(key, pattern) for pattern in rule.spec.keys)
 
     def _scope(self, key: str, value: str, ignore_failure: bool) -> dict[str, Any]:
@@ -156,15 +160,35 @@ class Checker:
             "ignore_failure": ignore_failure,
         }
 
+    def _glob(self, pattern: str) -> dict[str, Any]:
+        """What a glob line reaches: the catalog's keys it matches on the target kernel, the
+        kinds of value they hold, and whether it matches every key there is."""
+        catalog, kernel = self.kb.catalog, self.context.kernel
+        matches = [
+            name
+            for name in catalog.keys
+            if fnmatch.fnmatchcase(name, pattern)
+            and (kernel is None or catalog.exists(name, kernel))
+        ]
+        specs = [catalog.keys[name] for name in matches]
+        return {
+            "matches": matches,
+            "kinds": sorted({f"{spec.unit}/{spec.length}" for spec in specs}),
+            # Nothing but wildcards and separators: every key of the kernel, whatever it is.
+            "everything": not pattern.strip("*?./"),
+            # fnmatch(3), as procps and systemd call it, matches an unclosed '[' literally.
+            "unclosed": _UNCLOSED_BRACKET.search(pattern) is not None,
+        }
+
     def _assignments(self, display: str, text: str) -> list[CheckFinding]:
         found: list[CheckFinding] = []
         assignments, _exclusions, _bad = parse_conf_lines(text)
         for item in assignments:
-            if item.is_glob:
-                continue
             scope = self._scope(item.key, item.value, item.ignore_failure)
+            if item.is_glob:
+                scope["glob"] = self._glob(item.key)
             for rule in self.assignment_rules:
-                if not self._applicable(rule, item.key):
+                if rule.spec.globs != item.is_glob or not self._applicable(rule, item.key):
                     continue
                 local = dict(scope)
                 try:

@@ -57,6 +57,11 @@ class CheckRuleSpec(_Model):
         default_factory=list,
         description="structural rules: the file reader's findings this rule reports",
     )
+    globs: bool = Field(
+        False,
+        description="judge glob lines (`net.core.* = 5`) instead of single keys; such rules "
+        "see `glob` (what the pattern matches), the others never see a glob line",
+    )
     in_dumps: bool = Field(
         True,
         description="also judge a `sysctl -a` dump; false for rules about how a file is "

@@ -176,3 +176,34 @@ def test_a_byte_order_mark_before_a_key_fails_and_check_says_so(workdir: Path) -
     assert rc != "0" and after == "41", result.stdout + result.stderr
     verdict, ids = _check_verdict(conf)
     assert verdict == "rejected" and "check.byte-order-mark" in ids
+
+
+def test_globs_are_expanded_as_check_says(workdir: Path) -> None:
+    """Issue 14, item 3: procps 4 and systemd-sysctl expand key globs; an unclosed '[' is
+    matched literally and sets nothing. check describes the first and warns about the second."""
+    glob = workdir / "glob.conf"
+    glob.write_text("net.ipv4.tcp_*_timeout = 7\n")
+    unclosed = workdir / "unclosed.conf"
+    unclosed.write_text("net.ipv4.tcp_fin_[timeout = 8\n")
+    script = (
+        "sysctl -q -w net.ipv4.tcp_fin_timeout=41 >/dev/null\n"
+        'sysctl -q -p "$1" >/dev/null 2>&1 || true\n'
+        "a=$(sysctl -n net.ipv4.tcp_fin_timeout)\n"
+        "sysctl -q -w net.ipv4.tcp_fin_timeout=41 >/dev/null\n"
+        'sysctl -q -p "$2" >/dev/null 2>&1 || true\n'
+        'echo "$a $(sysctl -n net.ipv4.tcp_fin_timeout)"\n'
+    )
+    result = in_namespace(script, str(glob), str(unclosed))
+    expanded, literal = result.stdout.split()
+    if expanded == "41":
+        pytest.skip("this procps does not expand key globs (before 4.0)")
+    assert (expanded, literal) == ("7", "41"), result.stdout
+    ids = {f["id"] for f in _findings(glob)}
+    assert "check.glob" in ids and not ids & {"check.glob-everything", "check.glob-unrelated"}
+    assert "check.glob-unclosed" in {f["id"] for f in _findings(unclosed)}
+
+
+def _findings(path: Path) -> list[dict[str, object]]:
+    result = CliRunner().invoke(app, ["check", str(path), "--format", "json"])
+    found: list[dict[str, object]] = json.loads(result.stdout)["findings"]
+    return found
