@@ -49,8 +49,9 @@ def docs_url() -> str:
     """The rules reference (docs/rules.md): $SYSCTL_ADVISOR_DOCS_URL, else the published
     copy of this version (PROJECT_URL), else the copy shipped with the package."""
     configured = os.environ.get("SYSCTL_ADVISOR_DOCS_URL")
-    if configured:
-        return quote(configured, safe=_URI_CHARACTERS)
+    if configured:  # spaces, non-ASCII and a stray % (not an escape) made valid
+        quoted = quote(configured, safe=_URI_CHARACTERS)
+        return re.sub("%(?![0-9A-Fa-f]{2})", "%25", quoted)
     if PROJECT_URL:
         return f"{PROJECT_URL}/blob/v{__version__}/docs/rules.md"
     try:

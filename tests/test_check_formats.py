@@ -227,10 +227,10 @@ def test_sarif_rules_help_and_properties(monkeypatch: pytest.MonkeyPatch) -> Non
     headings = reference.read_text(encoding="utf-8")
     assert all(f"\n## {rule_id}\n" in headings for rule_id in kb.check_rules)
 
-    monkeypatch.setenv("SYSCTL_ADVISOR_DOCS_URL", "https://example.org/a b/rüles.md")
+    monkeypatch.setenv("SYSCTL_ADVISOR_DOCS_URL", "https://example.org/a b/100%/r%C3%BCles.md")
     custom = assert_valid_sarif(_check(ANNOTATED, "-f", "sarif"))
     rule = custom["runs"][0]["tool"]["driver"]["rules"][0]
-    assert rule["helpUri"].startswith("https://example.org/a%20b/r%C3%BCles.md#")
+    assert rule["helpUri"].startswith("https://example.org/a%20b/100%25/r%C3%BCles.md#")
 
     monkeypatch.setenv("SYSCTL_ADVISOR_DOCS_URL", "docs/rules.md")  # relative: text link only
     relative = assert_valid_sarif(_check(ANNOTATED, "-f", "sarif"))
