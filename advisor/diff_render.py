@@ -6,6 +6,7 @@ import io
 import textwrap
 
 from advisor.diff import DiffReport
+from advisor.markdown_text import FOLD_ROWS, Limits, fit_document
 from advisor.render import Renderer, first_sentence
 from advisor.rules import SEVERITY_ORDER
 from advisor.text_escape import one_line
@@ -116,10 +117,25 @@ def render_rich(report: DiffReport, width: int | None = None) -> str:
     return buffer.getvalue()
 
 
+def render_markdown(report: DiffReport, renderer: Renderer) -> str:
+    """A pull-request comment within GitHub's size limit: problems, findings and reasons lose
+    rows first, the table of keys last."""
+    template = renderer.env.get_template("diff.md.j2")
+    context = {"report": report, "summary": summary(report), "heading": _heading(report)}
+    why = sum(1 for e in report.entries if e.status != "ok")
+    findings = sum(1 for f in report.findings if f.severity != "info")
+    counts = {"why": why, "findings": findings, "problems": len(report.problems)}
+
+    def render(limits: Limits) -> str:
+        shown = {name: limits.get(name) for name in (*counts, "entries")}
+        return template.render(**context, limits=shown, fold=FOLD_ROWS)
+
+    return fit_document(render, [counts, {"entries": len(report.entries)}])
+
+
 def render_diff(report: DiffReport, fmt: str, renderer: Renderer, *, terminal: bool = False) -> str:
     if fmt == "json":
         return dump_json(report.to_json_data())
     if fmt == "markdown":
-        template = renderer.env.get_template("diff.md.j2")
-        return template.render(report=report, summary=summary(report), heading=_heading(report))
+        return render_markdown(report, renderer)
     return render_rich(report) if terminal else render_plain(report)

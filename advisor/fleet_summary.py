@@ -16,7 +16,15 @@ from typing import IO, Any
 
 from advisor import __version__
 from advisor.fleet import HostOutcome
-from advisor.render import md_cell, md_code
+from advisor.markdown_text import (
+    BUDGET,
+    FOLD_ROWS,
+    md_code,
+    md_code_cell,
+    md_length,
+    md_text,
+    md_text_clipped,
+)
 from advisor.rules import SEVERITY_ORDER
 
 FLEET_SCHEMA = "sysctl-advisor/fleet/v1"
@@ -57,7 +65,7 @@ class FleetTotals:
 
 def _row(outcome: HostOutcome) -> dict[str, Any]:
     if not outcome.written:
-        return {"host": outcome.host, "facts": outcome.source, "skipped": outcome.error}
+        return {"host": outcome.host, "facts_file": outcome.source, "reason": outcome.error}
     return {
         "host": outcome.host,
         "hostname": outcome.hostname,
@@ -94,7 +102,7 @@ class SummaryWriter:
         with open(rows_path, encoding="utf-8") as rows:
             for line in rows:
                 row = json.loads(line)
-                if ("skipped" in row) == skipped:
+                if ("reason" in row) == skipped:
                     yield row
 
     def _json(self, out: IO[str], rows_path: Path) -> None:
@@ -125,35 +133,103 @@ class SummaryWriter:
         out.write("}\n")
 
     def _markdown(self, out: IO[str], rows_path: Path) -> None:
+        """summary.md, within the budget of a pull-request comment whatever the fleet's size:
+        the fleet-wide tables first, then as many skipped and written hosts as fit (a third
+        of what is left for the skipped ones, when there are written ones), then a count of
+        the rest; summary.json always lists every host."""
         t = self.totals
-        out.write("# sysctl-advisor fleet summary\n\n")
-        profiles = ", ".join(f"`{md_code(p)}` {n}" for p, n in sorted(t.profiles.items())) or "none"
-        out.write(
-            f"{t.hosts} hosts from `{md_code(str(self.facts_source))}`: {t.written} written, "
+        profiles = ", ".join(f"{md_code(p)} {n}" for p, n in sorted(t.profiles.items())) or "none"
+        head = (
+            "# sysctl-advisor fleet summary\n\n"
+            f"{t.hosts} hosts from {md_code(str(self.facts_source))}: {t.written} written, "
             f"{t.skipped_count} skipped. Profiles: {profiles}.\n"
         )
-        if t.skipped_count:
-            out.write(
-                "\n## Skipped hosts\n\nNo file was written for these; the playbook leaves "
-                "them unchanged.\n\n| host | why |\n|---|---|\n"
-            )
-            for row in self._rows(rows_path, True):
-                out.write(f"| `{md_code(row['host'])}` | {md_cell(row['skipped'])} |\n")
+        fleet_wide = ""
         if t.findings:
-            out.write("\n## Findings across the fleet\n\n| finding | severity | hosts |\n")
-            out.write("|---|---|---:|\n")
-            for f in t.finding_rows():
-                out.write(f"| `{md_code(f['id'])}` | {md_cell(f['severity'])} | {f['hosts']} |\n")
+            rows = (
+                f"| {md_code_cell(f['id'])} | {md_text(f['severity'])} | {f['hosts']} |"
+                for f in t.finding_rows()
+            )
+            fleet_wide += _table(
+                "Findings across the fleet",
+                "| finding | severity | hosts |\n|---|---|---:|",
+                rows,
+                len(t.findings),
+                "findings",
+                _SECTION_BUDGET,
+            )
         if t.changes:
-            out.write("\n## Keys changed from the kernel default\n\n| key | hosts |\n|---|---:|\n")
-            for c in t.change_rows():
-                out.write(f"| `{md_code(c['key'])}` | {c['hosts']} |\n")
+            rows = (f"| {md_code_cell(c['key'])} | {c['hosts']} |" for c in t.change_rows())
+            fleet_wide += _table(
+                "Keys changed from the kernel default",
+                "| key | hosts |\n|---|---:|",
+                rows,
+                len(t.changes),
+                "keys",
+                _SECTION_BUDGET,
+            )
+        left = BUDGET - md_length(head) - md_length(fleet_wide)
+        skipped = ""
+        if t.skipped_count:
+            share = left // 3 if t.written else left
+            rows = (
+                f"| {md_code_cell(r['host'])} | {md_text_clipped(r['reason'])} |"
+                for r in self._rows(rows_path, True)
+            )
+            skipped = _table(
+                "Skipped hosts",
+                "No file was written for these; the playbook leaves them unchanged.\n\n"
+                "| host | why |\n|---|---|",
+                rows,
+                t.skipped_count,
+                "skipped hosts",
+                share,
+            )
+        hosts = ""
         if t.written:
-            out.write("\n## Hosts\n\n| host | profile | kernel | keys changed |")
-            out.write(" errors | warnings | info |\n|---|---|---|---:|---:|---:|---:|\n")
-            for row in self._rows(rows_path, False):
-                n, kernel = row["findings"], md_cell(row["kernel"] or "unknown")
-                out.write(
-                    f"| `{md_code(row['host'])}` | `{md_code(row['profile'])}` | {kernel} "
-                    f"| {len(row['changes'])} | {n['error']} | {n['warning']} | {n['info']} |\n"
-                )
+            rows = (
+                f"| {md_code_cell(r['host'])} | {md_code_cell(r['profile'])} "
+                f"| {md_text(r['kernel'] or 'unknown')} | {len(r['changes'])} "
+                f"| {r['findings']['error']} | {r['findings']['warning']} "
+                f"| {r['findings']['info']} |"
+                for r in self._rows(rows_path, False)
+            )
+            hosts = _table(
+                "Hosts",
+                "| host | profile | kernel | keys changed | errors | warnings | info |\n"
+                "|---|---|---|---:|---:|---:|---:|",
+                rows,
+                t.written,
+                "hosts",
+                left - md_length(skipped),
+            )
+        out.write(head + skipped + fleet_wide + hosts)
+
+
+_SECTION_BUDGET = 10_000
+"""At most this much of summary.md for each fleet-wide table (their rows are bounded by the
+rules and keys there are, but rules directories are the user's)."""
+_MORE_RESERVE = 200
+"""Room kept in a section's share for the line that counts what did not fit."""
+
+
+def _table(title: str, header: str, rows: Iterator[str], total: int, noun: str, budget: int) -> str:
+    """A section with a table of at most `budget` characters: folded into <details> when it
+    is long, and the rows that do not fit counted, not shown."""
+    fold = total > FOLD_ROWS
+    text = f"\n## {title}\n\n"
+    if fold:
+        text += f"<details><summary>{total} {noun}</summary>\n\n"
+    text += header + "\n"
+    used, shown = md_length(text) + _MORE_RESERVE, 0
+    for row in rows:
+        used += md_length(row) + 1
+        if used > budget:
+            break
+        text += row + "\n"
+        shown += 1
+    if shown < total:
+        text += f"\n… and {total - shown:,} more {noun}: see summary.json.\n"
+    if fold:
+        text += "\n</details>\n"
+    return text

@@ -12,6 +12,15 @@ import jinja2
 from advisor import __version__
 from advisor.cache_files import cache_directory, source_fingerprint
 from advisor.catalog import Catalog
+from advisor.markdown_text import (
+    FOLD_ROWS,
+    Limits,
+    fit_document,
+    md_code,
+    md_code_cell,
+    md_text,
+    md_text_clipped,
+)
 from advisor.plan import Plan
 from advisor.resources import data_dir
 from advisor.text_escape import one_line
@@ -61,24 +70,6 @@ def _comment(text: str, indent: str = "#   ", width: int = 96) -> str:
     for paragraph in str(text).splitlines():
         lines.extend(indent + w for w in wrap_words(one_line(paragraph), width - len(indent)))
     return Lines("\n".join(lines))
-
-
-_MD_SPECIAL = str.maketrans(
-    {"|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;", "`": "\\`", "[": "\\[", "]": "\\]",
-     "\\": "\\\\"}
-)  # fmt: skip
-
-
-def md_code(text: str) -> str:
-    """Text inside a markdown code span in a table: one line, no backtick to end the span
-    early, pipes escaped (GitHub splits table rows on them even inside code)."""
-    return " ".join(one_line(text).split()).replace("`", "'").replace("|", "\\|")
-
-
-def md_cell(text: str) -> str:
-    """Text for one markdown table cell or heading: one line, and nothing markdown or HTML
-    would read as syntax (no forged cells, no `<!--` that hides the rest of a PR comment)."""
-    return " ".join(one_line(text).split()).translate(_MD_SPECIAL)
 
 
 def _param(value: Any) -> str:
@@ -232,8 +223,10 @@ class Renderer:
             bytecode_cache=bytecode_cache,
         )
         self.env.filters["comment"] = _comment
-        self.env.filters["md"] = md_cell
-        self.env.filters["md_code"] = md_code
+        self.env.filters["text"] = md_text
+        self.env.filters["prose"] = md_text_clipped
+        self.env.filters["code"] = md_code
+        self.env.filters["cell_code"] = md_code_cell
         self.env.filters["first_sentence"] = first_sentence
         self.env.filters["param"] = _param
         self.env.filters["yaml_string"] = _yaml_string
@@ -251,11 +244,28 @@ class Renderer:
         """The plan in `fmt`, checked by reading it back (see `check_rendered`)."""
         if fmt == "json":
             return dump_json(plan.to_json_data())
+        if fmt == "markdown":
+            return self._markdown(plan, command)
         text = self.env.get_template(TEMPLATES[fmt]).render(**self._context(plan, command))
         if fmt == "ansible":
             text += _host_vars(plan)
         check_rendered(plan, fmt, text)
         return text
+
+    def _markdown(self, plan: Plan, command: str) -> str:
+        """The plan as a pull-request comment, within GitHub's size limit: notes, unchanged
+        keys, companions and findings lose rows first, the settings table last."""
+        template = self.env.get_template(TEMPLATES["markdown"])
+        context = self._context(plan, command)
+        sections = ("settings", "findings", "companions", "unchanged", "notes")
+
+        def render(limits: Limits) -> str:
+            shown = {name: limits.get(name) for name in sections}
+            return template.render(**context, limits=shown, fold=FOLD_ROWS)
+
+        counts = {name: len(getattr(plan, name)) for name in sections}
+        tiers = [{k: counts[k] for k in sections[1:]}, {"settings": counts["settings"]}]
+        return fit_document(render, tiers)
 
     def _context(self, plan: Plan, command: str) -> dict[str, Any]:
         sections = []
