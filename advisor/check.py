@@ -256,7 +256,13 @@ class Checker:
             found = [f for f in found if f.id in judged]
         return found
 
-    def check_paths(self, paths: list[Path]) -> CheckReport:
+    def check_paths(self, paths: list[Path], whole_directory: bool = False) -> CheckReport:
+        """Check files, sysctl.d directories and trees. With `whole_directory`, a *.conf file
+        is checked together with the sysctl.d directory it is in, as that directory is applied
+        (pre-commit passes only the files that changed: an override of an unchanged file by a
+        changed one is still found)."""
+        if whole_directory:
+            paths = _with_directories(paths)
         findings: list[CheckFinding] = []
         files: list[str] = []
         usable = 0
@@ -278,10 +284,11 @@ class Checker:
             found = self.check_config(config)
             if config.base is not None:  # tree paths: make them paths from here again
                 base = config.base
-                found = [replace(f, file=os.path.normpath(base / f.file)) for f in found]
-                files += [os.path.normpath(base / f.split(" -> ")[0]) for f in config.files]
+                found = [replace(f, file=_shown(base / f.file)) for f in found]
+                files += [_shown(base / f.split(" -> ")[0]) for f in config.files]
             else:
-                files += config.files
+                found = [replace(f, file=_shown(Path(f.file))) for f in found]
+                files += [_shown(Path(f)) for f in config.files]
             findings += found
         if not usable:
             first = findings[0] if findings else None
@@ -289,3 +296,26 @@ class Checker:
             raise InputError(f"nothing could be checked ({reason})")
         findings.sort(key=lambda f: (f.file, f.line or 0, SEVERITY_ORDER[f.severity], f.id))
         return CheckReport(findings, files)
+
+
+def _shown(path: Path) -> str:
+    """A path as a reviewer reads it: relative to the working directory when it is inside it
+    (as pre-commit and CI runners show paths), else as given."""
+    normal = os.path.normpath(path)
+    if os.path.isabs(normal):
+        relative = os.path.relpath(normal)
+        if relative != ".." and not relative.startswith("../"):
+            return relative
+    return normal
+
+
+def _with_directories(paths: list[Path]) -> list[Path]:
+    """Each *.conf file in a directory named sysctl.d replaced by that directory (once); other
+    paths as they are (an Ansible role's files/ holds more than sysctl settings)."""
+    chosen: list[Path] = []
+    for path in paths:
+        if path.suffix == ".conf" and path.parent.name == "sysctl.d" and path.is_file():
+            path = path.parent
+        if path not in chosen:
+            chosen.append(path)
+    return chosen

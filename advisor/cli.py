@@ -326,6 +326,15 @@ def check(
         str,
         typer.Option("--fail-on", help="Exit 1 at this severity or worse: error, warning, info."),
     ] = "error",
+    whole_directory: Annotated[
+        bool,
+        typer.Option(
+            "--whole-directory",
+            help="Check each file in a sysctl.d directory together with the rest of that "
+            "directory, so overrides between files are found when only one changed "
+            "(pre-commit).",
+        ),
+    ] = False,
     output: OutputOption = None,
 ) -> None:
     """Lint sysctl.conf / sysctl.d files. Exit 0 clean, 1 findings at --fail-on or worse."""
@@ -357,7 +366,7 @@ def check(
                 context.kernel = KernelVersion.parse(kernel)
             except ValueError as exc:
                 raise InputError(str(exc), field="--kernel") from None
-        report = Checker(kb, kb.check_rules, context).check_paths(paths)
+        report = Checker(kb, kb.check_rules, context).check_paths(paths, whole_directory)
         text = render_check(report, fmt, kb.check_rules)
         _emit(text, output)
         worst = report.worst()
