@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
@@ -20,12 +21,48 @@ if TYPE_CHECKING:  # imported lazily at run time, so `--help` and `--version` st
 
 T = TypeVar("T")
 
+
+# Closed choices as Enums: help and shell completion list them (tests/test_cli.py keeps them
+# equal to the renderers' own lists).
+class RecommendFormat(str, Enum):
+    conf = "conf"
+    json = "json"
+    markdown = "markdown"
+    tuned = "tuned"
+    ansible = "ansible"
+
+
+class DiffFormat(str, Enum):
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+
+
+class FactsFormat(str, Enum):
+    yaml = "yaml"
+    json = "json"
+
+
+class CheckFormat(str, Enum):
+    text = "text"
+    json = "json"
+    github = "github"
+    sarif = "sarif"
+
+
+class Severity(str, Enum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+
+
 app = typer.Typer(
     name="sysctl-advisor",
     help="Compute Linux network and memory sysctls from host facts and a workload profile, "
     "with the arithmetic and the sources behind every value.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -34,7 +71,9 @@ FactsOption = Annotated[
     Path | None,
     typer.Option("--facts", help="Host facts file (YAML or JSON). Default: read this host."),
 ]
-ProfileOption = Annotated[str, typer.Option("--profile", "-p", help="Workload profile name.")]
+ProfileOption = Annotated[
+    str, typer.Option("--profile", "-p", help="Workload profile name.", metavar="NAME")
+]
 SetOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -42,10 +81,12 @@ SetOption = Annotated[
     ),
 ]
 RulesDirOption = Annotated[
-    list[Path] | None, typer.Option("--rules-dir", help="Extra rules directory (repeatable).")
+    list[Path] | None,
+    typer.Option("--rules-dir", help="Extra rules directory (repeatable).", metavar="DIR"),
 ]
 ProfilesDirOption = Annotated[
-    list[Path] | None, typer.Option("--profiles-dir", help="Extra profiles directory (repeatable).")
+    list[Path] | None,
+    typer.Option("--profiles-dir", help="Extra profiles directory (repeatable).", metavar="DIR"),
 ]
 OutputOption = Annotated[
     Path | None,
@@ -88,9 +129,10 @@ def _guard(fn: Callable[[], T]) -> T:
         )
 
 
-def _choose(value: str, choices: tuple[str, ...], option: str, what: str = "format") -> None:
-    if value not in choices:
-        raise InputError(f"unknown {what} {value!r} (choose {', '.join(choices)})", field=option)
+class _Quiet:
+    """--quiet: results and errors only."""
+
+    on = False
 
 
 def _emit(text: str, output: Path | None) -> None:
@@ -109,7 +151,13 @@ def _emit(text: str, output: Path | None) -> None:
 
 
 def _note(message: str) -> None:
-    typer.echo(f"sysctl-advisor: note: {message}", err=True)
+    _say(f"note: {message}")
+
+
+def _say(message: str) -> None:
+    """A line for the operator on stderr that is not an error: silent with --quiet."""
+    if not _Quiet.on:
+        typer.echo(f"sysctl-advisor: {message}", err=True)
 
 
 def _discard_stdout() -> None:
@@ -181,10 +229,20 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+        bool,
+        typer.Option(
+            "--version", "-V", callback=_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="Print only results and errors: no notes, skips or progress."
+        ),
     ] = False,
 ) -> None:
     """sysctl-advisor."""
+    _Quiet.on = quiet
 
 
 @app.command()
@@ -193,8 +251,8 @@ def recommend(
     facts: FactsOption = None,
     set_: SetOption = None,
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="conf, json, markdown, tuned or ansible.")
-    ] = "conf",
+        RecommendFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = RecommendFormat.conf,
     output: OutputOption = None,
     nginx_conf: NginxConfOption = None,
     rules_dir: RulesDirOption = None,
@@ -204,15 +262,14 @@ def recommend(
 
     def run() -> None:
         from advisor.engine import build_plan
-        from advisor.render import FORMATS, Renderer, rebuild_command
+        from advisor.render import Renderer, rebuild_command
 
-        _choose(fmt, FORMATS, "--format")
         overrides = _overrides(set_)
         kb = _knowledge(rules_dir, profiles_dir)
         host = _facts(facts, list(kb.catalog.keys), nginx_conf)
         plan = build_plan(kb, host, profile, overrides)
-        command = rebuild_command(profile, facts, overrides, fmt)
-        text = Renderer(kb.catalog).render(plan, fmt, command)
+        command = rebuild_command(profile, facts, overrides, fmt.value)
+        text = Renderer(kb.catalog).render(plan, fmt.value, command)
         _emit(text, output)
 
     _guard(run)
@@ -232,7 +289,9 @@ def diff(
         ),
     ] = None,
     set_: SetOption = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="text, markdown or json.")] = "text",
+    fmt: Annotated[DiffFormat, typer.Option("--format", "-f", help="Output format.")] = (
+        DiffFormat.text
+    ),
     output: OutputOption = None,
     nginx_conf: NginxConfOption = None,
     rules_dir: RulesDirOption = None,
@@ -242,11 +301,10 @@ def diff(
 
     def run() -> int:
         from advisor.diff import build_diff
-        from advisor.diff_render import DIFF_FORMATS, render_diff
+        from advisor.diff_render import render_diff
         from advisor.engine import build_plan
         from advisor.render import Renderer
 
-        _choose(fmt, DIFF_FORMATS, "--format")
         overrides = _overrides(set_)
         kb = _knowledge(rules_dir, profiles_dir)
         keys = list(kb.catalog.keys)
@@ -269,7 +327,7 @@ def diff(
         version = kb.catalog.kernel_for(host)[0]
         report = build_diff(plan, in_force, kb.catalog, version)
         terminal = output is None and sys.stdout.isatty()
-        text = render_diff(report, fmt, Renderer(kb.catalog), terminal=terminal)
+        text = render_diff(report, fmt.value, Renderer(kb.catalog), terminal=terminal)
         _emit(text, output)
         return 1 if report.drift else 0
 
@@ -282,7 +340,9 @@ def facts_command(
         Path,
         typer.Option("--root", help="Read a copied tree (proc/, sys/, etc/) instead of /."),
     ] = Path("/"),
-    fmt: Annotated[str, typer.Option("--format", "-f", help="yaml or json.")] = "yaml",
+    fmt: Annotated[FactsFormat, typer.Option("--format", "-f", help="Output format.")] = (
+        FactsFormat.yaml
+    ),
     output: OutputOption = None,
 ) -> None:
     """Read this host (or a copied tree) and print a facts file for --facts."""
@@ -292,12 +352,11 @@ def facts_command(
         from advisor.facts_output import render_facts
         from advisor.local_host import collect
 
-        _choose(fmt, ("yaml", "json"), "--format")
         if not root.is_dir():
             raise InputError("not a directory", path=root, field="--root")
         kb = _knowledge(None, None)
         data = facts_to_data(collect(list(kb.catalog.keys), root))
-        text = render_facts(data, fmt, root)
+        text = render_facts(data, fmt.value, root)
         _emit(text, output)
 
     _guard(run)
@@ -306,26 +365,33 @@ def facts_command(
 @app.command()
 def check(
     paths: Annotated[
-        list[Path], typer.Argument(help="sysctl.conf files, sysctl.d directories or trees.")
+        list[Path],
+        typer.Argument(help="sysctl.conf files, sysctl.d directories or trees.", metavar="PATH..."),
     ],
     facts: Annotated[
         Path | None, typer.Option("--facts", help="Host facts: enables RAM and lowmem checks.")
     ] = None,
     kernel: Annotated[
         str | None,
-        typer.Option("--kernel", help="Target kernel release (else the facts' kernel)."),
+        typer.Option(
+            "--kernel", help="Target kernel release (else the facts' kernel).", metavar="RELEASE"
+        ),
     ] = None,
     profile: Annotated[
         str | None,
-        typer.Option("--profile", "-p", help="With --facts: report departures from it (info)."),
+        typer.Option(
+            "--profile",
+            "-p",
+            help="With --facts: report departures from it (info).",
+            metavar="NAME",
+        ),
     ] = None,
-    fmt: Annotated[
-        str, typer.Option("--format", "-f", help="text, json, github or sarif.")
-    ] = "text",
+    fmt: Annotated[CheckFormat, typer.Option("--format", "-f", help="Output format.")] = (
+        CheckFormat.text
+    ),
     fail_on: Annotated[
-        str,
-        typer.Option("--fail-on", help="Exit 1 at this severity or worse: error, warning, info."),
-    ] = "error",
+        Severity, typer.Option("--fail-on", help="Exit 1 at this severity or worse.")
+    ] = Severity.error,
     whole_directory: Annotated[
         bool,
         typer.Option(
@@ -341,13 +407,11 @@ def check(
 
     def run() -> int:
         from advisor.check import CheckContext, Checker
-        from advisor.check_render import CHECK_FORMATS, render_check
+        from advisor.check_render import render_check, wants_color
         from advisor.engine import build_plan
         from advisor.kernel_version import KernelVersion
         from advisor.rules import SEVERITY_ORDER
 
-        _choose(fmt, CHECK_FORMATS, "--format")
-        _choose(fail_on, tuple(SEVERITY_ORDER), "--fail-on", "severity")
         if profile is not None and facts is None:
             raise InputError("--profile needs --facts", field="--profile")
         kb = _knowledge(None, None)
@@ -367,10 +431,12 @@ def check(
             except ValueError as exc:
                 raise InputError(str(exc), field="--kernel") from None
         report = Checker(kb, kb.check_rules, context).check_paths(paths, whole_directory)
-        text = render_check(report, fmt, kb.check_rules)
+        to_stdout = output is None or str(output) == "-"
+        color = wants_color(sys.stdout) if to_stdout and fmt is CheckFormat.text else False
+        text = render_check(report, fmt.value, kb.check_rules, color=color)
         _emit(text, output)
         worst = report.worst()
-        return 1 if worst is not None and worst <= SEVERITY_ORDER[fail_on] else 0
+        return 1 if worst is not None and worst <= SEVERITY_ORDER[fail_on.value] else 0
 
     raise typer.Exit(_guard(run))
 
@@ -392,7 +458,12 @@ def fleet(
     ],
     profile: Annotated[
         str | None,
-        typer.Option("--profile", "-p", help="Profile for hosts the --profile-map does not match."),
+        typer.Option(
+            "--profile",
+            "-p",
+            help="Profile for hosts the --profile-map does not match.",
+            metavar="NAME",
+        ),
     ] = None,
     profile_map: Annotated[
         Path | None,
@@ -424,25 +495,21 @@ def fleet(
         pmap = load_profile_map(profile_map, profile, kb.profiles, inventory)
         paths = fact_files(ansible_facts)
         summary = SummaryWriter(ansible_facts, profile_map, profile)
-        with progress_reporter(len(paths), sys.stderr.isatty()) as on_host:
+        with progress_reporter(len(paths), sys.stderr.isatty() and not _Quiet.on) as on_host:
             written = run_fleet(
                 kb, paths, pmap, out, jobs or os.cpu_count() or 1, on_host, summary, _note
             )
         totals = summary.totals
         for host, reason in totals.skipped:
-            typer.echo(f"sysctl-advisor: skipped {host}: {reason}", err=True)
+            _say(f"skipped {host}: {reason}")
         if totals.skipped_count > len(totals.skipped):
             more = totals.skipped_count - len(totals.skipped)
-            typer.echo(f"sysctl-advisor: ... and {more} more skipped hosts", err=True)
+            _say(f"... and {more} more skipped hosts")
         if not written:
             raise InputError(
                 f"no host could be advised ({totals.skipped_count} skipped); {out} is unchanged"
             )
-        typer.echo(
-            f"sysctl-advisor: {written} of {totals.hosts} hosts written to {out} "
-            f"(playbook.yml, summary.md)",
-            err=True,
-        )
+        _say(f"{written} of {totals.hosts} hosts written to {out} (playbook.yml, summary.md)")
         return 1 if totals.skipped_count else 0
 
     raise typer.Exit(_guard(run))
@@ -474,17 +541,22 @@ def calibrate(
         _emit(report(result), None)
         if write is not None:
             write_calibration(write, result.calibration)
-            typer.echo(f"sysctl-advisor: calibration written to {write}", err=True)
+            _say(f"calibration written to {write}")
 
     _guard(run)
 
 
 @app.command()
 def explain(
-    key: Annotated[str, typer.Argument(help="A sysctl key, e.g. net.ipv4.tcp_mem (or tcp_mem).")],
+    key: Annotated[
+        str, typer.Argument(help="A sysctl key, e.g. net.ipv4.tcp_mem (or tcp_mem).", metavar="KEY")
+    ],
     facts: FactsOption = None,
     profile: Annotated[
-        str | None, typer.Option("--profile", "-p", help="Also show this profile's recommendation.")
+        str | None,
+        typer.Option(
+            "--profile", "-p", help="Also show this profile's recommendation.", metavar="NAME"
+        ),
     ] = None,
     set_: SetOption = None,
     nginx_conf: NginxConfOption = None,
@@ -523,7 +595,9 @@ def list_profiles(
 
 @app.command("rules")
 def list_rules(
-    rule_id: Annotated[str | None, typer.Argument(help="Show one rule in full.")] = None,
+    rule_id: Annotated[
+        str | None, typer.Argument(help="Show one rule in full.", metavar="RULE_ID")
+    ] = None,
     rules_dir: RulesDirOption = None,
     profiles_dir: ProfilesDirOption = None,
 ) -> None:

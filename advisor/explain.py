@@ -8,6 +8,7 @@ from advisor.engine import build_plan, host_defaults
 from advisor.errors import InputError
 from advisor.facts import HostFacts
 from advisor.knowledge import KnowledgeBase
+from advisor.text_escape import one_line
 
 
 def _wrap(text: str, indent: str = "  ") -> str:
@@ -132,9 +133,17 @@ def describe_profiles(kb: KnowledgeBase) -> str:
 
 def describe_rules(kb: KnowledgeBase, rule_id: str | None) -> str:
     if rule_id is None:
-        width = max(len(r) for r in kb.rules)
-        lines = [f"{r.id:<{width}}  {r.spec.title}" for r in kb.rules.values()]
+        width = max(len(r) for r in [*kb.rules, *kb.check_rules])
+        lines = ["Advice rules (recommend, diff, fleet):"]
+        lines += [f"  {r.id:<{width}}  {r.spec.title}" for r in kb.rules.values()]
+        lines += ["", "Check rules (check):"]
+        lines += [
+            f"  {r.id:<{width}}  {r.spec.severity:<7}  {r.spec.title}"
+            for r in sorted(kb.check_rules.values(), key=lambda r: r.id)
+        ]
         return "\n".join(lines) + "\n"
+    if rule_id in kb.check_rules:
+        return _describe_check_rule(kb, rule_id)
     if rule_id not in kb.rules:
         raise InputError(f"unknown rule {rule_id!r} (see `sysctl-advisor rules`)", field="RULE_ID")
     rule = kb.rules[rule_id]
@@ -150,6 +159,21 @@ def describe_rules(kb: KnowledgeBase, rule_id: str | None) -> str:
     for c in spec.companions:
         out.append(f"  companion for {c.target}")
     out.append("  profiles: " + (", ".join(profiles) or "none"))
+    out.append("  references: " + "; ".join(spec.references))
+    out.append(f"  file: {rule.path}")
+    return "\n".join(out) + "\n"
+
+
+def _describe_check_rule(kb: KnowledgeBase, rule_id: str) -> str:
+    rule = kb.check_rules[rule_id]
+    spec = rule.spec
+    out = [f"{spec.id} ({spec.severity}): {spec.title}", _wrap(spec.rationale), ""]
+    if spec.keys != ["*"]:
+        out.append("  keys: " + ", ".join(spec.keys))
+    if spec.needs:
+        out.append("  needs: " + ", ".join(spec.needs))
+    for label, text in (("fires on", spec.examples.fires), ("quiet on", spec.examples.quiet)):
+        out.append(f"  {label}: " + " | ".join(one_line(x) for x in text.strip("\n").split("\n")))
     out.append("  references: " + "; ".join(spec.references))
     out.append(f"  file: {rule.path}")
     return "\n".join(out) + "\n"

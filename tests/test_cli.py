@@ -100,7 +100,6 @@ def test_same_input_same_bytes() -> None:
         (["--profile", "gridftp", "--set", "streams=0"], ["--set streams", "below the minimum"]),
         (["--profile", "gridftp", "--set", "bogus=1"], ["unknown parameter 'bogus'"]),
         (["--profile", "gridftp", "--set", "streams"], ["NAME=VALUE"]),
-        (["--profile", "gridftp", "--format", "xml"], ["unknown format"]),
     ],
 )
 def test_bad_arguments(args: list[str], fragments: list[str]) -> None:
@@ -227,3 +226,89 @@ def test_explain() -> None:
     assert "86016 114688 172032" in out
     code, _, err = run("explain", "net.nope")
     assert_one_line_error(code, err, "unknown key 'net.nope'")
+
+
+def _entry(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
+) -> tuple[int, str, str]:
+    """Through the real entry point (usage errors become one line there)."""
+    import sys
+
+    from advisor.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["sysctl-advisor", *args])
+    with pytest.raises(SystemExit) as stopped:
+        main()
+    captured = capsys.readouterr()
+    return int(stopped.value.code or 0), captured.out, captured.err
+
+
+def test_closed_choices_are_listed_and_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 14, item 13: --format and --fail-on are Enums; help lists them, a wrong one is
+    one line and exit 2; the Enums hold exactly what the renderers produce."""
+    from advisor import cli
+    from advisor.check_render import CHECK_FORMATS
+    from advisor.diff_render import DIFF_FORMATS
+    from advisor.render import FORMATS
+    from advisor.rules import SEVERITY_ORDER
+
+    assert [f.value for f in cli.RecommendFormat] == list(FORMATS)
+    assert [f.value for f in cli.DiffFormat] == list(DIFF_FORMATS)
+    assert [f.value for f in cli.CheckFormat] == list(CHECK_FORMATS)
+    assert {f.value for f in cli.Severity} == set(SEVERITY_ORDER)
+    code, out, _ = _entry(monkeypatch, capsys, "check", "-h")
+    assert code == 0 and "<text|json|github|sarif>" in out and "<error|warning|info>" in out
+    code, _, err = _entry(
+        monkeypatch, capsys, "recommend", "--facts", DCACHE, "-p", "gridftp", "-f", "xml"
+    )
+    assert_one_line_error(code, err, "'xml' is not one of", "'markdown'")
+
+
+def test_short_help_version_and_completion(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _entry(monkeypatch, capsys, "-V")
+    assert code == 0 and out.strip() == f"sysctl-advisor {__version__}"
+    code, out, _ = _entry(monkeypatch, capsys, "-h")
+    assert code == 0 and "--install-completion" in out and "--quiet" in out
+    code, out, _ = _entry(monkeypatch, capsys, "recommend", "-h")
+    assert code == 0 and "--profile NAME" in out and "--rules-dir DIR" in out
+
+
+def test_rules_lists_and_shows_check_rules() -> None:
+    code, out, _ = run("rules")
+    assert code == 0 and "Check rules (check):" in out and "check.tw-recycle-enabled" in out
+    code, out, _ = run("rules", "check.tw-recycle-enabled")
+    assert code == 0 and out.startswith("check.tw-recycle-enabled (error):") and "fires on:" in out
+    code, out, _ = run("rules", "check.byte-order-mark")
+    assert code == 0 and "\\ufeff" in out and "\ufeff" not in out  # shown, not hidden
+
+
+def test_quiet_keeps_results_and_drops_notes(workdir: Path) -> None:
+    tree = str(Path(__file__).parent / "fixtures" / "ansible" / "tree")
+    loud = runner.invoke(
+        app, ["fleet", "--ansible-facts", tree, "-p", "base", "--out", str(workdir / "a")]
+    )
+    quiet = runner.invoke(
+        app, ["-q", "fleet", "--ansible-facts", tree, "-p", "base", "--out", str(workdir / "b")]
+    )
+    assert loud.exit_code == quiet.exit_code and "hosts written to" in loud.stderr
+    assert "hosts written to" not in quiet.stderr and "skipped" not in quiet.stderr
+    assert sorted(p.name for p in (workdir / "a").iterdir()) == sorted(
+        p.name for p in (workdir / "b").iterdir()
+    )
+
+
+def test_check_text_is_coloured_only_when_asked(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conf = workdir / "x.conf"
+    conf.write_text("net.ipv4.tcp_tw_recycle = 1\n")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert "\x1b[" in runner.invoke(app, ["check", str(conf)]).stdout
+    assert "\x1b[" not in runner.invoke(app, ["check", str(conf), "-f", "json"]).stdout
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b[" not in runner.invoke(app, ["check", str(conf)]).stdout
