@@ -123,22 +123,24 @@ def test_live_ansible_facts_agree_with_our_collector(live_facts: Path) -> None:
 
 
 def test_gather_facts_playbook_writes_the_same_facts(live_facts: Path, tmp_path: Path) -> None:
-    """examples/gather-facts.yml (no --tree, unprefixed keys) reads the same as --tree output."""
+    """examples/gather-facts.yml (no --tree, unprefixed keys) reads the same as --tree output,
+    and creates its output directory as the README's command expects."""
     playbook = shutil.which("ansible-playbook") or str(
         Path(sys.executable).parent / "ansible-playbook"
     )
     env = dict(os.environ, ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1")
     example = Path(__file__).parent.parent / "examples" / "gather-facts.yml"
+    facts = tmp_path / "not-yet" / "facts"
     subprocess.run(
-        [playbook, "-i", "localhost,", "-c", "local", str(example), "-e", f"facts_dir={tmp_path}"],
+        [playbook, "-i", "localhost,", "-c", "local", str(example), "-e", f"facts_dir={facts}"],
         check=True,
         capture_output=True,
         env=env,
         timeout=120,
     )
-    document = json.loads((tmp_path / "localhost").read_text())
+    document = json.loads((facts / "localhost").read_text())
     assert "memtotal_mb" in document["ansible_facts"]  # playbooks see facts without the prefix
-    assert load_ansible_facts(tmp_path / "localhost") == load_ansible_facts(live_facts)
+    assert load_ansible_facts(facts / "localhost") == load_ansible_facts(live_facts)
 
 
 _JSON = st.recursive(
