@@ -11,6 +11,7 @@ import pytest
 os.environ.setdefault("SYSCTL_ADVISOR_CACHE", tempfile.mkdtemp(prefix="sysctl-advisor-test-"))
 
 from advisor.knowledge import KnowledgeBase
+from tests.sarif.validate import validate_check_outputs  # noqa: F401  (autouse: every check SARIF/JSON is validated)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -33,3 +34,10 @@ def kb() -> KnowledgeBase:
 def workdir() -> Iterator[Path]:
     with tempfile.TemporaryDirectory() as d:
         yield Path(d)
+
+
+@pytest.fixture(autouse=True)
+def plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A developer's NO_COLOR or FORCE_COLOR must not change what text-output tests see."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
