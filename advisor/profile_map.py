@@ -1,7 +1,7 @@
 """Which profile each host of a fleet gets: `--profile-map FILE`, first match wins.
 
     # profile-map.yaml
-    - hosts: "edge-*"            # shell-style glob(s) on the inventory hostname
+    - hosts: ["edge-*", "web[01:12]"]   # inventory names: Ansible ranges, * and ? globs
       profile: frontend-proxy
       set: {listen_backlog: 32768}
     - group: dtn                 # Ansible inventory group(s); needs --inventory
@@ -9,13 +9,14 @@
     - hosts: "*"                 # a catch-all; without one, --profile is the default
       profile: base
 
+Host patterns read as in Ansible (advisor/host_patterns.py): `web[01:03]` is web01 to web03,
+`[a:c]` is a, b or c, `*` and `?` are globs; a shell character class (`[abc]`) is refused.
 Groups come from `ansible-inventory -i INVENTORY --list` (JSON), given as --inventory: Ansible
 resolves its own inventory formats, plugins and nested groups better than a re-implementation.
 """
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from advisor.errors import InputError
+from advisor.host_patterns import PatternError, compile_pattern, matches
 from advisor.profiles import Profile, coerce
 from advisor.yamlio import parse_document, parse_json, read_text, validation_error
 
@@ -34,7 +36,7 @@ def _as_list(value: Any) -> Any:
 class MapEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    hosts: list[str] = Field(default_factory=list, description="globs on the inventory name")
+    hosts: list[str] = Field(default_factory=list, description="inventory-name patterns")
     group: list[str] = Field(default_factory=list, description="inventory groups")
     profile: str
     set: dict[str, str | int | float | bool] = Field(default_factory=dict)
@@ -59,6 +61,8 @@ class ProfileMap:
         overrides: list[dict[str, str]] | None = None,
     ) -> None:
         self.entries = entries
+        # checked by load_profile_map with the file and entry in the message
+        self._patterns = [[compile_pattern(p) for p in e.hosts] for e in entries]
         self.default = default
         self.groups = groups
         # each entry's `set`, as the profile's parameter types read it (`streams: 2.0` is 2)
@@ -67,8 +71,10 @@ class ProfileMap:
 
     def choose(self, host: str) -> Choice | None:
         """The first entry that matches the host, else the default (None: no profile)."""
-        for entry, choice in zip(self.entries, self._choices, strict=True):
-            if any(fnmatch.fnmatchcase(host, pattern) for pattern in entry.hosts):
+        for entry, patterns, choice in zip(
+            self.entries, self._patterns, self._choices, strict=True
+        ):
+            if any(matches(pattern, host) for pattern in patterns):
                 return choice
             if any(host in self.groups.get(group, ()) for group in entry.group):
                 return choice
@@ -135,6 +141,11 @@ def _check_entry(
     where = f"[{i}]"
     if not entry.hosts and not entry.group:
         raise InputError("an entry needs `hosts` or `group`", path=path, field=where)
+    for n, pattern in enumerate(entry.hosts):
+        try:
+            compile_pattern(pattern)
+        except PatternError as exc:
+            raise InputError(str(exc), path=path, field=f"{where}.hosts[{n}]") from None
     profile = profiles.get(entry.profile)
     if profile is None:
         known = ", ".join(sorted(profiles))
