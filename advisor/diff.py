@@ -14,6 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor import __version__
 from advisor.catalog import Catalog
 from advisor.kernel_version import KernelVersion
 from advisor.plan import Finding, Plan
@@ -55,6 +56,7 @@ class DiffReport:
     def to_json_data(self) -> dict[str, Any]:
         return {
             "schema": DIFF_SCHEMA,
+            "version": __version__,
             "host": {"hostname": self.hostname, "kernel": self.kernel},
             "profile": self.profile,
             "current": {"kind": self.current_kind, "label": self.current_label},

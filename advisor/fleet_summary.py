@@ -27,7 +27,7 @@ from advisor.markdown_text import (
 )
 from advisor.rules import SEVERITY_ORDER
 
-FLEET_SCHEMA = "sysctl-advisor/fleet/v1"
+FLEET_SCHEMA = "sysctl-advisor/fleet/v1"  # the model: advisor/json_documents.py
 
 
 @dataclass

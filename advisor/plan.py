@@ -11,6 +11,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor import __version__
+
 PLAN_SCHEMA = "sysctl-advisor/plan/v1"
 
 
@@ -107,6 +109,7 @@ class Plan:
         }
         return {
             "schema": PLAN_SCHEMA,
+            "version": __version__,
             "host": ordered_host,
             "profile": _jsonable(dataclasses.asdict(self.profile)),
             "settings": [_setting_data(s) for s in self.settings],
