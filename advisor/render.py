@@ -11,7 +11,8 @@ import jinja2
 
 from advisor import __version__
 from advisor.cache_files import cache_directory, source_fingerprint
-from advisor.catalog import Catalog
+from advisor.catalog import Catalog, CatalogKey
+from advisor.kernel_version import KernelRange
 from advisor.markdown_text import (
     FOLD_ROWS,
     Limits,
@@ -21,7 +22,7 @@ from advisor.markdown_text import (
     md_text,
     md_text_clipped,
 )
-from advisor.plan import Plan
+from advisor.plan import Plan, Setting
 from advisor.resources import data_dir
 from advisor.text_escape import one_line
 from advisor.units import human_bytes
@@ -29,6 +30,7 @@ from advisor.values import human, parse_current
 from advisor.yamlio import dump_json
 
 FORMATS = ("conf", "json", "markdown", "tuned", "ansible")
+YAML_WIDTH = 80  # yamllint's default line-length
 TEMPLATES = {
     "conf": "sysctl.conf.j2",
     "markdown": "plan.md.j2",
@@ -72,6 +74,29 @@ def _comment(text: str, indent: str = "#   ", width: int = 96) -> str:
     return Lines("\n".join(lines))
 
 
+def _yaml_comment(text: str, indent: str = "#   ", first: str | None = None) -> str:
+    """Comment lines for YAML outputs, each at most 80 characters (yamllint's default
+    line-length). A word too long for a line stands alone after "# ", the form yamllint's
+    allow-non-breakable-words accepts (a hostname or path has no space to break at)."""
+    lines: list[str] = []
+    for paragraph in str(text).splitlines() or [""]:
+        prefix, line = first or indent, ""
+        for word in one_line(paragraph).split():
+            if line and len(prefix) + len(line) + 1 + len(word) <= YAML_WIDTH:
+                line = f"{line} {word}"
+                continue
+            if line:
+                lines.append(prefix + line)
+                prefix = indent
+            line = word
+            if len(prefix) + len(word) > YAML_WIDTH:
+                lines.append("# " + word)
+                prefix, line = indent, ""
+        if line or not lines:
+            lines.append((prefix + line).rstrip())
+    return Lines("\n".join(lines))
+
+
 def _param(value: Any) -> str:
     if value is None:
         return "none"
@@ -109,6 +134,28 @@ def first_sentence(text: str, drop_tag: bool = True) -> str:
         flat = flat.split("] ", 1)[1]
     end = flat.find(". ")
     return flat if end < 0 else flat[: end + 1]
+
+
+def at_least(spec: CatalogKey, setting: Setting) -> bool:
+    """Whether tuned may keep a higher value in force (its ">" prefix): a single-number
+    capacity (the catalog's `max` merge) that no safety cap holds down. tuned compares with
+    int(), so on a vector it would write the ">" to the kernel. `caps` (every cap that applied
+    on this host, binding or not) is used when the plan carries it; else the binding caps."""
+    caps = getattr(setting, "caps", None)
+    held_down = bool(setting.capped_by) or bool(caps)
+    return spec.length == 1 and spec.merge == "max" and not held_down
+
+
+def removed_in(exists: str) -> str | None:
+    """The first kernel without the key, from the catalog's `exists` range ("<4.12" -> "4.12");
+    None when no newer kernel drops it."""
+    for op, numbers in KernelRange.parse(exists).clauses:
+        if op == "<":
+            parts = list(numbers)
+            while len(parts) > 2 and parts[-1] == 0:
+                parts.pop()
+            return ".".join(map(str, parts))
+    return None
 
 
 def _host_vars(plan: Plan) -> str:
@@ -160,7 +207,15 @@ def rendered_settings(fmt: str, text: str) -> dict[str, str] | None:
             raise RenderCheckError(f"unexpected sections {parser.sections()}")
         if not parser.has_section("sysctl"):
             return {}
-        return {k: v[1:-1] if v[:1] == v[-1:] == '"' else v for k, v in parser.items("sysctl")}
+        settings = {}
+        for key, raw in parser.items("sysctl"):
+            value = raw[1:-1] if raw[:1] == raw[-1:] == '"' else raw  # tuned's unquote
+            if value[:1] == ">":  # "at least": tuned compares int(rest) with the value in force
+                value = value[1:]
+                if not value.isascii() or not value.isdigit():
+                    raise RenderCheckError(f"{key}: tuned cannot compare {raw[:40]!r}")
+            settings[key] = value
+        return settings
     if fmt == "ansible":
         header, sep, document = text.partition("\n---\n")
         if not sep or any(line and line[0] != "#" for line in header.split("\n")):
@@ -223,6 +278,7 @@ class Renderer:
             bytecode_cache=bytecode_cache,
         )
         self.env.filters["comment"] = _comment
+        self.env.filters["yaml_comment"] = _yaml_comment
         self.env.filters["text"] = md_text
         self.env.filters["prose"] = md_text_clipped
         self.env.filters["code"] = md_code
@@ -281,6 +337,8 @@ class Renderer:
                 "fields": " ".join(spec.fields) if spec.fields else "",
                 "default_human": self._human(s.key, s.kernel_default, page_size),
                 "current_human": self._human(s.key, s.current, page_size),
+                "at_least": at_least(spec, s),
+                "removed_in": removed_in(spec.exists),
             }
         return {
             "plan": plan,
@@ -291,4 +349,7 @@ class Renderer:
             "memory_human": human_bytes(plan.host.memory_total),
             "lowmem_human": human_bytes(plan.host.lowmem) if plan.host.lowmem else None,
             "page_human": human_bytes(page_size),
+            "profile_params": " ".join(
+                f"{k}={_param(v)}" for k, v in sorted(plan.profile.params.items())
+            ),
         }
