@@ -386,6 +386,7 @@ def _resolve(
         human=human(final, spec, page_size),
         capped_by=capped_by,
         wanted=list(wanted),
+        caps=[rule_id for rule_id, _ in item.caps],
     )
 
 

@@ -51,6 +51,9 @@ class Setting:
     # What the rules asked for before caps, elements no rule is about filled from the value in
     # force (else the kernel default). Internal: not part of the JSON plan.
     wanted: list[int] | None = field(default=None, compare=False)
+    # Every safety cap that applied to the key on this host, binding or not. Internal: a
+    # capped key is never written as tuned's "at least" (a higher value in force would stay).
+    caps: list[str] = field(default_factory=list, compare=False)
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,7 @@ class Plan:
 
 def _setting_data(setting: Setting) -> dict[str, Any]:
     data = dataclasses.asdict(setting)
-    del data["wanted"]
+    del data["wanted"], data["caps"]
     return data
 
 

@@ -138,11 +138,10 @@ def first_sentence(text: str, drop_tag: bool = True) -> str:
 
 def at_least(spec: CatalogKey, setting: Setting) -> bool:
     """Whether tuned may keep a higher value in force (its ">" prefix): a single-number
-    capacity (the catalog's `max` merge) that no safety cap holds down. tuned compares with
-    int(), so on a vector it would write the ">" to the kernel. `caps` (every cap that applied
-    on this host, binding or not) is used when the plan carries it; else the binding caps."""
-    caps = getattr(setting, "caps", None)
-    held_down = bool(setting.capped_by) or bool(caps)
+    capacity (the catalog's `max` merge) that no safety cap governs on this host, binding or
+    not (a higher value in force at apply time would stay above the cap). tuned compares with
+    int(), so on a vector it would write the ">" to the kernel."""
+    held_down = bool(setting.capped_by) or bool(setting.caps)
     return spec.length == 1 and spec.merge == "max" and not held_down
 
 

@@ -51,3 +51,24 @@ def test_readme_worked_example_is_the_golden_output() -> None:
     at = 0
     for line in lines:  # in order, each one present
         at = golden.index(line + "\n", at) + len(line)
+
+
+@pytest.mark.parametrize(
+    ("host", "profile", "key"),
+    [
+        ("dcache-32bit", "gridftp", "net.core.rmem_max"),  # lowmem budget, not binding here
+        ("ec2-nginx-frontend", "frontend-proxy", "net.core.somaxconn"),  # 16-bit backlog cap
+    ],
+)
+def test_a_key_a_cap_governs_is_never_at_least(
+    kb: KnowledgeBase, host: str, profile: str, key: str
+) -> None:
+    """A cap that applies without binding today still governs the key: written ">N", tuned
+    would keep a higher value in force at apply time (a somaxconn above 65535 on a 16-bit
+    kernel, a 4 MiB rmem_max on the 32-bit host), above what the cap allows."""
+    plan = build_plan(kb, load_facts(EXAMPLES / f"{host}.yaml"), profile)
+    setting = next(s for s in plan.settings if s.key == key)
+    assert setting.caps and not setting.capped_by
+    text = Renderer(kb.catalog).render(plan, "tuned", "cmd")
+    (line,) = [x for x in text.splitlines() if x.startswith(f"{key}=")]
+    assert line == f"{key}={setting.value}"
