@@ -218,7 +218,10 @@ def _github(report: CheckReport) -> str:
                 # GitHub keeps columns only on a one-line annotation; endColumn is inclusive.
                 props += [f"col={span[0]}", f"endColumn={max(span[0], span[1] - 1)}"]
         props.append(f"title={_escape_property(f.id)}")
-        lines.append(f"::{command[f.severity]} {','.join(props)}::{_escape_data(f.message)}")
+        # The message quotes the file's text: control characters (an ESC sequence) shown
+        # escaped, as in the text format, so a pull request cannot restyle the CI log.
+        message = _escape_data(one_line(f.message))
+        lines.append(f"::{command[f.severity]} {','.join(props)}::{message}")
     return "\n".join(lines) + ("\n" if lines else "")
 
 

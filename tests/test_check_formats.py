@@ -410,3 +410,12 @@ def test_colour_never_reaches_other_formats(
             assert ESC not in check_render.render_check(report, fmt, rules, color=color)
     assert ESC not in check_render.render_check(report, "text", rules)  # off unless asked
     assert ESC in check_render.render_check(report, "text", rules, color=None)  # FORCE_COLOR
+
+
+def test_annotation_messages_show_control_characters_escaped(tmp_path: Path) -> None:
+    """A value in a pull request's file is quoted in the message: an ESC sequence in it must
+    not reach the CI log raw (it would restyle or hide log lines)."""
+    conf = tmp_path / "esc.conf"
+    conf.write_text("net.core.somaxconn = 4\x1b[31mk\n")
+    out = CliRunner().invoke(app, ["check", str(conf), "--format", "github"]).stdout
+    assert "\x1b" not in out and "\\x1b[31mk" in out
