@@ -12,6 +12,7 @@ from advisor.errors import InputError
 from advisor.expressions import Compiler, Expression, ExpressionError, as_input_error
 from advisor.rules import Rule, matches
 from advisor.spec_cache import SpecCache
+from advisor.text_escape import refuse_control_characters
 
 ParamType = Literal["int", "float", "bool", "str"]
 _TRUE = {"true", "yes", "on", "1"}
@@ -20,6 +21,12 @@ _FALSE = {"false", "no", "off", "0"}
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    @model_validator(mode="after")
+    def _plain_text(self) -> Any:
+        for name, value in self.__dict__.items():
+            refuse_control_characters(value, name)
+        return self
 
 
 class Parameter(_Model):

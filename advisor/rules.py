@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from advisor.catalog import Catalog, CatalogKey, normalise
 from advisor.errors import InputError
@@ -24,6 +24,7 @@ from advisor.expressions import (
     each,
 )
 from advisor.spec_cache import SpecCache
+from advisor.text_escape import refuse_control_characters
 
 Severity = Literal["error", "warning", "info"]
 SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
@@ -32,6 +33,12 @@ RULE_ID = r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$"
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    @model_validator(mode="after")
+    def _plain_text(self) -> Any:
+        for name, value in self.__dict__.items():
+            refuse_control_characters(value, name)
+        return self
 
 
 class FindingSpec(_Model):

@@ -17,3 +17,25 @@ def one_line(value: Any) -> str:
         c if c.isprintable() else (f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}")
         for c in text
     )
+
+
+def refuse_control_characters(value: Any, where: str = "") -> None:
+    """Raise ValueError for any string in `value` (nested lists and mappings too) holding a
+    control, format or separator character other than a newline or tab: text from a rule or
+    profile directory reaches terminals and files, where an ESC sequence or a bidi override
+    would restyle or reorder what the operator reads."""
+    if isinstance(value, str):
+        if not value.isprintable():
+            bad = next((c for c in value if not c.isprintable() and c not in "\n\t"), None)
+            if bad is not None:
+                raise ValueError(
+                    f"{where or 'text'} contains a control or separator character "
+                    f"(U+{ord(bad):04X})"
+                )
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            refuse_control_characters(key, where)
+            refuse_control_characters(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list | tuple):
+        for item in value:
+            refuse_control_characters(item, where)

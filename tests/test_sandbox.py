@@ -455,3 +455,32 @@ def test_reading_a_number_pays_for_its_digits(reader: str, variables: dict[str, 
     new_budget()
     parsed.evaluate(variables)
     assert expressions.MAX_WORK - expressions._Budget.left >= building + 4000
+
+
+@pytest.mark.parametrize("character", ["\x1b", "\u202e", "\u2028", "\x85", "\r"])
+@pytest.mark.parametrize("where", ["rules", "profiles"])
+def test_rule_and_profile_text_holds_no_control_characters(
+    character: str, where: str, workdir: Path
+) -> None:
+    """A colleague's rules or profiles directory reaches terminals (`rules`, `explain`,
+    `profiles`) and files: an ESC sequence, a bidi override or a line separator in a title or
+    summary is refused at load with a one-line error, exit 2."""
+    rules = _rules_dir(workdir, "let", "1")
+    payload = f"looks harmless{character}[31m"
+    rule_file = rules / "evil" / "payload.yaml"
+    if where == "rules":
+        rule = yaml.safe_load(rule_file.read_text())
+        rule["title"] = payload
+        rule_file.write_text(yaml.safe_dump(rule))
+        args = ["rules", "--rules-dir", str(rules)]
+    else:
+        profiles = _profiles_dir(workdir)
+        profile = yaml.safe_load((profiles / "evil.yaml").read_text())
+        profile["summary"] = payload
+        (profiles / "evil.yaml").write_text(yaml.safe_dump(profile))
+        args = ["profiles", "--rules-dir", str(rules), "--profiles-dir", str(profiles)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert character not in result.stdout + result.stderr
+    assert "control or separator character" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
