@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import textwrap
+from typing import TYPE_CHECKING
 
 from advisor.diff import DiffReport
 from advisor.markdown_text import FOLD_ROWS, Limits, fit_document
@@ -11,6 +12,9 @@ from advisor.render import Renderer, first_sentence
 from advisor.rules import SEVERITY_ORDER
 from advisor.text_escape import one_line
 from advisor.yamlio import dump_json
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 DIFF_FORMATS = ("text", "markdown", "json")
 _COLUMNS = ("STATUS", "KEY", "CURRENT", "RECOMMENDED", "DEFAULT", "SOURCE")
@@ -97,21 +101,84 @@ def render_plain(report: DiffReport) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_rich(report: DiffReport, width: int | None = None) -> str:
-    from rich.console import Console
+_GAP = 2  # between two columns of the terminal table
+
+
+def _fit_widths(cells: list[list[str]], width: int) -> list[int]:
+    """Column widths for a terminal `width`: the first two columns (status, key) never narrow
+    below their first lines, so a key is never split (a source line under it may fold); the
+    others start at their longest line and give way, widest first, down to their longest word,
+    so a number is never split."""
+    natural = [max(len(line) for cell in column for line in cell.split("\n")) for column in cells]
+    floor = [
+        max(len(cell.split("\n")[0]) for cell in column)
+        if i < 2
+        else max(len(word) for cell in column for word in cell.split())
+        for i, column in enumerate(cells)
+    ]
+    widths = list(natural)
+    excess = sum(widths) + _GAP * (len(widths) - 1) - width
+    while excess > 0:
+        give = [i for i in range(len(widths)) if widths[i] > floor[i]]
+        if not give:
+            break  # narrower than the words themselves: the terminal crops
+        widest = max(give, key=lambda i: (widths[i], -i))
+        step = min(excess, widths[widest] - floor[widest])
+        if len(give) > 1:
+            others = sorted((widths[i] for i in give if i != widest), reverse=True)
+            step = min(step, max(1, widths[widest] - others[0]))
+        widths[widest] -= step
+        excess -= step
+    return widths
+
+
+def _rich_table(report: DiffReport, width: int) -> tuple[Table, int]:
+    """Keys and numbers are read whole: a key never wraps, a vector wraps only between its
+    elements. When six columns do not fit, the file a value came from goes on a dim line under
+    its key. Returns the table and the width to print it at."""
+    from rich import box
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=escape(_heading(report)), title_justify="left", expand=False)
-    for column in _COLUMNS:
-        table.add_column(column, overflow="fold")
-    for row in _rows(report):
-        style = _STYLES.get(row[0], "")
+    rows = _rows(report)
+    six = [[c, *(r[i] for r in rows)] for i, c in enumerate(_COLUMNS)]
+    source_apart = sum(_fit_widths(six, 10**6)) + _GAP * 5 > width
+    if source_apart:
+        keys = [f"{r[1]}\n{r[-1]}" if r[-1] != "-" else r[1] for r in rows]
+        widths = _fit_widths([six[0], ["KEY", *keys], *six[2:-1]], width)
+    else:
+        widths = _fit_widths(six, width)
+    table = Table(
+        title=escape(_heading(report)),
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1, 0, 0),
+        pad_edge=False,
+        show_edge=False,
+    )
+    for column, column_width in zip(_COLUMNS, widths, strict=False):
+        table.add_column(column, width=column_width, overflow="fold")
+    for row in rows:
         cells = [escape(cell) for cell in row]  # a file name is text, never rich markup
-        table.add_row(f"[{style}]{cells[0]}[/]" if style else cells[0], *cells[1:])
+        style = _STYLES.get(row[0], "")
+        status = f"[{style}]{cells[0]}[/]" if style else cells[0]
+        if not source_apart:
+            table.add_row(status, *cells[1:])
+        elif row[-1] == "-":
+            table.add_row(status, *cells[1:-1])
+        else:
+            table.add_row(status, f"{cells[1]}\n[dim]{cells[-1]}[/]", *cells[2:-1])
+    # On a terminal narrower than the words themselves, lines run long rather than split a key.
+    return table, max(width, sum(widths) + _GAP * (len(widths) - 1))
+
+
+def render_rich(report: DiffReport, width: int | None = None) -> str:
+    from rich.console import Console
+
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=True, width=width, highlight=False)
-    console.print(table)
+    table, table_width = _rich_table(report, console.width)
+    Console(file=buffer, force_terminal=True, width=table_width, highlight=False).print(table)
     console.print("\n".join(_notes(report, console.width - 2)), markup=False)
     console.print("\n" + summary(report), markup=False)
     return buffer.getvalue()

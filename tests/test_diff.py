@@ -142,6 +142,62 @@ def test_rich_table_on_a_terminal() -> None:
     assert "net.core.somaxconn" in out and "\x1b[" in out and "Drift: 1 of 1" in out
 
 
+def _terminal_lines(text: str) -> list[str]:
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*m", "", text).splitlines()
+
+
+def _report_for(facts: str, profile: str, current: str) -> object:
+    code, doc = diff_json("--facts", facts, "--profile", profile, "--current", current)
+    assert code in (0, 1)
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("facts", "profile", "current"),
+    [
+        (EC2, "frontend-proxy", DUMP),
+        (str(EXAMPLES / "dtn-10g.yaml"), "gridftp", LAYERED),
+        (str(EXAMPLES / "c1m-server.yaml"), "c1m-server", LAYERED),
+    ],
+)
+@pytest.mark.parametrize("width", [80, 100, 200])
+def test_the_terminal_table_never_breaks_a_key_or_a_number(
+    facts: str, profile: str, current: str, width: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On an 80-column terminal every key and every number is read whole on one line, each
+    value's elements, and the table fits the terminal; the source file is still shown."""
+    import advisor.diff_render as diff_render
+
+    doc = _report_for(facts, profile, current)
+    monkeypatch.setattr(
+        diff_render,
+        "render_diff",
+        lambda report, fmt, renderer, terminal=False: diff_render.render_rich(report, width),
+    )
+    result = runner.invoke(app, ["diff", "--facts", facts, "-p", profile, "--current", current])
+    assert isinstance(doc, dict) and isinstance(doc["entries"], list)
+    lines = _terminal_lines(result.stdout)
+    table = lines[: lines.index("Why:") if "Why:" in lines else len(lines)]
+    assert all(len(line.rstrip()) <= width for line in table)
+    words = [word for line in table for word in line.split()]
+    for entry in doc["entries"]:
+        assert entry["key"] in words, entry["key"]
+        for value in (entry["current"], entry["recommended"], entry["kernel_default"]):
+            if value is not None:
+                assert all(element in words for element in value.split()), value
+    header = next(line for line in table if line.startswith("STATUS"))
+    if "SOURCE" in header:  # a sixth column: each source whole on its row
+        sources = {line[header.index("SOURCE") :].strip() for line in table}
+    else:  # under its key, perhaps folded: the key column's lines read together
+        start, end = header.index("KEY"), header.index("CURRENT")
+        sources = {"".join(line[start:end].strip() for line in table)}
+    for entry in doc["entries"]:
+        if entry["source"]:
+            assert any(entry["source"] in text for text in sources), entry["source"]
+
+
 def test_facts_sysctl_is_the_default_current() -> None:
     _, doc = diff_json("--facts", EC2, "--profile", "frontend-proxy")
     assert doc["current"] == {"kind": "facts", "label": EC2}  # type: ignore[comparison-overlap]
