@@ -157,8 +157,13 @@ def _text(report: CheckReport, color: bool) -> str:
         rule = _paint(one_line(f.id), _RULE_COLOR, color)
         lines.append(f"{where} [{severity}] {one_line(f.message)} ({rule})")
     counts = {s: sum(1 for f in report.findings if f.severity == s) for s in SARIF_LEVELS}
-    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no findings"
-    lines.append(f"{len(report.files)} file(s) checked: {summary}.")
+    plural = {"error": "errors", "warning": "warnings", "info": "info"}
+    summary = (
+        ", ".join(f"{n} {s if n == 1 else plural[s]}" for s, n in counts.items() if n)
+        or "no findings"
+    )
+    files = len(report.files)
+    lines.append(f"{files} {'file' if files == 1 else 'files'} checked: {summary}.")
     return "\n".join(lines) + "\n"
 
 

@@ -7,9 +7,10 @@ import sys
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
+from typer.core import TyperArgument
 
 from advisor import __version__
 from advisor.errors import InputError
@@ -66,6 +67,15 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+
+def _argument_type(argument: TyperArgument, ctx: Any) -> str | None:
+    """Help names an argument by its metavar (PATH..., KEY, RULE_ID); typer would add the Python
+    type after it (`<list[Path]>`, `<str>`), which tells an operator nothing."""
+    return None if argument.metavar else argument.display_type(ctx)
+
+
+TyperArgument.display_type_rich = _argument_type  # type: ignore[method-assign, assignment]
 
 FactsOption = Annotated[
     Path | None,
@@ -366,7 +376,7 @@ def facts_command(
 def check(
     paths: Annotated[
         list[Path],
-        typer.Argument(help="sysctl.conf files, sysctl.d directories or trees.", metavar="PATH..."),
+        typer.Argument(help="sysctl.conf files, sysctl.d directories or trees.", metavar="PATH"),
     ],
     facts: Annotated[
         Path | None, typer.Option("--facts", help="Host facts: enables RAM and lowmem checks.")
@@ -477,7 +487,8 @@ def fleet(
         ),
     ] = None,
     jobs: Annotated[
-        int, typer.Option("--jobs", "-j", min=0, help="Worker processes (0: one per CPU).")
+        int,
+        typer.Option("--jobs", "-j", min=0, help="Worker processes (0: one per CPU).", metavar="N"),
     ] = 0,
     rules_dir: RulesDirOption = None,
     profiles_dir: ProfilesDirOption = None,
@@ -518,10 +529,18 @@ def fleet(
 @app.command()
 def calibrate(
     pairs: Annotated[
-        int, typer.Option("--pairs", help="Loopback connection pairs to open (100-100000).")
+        int,
+        typer.Option(
+            "--pairs", help="Loopback connection pairs to open (100-100000).", metavar="N"
+        ),
     ] = 10_000,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="Stop opening connections after this many seconds.")
+        float,
+        typer.Option(
+            "--timeout",
+            help="Stop opening connections after this many seconds.",
+            metavar="SECONDS",
+        ),
     ] = 60.0,
     write: Annotated[
         Path | None,

@@ -419,3 +419,17 @@ def test_annotation_messages_show_control_characters_escaped(tmp_path: Path) -> 
     conf.write_text("net.core.somaxconn = 4\x1b[31mk\n")
     out = CliRunner().invoke(app, ["check", str(conf), "--format", "github"]).stdout
     assert "\x1b" not in out and "\\x1b[31mk" in out
+
+
+def test_text_summary_counts_in_words(tmp_path: Path) -> None:
+    """`1 file checked: 1 error`, `2 files checked: 2 errors, 2 warnings`: counted as said."""
+    conf = tmp_path / "a.conf"
+    conf.write_text("net.ipv4.tcp_tw_recycle = 1\nnet.ipv4.tcp_mem = 1 2\n")
+    one = runner.invoke(app, ["check", str(conf)])
+    assert one.stdout.splitlines()[-1] == "1 file checked: 1 error, 1 warning."
+    two = runner.invoke(app, ["check", str(conf), str(conf)])
+    assert two.stdout.splitlines()[-1] == "2 files checked: 2 errors, 2 warnings."
+    clean = tmp_path / "b.conf"
+    clean.write_text("")
+    none = runner.invoke(app, ["check", str(clean)])
+    assert none.exit_code == 0 and none.stdout.splitlines()[-1] == "1 file checked: no findings."

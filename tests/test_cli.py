@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -275,6 +276,15 @@ def test_short_help_version_and_completion(
     assert code == 0 and "--install-completion" in out and "--quiet" in out
     code, out, _ = _entry(monkeypatch, capsys, "recommend", "-h")
     assert code == 0 and "--profile NAME" in out and "--rules-dir DIR" in out
+    for command, argument in (("check", "PATH"), ("explain", "KEY"), ("rules", "RULE_ID")):
+        code, out, _ = _entry(monkeypatch, capsys, command, "-h")
+        arguments = out.split("Arguments:")[1].split("Options:")[0]
+        assert code == 0 and arguments.split()[0] == argument, arguments
+        assert "<" not in arguments and "list[" not in out, arguments  # no Python type names
+    for command in ("recommend", "diff", "facts", "check", "fleet", "calibrate", "explain"):
+        code, out, _ = _entry(monkeypatch, capsys, command, "-h")
+        python_types = re.findall(r"<(?:str|int|float|bool|int range|list\[\w+\])>", out)
+        assert code == 0 and not python_types, (command, python_types)
 
 
 def test_rules_lists_and_shows_check_rules() -> None:
