@@ -72,7 +72,8 @@ FLOOR = [sys.executable, "-c", FLOOR_SCRIPT, "recommend", "--profile", "gridftp"
 
 BREAKDOWN_SCRIPT = """
 import contextlib, io, sys, time
-import advisor.cli as cli, advisor.engine as engine, advisor.render as render
+import advisor.commands.recommend as command, advisor.engine.plan_builder as engine
+import advisor.outputs.plan_render as render
 marks = []
 def mark(name):
     marks.append((name, time.perf_counter()))
@@ -85,15 +86,15 @@ def timed(module, name, label):
         finally:
             mark(label)
     setattr(module, name, wrapper)
-timed(cli, "_knowledge", "knowledge base (cached)")
-timed(cli, "_facts", "facts file")
+timed(command, "load_knowledge", "knowledge base (cached)")
+timed(command, "read_facts", "facts file")
 timed(engine, "build_plan", "build_plan")
 timed(render.Renderer, "render", "render")
 sys.argv = ["sysctl-advisor", *sys.argv[1:]]
 mark("start")
 with contextlib.redirect_stdout(io.StringIO()):
     try:
-        cli.main()
+        __import__("advisor.cli").cli.main()
     except SystemExit:
         pass
 mark("end")
@@ -119,7 +120,11 @@ STAGES = [
     ),
     (
         "+ the advisor's modules",
-        [sys.executable, "-c", "import pydantic, jinja2, yaml, typer, advisor.cli, advisor.engine"],
+        [
+            sys.executable,
+            "-c",
+            "import pydantic, jinja2, yaml, typer, advisor.cli, advisor.engine.plan_builder",
+        ],
     ),
 ]
 

@@ -10,10 +10,11 @@ import pytest
 # Compiled-expression and spec caches go to a throwaway directory, never the user's.
 os.environ.setdefault("SYSCTL_ADVISOR_CACHE", tempfile.mkdtemp(prefix="sysctl-advisor-test-"))
 
-from advisor.knowledge import KnowledgeBase
+from advisor.knowledge.knowledge_base import KnowledgeBase
 from tests.sarif.validate import validate_check_outputs  # noqa: F401  (autouse: every check SARIF/JSON is validated)
 
-ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
 EXAMPLES = ROOT / "examples"
 
 # Which profile each example host is for (golden files and self-checks use these pairs).

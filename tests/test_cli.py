@@ -249,11 +249,11 @@ def test_closed_choices_are_listed_and_refused_in_one_line(
 ) -> None:
     """Issue 14, item 13: --format and --fail-on are Enums; help lists them, a wrong one is
     one line and exit 2; the Enums hold exactly what the renderers produce."""
-    from advisor import cli
-    from advisor.check_render import CHECK_FORMATS
-    from advisor.diff_render import DIFF_FORMATS
-    from advisor.render import FORMATS
-    from advisor.rules import SEVERITY_ORDER
+    from advisor import cli_options as cli
+    from advisor.knowledge.rules import SEVERITY_ORDER
+    from advisor.outputs.check_report import CHECK_FORMATS
+    from advisor.outputs.diff_report import DIFF_FORMATS
+    from advisor.outputs.plan_render import FORMATS
 
     assert [f.value for f in cli.RecommendFormat] == list(FORMATS)
     assert [f.value for f in cli.DiffFormat] == list(DIFF_FORMATS)

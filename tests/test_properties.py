@@ -12,13 +12,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.conf_parser import parse_conf
-from advisor.engine import build_plan
-from advisor.errors import InputError
-from advisor.facts import facts_from_data
-from advisor.kernel_version import KernelVersion
-from advisor.knowledge import KnowledgeBase
-from advisor.render import Renderer, wrap_words
+from advisor.engine.plan_builder import build_plan
+from advisor.knowledge.knowledge_base import KnowledgeBase
+from advisor.model.errors import InputError
+from advisor.model.host_facts import facts_from_data
+from advisor.model.kernel_version import KernelVersion
+from advisor.model.sysctl_conf import parse_conf
+from advisor.outputs.plan_render import Renderer, wrap_words
 
 KERNELS = [
     "2.6.32",

@@ -4,8 +4,8 @@ SARIF against the official OASIS SARIF 2.1.0 schema vendored beside this file (R
 check JSON against the schema the package ships (advisor/schemas/check.schema.json), both with
 format checking on: `uri` and `uri-reference` are checked by rfc3987 (jsonschema[format]).
 
-`validate_check_outputs` wraps advisor.check_render.render_check so that every SARIF and JSON
-document rendered while it is active (CLI runs included) is validated; registered as a plugin
+`validate_check_outputs` wraps advisor.outputs.check_report.render_check so that every SARIF and
+JSON document rendered while it is active (CLI runs included) is validated; registered as a plugin
 (`pytest_plugins = ["tests.sarif.validate"]` in conftest.py) it does so for the whole suite.
 """
 
@@ -77,7 +77,7 @@ VALIDATED: dict[str, int] = {"sarif": 0, "json": 0}
 def validate_check_outputs(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every SARIF and check JSON rendered during the test is validated; failures are
     collected (the CLI's own error handling never sees them) and fail the test at teardown."""
-    import advisor.check_render as check_render
+    import advisor.outputs.check_report as check_render
 
     original: Callable[..., str] = check_render.render_check
     failures: list[str] = []

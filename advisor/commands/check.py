@@ -1,0 +1,118 @@
+"""`check`: lint sysctl.conf files, sysctl.d directories and trees. Exit 0 clean, 1 findings at
+--fail-on or worse.
+
+The files are read here (sources.sysctl_files, with systemd-sysctl's precedence for a
+directory); the lint itself (engine.lint) sees only what was read."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from advisor.commands.common import emit, load_knowledge, read_facts, to_stdout
+from advisor.engine.lint import CheckContext, Checker, CheckFinding, CheckReport
+from advisor.knowledge.rules import SEVERITY_ORDER
+from advisor.model.errors import InputError
+from advisor.model.kernel_version import KernelVersion
+from advisor.sources.sysctl_files import read_file, read_tree
+
+
+def check(
+    paths: list[Path],
+    facts: Path | None = None,
+    kernel: str | None = None,
+    profile: str | None = None,
+    fmt: str = "text",
+    fail_on: str = "error",
+    whole_directory: bool = False,
+    output: Path | None = None,
+) -> int:
+    from advisor.engine.plan_builder import build_plan, host_variables
+    from advisor.outputs.check_report import render_check, wants_color
+
+    if profile is not None and facts is None:
+        raise InputError("--profile needs --facts", field="--profile")
+    kb = load_knowledge()
+    context = CheckContext()
+    if facts is not None:
+        host = read_facts(facts, list(kb.catalog.keys))
+        variables, defaults, _ = host_variables(kb, host)
+        context.facts, context.host, context.defaults = host, variables["host"], defaults
+        context.kernel = variables["kernel"].version
+        if profile is not None:
+            context.plan = build_plan(kb, host, profile)
+    if kernel is not None:
+        try:
+            context.kernel = KernelVersion.parse(kernel)
+        except ValueError as exc:
+            raise InputError(str(exc), field="--kernel") from None
+    report = check_paths(Checker(kb, kb.check_rules, context), paths, whole_directory)
+    color = wants_color(sys.stdout) if to_stdout(output) and fmt == "text" else False
+    emit(render_check(report, fmt, kb.check_rules, color=color), output)
+    worst = report.worst()
+    return 1 if worst is not None and worst <= SEVERITY_ORDER[fail_on] else 0
+
+
+def check_paths(checker: Checker, paths: list[Path], whole_directory: bool = False) -> CheckReport:
+    """Check files, sysctl.d directories and trees. With `whole_directory`, a *.conf file
+    is checked together with the sysctl.d directory it is in, as that directory is applied
+    (pre-commit passes only the files that changed: an override of an unchanged file by a
+    changed one is still found)."""
+    if whole_directory:
+        paths = _with_directories(paths)
+    findings: list[CheckFinding] = []
+    files: list[str] = []
+    usable = 0
+    for path in paths:
+        if path.is_dir():
+            config = read_tree(path, checker.kb.catalog.keys)
+        elif path.exists():
+            config = read_file(path, checker.kb.catalog.keys)
+        else:
+            rule = checker.reported_by.get("unreadable")
+            if rule is not None:
+                findings.append(
+                    CheckFinding(rule.id, rule.spec.severity, str(path), None, None, "not found")
+                )
+            continue
+        usable += len(config.documents)
+        found = checker.check_config(config)
+        if config.base is not None:  # tree paths: make them paths from here again
+            base = config.base
+            found = [replace(f, file=_shown(base / f.file)) for f in found]
+            files += [_shown(base / f.split(" -> ")[0]) for f in config.files]
+        else:
+            found = [replace(f, file=_shown(Path(f.file))) for f in found]
+            files += [_shown(Path(f)) for f in config.files]
+        findings += found
+    if not usable:
+        first = findings[0] if findings else None
+        reason = f"{first.file}: {first.message}" if first else "no sysctl files to check"
+        raise InputError(f"nothing could be checked ({reason})")
+    findings.sort(key=lambda f: (f.file, f.line or 0, SEVERITY_ORDER[f.severity], f.id))
+    return CheckReport(findings, files)
+
+
+def _shown(path: Path) -> str:
+    """A path as a reviewer reads it: relative to the working directory when it is inside it
+    (as pre-commit and CI runners show paths), else as given."""
+    normal = os.path.normpath(path)
+    if os.path.isabs(normal):
+        relative = os.path.relpath(normal)
+        if relative != ".." and not relative.startswith("../"):
+            return relative
+    return normal
+
+
+def _with_directories(paths: list[Path]) -> list[Path]:
+    """Each *.conf file in a directory named sysctl.d replaced by that directory (once); other
+    paths as they are (an Ansible role's files/ holds more than sysctl settings)."""
+    chosen: list[Path] = []
+    for path in paths:
+        if path.suffix == ".conf" and path.parent.name == "sysctl.d" and path.is_file():
+            path = path.parent
+        if path not in chosen:
+            chosen.append(path)
+    return chosen

@@ -1,0 +1,138 @@
+"""What every command shares: loading knowledge and facts, writing results, talking to the
+operator on stderr, and turning errors into exit codes. No typer: commands run from tests too."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from advisor.model.errors import InputError
+
+if TYPE_CHECKING:  # imported lazily at run time, so `--help` and `--version` stay fast
+    from advisor.knowledge.knowledge_base import KnowledgeBase
+    from advisor.model.current_config import CurrentConfig
+    from advisor.model.host_facts import HostFacts
+
+
+class Quiet:
+    """--quiet: results and errors only."""
+
+    on = False
+
+
+def error_line(message: str) -> None:
+    sys.stderr.write(f"sysctl-advisor: {message}\n")
+    sys.stderr.flush()
+
+
+def say(message: str) -> None:
+    """A line for the operator on stderr that is not an error: silent with --quiet."""
+    if not Quiet.on:
+        error_line(message)
+
+
+def note(message: str) -> None:
+    say(f"note: {message}")
+
+
+def guarded(run: Callable[[], int]) -> int:
+    """Bad input -> one line on stderr, exit 2. Anything else -> one line, exit 3."""
+    try:
+        return run()
+    except InputError as exc:
+        error_line(f"error: {exc}")
+        return 2
+    except Exception as exc:
+        if os.environ.get("SYSCTL_ADVISOR_DEBUG"):
+            raise
+        error_line(
+            f"internal error: {type(exc).__name__}: {exc} "
+            "(set SYSCTL_ADVISOR_DEBUG=1 for a traceback)"
+        )
+        return 3
+
+
+def discard_stdout() -> None:
+    """After a failed write (a full disk, /dev/full, a closed pipe), point stdout at /dev/null
+    so the interpreter's final flush cannot print a second, multi-line error."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def emit(text: str, output: Path | None) -> None:
+    """Write to --output atomically, or to stdout (no --output, or `-o -`)."""
+    if output is not None and str(output) != "-":
+        from advisor.outputs.files import write_atomic
+
+        write_atomic(output, text)
+        return
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as exc:
+        discard_stdout()
+        raise InputError(f"cannot write to standard output: {exc.strerror or exc}") from None
+
+
+def to_stdout(output: Path | None) -> bool:
+    return output is None or str(output) == "-"
+
+
+def parse_overrides(pairs: list[str] | None) -> dict[str, str]:
+    """--set NAME=VALUE pairs."""
+    result: dict[str, str] = {}
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise InputError(f"expected NAME=VALUE, got {pair!r}", field="--set")
+        result[name.strip()] = value.strip()
+    return result
+
+
+def load_knowledge(
+    rules_dir: list[Path] | None = None, profiles_dir: list[Path] | None = None
+) -> KnowledgeBase:
+    from advisor.knowledge.knowledge_base import KnowledgeBase
+
+    return KnowledgeBase.load(rules_dir, profiles_dir)
+
+
+def read_facts(path: Path | None, keys: list[str], nginx_conf: Path | None = None) -> HostFacts:
+    """The facts file (or this host), with service configs such as nginx.conf parsed."""
+    from advisor.sources.service_configs import with_service_configs
+
+    if path is not None:
+        from advisor.sources.facts_file import load_facts
+
+        return with_service_configs(load_facts(path), path.parent, nginx_conf)
+    from advisor.sources.local_host import collect
+
+    return with_service_configs(collect(keys), None, nginx_conf)
+
+
+def read_in_force(
+    current: Path | None, facts_path: Path | None, host: HostFacts, keys: list[str]
+) -> CurrentConfig:
+    """--current PATH, else the facts file's `sysctl:` values, else the live /proc/sys."""
+    from advisor.model.current_config import from_values
+    from advisor.sources.sysctl_files import read_current
+
+    if current is not None:
+        return read_current(current, keys)
+    if facts_path is not None:
+        if not host.sysctl:
+            raise InputError(
+                "nothing to compare with: no `sysctl:` values here; pass --current PATH",
+                path=facts_path,
+            )
+        return from_values(
+            host.sysctl, "facts", str(facts_path), f"{facts_path}: sysctl", host.sysctl_files
+        )
+    return from_values(host.sysctl, "live", "/proc/sys", "{path}", host.sysctl_files)

@@ -1,0 +1,56 @@
+"""`diff`: the values in force against the plan. Exit 0: no drift; 1: drift."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from advisor.commands.common import (
+    emit,
+    load_knowledge,
+    parse_overrides,
+    read_facts,
+    read_in_force,
+)
+
+
+def diff(
+    profile: str,
+    facts: Path | None = None,
+    current: Path | None = None,
+    settings: list[str] | None = None,
+    fmt: str = "text",
+    output: Path | None = None,
+    nginx_conf: Path | None = None,
+    rules_dir: list[Path] | None = None,
+    profiles_dir: list[Path] | None = None,
+) -> int:
+    from advisor.engine.diff import build_diff
+    from advisor.engine.plan_builder import build_plan
+    from advisor.outputs.diff_report import render_diff
+    from advisor.outputs.plan_render import Renderer
+
+    overrides = parse_overrides(settings)
+    kb = load_knowledge(rules_dir, profiles_dir)
+    keys = list(kb.catalog.keys)
+    host = read_facts(facts, keys, nginx_conf)
+    in_force = read_in_force(current, facts, host, keys)
+    as_configured = host.model_copy(
+        update={
+            "sysctl": {k: v.value for k, v in in_force.values.items()},
+            # Which values files set: all of them for files and trees; a dump cannot say.
+            "sysctl_files": (
+                {k: v.source for k, v in in_force.values.items()}
+                if in_force.kind in ("file", "tree")
+                else None
+                if in_force.kind == "dump"
+                else host.sysctl_files
+            ),
+        }
+    )
+    plan = build_plan(kb, as_configured, profile, overrides)
+    version = kb.catalog.kernel_for(host)[0]
+    report = build_diff(plan, in_force, kb.catalog, version)
+    terminal = output is None and sys.stdout.isatty()
+    emit(render_diff(report, fmt, Renderer(kb.catalog), terminal=terminal), output)
+    return 1 if report.drift else 0

@@ -1,0 +1,255 @@
+"""`check`: lint sysctl.conf and sysctl.d files before they reach a host.
+
+Files are read with the same readers `diff` uses (a directory is resolved with systemd-sysctl's
+precedence), then every assignment is run through the assignment rules in rules/check/, and
+what the reader itself noticed (inline comments, unparsable lines, duplicates, overrides,
+unreadable files) is reported under the structural rules' ids.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.knowledge.catalog import KernelContext
+from advisor.knowledge.check_rules import CheckRule
+from advisor.knowledge.expressions import ExpressionError, new_budget
+from advisor.knowledge.knowledge_base import KnowledgeBase
+from advisor.knowledge.rules import SEVERITY_ORDER
+from advisor.model.current_config import CurrentConfig
+from advisor.model.errors import InputError
+from advisor.model.host_facts import HostFacts
+from advisor.model.kernel_version import KernelVersion
+from advisor.model.kernel_write import kernel_int, kernel_write
+from advisor.model.plan import Plan
+from advisor.model.sysctl_conf import is_sysctl_key, parse_conf_lines
+
+
+@dataclass(frozen=True)
+class CheckFinding:
+    id: str
+    severity: str
+    file: str
+    line: int | None
+    key: str | None
+    message: str
+
+
+@dataclass
+class CheckContext:
+    """What is known about the target: all optional."""
+
+    facts: HostFacts | None = None
+    kernel: KernelVersion | None = None
+    host: dict[str, Any] | None = None
+    defaults: dict[str, Any] = field(default_factory=dict)
+    plan: Plan | None = None
+
+
+@dataclass
+class CheckReport:
+    findings: list[CheckFinding]
+    files: list[str]
+
+    def worst(self) -> int | None:
+        """Lowest SEVERITY_ORDER present (0 = error), None when clean."""
+        return min((SEVERITY_ORDER[f.severity] for f in self.findings), default=None)
+
+
+def _split_source(source: str) -> tuple[str, int | None]:
+    path, sep, line = source.rpartition(":")
+    if sep and line.isascii() and line.isdigit():
+        return path, int(line)
+    return source, None
+
+
+def _fields(value: str) -> list[str]:
+    """The value's fields: conf_parser has already joined them with single spaces; any other
+    character (a tab aside) belongs to a field, where the kernel would refuse it."""
+    return [part for part in value.split(" ") if part]
+
+
+def _numbers(value: str) -> list[int] | None:
+    """Every field of the value as the kernel reads a number; None if any is not one."""
+    numbers: list[int] = []
+    for part in _fields(value):
+        number = kernel_int(part)
+        if number is None:
+            return None
+        numbers.append(number)
+    return numbers
+
+
+# A '[' with no ']' after it: not a bracket expression to fnmatch(3).
+_UNCLOSED_BRACKET = re.compile(r"\[[^\]]*$")
+# Folded template text is joined at these; other characters (a \x1f in a value) stay visible.
+_PROSE_SPACE = re.compile(r"[ \t\n\r]+")
+# A field a reader takes at face value: no leading zero (octal), no 0x (hex).
+_PLAIN_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)")
+
+
+class Checker:
+    def __init__(
+        self, kb: KnowledgeBase, rules: dict[str, CheckRule], context: CheckContext
+    ) -> None:
+        self.kb = kb
+        self.rules = rules
+        self.context = context
+        self.assignment_rules = [r for r in rules.values() if r.spec.kind == "assignment"]
+        # What check rules see, as plain data (no model objects reach an expression).
+        self._facts = context.facts.expression_data() if context.facts is not None else None
+        self._kernel = (
+            KernelContext(context.kernel, distro=None, known=True, quantities={})
+            if context.kernel is not None
+            else None
+        )
+        self._specs = {name: key.model_dump() for name, key in kb.catalog.keys.items()}
+        self._recommended = (
+            {s.key: dataclasses.asdict(s) for s in context.plan.settings}
+            if context.plan is not None
+            else {}
+        )
+        # What the file reader noticed, by kind, and the structural rule that reports it.
+        self.reported_by: dict[str, CheckRule] = {
+            str(code): r for r in rules.values() for code in r.spec.reports
+        }
+
+    def _applicable(self, rule: CheckRule, key: str) -> bool:
+        needs = rule.spec.needs
+        if "facts" in needs and self.context.facts is None:
+            return False
+        if "kernel" in needs and self.context.kernel is None:
+            return False
+        if "profile" in needs and self.context.plan is None:
+            return False
+        if rule.spec.globs:
+            return True
+        return any(fnmatch.fnmatchcase(key, pattern) for pattern in rule.spec.keys)
+
+    def _scope(self, key: str, value: str, ignore_failure: bool) -> dict[str, Any]:
+        catalog = self.kb.catalog
+        spec = catalog.keys.get(key)
+        kernel = self.context.kernel
+        # What the kernel does with the text of a key it knows: what it stores, refuses, drops.
+        write = kernel_write(value, spec.length) if spec is not None else None
+        if write is None:
+            numbers, read = _numbers(value), _fields(value)
+        else:  # the numbers the key ends up holding, when the write sets all of them
+            numbers = list(write.stored) if write.complete else None
+            read = _fields(value)[: len(write.stored)]
+        return {
+            "key": key,
+            "value": value,
+            "numbers": numbers,
+            "write": write.as_data() if write is not None else None,
+            "decimal": all(_PLAIN_DECIMAL.fullmatch(part) for part in read),
+            "spec": self._specs.get(key),
+            "known": spec is not None,
+            "exists": (catalog.exists(key, kernel) if spec and kernel else None),
+            "kernel": self._kernel,
+            "facts": self._facts,
+            "host": self.context.host,
+            "page_size": self.context.facts.page_size if self.context.facts else 4096,
+            "default": self.context.defaults,
+            "recommended": self._recommended.get(key),
+            "ignore_failure": ignore_failure,
+        }
+
+    def _glob(self, pattern: str) -> dict[str, Any]:
+        """What a glob line reaches: the catalog's keys it matches on the target kernel, the
+        kinds of value they hold, and whether it matches every key there is."""
+        catalog, kernel = self.kb.catalog, self.context.kernel
+        matches = [
+            name
+            for name in catalog.keys
+            if fnmatch.fnmatchcase(name, pattern)
+            and (kernel is None or catalog.exists(name, kernel))
+        ]
+        specs = [catalog.keys[name] for name in matches]
+        return {
+            "matches": matches,
+            "kinds": sorted({f"{spec.unit}/{spec.length}" for spec in specs}),
+            # Nothing but wildcards and separators: every key of the kernel, whatever it is.
+            "everything": not pattern.strip("*?./"),
+            # fnmatch(3), as procps and systemd call it, matches an unclosed '[' literally.
+            "unclosed": _UNCLOSED_BRACKET.search(pattern) is not None,
+        }
+
+    def _assignments(self, display: str, text: str) -> list[CheckFinding]:
+        found: list[CheckFinding] = []
+        assignments, _exclusions, _bad = parse_conf_lines(text)
+        for item in assignments:
+            scope = self._scope(item.key, item.value, item.ignore_failure)
+            if item.is_glob:
+                scope["glob"] = self._glob(item.key)
+            for rule in self.assignment_rules:
+                if rule.spec.globs != item.is_glob or not self._applicable(rule, item.key):
+                    continue
+                local = dict(scope)
+                try:
+                    for name, expr in rule.let:
+                        local[name] = expr.evaluate(local)
+                    assert rule.when is not None
+                    if not rule.when.evaluate(local):
+                        continue
+                    message = _PROSE_SPACE.sub(" ", rule.message.render(local)).strip(" ")
+                except (ExpressionError, ValueError, TypeError) as exc:
+                    raise InputError(str(exc), path=rule.path, field="when") from None
+                found.append(
+                    CheckFinding(rule.id, rule.spec.severity, display, item.line, item.key, message)
+                )
+        return found
+
+    def _structural(self, config: CurrentConfig) -> list[CheckFinding]:
+        found: list[CheckFinding] = []
+        for problem in config.problems:
+            rule = self.reported_by.get(problem.code)
+            if rule is None:
+                continue
+            path, line = _split_source(problem.source)
+            found.append(
+                CheckFinding(rule.id, rule.spec.severity, path, line, None, problem.message)
+            )
+        for override in config.overrides:
+            hidden_path, hidden_line = _split_source(override.hidden.source)
+            winner_path, winner_line = _split_source(override.winner.source)
+            same_file = hidden_path == winner_path
+            rule = self.reported_by.get("duplicate" if same_file else "override")
+            if rule is None:
+                continue
+            quoted = is_sysctl_key(override.key)
+            if same_file:
+                message = (
+                    f"{override.key} is set again on line {winner_line}; this value"
+                    + (f" ({override.hidden.value})" if quoted else "")
+                    + " never takes effect"
+                )
+            elif quoted:
+                message = (
+                    f"{override.key} = {override.hidden.value} is silently replaced by "
+                    f"{override.winner.value} at {override.winner.source} (applied later)"
+                )
+            else:
+                message = (
+                    f"{override.key} is silently replaced at {override.winner.source} "
+                    "(applied later)"
+                )
+            found.append(
+                CheckFinding(
+                    rule.id, rule.spec.severity, hidden_path, hidden_line, override.key, message
+                )
+            )
+        return found
+
+    def check_config(self, config: CurrentConfig) -> list[CheckFinding]:
+        found = self._structural(config)
+        for display, text in config.documents:
+            new_budget()  # the work check rules may do for one file
+            found += self._assignments(display, text)
+        if config.kind == "dump":  # the kernel's own values: nothing about how a file is written
+            judged = {rule.id for rule in self.rules.values() if rule.spec.in_dumps}
+            found = [f for f in found if f.id in judged]
+        return found

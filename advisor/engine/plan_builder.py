@@ -1,0 +1,406 @@
+"""The engine: a pure function (facts, profile, params, rules, catalog) -> Plan.
+
+Per key: wants from every rule that sets it are merged by the catalog's policy (`max` never goes
+below the kernel default; for keys the catalog marks as pure capacities, a value in force that
+already covers the wants is kept), then every safety cap is applied (caps beat wants, and the
+rationale says so), then vector order (min <= default <= max) and the catalog's bounds are
+enforced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.knowledge.catalog import CatalogKey
+from advisor.knowledge.expressions import new_budget
+from advisor.knowledge.knowledge_base import KnowledgeBase
+from advisor.knowledge.rules import SEVERITY_ORDER, RuleResult
+from advisor.knowledge.values import Value, as_list, conf_text, human, parse_current
+from advisor.model.host_facts import HostFacts
+from advisor.model.plan import Companion, Finding, Plan, PlanHost, PlanProfile, Setting, Unchanged
+
+
+@dataclass
+class _KeyWork:
+    key: str
+    spec: CatalogKey
+    wants: list[tuple[str, Any]] = field(default_factory=list)
+    caps: list[tuple[str, Any]] = field(default_factory=list)
+
+
+def host_variables(
+    kb: KnowledgeBase, facts: HostFacts
+) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """What every expression sees about the host, its kernel defaults, and notes."""
+    new_budget()  # the work every expression and template may do for this host
+    version, distro, known, notes = kb.catalog.kernel_for(facts)
+    data = facts.expression_data()  # plain data only: expressions never see a model object
+    host, kernel = kb.catalog.evaluate_host(facts, version, distro, known, data)
+    variables: dict[str, Any] = {
+        "facts": data,
+        "host": host,
+        "kernel": kernel,
+        "page_size": facts.page_size,
+        "observed": data["observed"],
+        "services": data["services"],
+        "nics": data["nics"],
+    }
+    defaults, _ = kb.catalog.defaults(variables)
+    return variables, defaults, notes
+
+
+def host_defaults(kb: KnowledgeBase, facts: HostFacts) -> dict[str, str | None]:
+    """The kernel boot default of every catalog key on this host, as sysctl.conf text."""
+    _, defaults, _ = host_variables(kb, facts)
+    return {k: (conf_text(v) if v is not None else None) for k, v in defaults.items()}
+
+
+def _kernel_values_as_defaults(
+    kb: KnowledgeBase,
+    facts: HostFacts,
+    defaults: dict[str, Any],
+    current: dict[str, Value | None],
+    variables: dict[str, Any],
+) -> dict[str, str]:
+    """Model error is never drift: a value in force that the kernel set itself (no sysctl.d
+    file sets it, when the facts say which files do) or that lies within the catalog's
+    tolerance of the modelled default *is* this host's default. Replaces the modelled figure in
+    `defaults` (and in what expressions see as `default`); returns, by key, a note for each
+    value taken from the kernel that the model did not predict."""
+    notes: dict[str, str] = {}
+    by_alias: dict[str, Any] = variables["default"]
+    files = facts.sysctl_files
+    for name, spec in kb.catalog.keys.items():
+        held = current.get(spec.alias)
+        if held is None or name not in defaults:
+            continue
+        modelled = defaults[name]
+        if modelled is not None and modelled == held:
+            continue
+        kernel_set = files is not None and name not in files
+        close = modelled is not None and _within(held, modelled, spec.default_tolerance)
+        if not (kernel_set or close):
+            continue
+        defaults[name] = by_alias[spec.alias] = held
+        if not close:
+            notes[name] = (
+                f"{name}: {conf_text(held)} in force is set by no sysctl file, so it is taken "
+                "as this host's default"
+                + (
+                    f" (the model gives {conf_text(modelled)}; the kernel, systemd or a tuning "
+                    "daemon set it otherwise)"
+                    if modelled is not None
+                    else " (the model has no figure for this kernel)"
+                )
+                + "."
+            )
+    return notes
+
+
+def _within(held: Value, modelled: Value, tolerance: float) -> bool:
+    a, b = as_list(held), as_list(modelled)
+    if len(a) != len(b):
+        return False
+    return all(abs(x - y) <= tolerance * abs(y) for x, y in zip(a, b, strict=True))
+
+
+def build_plan(
+    kb: KnowledgeBase, facts: HostFacts, profile_name: str, overrides: dict[str, str] | None = None
+) -> Plan:
+    catalog = kb.catalog
+    profile = kb.profile(profile_name)
+    variables, defaults, notes = host_variables(kb, facts)
+    version = variables["kernel"].version
+    current: dict[str, Value | None] = {}
+    current_text: dict[str, str] = {}
+    for name, spec in catalog.keys.items():
+        text = facts.sysctl.get(name)
+        if text is not None:
+            current_text[name] = text
+        current[spec.alias] = parse_current(text, spec) if text is not None else None
+    kernel_values = _kernel_values_as_defaults(kb, facts, defaults, current, variables)
+    variables["current"] = current
+    variables["params"] = params = profile.resolve(overrides or {}, variables)
+
+    results: list[RuleResult] = []
+    for rule_id in profile.rule_ids:
+        result = kb.rules[rule_id].evaluate(variables)
+        if result is not None:
+            results.append(result)
+
+    work: dict[str, _KeyWork] = {}
+    for result in results:
+        for key, value in result.wants.items():
+            work.setdefault(key, _KeyWork(key, catalog.keys[key])).wants.append(
+                (result.rule.id, value)
+            )
+        for key, value in result.caps.items():
+            work.setdefault(key, _KeyWork(key, catalog.keys[key])).caps.append(
+                (result.rule.id, value)
+            )
+    by_rule = {r.rule.id: r for r in results}
+
+    settings: list[Setting] = []
+    unchanged: list[Unchanged] = []
+    for key in catalog.keys:  # catalog order, then sorted by section below: deterministic
+        if key not in work:
+            continue
+        item = work[key]
+        if not catalog.exists(key, version):
+            notes.append(
+                f"{key} does not exist on kernel {version.short}; not emitted "
+                f"(wanted by {', '.join(r for r, _ in item.wants + item.caps)})"
+            )
+            continue
+        if key in kernel_values:
+            notes.append(kernel_values[key])
+        setting = _resolve(
+            item,
+            defaults.get(key),
+            current.get(item.spec.alias),
+            current_text.get(key),
+            by_rule,
+            facts.page_size,
+        )
+        if isinstance(setting, str):
+            notes.append(setting)
+        elif isinstance(setting, Unchanged):
+            unchanged.append(setting)
+        elif setting is not None:
+            settings.append(setting)
+
+    section_order = {s.id: i for i, s in enumerate(catalog.sections)}
+    key_order = {k: i for i, k in enumerate(catalog.keys)}
+    settings.sort(key=lambda s: (section_order[s.section], key_order[s.key]))
+
+    findings = sorted(
+        {
+            (f.id, f.key, f.message): Finding(
+                id=f.id, severity=f.severity, key=f.key, message=f.message, rule=f.rule
+            )
+            for r in results
+            for f in r.findings
+        }.values(),
+        key=lambda f: (SEVERITY_ORDER[f.severity], f.id, f.key or "", f.message),
+    )
+    companions = list(
+        {
+            (c.target, c.setting): Companion(
+                target=c.target, setting=c.setting, rationale=c.rationale, rule=c.rule
+            )
+            for r in results
+            for c in r.companions
+        }.values()
+    )
+    companions.sort(key=lambda c: (c.target, c.setting))
+
+    return Plan(
+        host=PlanHost(
+            hostname=facts.hostname,
+            kernel=facts.kernel,
+            arch=facts.arch,
+            bits=facts.bits,
+            memory_total=facts.memory.total,
+            lowmem=facts.lowmem if facts.bits == 32 else None,
+            page_size=facts.page_size,
+            kernel_modelled_as=version.short,
+        ),
+        profile=PlanProfile(name=profile.name, params=params),
+        settings=settings,
+        findings=findings,
+        companions=companions,
+        unchanged=unchanged,
+        notes=notes,
+        applied_rules=[r.rule.id for r in results],
+    )
+
+
+def _pick(values: list[int], policy: str) -> int:
+    return max(values) if policy in ("max", "choice") else min(values)
+
+
+def _keep_or_want(want: int, base: int, policy: str, tolerance: float) -> int:
+    """The baseline when it already gives what the want asks, within the tolerance the catalog
+    allows the key's modelled figures (a want a hair above a measured default is model
+    rounding, not advice); else the want."""
+    if policy == "max":
+        return base if base >= want - tolerance * want else want
+    return base if base <= want + tolerance * want else want
+
+
+def _fill(
+    wants: list[list[int | None]], base: list[int] | None, policies: list[str]
+) -> list[int] | None:
+    """Merge the wants element by element; an element no rule is about takes the baseline
+    (the value in force, else the kernel default). None when such an element has no baseline."""
+    merged: list[int] = []
+    for i, policy in enumerate(policies):
+        column = [v for w in wants if (v := w[i]) is not None]
+        if column:
+            merged.append(_pick(column, policy))
+        elif base is not None:
+            merged.append(base[i])
+        else:
+            return None
+    return merged
+
+
+def _resolve(
+    item: _KeyWork,
+    default: Value | None,
+    current: Value | None,
+    current_text: str | None,
+    by_rule: dict[str, RuleResult],
+    page_size: int,
+) -> Setting | Unchanged | str | None:
+    """Merge the wants with the baseline, apply caps, order, bounds.
+
+    The baseline is the value in force when there is one, else the kernel default: a capacity
+    want (`max`) never lowers it, a safety want (`min`) never raises it, and a cap only ever
+    moves it in its own direction. Returns a note (str) when nothing can be said for lack of a
+    baseline.
+    """
+    spec = item.spec
+    policies = spec.policies()
+    baseline = current if current is not None else default
+    base = as_list(baseline) if baseline is not None else None
+    base_name = "the value in force" if current is not None else "the kernel default"
+    want_rules = [r for r, _ in item.wants]
+    lines: list[str] = []
+    if item.wants:
+        wanted = _fill([_elements(v) for _, v in item.wants], base, policies)
+        if wanted is None:
+            return (
+                f"{item.key}: {', '.join(want_rules)} set only some of its values, and the "
+                "others are not modelled for this kernel nor given in the facts; not emitted"
+            )
+        merged = list(wanted)
+        if base is not None:
+            merged = [
+                w if p == "choice" else _keep_or_want(w, b, p, spec.default_tolerance)
+                for w, b, p in zip(wanted, base, policies, strict=True)
+            ]
+        if merged != wanted:
+            lines.append(
+                f"Where {base_name} ({conf_text(base or [])}) already gives more than the rules "
+                f"need ({conf_text(wanted)}), it is kept"
+                + ("." if merged == base else f": {conf_text(merged)}.")
+            )
+    elif base is not None:
+        merged = list(base)
+        wanted = list(base)
+    else:
+        return (
+            f"{item.key}: neither the value in force nor the kernel default on this host is "
+            f"known, so the cap from {', '.join(r for r, _ in item.caps)} cannot be applied"
+        )
+
+    before_caps = list(merged)
+    kept_base = [
+        base is not None and v == base[i] for i, v in enumerate(merged)
+    ]  # elements that are the value in force (or the default), not a want
+    for _, cap in item.caps:
+        limits = cap if isinstance(cap, list) else [cap]
+        merged = [
+            _apply_cap(v, c, p, spec.default_tolerance if kept else 0.0)
+            for v, c, p, kept in zip(merged, limits, policies, kept_base, strict=True)
+        ]
+    # The caps that bind: those whose limit is the final value of an element they moved.
+    capped_by = [
+        rule_id
+        for rule_id, cap in item.caps
+        if any(
+            c is not None and c == v and v != b
+            for c, v, b in zip(
+                cap if isinstance(cap, list) else [cap], merged, before_caps, strict=True
+            )
+        )
+    ]
+    if capped_by:
+        if not item.wants or before_caps == base:
+            source = f"{base_name} {conf_text(before_caps)}"
+        elif before_caps != wanted:
+            source = (
+                f"{conf_text(before_caps)} (the wants {conf_text(wanted)} merged with {base_name})"
+            )
+        else:
+            source = f"the wanted {conf_text(wanted)}"
+        lines = [
+            line for line in lines if not line.startswith("Where ")
+        ]  # the cap line says where the value came from
+        lines.append(
+            f"Safety cap ({', '.join(capped_by)}) wins: {source} becomes {conf_text(merged)}."
+        )
+
+    if spec.ordered:
+        for i in range(len(merged) - 2, -1, -1):
+            if merged[i] > merged[i + 1]:
+                lines.append(
+                    f"Lowered {(spec.fields or [])[i] if spec.fields else i} to "
+                    f"{merged[i + 1]} so the values stay in order."
+                )
+                merged[i] = merged[i + 1]
+    bounded = [min(max(v, spec.min), spec.max) for v in merged]
+    if bounded != merged:
+        lines.append(f"Clamped to the kernel's accepted range {spec.min}..{spec.max}.")
+        merged = bounded
+
+    final: Value = merged if spec.length > 1 else merged[0]
+    contributing = want_rules + [r for r in capped_by if r not in want_rules]
+    if not item.wants and not capped_by:
+        return None  # only caps that did not bite: nothing to say
+    if final == default and (current is None or current == final):
+        return Unchanged(
+            key=item.key,
+            kernel_default=conf_text(default),
+            wanted=conf_text(wanted),
+            rules=contributing,
+        )
+
+    paragraphs = [
+        f"[{rid}] {by_rule[rid].rationale_for(item.key)}"
+        for rid in contributing
+        if by_rule[rid].rationale_for(item.key)
+    ]
+    rationale = "\n".join(paragraphs + lines)
+    references: list[str] = []
+    for rid in contributing:
+        for ref in by_rule[rid].rule.spec.references:
+            if ref not in references:
+                references.append(ref)
+    for ref in spec.references:
+        if not any(r.startswith(ref) for r in references):
+            references.append(ref)
+    return Setting(
+        key=item.key,
+        value=conf_text(final),
+        values=as_list(final),
+        unit=spec.unit,
+        current=" ".join(current_text.split()) if current_text is not None else None,
+        kernel_default=conf_text(default) if default is not None else None,
+        rules=contributing,
+        rationale=rationale,
+        references=references,
+        section=spec.section,
+        human=human(final, spec, page_size),
+        capped_by=capped_by,
+        wanted=list(wanted),
+        caps=[rule_id for rule_id, _ in item.caps],
+    )
+
+
+def _apply_cap(value: int, cap: int | None, policy: str, tolerance: float) -> int:
+    """A cap moves a value only in its own direction. A baseline element within the key's
+    model tolerance of the cap is left alone: the model's figures are that uncertain, and a
+    value the kernel set a hair above a cap that equals its modelled default is not drift."""
+    if cap is None:
+        return value
+    if policy == "min":
+        return value if value >= cap - tolerance * cap else cap
+    return value if value <= cap + tolerance * cap else cap
+
+
+def _elements(value: Any) -> list[int | None]:
+    """A want as a list, one entry per element (None: the rule is not about that element)."""
+    return list(value) if isinstance(value, list) else [value]

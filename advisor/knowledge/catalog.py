@@ -1,0 +1,400 @@
+"""The key catalog and the kernel model: loaded from rules/catalog/, compiled once.
+
+`HostModel.build()` turns host facts into what every expression sees: derived host quantities,
+the kernel (version plus era-dependent behaviour) and the kernel's boot default of every key.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from jinja2.runtime import Context
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from advisor.knowledge.expressions import (
+    Compiler,
+    Expression,
+    ExpressionError,
+    KernelData,
+    as_input_error,
+)
+from advisor.knowledge.spec_cache import SpecCache
+from advisor.model.errors import InputError
+from advisor.model.host_facts import HostFacts
+from advisor.model.kernel_version import KernelRange, KernelVersion
+
+Unit = Literal["bytes", "pages", "kbytes", "count", "seconds", "boolean", "choice", "port"]
+Literal_ = int | float | bool | list[int] | None
+ExprOrLiteral = str | int | float | bool | list[int] | None
+
+
+def _check_range(text: str) -> str:
+    KernelRange.parse(text)
+    return text
+
+
+class _Model(BaseModel):
+    # Schemas are built on first validation only; cached specs never need them (spec_cache).
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+class Era(_Model):
+    kernels: str = ""
+    when: str | None = None
+    let: dict[str, str] = Field(default_factory=dict)
+    value: ExprOrLiteral = None
+    note: str | None = None
+
+    @field_validator("kernels")
+    @classmethod
+    def _valid_kernels(cls, value: str) -> str:
+        return _check_range(value)
+
+
+class Section(_Model):
+    id: str
+    title: str
+
+
+class CatalogKey(_Model):
+    alias: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
+    section: str
+    length: int = Field(1, ge=1, le=8)
+    fields: list[str] | None = None
+    unit: Unit
+    choices: dict[int, str] | None = None
+    ordered: bool = False
+    min: int
+    max: int
+    merge: Literal["max", "min", "choice"] | list[Literal["max", "min"]]
+    # Relative difference between the value in force and the modelled default that is still
+    # the kernel's own default (the model's known error, e.g. nr_free_buffer_pages()).
+    default_tolerance: float = Field(0.0, ge=0.0, le=0.25)
+    exists: str = ""
+    netns_since: str | None = None
+    # The key's handler reads a write into a copy and stores it only when the whole of it is
+    # valid (ipv4_local_port_range); otherwise each element is stored as it is read, and a
+    # write refused part-way leaves the key half-written.
+    atomic_write: bool = False
+    summary: str
+    references: list[str] = Field(min_length=1)
+    default: list[Era] = Field(min_length=1)
+
+    @field_validator("exists")
+    @classmethod
+    def _valid_exists(cls, value: str) -> str:
+        return _check_range(value)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CatalogKey:
+        if self.fields is not None and len(self.fields) != self.length:
+            raise ValueError(f"fields names {len(self.fields)} values, length is {self.length}")
+        if self.min > self.max:
+            raise ValueError("min is above max")
+        if isinstance(self.merge, list) and len(self.merge) != self.length:
+            raise ValueError(f"merge names {len(self.merge)} policies, length is {self.length}")
+        return self
+
+    def policies(self) -> list[str]:
+        """The merge policy of each element."""
+        return list(self.merge) if isinstance(self.merge, list) else [self.merge] * self.length
+
+
+class EraTable(_Model):
+    description: str
+    eras: list[Era] = Field(min_length=1)
+
+
+class DistroKernel(_Model):
+    pattern: str
+    distro: str
+    behaves_as: str
+    note: str
+
+
+class KernelModelFile(_Model):
+    newest_verified: str
+    oldest_modelled: str
+    distro_kernels: list[DistroKernel] = Field(default_factory=list)
+    derived: dict[str, str]
+    quantities: dict[str, EraTable]
+
+
+class CatalogFile(_Model):
+    sections: list[Section]
+    keys: dict[str, CatalogKey]
+
+    @model_validator(mode="after")
+    def _known_sections(self) -> CatalogFile:
+        ids = {s.id for s in self.sections}
+        for name, key in self.keys.items():
+            if key.section not in ids:
+                raise ValueError(f"{name}: unknown section {key.section!r}")
+        return self
+
+
+@functools.total_ordering
+class KernelContext(KernelData):
+    """The target kernel as expressions see it: compares like a version (`kernel < '4.12'`),
+    and exposes era-dependent behaviour as attributes (`kernel.window_fraction`). Expressions
+    may read only `fields`: the release, its short form, distro, ABI, whether it was known,
+    and the era quantities."""
+
+    BASE_FIELDS = frozenset({"release", "short", "distro", "abi", "known"})
+
+    def __init__(
+        self,
+        version: KernelVersion,
+        *,
+        distro: str | None,
+        known: bool,
+        quantities: dict[str, Any],
+        abi: int | None = None,
+    ) -> None:
+        self.version = version
+        self.distro = distro
+        self.abi = abi  # Debian/Ubuntu package ABI number, when the distro pattern names it
+        self.known = known
+        self.release = version.release
+        self.short = version.short
+        self._quantities = quantities
+        self.fields = self.BASE_FIELDS | frozenset(quantities)
+
+    def __getattr__(self, name: str) -> Any:
+        quantities = self.__dict__.get("_quantities", {})
+        if name in quantities:
+            return quantities[name]
+        raise AttributeError(name)
+
+    def __eq__(self, other: object) -> bool:
+        return self.version == (other.version if isinstance(other, KernelContext) else other)
+
+    def __lt__(self, other: object) -> bool:
+        return self.version < (other.version if isinstance(other, KernelContext) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.version)
+
+    def __str__(self) -> str:
+        return self.version.release
+
+
+class _CompiledEra:
+    def __init__(self, era: Era, compiler: Compiler, path: Path, field: str) -> None:
+        self.era = era
+        self.range = KernelRange.parse(era.kernels)
+        self.note = era.note
+        try:
+            self.when = compiler.expression(era.when) if era.when else None
+            self.let = [(k, compiler.expression(v)) for k, v in era.let.items()]
+            self.value: Expression | Literal_ = (
+                compiler.expression(era.value) if isinstance(era.value, str) else era.value
+            )
+        except ExpressionError as exc:
+            raise as_input_error(exc, path, field) from None
+
+    def matches(self, version: KernelVersion, ctx: Context) -> bool:
+        if not self.range.contains(version):
+            return False
+        return self.when is None or bool(self.when.run(ctx))
+
+    def evaluate(self, ctx: Context) -> Any:
+        """The era's value in a shared context; its `let` names are visible to it alone."""
+        if not isinstance(self.value, Expression):
+            return self.value
+        try:
+            for name, expr in self.let:
+                ctx.vars[name] = expr.run(ctx)
+            return self.value.run(ctx)
+        finally:
+            for name, _ in self.let:
+                ctx.vars.pop(name, None)
+
+
+class Catalog:
+    """Keys and kernel model, with every formula compiled."""
+
+    def __init__(self, directory: Path, compiler: Compiler, specs: SpecCache) -> None:
+        self.directory = directory
+        self.compiler = compiler
+        keys_path = directory / "keys.yaml"
+        model_path = directory / "kernel-model.yaml"
+        keys_file = specs.load(keys_path, CatalogFile, "the key catalog")
+        self.model = specs.load(model_path, KernelModelFile, "the kernel model")
+        self.sections = keys_file.sections
+        self.keys: dict[str, CatalogKey] = keys_file.keys
+        self.by_alias = {k.alias: name for name, k in self.keys.items()}
+        self._exists = {name: KernelRange.parse(k.exists) for name, k in self.keys.items()}
+        self.newest = KernelVersion.parse(self.model.newest_verified)
+        self.oldest = KernelVersion.parse(self.model.oldest_modelled)
+        self.path = keys_path
+        self.model_path = model_path
+        try:
+            self._derived = [(n, compiler.expression(e)) for n, e in self.model.derived.items()]
+        except ExpressionError as exc:
+            raise as_input_error(exc, model_path, "derived") from None
+        self._quantities = {
+            name: [_CompiledEra(e, compiler, model_path, f"quantities.{name}") for e in t.eras]
+            for name, t in self.model.quantities.items()
+        }
+        self._defaults = {
+            name: [
+                _CompiledEra(e, compiler, keys_path, f"keys.{name}.default[{i}]")
+                for i, e in enumerate(key.default)
+            ]
+            for name, key in self.keys.items()
+        }
+
+    def exists(self, key: str, version: KernelVersion) -> bool:
+        return self._exists[key].contains(version)
+
+    def is_per_netns(self, key: str, version: KernelVersion) -> bool:
+        since = self.keys[key].netns_since
+        return since is not None and version >= since and self.exists(key, version)
+
+    def kernel_for(self, facts: HostFacts) -> tuple[KernelVersion, str | None, bool, list[str]]:
+        """The version formulas use, the distro, whether the release was known, and notes."""
+        notes: list[str] = []
+        if not facts.kernel:
+            notes.append(
+                f"kernel release not given: assuming the newest kernel the catalog knows "
+                f"({self.newest.short}); pass `kernel:` in the facts for exact defaults"
+            )
+            return self.newest, None, False, notes
+        version = KernelVersion.parse(facts.kernel)
+        for distro in self.model.distro_kernels:
+            if re.search(distro.pattern, facts.kernel):
+                notes.append(distro.note)
+                effective = KernelVersion.parse(distro.behaves_as)
+                return KernelVersion(effective.numbers, facts.kernel), distro.distro, True, notes
+        if version > self.newest and version.numbers[:2] != self.newest.numbers[:2]:
+            notes.append(
+                f"kernel {version.short} is newer than the newest verified ({self.newest.short}): "
+                "defaults assume nothing changed since"
+            )
+        if version < self.oldest:
+            notes.append(
+                f"kernel {version.short} is older than the oldest modelled "
+                f"({self.oldest.short}): its defaults are not modelled"
+            )
+        return version, None, True, notes
+
+    def _abi(self, release: str | None) -> int | None:
+        """The package ABI number a distro pattern captures (`(?P<abi>...)`), if any."""
+        for distro in self.model.distro_kernels:
+            match = re.search(distro.pattern, release or "")
+            if match:
+                abi = match.groupdict().get("abi")
+                return int(abi) if abi is not None and abi.isdigit() else None
+        return None
+
+    def evaluate_host(
+        self,
+        facts: HostFacts,
+        version: KernelVersion,
+        distro: str | None,
+        known: bool,
+        data: dict[str, Any] | None = None,
+    ) -> tuple[dict[str, Any], KernelContext]:
+        """Derived host quantities and the kernel context."""
+        kernel = KernelContext(
+            version, distro=distro, known=known, quantities={}, abi=self._abi(facts.kernel)
+        )
+        host: dict[str, Any] = {}
+        variables: dict[str, Any] = {
+            "facts": data if data is not None else facts.expression_data(),
+            "kernel": kernel,
+            "page_size": facts.page_size,
+            "host": host,
+        }
+        ctx = self.compiler.context(variables)  # `host` fills in as the quantities are computed
+        for name, expr in self._derived:
+            try:
+                host[name] = expr.run(ctx)
+            except ExpressionError as exc:
+                raise as_input_error(exc, self.model_path, f"derived.{name}") from None
+        quantities: dict[str, Any] = {}
+        for name, eras in self._quantities.items():
+            try:
+                for era in eras:
+                    if era.matches(version, ctx):
+                        quantities[name] = era.evaluate(ctx)
+                        break
+            except ExpressionError as exc:
+                raise as_input_error(exc, self.model_path, f"quantities.{name}") from None
+        kernel._quantities.update(quantities)
+        kernel.fields = kernel.BASE_FIELDS | frozenset(quantities)
+        return host, kernel
+
+    def defaults(self, variables: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str | None]]:
+        """Boot default of every key that exists on this kernel (None when unknown), by key,
+        with the note of the era used. `variables` must hold facts, kernel, host, page_size;
+        its `default` mapping (by alias) is filled as keys are computed."""
+        version: KernelVersion = variables["kernel"].version
+        values: dict[str, Any] = {}
+        notes: dict[str, str | None] = {}
+        by_alias: dict[str, Any] = variables.setdefault("default", {})
+        modelled = version >= self.oldest
+        ctx = self.compiler.context(variables)  # `default` fills in as keys are computed
+        for name, eras in self._defaults.items():
+            if not self.exists(name, version):
+                continue
+            value: Any = None
+            note: str | None = None
+            for i, era in enumerate(eras if modelled else []):
+                try:
+                    if era.matches(version, ctx):
+                        value = era.evaluate(ctx)
+                        if value is not None:
+                            value = normalise(value, self.keys[name])
+                        note = era.note
+                        break
+                except ExpressionError as exc:
+                    raise as_input_error(exc, self.path, f"keys.{name}.default[{i}]") from None
+                except ValueError as exc:
+                    raise InputError(
+                        str(exc), path=self.path, field=f"keys.{name}.default[{i}]"
+                    ) from None
+            values[name] = value
+            notes[name] = note
+            by_alias[self.keys[name].alias] = values[name]
+        return values, notes
+
+
+def normalise(value: Any, key: CatalogKey, *, allow_none: bool = False) -> Any:
+    """An expression result as the key's shape: an int, or a list of `length` ints.
+
+    With allow_none (caps), a list element may be None: no cap on that element.
+    """
+
+    def one(v: Any) -> int | None:
+        return None if v is None and allow_none else _to_int(v)
+
+    if key.length == 1:
+        if isinstance(value, list | tuple):
+            raise ValueError(f"expected one number, got {str(value)[:60]!r}")
+        return _to_int(value)
+    if not isinstance(value, list | tuple) or len(value) != key.length:
+        raise ValueError(f"expected a list of {key.length} numbers, got {str(value)[:60]!r}")
+    return [one(v) for v in value]
+
+
+# No sysctl holds more than 64 bits; a larger number is a broken rule, not a value to clamp.
+_LARGEST = 2**64
+
+
+def _to_int(value: Any) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"not a finite number: {value!r}")
+        value = round(value)
+    if not isinstance(value, int):
+        raise ValueError(f"expected a number, got {str(value)[:60]!r}")
+    if abs(value) > _LARGEST:
+        raise ValueError(f"a number of {value.bit_length()} bits, larger than any kernel value")
+    return value

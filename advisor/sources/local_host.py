@@ -1,0 +1,276 @@
+"""Read the machine we run on (or a copied tree of it) into host facts.
+
+The only module that touches the host. It reads, never writes. `root` points it at a copy of
+`/proc`, `/sys` and `/etc` so tests (and operators collecting from a rescue shell) can read
+another machine's files. Figures from /proc/net are a snapshot taken now: counters such as
+ListenOverflows are totals since boot, but sockstat's orphans or TIME-WAIT are only what
+exists at this moment — run `facts` at peak time, or edit the figures, to size for peaks.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from advisor.model.errors import InputError
+from advisor.model.host_facts import HostFacts, facts_from_data
+from advisor.model.units import is_decimal
+from advisor.sources.proc_readers import (
+    count_cpu_list,
+    count_cpuinfo,
+    count_numa_nodes,
+    parse_meminfo,
+    parse_net_dev,
+    parse_netstat,
+    parse_sockstat,
+    parse_softnet_stat,
+    selected_mode,
+)
+
+LIVE_ROOT = Path("/")
+NGINX_CONFIGS = ("etc/nginx/nginx.conf", "usr/local/nginx/conf/nginx.conf")
+
+# Distribution kernels name the architecture at the end of the release string.
+_RELEASE_ARCH_SUFFIXES = {
+    ".i686": "i686",
+    ".i386": "i386",
+    ".x86_64": "x86_64",
+    ".aarch64": "aarch64",
+    ".ppc64le": "ppc64le",
+    ".s390x": "s390x",
+    "-amd64": "x86_64",
+    "-686": "i686",
+    "-686-pae": "i686",
+    "-arm64": "aarch64",
+    "-armmp": "armv7l",
+}
+
+
+MAX_PROC_FILE = 1 << 20  # no /proc or /sys file the collector reads is near this
+
+
+def _read(path: Path, root: Path = Path("/")) -> str | None:
+    """A /proc or /sys file's text, or None. Under a copied tree (`--root`), a file whose links
+    lead out of the tree is not read (its absolute links would name the host running the
+    advisor: `somaxconn -> /etc/shadow`); nor is anything but a regular file."""
+    if root != LIVE_ROOT and not _inside(root, path):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, MAX_PROC_FILE)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data.decode("utf-8", errors="replace").strip()
+
+
+def _inside(root: Path, path: Path) -> bool:
+    real_root = os.path.realpath(root)
+    return os.path.commonpath([real_root, os.path.realpath(path)]) == real_root
+
+
+def _reachable(root: Path, path: Path) -> bool:
+    """Whether `path` may be looked at: always on the live host; under a copied tree only
+    when its links resolve inside the tree (a directory link to /sys/class/net would list the
+    NICs of the host running the advisor)."""
+    return root == LIVE_ROOT or _inside(root, path)
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _arch(root: Path, release: str | None, live: bool) -> str | None:
+    arch = _read(root / "proc/sys/kernel/arch", root)  # present since Linux 6.1
+    if arch:
+        return arch
+    if live:
+        return platform.machine() or None
+    for suffix, name in _RELEASE_ARCH_SUFFIXES.items():
+        if release and release.endswith(suffix):
+            return name
+    return None
+
+
+def _cpu_threads(root: Path, live: bool) -> int | None:
+    online = _read(root / "sys/devices/system/cpu/online", root)
+    count = count_cpu_list(online) if online else None
+    if count is None:
+        cpuinfo = _read(root / "proc/cpuinfo", root)
+        count = count_cpuinfo(cpuinfo) if cpuinfo else None
+    if count is None and live:
+        count = os.cpu_count()
+    return count
+
+
+def _page_size(root: Path, live: bool) -> int:
+    if live:
+        return os.sysconf("SC_PAGE_SIZE")
+    smaps = _read(root / "proc/self/smaps", root) or ""
+    for line in smaps.splitlines():
+        if line.startswith("KernelPageSize:"):
+            parts = line.split()
+            if len(parts) >= 2 and is_decimal(parts[1]):
+                return int(parts[1]) * 1024
+    return 4096
+
+
+def _nics(root: Path, rx: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
+    nics: list[dict[str, Any]] = []
+    net = root / "sys/class/net"
+    if not _reachable(root, net):
+        return nics
+    try:
+        names = sorted(p.name for p in net.iterdir())
+    except OSError:
+        return nics
+    for name in names:
+        device = net / name / "device"
+        if not (_reachable(root, net / name) and _reachable(root, device)):
+            continue
+        if name == "lo" or not (device.exists() or device.is_symlink()):
+            continue  # loopback and virtual links (bridges, veth, bonds) have no device
+        nic: dict[str, Any] = {"name": name}
+        driver_link = device / "driver"
+        if driver_link.is_symlink():
+            nic["driver"] = os.path.basename(os.readlink(driver_link))
+        speed = _int(_read(net / name / "speed", root))  # -1 or unreadable when the link is down
+        if speed and speed > 0:
+            nic["speed_mbps"] = speed
+        mtu = _int(_read(net / name / "mtu", root))
+        if mtu:
+            nic["mtu"] = mtu
+        if name in rx:
+            nic["rx_overruns"] = rx[name]["fifo"]
+        nics.append(nic)
+    return nics
+
+
+def _sysctls(root: Path, keys: Iterable[str]) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for key in keys:
+        text = _read(root / "proc/sys" / key.replace(".", "/"), root)
+        if text is not None:
+            values[key] = " ".join(text.split())
+    return values
+
+
+def _observed(root: Path, nics: list[dict[str, Any]]) -> dict[str, Any]:
+    observed: dict[str, Any] = {}
+    sockstat = parse_sockstat(_read(root / "proc/net/sockstat", root) or "").get("TCP", {})
+    for field, column in (
+        ("connections_peak", "inuse"),
+        ("orphans_peak", "orphan"),
+        ("time_wait_peak", "tw"),
+        ("tcp_mem_pages_peak", "mem"),
+    ):
+        if column in sockstat:
+            observed[field] = sockstat[column]
+    tcp_ext = parse_netstat(_read(root / "proc/net/netstat", root) or "").get("TcpExt", {})
+    if "ListenOverflows" in tcp_ext:
+        observed["listen_overflows"] = tcp_ext["ListenOverflows"]
+    if "ListenDrops" in tcp_ext:
+        observed["listen_drops"] = tcp_ext["ListenDrops"]
+    overruns = [n["rx_overruns"] for n in nics if "rx_overruns" in n]
+    if overruns:
+        observed["rx_overruns"] = sum(overruns)
+    softnet = parse_softnet_stat(_read(root / "proc/net/softnet_stat", root) or "")
+    if softnet:
+        observed["softnet_dropped"] = softnet["dropped"]
+        observed["softnet_time_squeeze"] = softnet["time_squeeze"]
+    return observed
+
+
+def _numa_nodes(root: Path) -> int | None:
+    nodes = root / "sys/devices/system/node"
+    if not _reachable(root, nodes):
+        return None
+    try:
+        return count_numa_nodes([p.name for p in nodes.iterdir()])
+    except OSError:
+        return None
+
+
+def _sysctl_files(root: Path, keys: Iterable[str]) -> dict[str, str] | None:
+    """Which catalog keys the host's sysctl.d files (and sysctl.conf) set at boot, and where;
+    None when the host has none of those files to read."""
+    from advisor.sources.sysctl_files import SYSCTL_CONF, SYSCTL_D_DIRS, read_tree
+
+    if not any((root / d).is_dir() for d in SYSCTL_D_DIRS) and not (root / SYSCTL_CONF).exists():
+        return None
+    try:
+        config = read_tree(root, keys)
+    except InputError:
+        return None
+    wanted = set(keys)
+    return {k: v.source for k, v in config.values.items() if k in wanted}
+
+
+def _services(root: Path) -> dict[str, Any]:
+    base = root.resolve()
+    for relative in NGINX_CONFIGS:
+        path = base / relative
+        if _reachable(base, path) and path.is_file():
+            nginx: dict[str, Any] = {"config": str(path)}
+            if base != LIVE_ROOT:
+                nginx["config_root"] = str(base)  # absolute includes point into the tree
+            return {"nginx": nginx}
+    return {}
+
+
+def collect_data(keys: Iterable[str], root: Path = LIVE_ROOT) -> dict[str, Any]:
+    """The facts of the host under `root` as plain data (a facts-file mapping)."""
+    keys = tuple(keys)
+    live = root.resolve() == LIVE_ROOT
+    meminfo_path = root / "proc/meminfo"
+    meminfo_text = _read(meminfo_path, root)
+    if meminfo_text is None:
+        raise InputError("cannot read the memory size (no /proc/meminfo)", path=meminfo_path)
+    meminfo = parse_meminfo(meminfo_text)
+    if "MemTotal" not in meminfo:
+        raise InputError("no MemTotal line", path=meminfo_path)
+    memory: dict[str, int] = {"total": meminfo["MemTotal"]}
+    if meminfo.get("LowTotal"):  # only 32-bit kernels with highmem print LowTotal
+        memory["lowmem"] = meminfo["LowTotal"]
+    nodes = _numa_nodes(root)
+    if nodes:
+        memory["numa_nodes"] = nodes
+    uname = platform.uname()
+    kernel = _read(root / "proc/sys/kernel/osrelease", root) or (uname.release if live else None)
+    hostname = _read(root / "proc/sys/kernel/hostname", root) or (uname.node if live else None)
+    rx = parse_net_dev(_read(root / "proc/net/dev", root) or "")
+    nics = _nics(root, rx)
+    data: dict[str, Any] = {
+        "hostname": hostname,
+        "kernel": kernel,
+        "arch": _arch(root, kernel, live),
+        "memory": memory,
+        "page_size": _page_size(root, live),
+        "cpu": {"threads": _cpu_threads(root, live)},
+        "nics": nics,
+        "sysctl": _sysctls(root, keys),
+        "sysctl_files": _sysctl_files(root, keys),
+        "observed": _observed(root, nics),
+        "services": _services(root),
+    }
+    thp = selected_mode(_read(root / "sys/kernel/mm/transparent_hugepage/enabled", root) or "")
+    if thp:
+        data["transparent_hugepage"] = thp
+    return data
+
+
+def collect(keys: Iterable[str], root: Path = LIVE_ROOT) -> HostFacts:
+    return facts_from_data(collect_data(keys, root), path=root)

@@ -1,0 +1,190 @@
+"""Issue 13 item 7 and the bad-input run: every bad input is exit 2 with one line naming the
+file, line or field, within a time bound; never a traceback, a hang, a crash or nonsense.
+Payloads are built at test time."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+
+
+def run(*args: str, env: dict[str, str] | None = None, timeout: float = 20) -> tuple[int, str]:
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "advisor", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=ROOT,
+    )
+    assert time.monotonic() - started < timeout
+    assert "Traceback" not in result.stderr, result.stderr
+    return result.returncode, result.stderr
+
+
+def one_line_exit_2(*args: str, words: str, env: dict[str, str] | None = None) -> None:
+    code, err = run(*args, env=env)
+    lines = err.strip().splitlines()
+    assert code == 2, err
+    assert len(lines) == 1 and words in lines[0], lines
+
+
+def facts_file(workdir: Path, text: str, name: str = "facts.yaml") -> str:
+    path = workdir / name
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("memory: {total: 0.3}\n", "memory.total"),
+        ("memory: {total: 1}\n", "between 16 MiB and 64 PiB"),
+        ("memory: {total: 1e30 GiB}\n", "memory.total"),
+        ("memory: {total: 8 GiB}\nobserved: {orphans_peak: 1000000000000000000000000000000}\n",
+         "observed.orphans_peak"),
+        ("memory: {total: 8 GiB}\nsysctl: {net.core.somaxconn: '1" + "0" * 40 + "'}\n",
+         "larger than any kernel value"),
+        ("memory: {total: 8 GiB}\nobserved: {orphans_peak: " + "9" * 5000 + "}\n", "facts.yaml"),
+        ("memory: {total: 8 GiB}\nmemory: {total: 4 GiB}\n", "duplicate key 'memory'"),
+        ('{"memory": {"total": "8 GiB", "total": "1 GiB"}}\n', "duplicate key 'total'"),
+        ("[" * 50_000 + "]" * 50_000 + "\n", "nested more than 64 levels"),
+        ("memory: {total: 8 GiB}\nhostname: \"a\\nkernel.core_pattern = |x\"\n", "hostname"),
+        ("memory: {total: 8 GiB}\narch: ppc\n", "memory.lowmem"),
+        ("memory: {total: 8 GiB}\nobserved:\n  kernel_messages:\n"
+         + ("  - " + "x" * 4000 + "\n") * 200, "more than 768 KiB of kernel messages"),
+    ],
+)  # fmt: skip
+def test_bad_facts(text: str, words: str, workdir: Path) -> None:
+    one_line_exit_2("recommend", "--facts", facts_file(workdir, text), "-p", "base", words=words)
+
+
+def test_a_fifo_does_not_hang(workdir: Path) -> None:
+    fifo = workdir / "facts.yaml"
+    os.mkfifo(fifo)
+    one_line_exit_2("recommend", "--facts", str(fifo), "-p", "base", words="not a regular file")
+    code, err = run("check", str(fifo))
+    assert code == 2 and "not a regular file" in err
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+def test_devices_are_refused(device: str) -> None:
+    if not Path(device).exists():
+        pytest.skip(f"no {device}")
+    one_line_exit_2("recommend", "--facts", device, "-p", "base", words="not a regular file")
+    one_line_exit_2("fleet", "--ansible-facts", device, "-p", "base", "--out", "/tmp/x",
+                    words="not a regular file")  # fmt: skip
+
+
+def test_oversized_input_is_refused(workdir: Path) -> None:
+    path = facts_file(workdir, "memory: {total: 8 GiB}\n# " + "x" * 5000 + "\n")
+    one_line_exit_2(
+        "recommend", "--facts", path, "-p", "base",
+        words="larger than 2,048 bytes", env={"SYSCTL_ADVISOR_MAX_INPUT": "2048"},
+    )  # fmt: skip
+
+
+def test_ansible_facts_bombs(workdir: Path) -> None:
+    deep = workdir / "deep"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    one_line_exit_2("recommend", "--facts", str(deep), "-p", "base", words="nested")
+    dup = workdir / "dup"
+    dup.write_text(json.dumps({"ansible_facts": {}})[:-1] + ', "ansible_facts": {}}')
+    code, err = run("recommend", "--facts", str(dup), "-p", "base")
+    assert code == 2 and "duplicate key" in err
+
+
+def _laughs(levels: int = 9) -> str:
+    """Nine levels of nine aliases: 9**9 values in about 300 bytes."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, levels + 1):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("option", ["--facts", "--rules-dir", "--profiles-dir"])
+def test_alias_bomb_is_refused_at_once(option: str, workdir: Path) -> None:
+    bomb = workdir / "bombs" / "bomb.yaml"
+    bomb.parent.mkdir()
+    bomb.write_text(_laughs())
+    target = str(bomb if option == "--facts" else bomb.parent)
+    args = ["recommend", option, target, "-p", "base"]
+    if option != "--facts":
+        args += ["--facts", "examples/dcache-32bit.yaml"]
+    started = time.monotonic()
+    one_line_exit_2(*args, words="values once YAML aliases are expanded")
+    assert time.monotonic() - started < 10
+
+
+def test_shared_aliases_within_bounds_still_load(workdir: Path) -> None:
+    path = facts_file(
+        workdir, "memory: {total: 8 GiB}\nnics:\n  - &nic {name: eth0, driver: e1000e}\n"
+    )
+    code, err = run("recommend", "--facts", path, "-p", "base")
+    assert code == 0, err
+
+
+def test_profile_with_nan_bound(workdir: Path) -> None:
+    profiles = workdir / "profiles"
+    profiles.mkdir()
+    (profiles / "nanny.yaml").write_text(
+        yaml.safe_dump(
+            {"name": "nanny", "summary": "s", "extends": "base",
+             "parameters": {"x": {"type": "float", "description": "d", "min": float("nan")}}}
+        )
+    )  # fmt: skip
+    one_line_exit_2(
+        "recommend", "--facts", "examples/dcache-32bit.yaml", "-p", "nanny",
+        "--profiles-dir", str(profiles), words="finite",
+    )  # fmt: skip
+
+
+def test_profile_map_float_for_int_parameter_works(workdir: Path) -> None:
+    """`streams: 2.0` passed validation and then failed every host; now it is simply 2."""
+    tree = workdir / "tree"
+    tree.mkdir()
+    (tree / "dtn-01").write_text((ROOT / "tests/fixtures/ansible/tree/dtn-01").read_text())
+    mapping = workdir / "map.yaml"
+    mapping.write_text(
+        yaml.safe_dump([{"hosts": "*", "profile": "gridftp", "set": {"streams": 2.0}}])
+    )
+    code, err = run("fleet", "--ansible-facts", str(tree), "--profile-map", str(mapping),
+                    "--out", str(workdir / "out"))  # fmt: skip
+    assert code == 0, err
+    assert "--set streams=2" in (workdir / "out/host_files/dtn-01.conf").read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["recommend"], "Missing option '--profile'"),
+        (["recommend", "-p", "base", "--bogus"], "No such option: --bogus"),
+        (["nosuch"], "No such command 'nosuch'"),
+        (["explain", "tcp_mem", "--set", "a=1"], "--set: needs --profile"),
+        (["calibrate", "--pairs", "100"], ""),
+        (["recommend", "--facts", "examples/ec2-nginx-frontend.yaml", "-p", "frontend-proxy",
+          "--set", "listen_backlog=\u0661\u0662\u0663"], "expected an integer"),
+        (["recommend", "--facts", "examples/ec2-nginx-frontend.yaml", "-p", "frontend-proxy",
+          "--set", "listen_backlog=\u00b2"], "expected an integer"),
+    ],
+)  # fmt: skip
+def test_usage_errors_are_one_line(args: list[str], words: str) -> None:
+    code, err = run(*args)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and words in err, err
+
+
+def test_calibrate_refuses_too_few_pairs_as_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("calibrate checks its options after the root check")
+    code, err = run("calibrate", "--pairs", "100")
+    assert code == 2 and "--pairs" in err and "noise" in err

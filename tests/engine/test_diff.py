@@ -1,0 +1,229 @@
+"""`diff`: statuses, sources, formats and exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from advisor.cli import app
+from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, TESTS
+
+FIXTURES = TESTS / "fixtures"
+LAYERED = str(FIXTURES / "sysctl-trees" / "layered")
+DUMP = str(FIXTURES / "dumps" / "sysctl-a-6.18.txt")
+EC2 = str(EXAMPLES / "ec2-nginx-frontend.yaml")
+runner = CliRunner()
+
+
+def diff_json(*args: str) -> tuple[int, dict[str, object]]:
+    result = runner.invoke(app, ["diff", *args, "--format", "json"])
+    assert result.exit_code in (0, 1), result.stderr
+    return result.exit_code, json.loads(result.stdout)
+
+
+def entries(doc: dict[str, object]) -> dict[str, dict[str, object]]:
+    assert isinstance(doc["entries"], list)
+    return {e["key"]: e for e in doc["entries"]}
+
+
+def test_json_contract_and_statuses_against_a_tree() -> None:
+    code, doc = diff_json("--facts", EC2, "--profile", "frontend-proxy", "--current", LAYERED)
+    assert code == 1
+    assert doc["schema"] == "sysctl-advisor/diff/v1"
+    by_key = entries(doc)
+    for entry in by_key.values():
+        assert set(entry) == {
+            "key",
+            "current",
+            "recommended",
+            "kernel_default",
+            "status",
+            "source",
+            "rationale",
+        }
+    somaxconn = by_key["net.core.somaxconn"]
+    assert somaxconn["status"] == "change"
+    assert (somaxconn["current"], somaxconn["recommended"]) == ("2048", "16384")
+    assert somaxconn["source"] == "etc/sysctl.conf:3"
+    assert somaxconn["kernel_default"] == "128"  # 3.2 kernel
+    assert by_key["net.ipv4.tcp_max_syn_backlog"]["status"] == "missing"
+    assert by_key["net.ipv4.tcp_max_syn_backlog"]["source"] is None
+    assert by_key["net.ipv4.tcp_tw_reuse"]["status"] == "ok"
+    assert doc["drift"] == sum(1 for e in by_key.values() if e["status"] != "ok")
+    assert any(f["id"] == "time-wait.tw-recycle-enabled" for f in doc["findings"])  # type: ignore[index, union-attr]
+
+
+def test_key_the_kernel_lacks_is_remove(workdir: Path) -> None:
+    facts = workdir / "new.yaml"
+    facts.write_text("kernel: 6.1.0-18-amd64\narch: x86_64\nmemory: {total: 16 GiB}\n")
+    _, doc = diff_json("--facts", str(facts), "--profile", "base", "--current", LAYERED)
+    recycle = entries(doc)["net.ipv4.tcp_tw_recycle"]
+    assert recycle["status"] == "remove" and recycle["recommended"] is None
+    assert recycle["rationale"] == (
+        "Linux 6.1.0 has no net.ipv4.tcp_tw_recycle (it exists in <4.12); writing it fails, "
+        "and `sysctl -p` reports an error unless the line starts with '-'."
+    )
+    assert recycle["source"] == "etc/sysctl.conf:2"
+
+
+def test_vectors_compare_after_whitespace_normalisation(workdir: Path) -> None:
+    # A dump prints vectors tab-separated; the plan writes them space-separated. The same
+    # numbers must compare equal, different numbers must not.
+    dump = workdir / "sysctl-a.txt"
+    text = (
+        Path(DUMP)
+        .read_text()
+        .replace(
+            "net.ipv4.ip_local_port_range = 32768\t60999",
+            "net.ipv4.ip_local_port_range = 10240\t65535",
+        )
+    )
+    assert "10240\t65535" in text
+    dump.write_text(text)
+    _, doc = diff_json("--facts", EC2, "--profile", "frontend-proxy", "--current", str(dump))
+    ports = entries(doc)["net.ipv4.ip_local_port_range"]
+    assert (ports["status"], ports["current"], ports["recommended"]) == (
+        "ok",
+        "10240 65535",
+        "10240 65535",
+    )
+    _, before = diff_json("--facts", EC2, "--profile", "frontend-proxy", "--current", DUMP)
+    assert entries(before)["net.ipv4.ip_local_port_range"]["status"] == "change"
+
+
+@pytest.mark.parametrize(("host", "profile"), sorted(EXAMPLE_PROFILES.items()))
+def test_recommended_file_has_no_drift(host: str, profile: str, workdir: Path) -> None:
+    facts = str(EXAMPLES / f"{host}.yaml")
+    conf = workdir / "90-sysctl-advisor.conf"
+    made = runner.invoke(
+        app, ["recommend", "--facts", facts, "--profile", profile, "-o", str(conf)]
+    )
+    assert made.exit_code == 0, made.stderr
+    result = runner.invoke(
+        app, ["diff", "--facts", facts, "--profile", profile, "--current", str(conf)]
+    )
+    assert result.exit_code == 0, result.stdout
+    assert "No drift" in result.stdout
+
+
+def test_text_is_plain_when_piped_and_markdown_is_a_table() -> None:
+    text = runner.invoke(
+        app, ["diff", "--facts", EC2, "-p", "frontend-proxy", "--current", LAYERED]
+    )
+    assert text.exit_code == 1
+    assert "\x1b[" not in text.stdout  # no colour codes when not a terminal
+    assert text.stdout.splitlines()[2].split()[:2] == ["STATUS", "KEY"]
+    assert "Drift:" in text.stdout and "broken symlink" in text.stdout
+    md = runner.invoke(
+        app,
+        ["diff", "--facts", EC2, "-p", "frontend-proxy", "--current", LAYERED, "-f", "markdown"],
+    )
+    assert md.exit_code == 1
+    assert "| status | key | current | recommended | kernel default | source |" in md.stdout
+    assert "`etc/sysctl.conf:3`" in md.stdout
+
+
+def test_rich_table_on_a_terminal() -> None:
+    from advisor.engine.diff import DiffEntry, DiffReport
+    from advisor.outputs.diff_report import render_rich
+
+    report = DiffReport(
+        "h",
+        "6.1",
+        "base",
+        "file",
+        "x.conf",
+        [DiffEntry("net.core.somaxconn", "128", "4096", "4096", "change", "x.conf:1", "Why.")],
+    )
+    out = render_rich(report, width=120)
+    assert "net.core.somaxconn" in out and "\x1b[" in out and "Drift: 1 of 1" in out
+
+
+def _terminal_lines(text: str) -> list[str]:
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*m", "", text).splitlines()
+
+
+def _report_for(facts: str, profile: str, current: str) -> object:
+    code, doc = diff_json("--facts", facts, "--profile", profile, "--current", current)
+    assert code in (0, 1)
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("facts", "profile", "current"),
+    [
+        (EC2, "frontend-proxy", DUMP),
+        (str(EXAMPLES / "dtn-10g.yaml"), "gridftp", LAYERED),
+        (str(EXAMPLES / "c1m-server.yaml"), "c1m-server", LAYERED),
+    ],
+)
+@pytest.mark.parametrize("width", [80, 100, 200])
+def test_the_terminal_table_never_breaks_a_key_or_a_number(
+    facts: str, profile: str, current: str, width: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On an 80-column terminal every key and every number is read whole on one line, each
+    value's elements, and the table fits the terminal; the source file is still shown."""
+    import advisor.outputs.diff_report as diff_render
+
+    doc = _report_for(facts, profile, current)
+    monkeypatch.setattr(
+        diff_render,
+        "render_diff",
+        lambda report, fmt, renderer, terminal=False: diff_render.render_rich(report, width),
+    )
+    result = runner.invoke(app, ["diff", "--facts", facts, "-p", profile, "--current", current])
+    assert isinstance(doc, dict) and isinstance(doc["entries"], list)
+    lines = _terminal_lines(result.stdout)
+    table = lines[: lines.index("Why:") if "Why:" in lines else len(lines)]
+    assert all(len(line.rstrip()) <= width for line in table)
+    words = [word for line in table for word in line.split()]
+    for entry in doc["entries"]:
+        assert entry["key"] in words, entry["key"]
+        for value in (entry["current"], entry["recommended"], entry["kernel_default"]):
+            if value is not None:
+                assert all(element in words for element in value.split()), value
+    header = next(line for line in table if line.startswith("STATUS"))
+    if "SOURCE" in header:  # a sixth column: each source whole on its row
+        sources = {line[header.index("SOURCE") :].strip() for line in table}
+    else:  # under its key, perhaps folded: the key column's lines read together
+        start, end = header.index("KEY"), header.index("CURRENT")
+        sources = {"".join(line[start:end].strip() for line in table)}
+    for entry in doc["entries"]:
+        if entry["source"]:
+            assert any(entry["source"] in text for text in sources), entry["source"]
+
+
+def test_facts_sysctl_is_the_default_current() -> None:
+    _, doc = diff_json("--facts", EC2, "--profile", "frontend-proxy")
+    assert doc["current"] == {"kind": "facts", "label": EC2}  # type: ignore[comparison-overlap]
+    sources = {e["source"] for e in entries(doc).values() if e["current"] is not None}
+    assert sources == {f"{EC2}: sysctl"}
+
+
+def test_bad_inputs_exit_2_with_one_line(workdir: Path) -> None:
+    missing = runner.invoke(
+        app, ["diff", "--facts", EC2, "-p", "base", "--current", str(workdir / "nope")]
+    )
+    assert missing.exit_code == 2 and missing.stderr.count("\n") == 1
+    bare = workdir / "bare.yaml"
+    bare.write_text("memory: {total: 4 GiB}\n")
+    nothing = runner.invoke(app, ["diff", "--facts", str(bare), "-p", "base"])
+    assert nothing.exit_code == 2 and "--current" in nothing.stderr
+    fmt = runner.invoke(app, ["diff", "--facts", EC2, "-p", "base", "-f", "html"])
+    assert fmt.exit_code == 2 and "--format" in fmt.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/sys/net/core/somaxconn").exists(), reason="needs /proc/sys")
+def test_live_host_diff_runs() -> None:
+    result = runner.invoke(app, ["diff", "--profile", "base", "--format", "json"])
+    assert result.exit_code in (0, 1), result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["current"]["kind"] == "live"
+    for entry in doc["entries"]:
+        if entry["current"] is not None:
+            assert entry["source"].startswith("/proc/sys/")

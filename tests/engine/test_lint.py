@@ -1,0 +1,264 @@
+"""`check`: every rule's own examples, annotated fixtures, formats, exit codes."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from advisor.cli import app
+from advisor.commands.check import check_paths
+from advisor.engine.lint import CheckContext, Checker
+from advisor.engine.plan_builder import build_plan, host_variables
+from advisor.knowledge.knowledge_base import KnowledgeBase
+from advisor.model.host_facts import facts_from_data
+from advisor.model.kernel_version import KernelVersion
+from advisor.sources.sysctl_files import read_file, read_tree
+from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, ROOT, TESTS
+
+FIXTURES = TESTS / "fixtures" / "check"
+runner = CliRunner()
+EXPECT = re.compile(r"#\s*expect:\s*(.+)$")
+
+
+def _context(kb: KnowledgeBase, examples: object) -> CheckContext:
+    context = CheckContext()
+    facts_data = getattr(examples, "facts", None)
+    if facts_data:
+        facts = facts_from_data(facts_data)
+        variables, defaults, _ = host_variables(kb, facts)
+        context.facts, context.host, context.defaults = facts, variables["host"], defaults
+        context.kernel = variables["kernel"].version
+        context.plan = build_plan(kb, facts, "frontend-proxy")
+    kernel = getattr(examples, "kernel", None)
+    if kernel:
+        context.kernel = KernelVersion.parse(kernel)
+    return context
+
+
+def _ids(kb: KnowledgeBase, text: str, context: CheckContext, tmp_path: Path) -> set[str]:
+    if "# file:" in text:  # several files, as one sysctl.d directory
+        directory = tmp_path / "sysctl.d"
+        directory.mkdir()
+        for chunk in text.split("# file: ")[1:]:
+            name, _, body = chunk.partition("\n")
+            (directory / name.strip()).write_text(body)
+        config = read_tree(directory)
+    else:
+        path = tmp_path / "example.conf"
+        path.write_bytes(text.encode())
+        config = read_file(path)
+    return {f.id for f in Checker(kb, kb.check_rules, context).check_config(config)}
+
+
+def test_every_check_rule_is_documented(kb: KnowledgeBase) -> None:
+    assert len(kb.check_rules) >= 12
+    for rule in kb.check_rules.values():
+        assert rule.spec.rationale.strip() and rule.spec.references, rule.id
+        assert rule.spec.examples.fires and rule.spec.examples.quiet, rule.id
+
+
+@pytest.mark.parametrize("rule_id", sorted(KnowledgeBase.load().check_rules))
+def test_rule_examples_fire_and_stay_quiet(kb: KnowledgeBase, rule_id: str, tmp_path: Path) -> None:
+    rule = kb.check_rules[rule_id]
+    examples = rule.spec.examples
+    context = _context(kb, examples)
+    fires = examples.fires
+    (tmp_path / "fires").mkdir()
+    (tmp_path / "quiet").mkdir()
+    assert rule_id in _ids(kb, fires, context, tmp_path / "fires"), examples.fires
+    assert rule_id not in _ids(kb, examples.quiet, context, tmp_path / "quiet"), examples.quiet
+
+
+def _expectations(path: Path) -> dict[int, set[str]]:
+    expected: dict[int, set[str]] = {}
+    lines = path.read_text().splitlines()
+    for number, line in enumerate(lines, start=1):
+        match = EXPECT.search(line)
+        if match:
+            expected[number + 1] = {x.strip() for x in match.group(1).split(",")}
+    return expected
+
+
+def test_annotated_fixtures(kb: KnowledgeBase) -> None:
+    context = CheckContext(kernel=KernelVersion.parse("5.15.0-91-generic"))
+    checker = Checker(kb, kb.check_rules, context)
+    report = check_paths(checker, [FIXTURES / "annotated.conf", FIXTURES / "sysctl.d"])
+    for path in [FIXTURES / "annotated.conf", *sorted((FIXTURES / "sysctl.d").glob("*.conf"))]:
+        expected = _expectations(path)
+        got: dict[int, set[str]] = {}
+        for f in report.findings:
+            if f.file.endswith(path.name) and f.line is not None:
+                got.setdefault(f.line, set()).add(f.id)
+        assert got == expected, path.name
+
+
+def test_text_format_and_exit_codes() -> None:
+    conf = str(FIXTURES / "annotated.conf")
+    result = runner.invoke(app, ["check", conf, "--kernel", "5.15.0-91-generic"])
+    assert result.exit_code == 1
+    assert re.search(
+        r"annotated\.conf:5:1: \[error\] .* \(check\.tw-recycle-enabled\)", result.stdout
+    )
+    clean = FIXTURES / "sysctl.d" / "99-vendor.conf"
+    assert runner.invoke(app, ["check", str(clean)]).exit_code == 0
+    info_only = runner.invoke(app, ["check", conf, "--fail-on", "info"])
+    assert info_only.exit_code == 1
+    # Warnings and infos only: clean at the default --fail-on error.
+    warn = runner.invoke(app, ["check", str(FIXTURES / "sysctl.d")])
+    assert warn.exit_code == 0 and "check.overridden" in warn.stdout
+    assert (
+        runner.invoke(app, ["check", str(FIXTURES / "sysctl.d"), "--fail-on", "warning"]).exit_code
+        == 1
+    )
+
+
+def test_json_format() -> None:
+    result = runner.invoke(app, ["check", str(FIXTURES / "annotated.conf"), "-f", "json"])
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == "sysctl-advisor/check/v1"
+    for finding in doc["findings"]:
+        assert {"id", "severity", "file", "line", "key", "message"} <= set(finding)
+
+
+def test_github_format() -> None:
+    result = runner.invoke(app, ["check", str(FIXTURES / "annotated.conf"), "-f", "github"])
+    lines = result.stdout.splitlines()
+    assert lines and all(
+        re.match(r"^::(error|warning|notice) file=[^,]+,line=\d+,", x) for x in lines
+    )
+
+
+def test_sarif_has_every_field_code_scanning_needs() -> None:
+    result = runner.invoke(app, ["check", str(FIXTURES / "annotated.conf"), "-f", "sarif"])
+    sarif = json.loads(result.stdout)
+    assert sarif["version"] == "2.1.0" and "$schema" in sarif
+    run = sarif["runs"][0]
+    driver = run["tool"]["driver"]
+    assert driver["name"] == "sysctl-advisor"
+    rule_ids = {r["id"] for r in driver["rules"]}
+    for rule in driver["rules"]:
+        assert rule["shortDescription"]["text"] and rule["fullDescription"]["text"]
+        assert rule["help"]["text"]
+    assert run["results"]
+    for res in run["results"]:
+        assert res["ruleId"] in rule_ids
+        assert res["level"] in ("error", "warning", "note")
+        assert res["message"]["text"]
+        location = res["locations"][0]["physicalLocation"]
+        uri = location["artifactLocation"]["uri"]
+        assert not uri.startswith("/") and uri.endswith("annotated.conf")  # repo-relative
+        assert location["region"]["startLine"] >= 1
+
+
+def test_bad_input(tmp_path: Path) -> None:
+    missing = runner.invoke(app, ["check", str(tmp_path / "nope.conf")])
+    assert missing.exit_code == 2 and missing.stderr.count("\n") == 1
+    binary = tmp_path / "x.conf"
+    binary.write_bytes(b"\x00\x01\x02")
+    result = runner.invoke(app, ["check", str(binary)])
+    assert result.exit_code == 2 and "binary" in result.stderr
+    # One bad path among good ones is a finding, not an abort.
+    mixed = runner.invoke(app, ["check", str(binary), str(FIXTURES / "sysctl.d")])
+    assert mixed.exit_code == 1 and "check.unreadable" in mixed.stdout
+    bad_fmt = runner.invoke(app, ["check", str(FIXTURES / "sysctl.d"), "-f", "xml"])
+    assert bad_fmt.exit_code == 2
+
+
+@pytest.mark.parametrize(("host", "profile"), sorted(EXAMPLE_PROFILES.items()))
+def test_advisor_passes_its_own_check(host: str, profile: str, tmp_path: Path) -> None:
+    facts = str(EXAMPLES / f"{host}.yaml")
+    conf = tmp_path / "90-sysctl-advisor.conf"
+    made = runner.invoke(app, ["recommend", "--facts", facts, "-p", profile, "-o", str(conf)])
+    assert made.exit_code == 0, made.stderr
+    result = runner.invoke(app, ["check", str(conf), "--facts", facts, "-p", profile])
+    assert result.exit_code == 0, result.stdout
+    assert "[error]" not in result.stdout
+
+
+def test_rules_reference_is_current(kb: KnowledgeBase) -> None:
+    from advisor.outputs.check_rules_reference import render_reference
+
+    committed = (ROOT / "docs" / "rules.md").read_text()
+    assert committed == render_reference(kb.check_rules), (
+        "regenerate: python -m advisor.outputs.check_rules_reference > docs/rules.md"
+    )
+
+
+def test_tree_findings_point_at_real_paths() -> None:
+    tree = TESTS / "fixtures" / "sysctl-trees" / "layered"
+    result = runner.invoke(app, ["check", str(tree), "--kernel", "6.1", "-f", "json"])
+    files = {f["file"] for f in json.loads(result.stdout)["findings"]}
+    assert files and all(Path(f).exists() or Path(f).is_symlink() for f in files), files
+
+
+@pytest.mark.parametrize(
+    ("field", "kernel_reads"),
+    [
+        ("4096", 4096), ("-1", -1), ("-0", 0), ("010", 8), ("0x10", 16), ("0X1F", 31),
+        ("00", 0), ("0" * 19 + "1", 1),  # 20 characters: accepted (measured on 6.18)
+        ("0" * 20 + "1", None),  # 21 characters fill proc_get_long's buffer: EINVAL (measured)
+        ("18446744073709551616", 2**64),  # out of every key's range: check.out-of-bounds
+        ("08", None), ("0x", None), ("+5", None), ("nan", None), ("4k", None), ("1e3", None),
+        ("\u0661\u0662\u0663", None), ("-", None), ("--5", None),
+        # int() would take these; strtoul stops at the '_' or the sign: EINVAL
+        ("0x1_0", None), ("1_000", None), ("01_7", None), ("0x+10", None), ("0x-1", None),
+    ],
+)  # fmt: skip
+def test_numbers_are_read_as_proc_get_long_reads_them(field: str, kernel_reads: int | None) -> None:
+    from advisor.model.kernel_write import kernel_int as _kernel_int
+
+    assert _kernel_int(field) == kernel_reads
+
+
+def test_fields_are_separated_by_spaces_and_tabs_only(workdir: Path) -> None:
+    """A unit separator (\\x1f) or vertical tab between numbers is not a separator to the
+    kernel: the write fails, so check says so; and a \\v does not start a new line (every
+    later line number would be wrong)."""
+    conf = workdir / "x.conf"
+    conf.write_text(
+        "net.ipv4.tcp_rmem = 4096\x1f87380\x1f6291456\n"
+        "net.core.somaxconn = 1\v2\n"
+        "net.ipv4.tcp_wmem = 4096\t16384 \t4194304\n"
+        "net.ipv4.tcp_syncookies = 3\n"
+    )
+    result = CliRunner().invoke(app, ["check", str(conf), "--format", "json"])
+    findings = json.loads(result.stdout)["findings"]
+    found = {(f["line"], f["id"]) for f in findings}
+    assert (1, "check.not-a-number") in found and (2, "check.not-a-number") in found
+    assert not any(line == 3 for line, _ in found)
+    assert (4, "check.out-of-bounds") in found
+    assert "4096\x1f87380" in findings[0]["message"]  # the cause is shown, not hidden
+    text = CliRunner().invoke(app, ["check", str(conf)]).stdout
+    assert "4096\\x1f87380" in text and "\x1f" not in text  # escaped in text output
+
+
+def test_a_sysctl_a_dump_is_judged_by_its_values_only(workdir: Path) -> None:
+    """Issue 14, item 4: `sysctl -a` prints read-only informational keys (kernel.version with
+    its '#1 SMP'), multi-line values and hundreds of keys outside the catalog; none of that is
+    a finding. A value in force that is wrong still is."""
+    lines = [
+        "kernel.version = #1 SMP PREEMPT_DYNAMIC Debian 6.1.0-18 (2024-02-01)",
+        "kernel.osrelease = 6.1.0-18-amd64",
+        "fs.file-nr = 1024\t0\t9223372036854775807",
+        "kernel.core_modes = file",
+        "kernel.core_modes = pipe",
+        "net.ipv4.tcp_rmem = 4096\t131072\t6291456",
+        "net.ipv4.tcp_tw_recycle = 1",
+        "net.ipv4.tcp_fin_timeout = 60",
+    ] + [f"net.ipv6.conf.eth{i}.hop_limit = 64" for i in range(120)]
+    dump = workdir / "dump.txt"
+    dump.write_text("\n".join(lines) + "\n")
+    result = CliRunner().invoke(app, ["check", str(dump), "--format", "json", "--kernel", "4.4"])
+    ids = [f["id"] for f in json.loads(result.stdout)["findings"]]
+    assert ids == ["check.tw-recycle-enabled"], ids
+    if shutil.which("sysctl") and Path("/proc/sys/kernel/version").exists():
+        real = workdir / "real.txt"  # this machine's own dump: nothing to say about it
+        real.write_text(subprocess.run(["sysctl", "-a"], capture_output=True, text=True).stdout)
+        result = CliRunner().invoke(app, ["check", str(real), "--format", "json"])
+        assert result.exit_code == 0 and json.loads(result.stdout)["findings"] == [], result.stdout

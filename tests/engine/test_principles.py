@@ -1,0 +1,135 @@
+"""The three principles of the advice, as properties over arbitrary hosts (issue 12).
+
+1. No move in the wrong direction without evidence: an element of a value in force only rises
+   when a rule wants at least the new value, and only falls when a safety cap (or the kernel's
+   ordering and bounds) says so. Elements no rule is about, and ranges, therefore stay.
+2. Model error never creates drift: values in force within the catalog's tolerance of the
+   modelled default produce no setting the default itself would not.
+3. `base` sets nothing without evidence or a hard kernel fact.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from advisor.engine.diff import build_diff
+from advisor.engine.plan_builder import build_plan, host_defaults
+from advisor.knowledge.knowledge_base import KnowledgeBase
+from advisor.knowledge.values import parse_current
+from advisor.model.current_config import from_values
+from advisor.model.host_facts import facts_from_data
+from tests.test_properties import PROFILE_PARAMS, hosts, profile_and_params
+
+SETTINGS = settings(
+    # HYPOTHESIS_EXAMPLES=2000 for a deeper search than the suite's default
+    max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", "80")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+ADJUSTED = ("so the values stay in order", "Clamped to the kernel's accepted range")
+
+
+def _in_force(data: st.DataObject, kb: KnowledgeBase) -> dict[str, str]:
+    """Arbitrary values in force for a random subset of the catalog's keys."""
+    values: dict[str, str] = {}
+    for name, spec in kb.catalog.keys.items():
+        if not data.draw(st.booleans(), label=f"has {name}"):
+            continue
+        high = min(spec.max, 2**40)
+        numbers = data.draw(
+            st.lists(st.integers(spec.min, high), min_size=spec.length, max_size=spec.length),
+            label=name,
+        )
+        if spec.ordered:
+            numbers.sort()
+        values[name] = " ".join(str(n) for n in numbers)
+    return values
+
+
+def _plan(kb: KnowledgeBase, host: dict[str, Any], pp: tuple[str, dict[str, Any]]) -> Any:
+    profile, params = pp
+    facts = facts_from_data(host)
+    return facts, build_plan(kb, facts, profile, {k: str(v) for k, v in params.items()})
+
+
+@SETTINGS
+@given(host=hosts, pp=profile_and_params, data=st.data())
+def test_values_in_force_move_only_with_a_reason(
+    kb: KnowledgeBase, host: dict[str, Any], pp: tuple[str, dict[str, Any]], data: st.DataObject
+) -> None:
+    host = {**host, "sysctl": _in_force(data, kb)}
+    facts, plan = _plan(kb, host, pp)
+    for s in plan.settings:
+        spec = kb.catalog.keys[s.key]
+        text = facts.sysctl.get(s.key)
+        held = parse_current(text, spec) if text is not None else None
+        if held is None:
+            continue
+        held_list = held if isinstance(held, list) else [held]
+        assert s.wanted is not None
+        for i, policy in enumerate(spec.policies()):
+            if policy == "choice":
+                continue
+            up = 1 if policy == "max" else -1
+            moved = (s.values[i] - held_list[i]) * up
+            if moved > 0:  # raised (for a `min` element: lowered): a want asked for it
+                assert (s.wanted[i] - s.values[i]) * up >= 0, (s.key, i, s.rationale)
+            elif moved < 0:  # a capacity lowered (a safety setting raised): a cap said so
+                assert s.capped_by or any(a in s.rationale for a in ADJUSTED), (
+                    s.key,
+                    i,
+                    held_list,
+                    s.values,
+                    s.rationale,
+                )
+
+
+@SETTINGS
+@given(host=hosts, pp=profile_and_params, data=st.data())
+def test_model_error_is_not_drift(
+    kb: KnowledgeBase, host: dict[str, Any], pp: tuple[str, dict[str, Any]], data: st.DataObject
+) -> None:
+    host = {k: v for k, v in host.items() if k != "sysctl"}
+    facts, reference = _plan(kb, host, pp)
+    in_force: dict[str, str] = {}
+    for name, text in host_defaults(kb, facts).items():
+        if text is None:
+            continue
+        spec = kb.catalog.keys[name]
+        numbers = [int(n) for n in text.split()]
+        if spec.default_tolerance:
+            share = data.draw(st.floats(-spec.default_tolerance, spec.default_tolerance))
+            # |change| <= tolerance x model, rounded toward the model
+            numbers = [
+                min(max(n + (1 if share > 0 else -1) * int(n * abs(share)), spec.min), spec.max)
+                for n in numbers
+            ]
+            if spec.ordered:
+                numbers.sort()
+        in_force[name] = " ".join(str(n) for n in numbers)
+    _, plan = _plan(kb, {**host, "sysctl": in_force}, pp)
+    expected = {s.key for s in reference.settings}
+    assert {s.key for s in plan.settings} <= expected, plan.notes
+    version = kb.catalog.kernel_for(facts)[0]
+    current = from_values(in_force, "facts", "test", "facts")
+    report = build_diff(plan, current, kb.catalog, version)
+    assert {e.key for e in report.entries if e.status == "change"} <= expected
+
+
+@SETTINGS
+@given(host=hosts)
+def test_base_acts_only_on_evidence_or_hard_facts(kb: KnowledgeBase, host: dict[str, Any]) -> None:
+    host = {k: v for k, v in host.items() if k not in ("sysctl", "observed", "services")}
+    _, plan = _plan(kb, host, ("base", {}))
+    for s in plan.settings:
+        # A cap is a hard fact about the host (RAM, lowmem, the 16-bit backlog); syncookies on
+        # is the kernel's own default from 2.6.33 on.
+        assert s.capped_by or s.key == "net.ipv4.tcp_syncookies", (s.key, s.rationale)
+
+
+def test_profiles_covered() -> None:
+    assert set(PROFILE_PARAMS) == {"base", "frontend-proxy", "gridftp", "c1m-server"}

@@ -1,0 +1,135 @@
+"""Issue 13 item 3: caches that hold code are loaded only when no one else could have written
+them. Planted payloads are built here at test time; each would create MARKER if loaded."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from advisor.knowledge.cache_files import MAX_CACHE_BYTES, read_cache, write_cache
+from tests.conftest import ROOT
+
+DCACHE = str(ROOT / "examples" / "dcache-32bit.yaml")
+
+
+class _Plant:
+    """Unpickling this opens (creates) the marker file: proof that a pickle was loaded."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (open, (str(self.marker), "w"))
+
+
+def _run(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SYSCTL_ADVISOR_CACHE": str(cache)}
+    return subprocess.run(
+        [sys.executable, "-m", "advisor", *args], env=env, capture_output=True, text=True
+    )
+
+
+def _plant_everywhere(private: Path, marker: Path) -> None:
+    payload = pickle.dumps({"x": _Plant(marker)})
+    for name in (
+        f"specs-py{sys.version_info[0]}{sys.version_info[1]}-0.1.0.pickle",
+        "specs-planted.pickle",
+    ):
+        (private / name).write_bytes(payload)
+
+
+def test_a_cache_root_others_can_write_is_never_used(workdir: Path) -> None:
+    root = workdir / "shared-cache"
+    root.mkdir()
+    os.chmod(root, 0o777)
+    result = _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp")
+    assert result.returncode == 0, result.stderr
+    assert not (root / "private").exists()  # nothing written, nothing read
+
+
+def test_a_private_directory_with_group_access_is_ignored(workdir: Path) -> None:
+    root = workdir / "cache"
+    root.mkdir(mode=0o700)
+    private = root / "private"
+    private.mkdir(mode=0o700)
+    os.chmod(private, 0o770)
+    marker = workdir / "MARKER"
+    _plant_everywhere(private, marker)
+    result = _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp")
+    assert result.returncode == 0 and not marker.exists()
+
+
+def test_a_group_writable_file_in_the_private_directory_is_not_loaded(workdir: Path) -> None:
+    root = workdir / "cache"
+    private = root / "private"
+    private.mkdir(parents=True, mode=0o700)
+    os.chmod(root, 0o700)
+    marker = workdir / "MARKER"
+    _plant_everywhere(private, marker)
+    for path in private.iterdir():
+        os.chmod(path, 0o666)
+    result = _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp")
+    assert result.returncode == 0 and not marker.exists()
+
+
+def test_a_symlinked_cache_file_is_not_followed(workdir: Path) -> None:
+    root = workdir / "cache"
+    private = root / "private"
+    private.mkdir(parents=True, mode=0o700)
+    os.chmod(root, 0o700)
+    marker = workdir / "MARKER"
+    target = workdir / "elsewhere.pickle"
+    target.write_bytes(pickle.dumps({"x": _Plant(marker)}))
+    victim = workdir / "victim"
+    victim.write_text("keep me\n")
+    name = f"specs-py{sys.version_info[0]}{sys.version_info[1]}-0.1.0.pickle"
+    (private / name).symlink_to(target)
+    assert read_cache(private / name) is None
+    # a write replaces the link itself, never the file it points to
+    (private / "linked").symlink_to(victim)
+    assert write_cache(private / "linked", b"new")
+    assert victim.read_text() == "keep me\n" and not (private / "linked").is_symlink()
+    result = _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp")
+    assert result.returncode == 0 and not marker.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory another owner")
+def test_root_never_uses_another_users_cache(workdir: Path) -> None:
+    """`sudo -E` keeps the user's cache path: root must not load what that user wrote."""
+    root = workdir / "user-cache"
+    private = root / "private"
+    private.mkdir(parents=True, mode=0o700)
+    os.chmod(root, 0o700)
+    marker = workdir / "MARKER"
+    _plant_everywhere(private, marker)
+    for path in (root, private, *private.iterdir()):
+        os.chown(path, 65534, 65534)
+    result = _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp")
+    assert result.returncode == 0 and not marker.exists()
+
+
+def test_oversized_cache_is_ignored_and_does_not_slow_the_run(workdir: Path) -> None:
+    root = workdir / "cache"
+    assert _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp").returncode == 0
+    private = root / "private"
+    big = next(private.glob("expressions-*.marshal"))
+    big.write_bytes(b"\0" * (MAX_CACHE_BYTES + 1))
+    assert read_cache(big) is None
+    started = time.monotonic()
+    assert _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp").returncode == 0
+    assert time.monotonic() - started < 10
+
+
+def test_temporary_names_are_not_predictable(workdir: Path) -> None:
+    root = workdir / "cache"
+    _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp")
+    private = root / "private"
+    for pid_guess in range(os.getpid() - 5, os.getpid() + 200):
+        assert not list(private.glob(f"*.{pid_guess}.tmp"))
+    assert all(oct(p.stat().st_mode & 0o777) == "0o600" for p in private.iterdir() if p.is_file())

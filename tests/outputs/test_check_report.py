@@ -1,0 +1,437 @@
+"""`check` output formats, each read back by its consumer: SARIF by the official SARIF 2.1.0
+schema (jsonschema, format checking on), check JSON by the schema the package ships, GitHub
+workflow commands by a transliteration of the runner's own parser, colour by a terminal."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import io
+import json
+import os
+import pty
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote_to_bytes, urlsplit
+
+import pytest
+from typer.testing import CliRunner
+
+import advisor.outputs.check_report as check_render
+from advisor import __version__
+from advisor.cli import app
+from advisor.commands.check import check_paths
+from advisor.engine.lint import CheckFinding, CheckReport
+from advisor.knowledge.knowledge_base import KnowledgeBase
+from advisor.model.text_escape import one_line
+from advisor.outputs.check_document import check_json_schema
+from tests.conftest import TESTS
+from tests.sarif.validate import (
+    CHECK_SCHEMA,
+    SARIF_SCHEMA,
+    VALIDATED,
+    assert_valid_sarif,
+    sarif_validator,
+    validate_check_outputs,
+)
+
+__all__ = ["validate_check_outputs"]  # every SARIF and JSON rendered here is validated
+
+runner = CliRunner()
+FIXTURES = TESTS / "fixtures" / "check"
+ANNOTATED = FIXTURES / "annotated.conf"
+ESC = "\x1b"
+
+# File names a pull request can carry: each must survive every format.
+HOSTILE_NAMES = [
+    b"50 my%20file,\xc3\xa9.conf",  # a literal %20 must not be decoded to a space
+    b"a#b?c=d&e.conf",  # fragment and query delimiters
+    b"new\nline.conf",
+    b"tab\there;semi[x]{y}.conf",
+    b"%SRCROOT%:colon.conf",
+    b"::error title=forged::x.conf",  # workflow-command syntax in a name
+    b"\xff\xfe not utf-8.conf",
+    b"\xe2\x80\xaeevil\xe2\x80\xa8sep.conf",  # bidi override, line separator
+]
+TW_RECYCLE = "net.ipv4.tcp_tw_recycle = 1\n"
+
+
+@pytest.fixture(autouse=True)
+def _plain_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("NO_COLOR", "FORCE_COLOR", "SYSCTL_ADVISOR_DOCS_URL", "TERM"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _check(*args: str | Path) -> str:
+    result = runner.invoke(app, ["check", *map(str, args)])
+    assert result.exit_code in (0, 1), result.stderr or result.stdout
+    return result.stdout
+
+
+def _write(directory: Path, name: bytes, text: str = TW_RECYCLE) -> Path:
+    path = Path(os.fsdecode(os.path.join(os.fsencode(directory), name)))
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _results(sarif: dict[str, Any]) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = sarif["runs"][0]["results"]
+    return results
+
+
+# --- the consumer itself --------------------------------------------------------------------
+
+
+def test_vendored_schema_is_the_official_oasis_file() -> None:
+    data = SARIF_SCHEMA.read_bytes()
+    recorded = (SARIF_SCHEMA.parent / "README.md").read_text(encoding="utf-8")
+    assert hashlib.sha256(data).hexdigest() in recorded
+    schema = json.loads(data)
+    assert schema["$schema"] == "http://json-schema.org/draft-04/schema#"
+    assert schema["id"].startswith("https://docs.oasis-open.org/sarif/sarif/v2.1.0/")
+
+
+def test_format_checking_rejects_what_github_would_misread() -> None:
+    """The validator really checks `uri` and `uri-reference`: the raw name and a relative
+    helpUri are refused, their encoded forms accepted."""
+    good = json.loads(check_render.render_check(_report_for(ANNOTATED), "sarif", {}))
+    assert not list(sarif_validator().iter_errors(good))
+    raw_name = copy.deepcopy(good)
+    location = _results(raw_name)[0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    location["uri"] = "50 my%20file,é.conf"
+    assert any("uri-reference" in e.message for e in sarif_validator().iter_errors(raw_name))
+    relative_help = copy.deepcopy(good)
+    relative_help["runs"][0]["tool"]["driver"]["rules"] = [
+        {"id": "check.x", "helpUri": "docs/rules.md#checkx"}
+    ]
+    assert any("'uri'" in e.message for e in sarif_validator().iter_errors(relative_help))
+
+
+def _report_for(path: Path) -> CheckReport:
+    from advisor.engine.lint import CheckContext, Checker
+    from advisor.model.kernel_version import KernelVersion
+
+    kb = KnowledgeBase.load()
+    context = CheckContext(kernel=KernelVersion.parse("5.15"))
+    return check_paths(Checker(kb, kb.check_rules, context), [path])
+
+
+# --- SARIF ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES, ids=lambda n: repr(n)[2:20])
+def test_sarif_uris_name_the_file_exactly(
+    name: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    repo.mkdir()
+    elsewhere.mkdir()
+    path = _write(repo, name)
+
+    monkeypatch.chdir(repo)  # as in CI: the file is under the working directory
+    inside = assert_valid_sarif(_check(os.fsdecode(name), "--kernel", "5.15", "-f", "sarif"))
+    run = inside["runs"][0]
+    base = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+    assert base.endswith("/") and unquote_to_bytes(urlsplit(base).path) == os.fsencode(repo) + b"/"
+    for result in _results(inside):
+        location = result["locations"][0]["physicalLocation"]["artifactLocation"]
+        assert location["uriBaseId"] == "%SRCROOT%"
+        assert unquote_to_bytes(location["uri"]) == name  # decodes to this name, no other
+
+    monkeypatch.chdir(elsewhere)  # outside the working directory: absolute, no base
+    outside = assert_valid_sarif(_check(path, "--kernel", "5.15", "-f", "sarif"))
+    for result in _results(outside):
+        location = result["locations"][0]["physicalLocation"]["artifactLocation"]
+        assert "uriBaseId" not in location
+        parts = urlsplit(location["uri"])
+        assert parts.scheme == "file" and not parts.query and not parts.fragment
+        assert unquote_to_bytes(parts.path) == os.fsencode(path)
+
+
+def test_sarif_file_level_findings_have_no_invented_line(tmp_path: Path) -> None:
+    good = _write(tmp_path, b"good.conf", "net.core.somaxconn = 4096\n")
+    sarif = assert_valid_sarif(_check(good, tmp_path / "missing.conf", "-f", "sarif"))
+    (missing,) = [
+        r
+        for r in _results(sarif)
+        if "missing.conf" in r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    ]
+    assert "region" not in missing["locations"][0]["physicalLocation"]
+    github = _check(good, tmp_path / "missing.conf", "-f", "github")
+    (line,) = [x for x in github.splitlines() if "missing.conf" in x]
+    assert "line=" not in line.split("::")[1]
+    text = _check(good, tmp_path / "missing.conf")
+    assert re.search(r"missing\.conf: \[error\] not found", text)
+
+
+def test_sarif_columns_span_the_assignment(tmp_path: Path) -> None:
+    conf = _write(tmp_path, b"c.conf", "# x\n\t  net.ipv4.tcp_tw_recycle = 1   \n")
+    sarif = assert_valid_sarif(_check(conf, "--kernel", "5.15", "-f", "sarif"))
+    assert sarif["runs"][0]["columnKind"] == "unicodeCodePoints"
+    for result in _results(sarif):
+        region = result["locations"][0]["physicalLocation"]["region"]
+        content = "net.ipv4.tcp_tw_recycle = 1"
+        assert region == {"startLine": 2, "startColumn": 4, "endColumn": 4 + len(content)}
+    text = _check(conf, "--kernel", "5.15")
+    assert f"{conf}:2:4: [error]" in text
+
+
+def test_columns_come_from_the_finding_when_it_has_them() -> None:
+    """If CheckFinding grows column/end_column, the renderer uses them instead of re-reading."""
+
+    class WithColumns(CheckFinding):
+        column = 7
+        end_column = 9
+
+    finding = WithColumns("check.x", "error", "/nonexistent/x.conf", 3, "k", "m")
+    report = CheckReport([finding], ["/nonexistent/x.conf"])
+    sarif = assert_valid_sarif(check_render.render_check(report, "sarif", {}))
+    region = _results(sarif)[0]["locations"][0]["physicalLocation"]["region"]
+    assert region == {"startLine": 3, "startColumn": 7, "endColumn": 9}
+
+
+def test_partial_fingerprints_survive_line_shifts(tmp_path: Path) -> None:
+    body = (
+        "net.ipv4.tcp_tw_recycle = 1\n"
+        "net.core.somaxconn = 1024\n"
+        "net.core.somaxconn = 2048\n"
+        "net.core.rmem_max = 512\n"
+        "net.core.rmem_max = 512\n"
+    )
+    before = _write(tmp_path, b"before.conf", body)
+    after = _write(tmp_path, b"after.conf", "# added\n# above\n\n" + body)
+
+    def prints(path: Path) -> list[str]:
+        sarif = assert_valid_sarif(_check(path, "--kernel", "5.15", "-f", "sarif"))
+        return [r["partialFingerprints"]["sysctlAdvisorFinding/v1"] for r in _results(sarif)]
+
+    first = prints(before)
+    assert len(set(first)) == len(first) > 3  # every finding its own identity
+    after.rename(before)  # same file name, every line three further down
+    assert prints(before) == first
+
+
+def test_sarif_rules_help_and_properties(monkeypatch: pytest.MonkeyPatch) -> None:
+    sarif = assert_valid_sarif(_check(ANNOTATED, "--kernel", "5.15", "-f", "sarif"))
+    driver = sarif["runs"][0]["tool"]["driver"]
+    assert urlsplit(driver["informationUri"]).scheme
+    kb = KnowledgeBase.load()
+    assert {r["id"] for r in driver["rules"]} == set(kb.check_rules)
+    for rule in driver["rules"]:
+        assert rule["helpUri"].endswith("#" + rule["id"].replace(".", ""))
+        properties = rule["properties"]
+        assert properties["tags"] and "sysctl" in properties["tags"]
+        assert properties["precision"] in {"very-high", "high", "medium", "low"}
+        assert properties["problem.severity"] in {"error", "warning", "recommendation"}
+    # The rules reference the default helpUri names exists and has each rule's heading.
+    reference = Path(unquote_to_bytes(urlsplit(driver["informationUri"]).path).decode())
+    headings = reference.read_text(encoding="utf-8")
+    assert all(f"\n## {rule_id}\n" in headings for rule_id in kb.check_rules)
+
+    monkeypatch.setenv("SYSCTL_ADVISOR_DOCS_URL", "https://example.org/a b/100%/r%C3%BCles.md")
+    custom = assert_valid_sarif(_check(ANNOTATED, "-f", "sarif"))
+    rule = custom["runs"][0]["tool"]["driver"]["rules"][0]
+    assert rule["helpUri"].startswith("https://example.org/a%20b/100%25/r%C3%BCles.md#")
+
+    monkeypatch.setenv("SYSCTL_ADVISOR_DOCS_URL", "docs/rules.md")  # relative: text link only
+    relative = assert_valid_sarif(_check(ANNOTATED, "-f", "sarif"))
+    driver = relative["runs"][0]["tool"]["driver"]
+    assert "informationUri" not in driver and all("helpUri" not in r for r in driver["rules"])
+
+
+def test_project_url_gives_versioned_links(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(check_render, "PROJECT_URL", "https://example.org/org/sysctl-advisor")
+    sarif = assert_valid_sarif(_check(ANNOTATED, "-f", "sarif"))
+    driver = sarif["runs"][0]["tool"]["driver"]
+    assert driver["informationUri"] == "https://example.org/org/sysctl-advisor"
+    assert driver["rules"][0]["helpUri"].startswith(
+        f"https://example.org/org/sysctl-advisor/blob/v{__version__}/docs/rules.md#"
+    )
+
+
+# --- GitHub workflow commands ---------------------------------------------------------------
+
+
+def _runner_parse(line: str) -> tuple[str, dict[str, str], str] | None:
+    """actions/runner's ActionCommand.TryParseV2 and its unescapes (src/Runner.Common/
+    ActionCommand.cs), transliterated: the reading a workflow command really gets."""
+    line = line.lstrip()
+    if not line.startswith("::"):
+        return None
+    end = line.find("::", 2)
+    if end < 0:
+        return None
+    info = line[2:end]
+    name, space, rest = info.partition(" ")
+    properties: dict[str, str] = {}
+    if space:
+        for item in rest.strip().split(","):
+            key, eq, value = item.partition("=")
+            if item and eq and key and value:
+                for token, code in (("\r", "%0D"), ("\n", "%0A"), (":", "%3A"), (",", "%2C")):
+                    value = value.replace(code, token)
+                properties[key.lower()] = value.replace("%25", "%")
+    data = line[end + 2 :]
+    for token, code in (("\r", "%0D"), ("\n", "%0A"), ("%", "%25")):
+        data = data.replace(code, token)
+    return name, properties, data
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES, ids=lambda n: repr(n)[2:20])
+def test_github_annotations_round_trip_through_the_runner(
+    name: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path, name, "\n  net.ipv4.tcp_tw_recycle = 1\n")
+    out = _check(os.fsdecode(name), "--kernel", "5.15", "-f", "github")
+    lines = out.split("\n")[:-1]  # the runner reads one command per \n-terminated line
+    assert len(lines) == 2
+    for line in lines:
+        parsed = _runner_parse(line)
+        assert parsed is not None
+        command, props, message = parsed
+        # Exact, but for control and format characters (and bytes that are not UTF-8, which
+        # the runner could not read): those are shown escaped, never obeyed by the log.
+        shown = "".join(
+            c if c in "\r\n" or c.isprintable() else one_line(c) for c in os.fsdecode(name)
+        )
+        assert command == "error" and props["file"] == shown
+        assert (props["line"], props["endline"], props["col"], props["endcolumn"]) == (
+            "2",
+            "2",
+            "3",
+            str(2 + len("net.ipv4.tcp_tw_recycle = 1")),  # the last character's column
+        )
+        assert props["title"].startswith("check.") and message
+
+
+# --- check JSON -----------------------------------------------------------------------------
+
+
+def test_shipped_check_schema_is_generated_from_the_model() -> None:
+    shipped = json.loads(CHECK_SCHEMA.read_text(encoding="utf-8"))
+    assert shipped == check_json_schema()
+    assert shipped["$id"] == "sysctl-advisor/check/v1"
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES, ids=lambda n: repr(n)[2:20])
+def test_check_json_carries_the_version_and_the_name(
+    name: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path, name)
+    out = _check(os.fsdecode(name), "--kernel", "5.15", "-f", "json")
+    out.encode("utf-8")  # valid UTF-8 whatever the name held
+    doc = json.loads(out)
+    assert doc["schema"] == "sysctl-advisor/check/v1" and doc["version"] == __version__
+    assert [os.fsencode(f) for f in doc["files"]] == [name]
+    assert {os.fsencode(f["file"]) for f in doc["findings"]} == {name}
+
+
+def test_every_check_output_here_was_validated() -> None:
+    """The validating wrapper is in force (a guard against it silently not running)."""
+    seen = dict(VALIDATED)
+    _check(ANNOTATED, "-f", "sarif")
+    _check(ANNOTATED, "-f", "json")
+    assert VALIDATED["sarif"] == seen["sarif"] + 1 and VALIDATED["json"] == seen["json"] + 1
+
+
+# --- colour ---------------------------------------------------------------------------------
+
+
+class _Stream(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self._tty = tty
+
+    def isatty(self) -> bool:
+        return self._tty
+
+
+@pytest.mark.parametrize(
+    ("env", "tty", "expected"),
+    [
+        ({}, True, True),
+        ({}, False, False),
+        ({"NO_COLOR": "1"}, True, False),
+        ({"NO_COLOR": ""}, True, True),  # empty means unset (no-color.org)
+        ({"FORCE_COLOR": "1"}, False, True),
+        ({"FORCE_COLOR": ""}, False, False),
+        ({"NO_COLOR": "1", "FORCE_COLOR": "1"}, True, False),
+        ({"TERM": "dumb"}, True, False),
+        ({"TERM": "dumb", "FORCE_COLOR": "1"}, False, True),
+    ],
+)
+def test_wants_color(
+    env: dict[str, str], tty: bool, expected: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert check_render.wants_color(_Stream(tty)) is expected
+
+
+def test_wants_color_on_a_real_terminal() -> None:
+    leader, follower = pty.openpty()
+    try:
+        with os.fdopen(follower, "w", closefd=False) as terminal:
+            assert check_render.wants_color(terminal)
+        with open(os.devnull, "w") as not_terminal:
+            assert not check_render.wants_color(not_terminal)
+    finally:
+        os.close(leader)
+        os.close(follower)
+
+
+def _colour_report(tmp_path: Path) -> CheckReport:
+    hostile = _write(tmp_path, b"\x1b[32mgreen\x1b[0m.conf")
+    return _report_for(hostile)
+
+
+def test_colour_marks_severity_and_rule_and_nothing_else(tmp_path: Path) -> None:
+    report = _colour_report(tmp_path)
+    rules = KnowledgeBase.load().check_rules
+    plain = check_render.render_check(report, "text", rules)
+    coloured = check_render.render_check(report, "text", rules, color=True)
+    assert ESC not in plain  # a file name's escape codes are shown, not obeyed
+    assert "\\x1b[32mgreen\\x1b[0m.conf" in plain
+    assert "[\x1b[1;31merror\x1b[0m]" in coloured and "(\x1b[2mcheck." in coloured
+    assert re.sub("\x1b\\[[0-9;]*m", "", coloured) == plain
+    assert coloured.count(ESC) == 4 * len(report.findings)  # ours only
+    assert coloured == check_render.render_check(report, "text", rules, color=True)
+
+
+def test_colour_never_reaches_other_formats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    report = _colour_report(tmp_path)
+    rules = KnowledgeBase.load().check_rules
+    for fmt in ("json", "github", "sarif"):
+        for color in (True, None):
+            assert ESC not in check_render.render_check(report, fmt, rules, color=color)
+    assert ESC not in check_render.render_check(report, "text", rules)  # off unless asked
+    assert ESC in check_render.render_check(report, "text", rules, color=None)  # FORCE_COLOR
+
+
+def test_annotation_messages_show_control_characters_escaped(tmp_path: Path) -> None:
+    """A value in a pull request's file is quoted in the message: an ESC sequence in it must
+    not reach the CI log raw (it would restyle or hide log lines)."""
+    conf = tmp_path / "esc.conf"
+    conf.write_text("net.core.somaxconn = 4\x1b[31mk\n")
+    out = CliRunner().invoke(app, ["check", str(conf), "--format", "github"]).stdout
+    assert "\x1b" not in out and "\\x1b[31mk" in out
+
+
+def test_text_summary_counts_in_words(tmp_path: Path) -> None:
+    """`1 file checked: 1 error`, `2 files checked: 2 errors, 2 warnings`: counted as said."""
+    conf = tmp_path / "a.conf"
+    conf.write_text("net.ipv4.tcp_tw_recycle = 1\nnet.ipv4.tcp_mem = 1 2\n")
+    one = runner.invoke(app, ["check", str(conf)])
+    assert one.stdout.splitlines()[-1] == "1 file checked: 1 error, 1 warning."
+    two = runner.invoke(app, ["check", str(conf), str(conf)])
+    assert two.stdout.splitlines()[-1] == "2 files checked: 2 errors, 2 warnings."
+    clean = tmp_path / "b.conf"
+    clean.write_text("")
+    none = runner.invoke(app, ["check", str(clean)])
+    assert none.exit_code == 0 and none.stdout.splitlines()[-1] == "1 file checked: no findings."

@@ -1,0 +1,129 @@
+"""Issue 13 item 4 and 11: output files are replaced atomically, by descriptor, never through
+a link or over something that is not a regular file; stdout failures are one line."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from advisor.cli import app
+from advisor.model.errors import InputError
+from advisor.outputs.files import write_atomic
+from tests.conftest import EXAMPLES
+
+RECOMMEND = ["recommend", "--facts", str(EXAMPLES / "dcache-32bit.yaml"), "-p", "gridftp"]
+
+
+def test_mode_of_the_replaced_file_is_kept_without_setuid(workdir: Path) -> None:
+    target = workdir / "out.conf"
+    target.write_text("old\n")
+    os.chmod(target, 0o6770)
+    write_atomic(target, "new\n")
+    assert target.read_text() == "new\n"
+    expected = 0o750 if os.geteuid() == 0 else 0o770  # root's output: no group write
+    assert stat.S_IMODE(target.stat().st_mode) == expected
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to plant a file as nobody")
+def test_root_output_is_roots_and_not_writable_by_others(workdir: Path) -> None:
+    """A file planted as nobody with mode 6777 used to be replaced by one still owned by
+    nobody, mode 0777: what root would apply, writable by anyone."""
+    os.chmod(workdir, 0o1777)
+    target = workdir / "out.conf"
+    target.write_text("planted\n")
+    os.chown(target, 65534, 65534)
+    os.chmod(target, 0o6777)
+    result = CliRunner().invoke(app, [*RECOMMEND, "-o", str(target)])
+    assert result.exit_code == 0, result.stderr
+    info = target.stat()
+    assert (info.st_uid, stat.S_IMODE(info.st_mode)) == (0, 0o755)
+
+
+def test_a_new_file_honours_the_umask(workdir: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        write_atomic(workdir / "new.conf", "x\n")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((workdir / "new.conf").stat().st_mode) == 0o640
+
+
+def test_no_chmod_by_name(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mode goes on through the open descriptor: a racer who swaps the temporary name
+    cannot redirect a chmod (os.chmod is never called)."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("chmod by name")
+
+    monkeypatch.setattr(os, "chmod", refuse)
+    target = workdir / "out.conf"
+    target.write_text("old\n")
+    write_atomic(target, "new\n")
+    assert target.read_text() == "new\n"
+
+
+def test_a_symlink_is_refused_and_its_target_untouched(workdir: Path) -> None:
+    victim = workdir / "victim"
+    victim.write_text("precious\n")
+    link = workdir / "out.conf"
+    link.symlink_to(victim)
+    result = CliRunner().invoke(app, [*RECOMMEND, "-o", str(link)])
+    assert result.exit_code == 2 and "symbolic link" in result.stderr
+    assert link.is_symlink() and victim.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_non_regular_targets_are_refused(kind: str, workdir: Path) -> None:
+    target = workdir / "target"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.mkdir()
+    result = CliRunner().invoke(app, [*RECOMMEND, "-o", str(target)])
+    assert result.exit_code == 2 and "not a regular file" in result.stderr
+    assert (stat.S_ISFIFO if kind == "fifo" else stat.S_ISDIR)(target.lstat().st_mode)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a device node")
+def test_a_device_node_is_not_replaced(workdir: Path) -> None:
+    """`-o /dev/null` as root once replaced /dev/null with a file; a null device made here
+    stands in for it."""
+    device = workdir / "null"
+    os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    result = CliRunner().invoke(app, [*RECOMMEND, "-o", str(device)])
+    assert result.exit_code == 2 and "not a regular file" in result.stderr
+    assert stat.S_ISCHR(device.lstat().st_mode)
+
+
+def test_dash_is_standard_output() -> None:
+    result = CliRunner().invoke(app, [*RECOMMEND, "-o", "-"])
+    assert result.exit_code == 0 and result.stdout.startswith("# sysctl.conf for dcache-07")
+    assert not Path("-").exists()
+
+
+def test_an_unwritable_directory_is_one_line(workdir: Path) -> None:
+    with pytest.raises(InputError, match="cannot write"):
+        write_atomic(workdir / "missing-dir" / "out.conf", "x")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("command", [RECOMMEND, ["profiles"], ["rules"], ["explain", "tcp_mem"]])
+def test_stdout_to_dev_full_is_exit_2_with_one_line(command: list[str]) -> None:
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "advisor", *command],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines == [
+        "sysctl-advisor: error: cannot write to standard output: No space left on device"
+    ]

@@ -1,0 +1,262 @@
+"""Issue 13 items 10 and 11: fleet --out never destroys what it did not write, publishes a
+whole run at once, runs one at a time, and stops on Ctrl-C with one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.commands.test_fleet import GOOD, TREE, fleet, snapshot, tree_of
+from tests.conftest import ROOT
+
+
+def _fleet_process(tree: Path, out: Path, profile: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            *[sys.executable, "-m", "advisor", "fleet", "--ansible-facts", str(tree)],
+            *["-p", profile, "--out", str(out), "-j", "2"],
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+
+
+def test_an_ansible_project_is_never_touched(workdir: Path) -> None:
+    project = workdir / "site"
+    (project / "host_vars").mkdir(parents=True)
+    (project / "host_vars" / "web-01.yml").write_text("ntp_server: 10.0.0.1\n")
+    (project / "playbook.yml").write_text("- hosts: all\n")
+    before = snapshot(project)
+    code, err = fleet("--ansible-facts", TREE, "-p", "base", "--out", project)
+    assert code == 2 and "not a previous fleet output" in err
+    assert snapshot(project) == before
+
+
+def test_a_file_added_to_a_previous_output_stops_the_next_run(workdir: Path) -> None:
+    out = workdir / "out"
+    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    (out / "host_vars" / "extra.yml").write_text("mine: true\n")
+    before = snapshot(out)
+    code, err = fleet("--ansible-facts", TREE, "-p", "frontend-proxy", "--out", out)
+    assert code == 2 and "host_vars/extra.yml" in err
+    assert snapshot(out) == before
+
+
+def test_a_previous_output_is_replaced_whole(workdir: Path) -> None:
+    out = workdir / "out"
+    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    one = workdir / "one"
+    one.mkdir()
+    shutil.copy(TREE / GOOD[0], one / GOOD[0])
+    assert fleet("--ansible-facts", one, "-p", "base", "--out", out)[0] == 0
+    assert sorted(p.name for p in (out / "host_files").iterdir()) == [f"{GOOD[0]}.conf"]
+    leftovers = [p.name for p in workdir.iterdir() if p.name.startswith(".out.")]
+    assert leftovers == [".out.sysctl-advisor.lock"]
+
+
+def test_host_names_that_are_not_file_names_are_skipped(workdir: Path) -> None:
+    tree = tree_of(workdir, GOOD[:1])
+    for bad in ("..", "a b", "x\ny", "-rf", "é"):
+        shutil.copy(TREE / GOOD[0], tree / bad)
+    out = workdir / "out"
+    code, err = fleet("--ansible-facts", tree, "-p", "base", "--out", out)
+    assert code == 1 and "not an inventory host name" in err
+    assert sorted(p.name for p in (out / "host_files").iterdir()) == [f"{GOOD[0]}.conf"]
+
+
+def _consistent(out: Path) -> str:
+    """The profile of the one whole run OUTDIR holds (fails on a mix of two runs)."""
+    listed = set((out / ".sysctl-advisor-fleet").read_text().splitlines()[1:])
+    present = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name[0] != "."}
+    assert listed == present
+    profiles = {row["profile"] for row in json.loads((out / "summary.json").read_text())["hosts"]}
+    for conf in (out / "host_files").iterdir():
+        assert f"# profile:  {next(iter(profiles))}" in conf.read_text()
+    assert len(profiles) == 1
+    return next(iter(profiles))
+
+
+@pytest.mark.parametrize("trial", range(3))
+def test_sigkill_never_leaves_a_mix_of_two_runs(workdir: Path, trial: int) -> None:
+    tree = tree_of(workdir, GOOD, copies=600)
+    out = workdir / "out"
+    assert fleet("--ansible-facts", tree, "-p", "base", "--out", out)[0] == 0
+    process = _fleet_process(tree, out, "frontend-proxy")
+    time.sleep(random.Random(trial).uniform(0.3, 2.5))
+    process.kill()
+    process.wait()
+    assert _consistent(out) in ("base", "frontend-proxy")
+
+
+def test_concurrent_runs_are_serialized(workdir: Path) -> None:
+    tree = tree_of(workdir, GOOD, copies=600)
+    out = workdir / "out"
+    first = _fleet_process(tree, out, "base")
+    try:
+        time.sleep(0.8)
+        code, err = fleet("--ansible-facts", TREE, "-p", "base", "--out", out)
+        if first.poll() is None:  # still running: the second run must have been refused
+            assert code == 2 and "another fleet run" in err
+    finally:
+        first.wait(timeout=120)
+    assert first.returncode == 0
+    _consistent(out)
+
+
+def test_ctrl_c_is_one_line_and_exit_130(workdir: Path) -> None:
+    tree = tree_of(workdir, GOOD, copies=2000)
+    out = workdir / "out"
+    process = _fleet_process(tree, out, "base")
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == "sysctl-advisor: interrupted"
+    assert not out.exists() or (out / ".sysctl-advisor-fleet").exists()
+    assert not list(workdir.glob(".out.staging-*"))
+
+
+def test_the_lock_file_is_private(workdir: Path) -> None:
+    out = workdir / "out"
+    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    lock = workdir / ".out.sysctl-advisor.lock"
+    assert oct(lock.stat().st_mode & 0o777) == "0o600"
+    assert os.stat(lock).st_uid == os.geteuid()
+
+
+@pytest.mark.parametrize("made", ["emptydir", "d1/d2"])
+def test_an_empty_directory_of_the_users_stops_the_next_run(made: str, workdir: Path) -> None:
+    """Empty directories were not counted and were deleted with the previous run."""
+    out = workdir / "out"
+    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    (out / made).mkdir(parents=True)
+    code, err = fleet("--ansible-facts", TREE, "-p", "base", "--out", out)
+    assert code == 2 and f"{made.split('/')[0]}/" in err
+    assert (out / made).is_dir()
+
+
+def test_the_output_directory_keeps_its_mode_and_group(workdir: Path) -> None:
+    out = workdir / "out"
+    out.mkdir()
+    os.chmod(out, 0o2775)  # a group-shared directory
+    expected = "0o2755" if os.geteuid() == 0 else "0o2775"  # root's output: no group write
+    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    assert oct(out.stat().st_mode & 0o7777) == expected
+    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    assert oct(out.stat().st_mode & 0o7777) == expected
+    fresh = workdir / "fresh"
+    umask = os.umask(0o027)
+    try:
+        assert (
+            fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", fresh)[0] == 0
+        )
+    finally:
+        os.umask(umask)
+    assert oct(fresh.stat().st_mode & 0o777) == "0o750"
+
+
+def test_a_doctored_marker_deletes_nothing_outside(workdir: Path) -> None:
+    """The marker is in a directory others may write: a listed `../victim` or a listed file
+    under a directory that has become a link must not delete anything outside OUTDIR."""
+    from advisor.outputs.fleet_outdir import MARKER, MARKER_HEADER, _remove_run
+
+    victim = workdir / "victim"
+    victim.write_text("keep me\n")
+    elsewhere = workdir / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "a.conf").write_text("keep me too\n")
+    previous = workdir / "previous"
+    previous.mkdir()
+    (previous / "host_files").symlink_to(elsewhere)
+    (previous / "mine.conf").write_text("x\n")
+    (previous / MARKER).write_text(
+        MARKER_HEADER + "../victim\nhost_files/a.conf\n/etc/hostname\nmine.conf\n"
+    )
+    kept = _remove_run(previous)
+    assert victim.read_text() == "keep me\n"
+    assert (elsewhere / "a.conf").read_text() == "keep me too\n"
+    assert not (previous / "mine.conf").exists()
+    assert kept == previous  # the link was not the advisor's: the directory stays
+
+
+def test_a_file_that_appears_during_publishing_is_kept(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between the last check and the swap a user adds a file: the previous run is kept, with
+    it, and the run says where."""
+    from advisor.outputs import fleet_outdir
+
+    out = workdir / "out"
+    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    staging = fleet_outdir.staging_directory(out)
+    (staging / "playbook.yml").write_text("- hosts: all\n")
+    real_check = fleet_outdir.check_outdir
+
+    def check_then_race(path: Path) -> None:
+        real_check(path)
+        (path / "late.txt").write_text("mine\n")
+
+    monkeypatch.setattr(fleet_outdir, "check_outdir", check_then_race)
+    kept = fleet_outdir.publish(staging, out, ["playbook.yml"])
+    assert kept is not None and (kept / "late.txt").read_text() == "mine\n"
+    assert (out / "playbook.yml").read_text() == "- hosts: all\n"
+
+
+def test_ctrl_c_while_loading_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C while typer and the CLI are still being imported (a signal sent in the first
+    tenth of a second) used to print an import traceback."""
+    from advisor import entry
+
+    class Loading:
+        def __getattr__(self, name: str) -> None:
+            raise KeyboardInterrupt
+
+    monkeypatch.setitem(sys.modules, "advisor.cli", Loading())
+    with pytest.raises(SystemExit) as stopped:
+        entry.main()
+    assert stopped.value.code == 130
+    assert capsys.readouterr().err == "sysctl-advisor: interrupted\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to hand the directory to nobody")
+def test_an_outdir_of_another_user_does_not_lend_its_mode(workdir: Path) -> None:
+    """An empty --out owned by nobody with mode 0777 used to come back 0777 owned by root:
+    anyone could have swapped host_vars for a link before root applied the playbook."""
+    out = workdir / "out"
+    out.mkdir()
+    os.chown(out, 65534, 65534)
+    os.chmod(out, 0o777)
+    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    info = out.stat()
+    assert info.st_uid == 0 and info.st_mode & 0o022 == 0
+    assert not [p for p in workdir.iterdir() if ".staging-" in p.name]  # no leftover
+
+
+def test_a_users_directory_that_looks_like_staging_is_not_removed(workdir: Path) -> None:
+    """Only a staging directory marked by the advisor is cleaned up: `.out.staging-mine` with
+    an empty (or linked) `.staging` is the user's."""
+    out = workdir / "out"
+    mine = workdir / ".out.staging-mine"
+    mine.mkdir()
+    (mine / ".staging").write_text("")
+    (mine / "data").write_text("keep\n")
+    linked = workdir / ".out.staging-linked"
+    linked.mkdir()
+    real_mark = workdir / "mark"
+    real_mark.write_text("sysctl-advisor fleet staging directory: the next run removes it\n")
+    (linked / ".staging").symlink_to(real_mark)
+    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    assert (mine / "data").read_text() == "keep\n" and linked.is_dir()

@@ -1,0 +1,192 @@
+"""Issue 14 item 9: versioned JSON Schemas for every JSON output, generated from their models,
+shipped in the package, and every JSON output validated against them with jsonschema (Draft
+2020-12, format checking on). Each document carries the tool version."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import advisor
+from advisor.cli import app
+from advisor.engine import diff
+from advisor.model import plan
+from advisor.outputs import fleet_summary
+from advisor.outputs.check_document import CHECK_SCHEMA
+from advisor.outputs.fleet_summary import HostOutcome
+from advisor.outputs.json_documents import DIFF_SCHEMA, FLEET_SCHEMA, PLAN_SCHEMA
+from advisor.outputs.json_schemas import SCHEMAS, load_schema, schema_path, schema_text
+from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, ROOT, TESTS
+
+FIXTURES = TESTS / "fixtures"
+PROFILES = sorted(p.stem for p in (ROOT / "profiles").glob("*.yaml"))
+CURRENT = [
+    FIXTURES / "sysctl-trees" / "layered",
+    FIXTURES / "sysctl-trees" / "unlinked-sysctl-conf",
+    FIXTURES / "dumps" / "sysctl-a-6.18.txt",
+    FIXTURES / "check" / "annotated.conf",
+]
+runner = CliRunner()
+
+
+def validate(name: str, document: Any) -> None:
+    schema = load_schema(name)
+    validator = jsonschema.Draft202012Validator(
+        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
+    errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
+    assert not errors, [f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]]
+    assert document["schema"] == schema["$id"]
+    assert document["version"] == advisor.__version__
+
+
+def cli_json(*args: str | Path) -> Any:
+    result = runner.invoke(app, [str(a) for a in args])
+    assert result.exit_code in (0, 1), result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_shipped_schemas_are_generated_from_the_models(name: str) -> None:
+    """`python -m advisor.outputs.json_schemas` regenerates them; a model change without it
+    fails."""
+    assert schema_path(name).read_text(encoding="utf-8") == schema_text(name)
+    jsonschema.Draft202012Validator.check_schema(load_schema(name))
+
+
+def test_schema_ids_are_the_documents_schema_fields() -> None:
+    ids = {name: load_schema(name)["$id"] for name in SCHEMAS}
+    assert ids == {
+        "plan": PLAN_SCHEMA,
+        "diff": DIFF_SCHEMA,
+        "check": CHECK_SCHEMA,
+        "fleet-summary": FLEET_SCHEMA,
+    }
+    # the modules that write the documents hold the same strings without importing the models
+    assert (plan.PLAN_SCHEMA, diff.DIFF_SCHEMA) == (PLAN_SCHEMA, DIFF_SCHEMA)
+    assert fleet_summary.FLEET_SCHEMA == FLEET_SCHEMA
+
+
+def test_the_regeneration_command_reports_no_change() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "advisor.outputs.json_schemas", "--check"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("host", sorted(EXAMPLE_PROFILES))
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_plan_is_schema_valid(host: str, profile: str) -> None:
+    document = cli_json(
+        "recommend", "--facts", EXAMPLES / f"{host}.yaml", "-p", profile, "-f", "json"
+    )
+    validate("plan", document)
+    # the DESIGN.md contract: these fields, in this order, after the additions
+    assert list(document)[:7] == [
+        "schema", "version", "host", "profile", "settings", "findings", "companions",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("host", sorted(EXAMPLE_PROFILES))
+@pytest.mark.parametrize("current", [None, *CURRENT], ids=lambda c: c.name if c else "facts")
+def test_every_diff_is_schema_valid(host: str, current: Path | None) -> None:
+    args: list[str | Path] = ["diff", "--facts", EXAMPLES / f"{host}.yaml"]
+    args += ["-p", EXAMPLE_PROFILES[host], "-f", "json"]
+    if current is not None:
+        args += ["--current", current]
+    elif "sysctl" not in yaml.safe_load((EXAMPLES / f"{host}.yaml").read_text()):
+        pytest.skip(f"{host}'s facts hold no sysctl values to compare (exit 2, tested elsewhere)")
+    validate("diff", cli_json(*args))
+
+
+@pytest.mark.parametrize(
+    "paths",
+    [
+        [FIXTURES / "check" / "annotated.conf"],
+        [FIXTURES / "check" / "sysctl.d"],
+        [FIXTURES / "sysctl-trees" / "layered"],
+        [FIXTURES / "dumps" / "sysctl-a-6.18.txt"],
+    ],
+    ids=lambda p: p[0].name,
+)
+def test_every_check_report_is_schema_valid(paths: list[Path]) -> None:
+    validate("check", cli_json("check", *paths, "--format", "json"))
+
+
+def _fleet_summaries(workdir: Path) -> Iterator[Any]:
+    tree = FIXTURES / "ansible" / "tree"
+    out = workdir / "by-profile"
+    result = runner.invoke(
+        app, ["fleet", "--ansible-facts", str(tree), "--profile", "gridftp", "--out", str(out)]
+    )
+    assert result.exit_code in (0, 1), result.stderr
+    yield json.loads((out / "summary.json").read_text())
+    out = workdir / "by-map"
+    mapping = FIXTURES / "ansible" / "profile-map.yaml"
+    inventory = FIXTURES / "ansible" / "inventory.json"
+    args = ["fleet", "--ansible-facts", tree, "--profile-map", mapping, "--inventory", inventory]
+    result = runner.invoke(app, [*map(str, args), "--out", str(out)])
+    assert result.exit_code in (0, 1), result.stderr
+    yield json.loads((out / "summary.json").read_text())
+
+
+def test_fleet_summaries_are_schema_valid(workdir: Path) -> None:
+    summaries = list(_fleet_summaries(workdir))
+    for summary in summaries:
+        validate("fleet-summary", summary)
+    skipped = [row for summary in summaries for row in summary["skipped"]]
+    assert skipped and all(set(row) == {"host", "facts_file", "reason"} for row in skipped)
+
+
+def test_hostile_fleet_summary_is_schema_valid(workdir: Path) -> None:
+    """Texts the JSON must carry as they are: control characters, quotes, separators."""
+    text = 'x"\\\n\u2028\x00<!--|`'
+    outcomes = [
+        HostOutcome(host=text, source=text, profile=text, kernel=text, changes=(text,),
+                    findings=((text, "error"), (text, "info"))),
+        HostOutcome(host=text, source=text, error=text),
+    ]  # fmt: skip
+    staging = workdir / "staging"
+    staging.mkdir()
+    fleet_summary.SummaryWriter(Path(text), None, None)(staging, iter(outcomes))
+    summary = json.loads((staging / "summary.json").read_text())
+    validate("fleet-summary", summary)
+    assert summary["skipped"] == [{"host": text, "facts_file": text, "reason": text}]
+
+
+def test_schemas_ship_in_the_wheel(workdir: Path) -> None:
+    """hatch puts every file inside advisor/ into the wheel: the schemas are found beside the
+    module installed, not only in a checkout."""
+    if shutil.which("pip") is None and not _has_pip():
+        pytest.skip("pip is not available to build the wheel")
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "-w", str(workdir), "--no-deps",
+         "--no-build-isolation", "-q"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if build.returncode != 0 and "hatchling" in build.stderr:
+        pytest.skip("hatchling is not installed for an offline wheel build")
+    assert build.returncode == 0, build.stderr
+    (wheel,) = workdir.glob("sysctl_advisor-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for name in SCHEMAS:
+        assert f"advisor/schemas/{name}.schema.json" in names
+
+
+def _has_pip() -> bool:
+    return subprocess.run([sys.executable, "-m", "pip", "--version"], check=False).returncode == 0

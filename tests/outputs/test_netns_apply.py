@@ -1,0 +1,101 @@
+"""The kernel accepts every per-namespace value the advisor writes, exactly as written.
+
+For each profile, the file rendered for this host is cut down to the `net.*` keys the catalog
+marks per-namespace on this kernel, applied with procps `sysctl -p` inside a fresh network
+namespace, and read back from /proc/sys there. The host's own settings (fs, vm and net, as the
+host namespace sees them) are compared before and after: nothing may change.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from advisor.engine.plan_builder import build_plan
+from advisor.knowledge.knowledge_base import KnowledgeBase
+from advisor.model.sysctl_conf import parse_conf
+from advisor.outputs.plan_render import Renderer
+from advisor.sources.local_host import collect
+from tests.namespaces import host_sysctls, in_namespace, needs_netns
+
+pytestmark = [
+    needs_netns,
+    pytest.mark.skipif(shutil.which("sysctl") is None, reason="needs procps sysctl"),
+]
+PROFILES = ["base", "frontend-proxy", "gridftp", "c1m-server"]
+READ_BACK = 'sysctl -q -p "$1"\nshift\nfor key; do printf "%s=" "$key"; sysctl -n "$key"; done\n'
+
+
+@pytest.fixture(scope="module")
+def host_facts(kb: KnowledgeBase) -> object:
+    return collect(list(kb.catalog.keys))
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_per_namespace_values_are_held_exactly(
+    kb: KnowledgeBase, host_facts: object, workdir: Path, profile: str
+) -> None:
+    from advisor.model.host_facts import HostFacts
+
+    assert isinstance(host_facts, HostFacts)
+    # frontend-proxy and c1m-server settings would be the same as the host's own on a host
+    # already tuned; the example parameters make every profile write something here.
+    overrides = {"frontend-proxy": {"listen_backlog": "32768"}, "gridftp": {"rtt_ms": "150"}}
+    plan = build_plan(kb, host_facts, profile, overrides.get(profile, {}))
+    conf = Renderer(kb.catalog).render(plan, "conf", "test")
+    assignments, bad = parse_conf(conf)
+    assert not bad
+    version = kb.catalog.kernel_for(host_facts)[0]
+    kept = [
+        a
+        for a in assignments
+        if a.key.startswith("net.") and kb.catalog.is_per_netns(a.key, version)
+    ]
+    if profile != "base":
+        assert kept, f"{profile} writes no per-namespace key on this host: nothing to prove"
+    path = workdir / "90-sysctl-advisor.conf"
+    path.write_text("".join(f"{a.key} = {a.value}\n" for a in kept))
+
+    before = host_sysctls()
+    result = in_namespace(READ_BACK, str(path), *(a.key for a in kept))
+    after = host_sysctls()
+
+    assert result.returncode == 0, result.stderr
+    held = dict(line.split("=", 1) for line in result.stdout.splitlines())
+    for a in kept:
+        assert held[a.key].split() == a.value.split(), (a.key, a.value, held[a.key])
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    assert not changed, f"the host changed: {changed}"
+
+
+def test_global_keys_cannot_be_set_from_a_namespace(kb: KnowledgeBase, host_facts: object) -> None:
+    """The catalog's other half: a `net.*` key it marks global on this kernel is hidden in a
+    namespace, or shown read-only (6.x shows net.core.rmem_max and friends that way). /proc/sys
+    judges even root by the owner bits, so `test -w` answers without writing anything."""
+    from advisor.model.host_facts import HostFacts
+
+    assert isinstance(host_facts, HostFacts)
+    version = kb.catalog.kernel_for(host_facts)[0]
+    global_keys = [
+        k
+        for k in kb.catalog.keys
+        if k.startswith("net.")
+        and kb.catalog.exists(k, version)
+        and not kb.catalog.is_per_netns(k, version)
+    ]
+    assert global_keys
+    script = (
+        'for key; do path=/proc/sys/$(echo "$key" | tr . /)\n'
+        '  if [ ! -e "$path" ]; then echo "$key hidden"\n'
+        '  elif [ -w "$path" ]; then echo "$key WRITABLE"\n'  # judged by mode, never written
+        '  else echo "$key read-only"; fi\n'
+        "done\n"
+    )
+    before = host_sysctls()
+    result = in_namespace(script, *global_keys)
+    assert host_sysctls() == before
+    assert result.returncode == 0, result.stderr
+    assert "WRITABLE" not in result.stdout, result.stdout
+    assert len(result.stdout.splitlines()) == len(global_keys)

@@ -1,0 +1,159 @@
+"""The facts collector on fixture trees (and on this machine), and the /proc parsers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from advisor.cli import app
+from advisor.knowledge.knowledge_base import KnowledgeBase
+from advisor.model.host_facts import facts_from_data
+from advisor.sources.local_host import collect, collect_data
+from advisor.sources.proc_readers import (
+    count_cpu_list,
+    parse_meminfo,
+    parse_net_dev,
+    parse_netstat,
+    parse_sockstat,
+    selected_mode,
+)
+from tests.conftest import TESTS
+
+HOSTS = TESTS / "fixtures" / "hosts"
+runner = CliRunner()
+
+
+def facts_of(kb: KnowledgeBase, name: str) -> dict[str, object]:
+    return collect_data(list(kb.catalog.keys), HOSTS / name)
+
+
+def test_32bit_host_with_highmem(kb: KnowledgeBase) -> None:
+    data = facts_of(kb, "i686-highmem")
+    facts = facts_from_data(data)
+    assert facts.kernel == "2.6.32-642.el6.i686"
+    assert facts.arch == "i686"  # from the release suffix: no proc/sys/kernel/arch on 2.6
+    assert facts.bits == 32
+    assert facts.memory.total == 8270556 * 1024
+    assert facts.memory.lowmem == 890068 * 1024  # LowTotal, not the 896 MiB guess
+    assert facts.cpu.threads == 8  # sys/devices/system/cpu/online "0-7"
+    assert facts.sysctl["net.ipv4.tcp_mem"] == "86016 114688 172032"  # tabs normalised
+    assert facts.sysctl["net.ipv4.tcp_tw_recycle"] == "1"
+    assert facts.observed.tcp_mem_pages_peak == 52000
+    assert [n.name for n in facts.nics] == ["eth0"]  # lo skipped
+
+
+def test_nics_drivers_speeds_and_overruns(kb: KnowledgeBase) -> None:
+    facts = facts_from_data(facts_of(kb, "e1000-bnx2"))
+    nics = {n.name: n for n in facts.nics}
+    assert sorted(nics) == ["eth0", "eth1", "eth2"]  # br0 (no device) and lo skipped
+    assert (nics["eth0"].driver, nics["eth0"].speed_mbps) == ("e1000", 1000)
+    assert (nics["eth1"].driver, nics["eth1"].speed_mbps, nics["eth1"].mtu) == ("bnx2", 10000, 9000)
+    assert nics["eth2"].speed_mbps is None  # -1: link down
+    assert nics["eth1"].rx_overruns == 1491402
+    assert facts.observed.rx_overruns == 1491402  # br0's fifo count is not a NIC's
+    assert facts.cpu.threads == 16  # from /proc/cpuinfo
+    assert facts.arch == "x86_64"
+    assert facts.fastest_nic_mbps == 10000
+
+
+def test_busy_frontend_observed_and_nginx(kb: KnowledgeBase) -> None:
+    facts = facts_from_data(facts_of(kb, "busy-frontend"))
+    observed = facts.observed
+    assert (observed.connections_peak, observed.orphans_peak, observed.time_wait_peak) == (
+        35938,
+        21564,
+        98302,
+    )
+    assert (observed.listen_overflows, observed.listen_drops) == (1200, 1388)
+    assert facts.transparent_hugepage == "madvise"
+    nginx = facts.services["nginx"]
+    assert nginx.config is not None and nginx.config.endswith("etc/nginx/nginx.conf")
+    assert nginx.config_root == str((HOSTS / "busy-frontend").resolve())
+
+
+def test_evidence_rules_fire_from_collected_facts(kb: KnowledgeBase) -> None:
+    from advisor.engine.plan_builder import build_plan
+    from advisor.sources.service_configs import with_service_configs
+
+    facts = with_service_configs(collect(list(kb.catalog.keys), HOSTS / "busy-frontend"))
+    plan = build_plan(kb, facts, "frontend-proxy")
+    ids = {f.id for f in plan.findings}
+    assert "evidence.listen-queue-overflow" in ids
+    assert "time-wait.buckets-overflow" in ids
+    assert "listen-backlog.nginx-truncated" in ids  # backlog=8192 against somaxconn 4096
+    orphans = {s.key: s for s in plan.settings}["net.ipv4.tcp_max_orphans"]
+    assert orphans.values == [87000]  # 4 x 21,564 peak orphans, rounded up
+
+
+def test_dtn_overruns_give_ring_companion(kb: KnowledgeBase) -> None:
+    from advisor.engine.plan_builder import build_plan
+
+    facts = collect(list(kb.catalog.keys), HOSTS / "e1000-bnx2")
+    plan = build_plan(kb, facts, "gridftp")
+    rings = [c.setting for c in plan.companions if c.target == "ethtool"]
+    assert any("ethtool -G eth1 rx 4096" in s for s in rings), rings
+    assert not any("eth0" in s for s in rings), "only the NIC that overran"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in HOSTS.iterdir()))
+def test_facts_command_output_loads_back(name: str, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["facts", "--root", str(HOSTS / name)])
+    assert result.exit_code == 0, result.stderr
+    host = tmp_path / "host.yaml"
+    host.write_text(result.stdout)
+    assert yaml.safe_load(result.stdout)["memory"]["total"] > 0
+    again = runner.invoke(app, ["recommend", "--facts", str(host), "--profile", "base"])
+    assert again.exit_code == 0, again.stderr
+    as_json = runner.invoke(app, ["facts", "--root", str(HOSTS / name), "--format", "json"])
+    assert as_json.exit_code == 0 and as_json.stdout.startswith("{")
+
+
+def test_facts_command_bad_root(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["facts", "--root", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "meminfo" in result.stderr
+    missing = runner.invoke(app, ["facts", "--root", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and "not a directory" in missing.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/meminfo").exists(), reason="needs a Linux /proc")
+def test_facts_of_this_machine(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["facts"])
+    assert result.exit_code == 0, result.stderr
+    data = yaml.safe_load(result.stdout)
+    assert data["kernel"] and data["memory"]["total"] > 0
+    assert "net.core.somaxconn" in data["sysctl"]
+
+
+def test_parsers_read_real_formats() -> None:
+    assert parse_meminfo("MemTotal:  1024 kB\nHugePages_Total:       0\n") == {
+        "MemTotal": 1048576,
+        "HugePages_Total": 0,
+    }
+    sockstat = parse_sockstat("TCP: inuse 5 orphan 1 tw 2 alloc 8 mem 3\nFRAG: inuse 0 memory 0\n")
+    assert sockstat["TCP"] == {"inuse": 5, "orphan": 1, "tw": 2, "alloc": 8, "mem": 3}
+    netstat = parse_netstat("TcpExt: A ListenOverflows\nTcpExt: 1 7\nIpExt: X\nIpExt: 2\n")
+    assert netstat["TcpExt"]["ListenOverflows"] == 7 and netstat["IpExt"] == {"X": 2}
+    assert count_cpu_list("0-3,8-11\n") == 8 and count_cpu_list("0") == 1
+    assert count_cpu_list("junk") is None
+    assert selected_mode("always [madvise] never") == "madvise"
+    dev = parse_net_dev(
+        "Inter-| Receive | Transmit\n face |bytes packets|bytes\n"
+        "  eth0: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n"
+    )
+    assert dev["eth0"]["fifo"] == 5 and dev["eth0"]["errs"] == 3
+
+
+@given(st.text())
+def test_parsers_never_raise(text: str) -> None:
+    parse_meminfo(text)
+    parse_sockstat(text)
+    parse_netstat(text)
+    parse_net_dev(text)
+    count_cpu_list(text)
+    selected_mode(text)

@@ -1,0 +1,75 @@
+"""nginx listen sockets through crossplane: grouping, includes, re-rooting, broken configs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from advisor.cli import app
+from advisor.sources.nginx_conf import read_nginx, socket_address
+from tests.conftest import EXAMPLES, TESTS
+
+FIXTURES = TESTS / "fixtures"
+FRONTEND = FIXTURES / "hosts" / "busy-frontend"
+runner = CliRunner()
+
+
+def test_sockets_from_a_debian_layout_in_a_copied_tree() -> None:
+    parsed = read_nginx(FRONTEND / "etc/nginx/nginx.conf", FRONTEND)
+    assert parsed.error is None
+    sockets = {s.address: s for s in parsed.listens}
+    assert sorted(sockets) == ["*:443", "*:80", "127.0.0.1:8080", "[::]:80"]
+    # Absolute include paths were followed inside the tree, and shown as host paths.
+    assert sockets["127.0.0.1:8080"].file == "/etc/nginx/conf.d/status.conf"
+    # Two server blocks listen on *:80: one socket, edited where default_server is.
+    assert (sockets["*:80"].file, sockets["*:80"].line) == ("/etc/nginx/sites-enabled/default", 2)
+    assert sockets["*:80"].backlog is None
+    assert sockets["*:443"].backlog == 8192
+
+
+def test_socket_addresses() -> None:
+    assert socket_address("80") == socket_address("*:80") == socket_address("0.0.0.0:80")
+    assert socket_address("[::]:443") == "[::]:443"
+    assert socket_address("unix:/run/app.sock") == "unix:/run/app.sock"
+    assert socket_address("example.org") == "example.org:80"
+
+
+def test_broken_config_keeps_what_parsed() -> None:
+    parsed = read_nginx(FIXTURES / "nginx/broken/nginx.conf")
+    assert [(s.address, s.backlog) for s in parsed.listens] == [("*:8080", 65535)]
+    assert parsed.error is not None and "bad.conf:" in parsed.error
+
+
+def test_missing_config_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    parsed = read_nginx(tmp_path / "nginx.conf")
+    assert parsed.listens == [] and parsed.error is not None
+
+
+def test_nginx_conf_option_names_the_lines_to_change() -> None:
+    result = runner.invoke(
+        app,
+        [
+            "recommend",
+            "--facts",
+            str(EXAMPLES / "ec2-nginx-frontend.yaml"),
+            "--profile",
+            "frontend-proxy",
+            "--nginx-conf",
+            str(FIXTURES / "nginx/broken/nginx.conf"),
+            "--format",
+            "json",
+        ],
+    )
+    assert result.exit_code == 0, result.stderr
+    import json
+
+    doc = json.loads(result.stdout)
+    ids = {f["id"] for f in doc["findings"]}
+    assert "listen-backlog.nginx-config-unreadable" in ids
+    # 8080 asks for 65535 > somaxconn 128 in force on that host: truncated.
+    assert "listen-backlog.nginx-truncated" in ids
+    truncated = next(f for f in doc["findings"] if f["id"] == "listen-backlog.nginx-truncated")
+    assert "good.conf:2" in truncated["message"]
+    # 65535 is above the 16384 target, so no listen line needs a larger backlog.
+    assert not [c for c in doc["companions"] if c["rule"] == "listen-backlog.application"]

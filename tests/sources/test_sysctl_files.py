@@ -1,0 +1,172 @@
+"""Current-configuration readers: sysctl.d precedence, dumps, single files, bad input."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from advisor.model.errors import InputError
+from advisor.model.sysctl_conf import C_SPACE, parse_conf_lines
+from advisor.sources.sysctl_files import read_current, read_file
+from tests.conftest import TESTS
+
+FIXTURES = TESTS / "fixtures"
+LAYERED = FIXTURES / "sysctl-trees" / "layered"
+DUMP = FIXTURES / "dumps" / "sysctl-a-6.18.txt"
+GLOB_KEYS = ["net.core.somaxconn", "net.ipv4.conf.all.rp_filter", "net.ipv4.conf.eth0.rp_filter"]
+
+
+def test_tree_last_assignment_in_name_order_wins() -> None:
+    config = read_current(LAYERED, GLOB_KEYS)
+    assert config.kind == "tree"
+    somaxconn = config.values["net.core.somaxconn"]
+    # 10-net.conf (1024) < 95-late.conf (8192) < 99-sysctl.conf -> ../sysctl.conf (2048)
+    assert (somaxconn.value, somaxconn.source) == ("2048", "etc/sysctl.conf:3")
+    chain = [(o.hidden.source, o.winner.source) for o in config.overrides]
+    assert chain == [
+        ("etc/sysctl.d/10-net.conf:2", "etc/sysctl.d/95-late.conf:2"),
+        ("etc/sysctl.d/95-late.conf:2", "etc/sysctl.conf:3"),
+    ]
+
+
+def test_tree_same_name_in_etc_hides_usr_lib_and_dev_null_masks() -> None:
+    config = read_current(LAYERED)
+    # usr/lib/sysctl.d/10-net.conf would set 65535; etc/sysctl.d/10-net.conf hides it.
+    assert not any("usr/lib/sysctl.d/10-net.conf" in f for f in config.files)
+    assert config.masked == ["etc/sysctl.d/60-vendor.conf"]
+    assert "net.ipv4.tcp_max_tw_buckets" not in config.values  # only in the masked vendor file
+    assert config.values["vm.swappiness"].source == "run/sysctl.d/50-runtime.conf:1"
+    assert config.values["net.core.netdev_max_backlog"].value == "5000"  # slash-separated key
+    assert config.values["net.ipv4.tcp_rmem"].value == "4096 87380 4194304"  # tabs normalised
+    assert config.values["net.ipv4.tcp_tw_reuse"].ignore_failure
+
+
+def test_tree_order_is_by_file_name_across_directories() -> None:
+    config = read_current(LAYERED)
+    names = [f.split(" -> ")[0].rsplit("/", 1)[1] for f in config.files]
+    assert names == sorted(names)
+
+
+def test_tree_problems_are_reported_not_raised() -> None:
+    config = read_current(LAYERED)
+    problems = {p.source: p for p in config.problems}
+    assert "usr/lib/sysctl.d/70-broken.conf" in problems
+    # The inline comment really is part of the value, as procps and systemd read it (what the
+    # kernel makes of it is for check to say: tests/model/test_kernel_write.py).
+    assert "etc/sysctl.d/10-net.conf:4" not in problems
+    assert config.values["net.ipv4.tcp_fin_timeout"].value == "30 # shorter FIN-WAIT-2"
+
+
+def test_globs_skip_explicit_and_excluded_keys() -> None:
+    config = read_current(LAYERED, GLOB_KEYS)
+    assert config.values["net.ipv4.conf.eth0.rp_filter"].value == "2"
+    assert "net.ipv4.conf.all.rp_filter" not in config.values  # `-net.ipv4.conf.all.rp_filter`
+    assert config.values["net.core.somaxconn"].value == "2048"  # explicit, not from a glob
+
+
+def test_unlinked_sysctl_conf_applies_last_with_a_note() -> None:
+    config = read_current(FIXTURES / "sysctl-trees" / "unlinked-sysctl-conf")
+    assert config.values["net.core.somaxconn"].source == "etc/sysctl.conf:2"
+    assert any("systemd-sysctl does not read it" in p.message for p in config.problems)
+
+
+def test_plain_sysctl_d_directory(tmp_path: Path) -> None:
+    (tmp_path / "10-a.conf").write_text("net.core.somaxconn = 1024\n")
+    (tmp_path / "20-b.conf").write_text("net.core.somaxconn = 4096\n")
+    (tmp_path / "notes.txt").write_text("net.core.somaxconn = 1\n")
+    config = read_current(tmp_path)
+    assert config.values["net.core.somaxconn"].value == "4096"
+    assert config.values["net.core.somaxconn"].source.endswith("20-b.conf:1")
+
+
+def test_absolute_symlinks_are_rerooted(tmp_path: Path) -> None:
+    (tmp_path / "etc/sysctl.d").mkdir(parents=True)
+    (tmp_path / "opt").mkdir()
+    (tmp_path / "opt/site.conf").write_text("net.core.somaxconn = 3000\n")
+    os.symlink("/opt/site.conf", tmp_path / "etc/sysctl.d/50-site.conf")
+    config = read_current(tmp_path)
+    assert config.values["net.core.somaxconn"].value == "3000"
+    assert config.values["net.core.somaxconn"].source == "opt/site.conf:1"
+
+
+def test_sysctl_a_dump() -> None:
+    config = read_current(DUMP)
+    assert config.kind == "dump" and config.complete
+    assert config.values["net.ipv4.tcp_mem"].value == "287898 383867 575796"
+    assert config.values["net.core.somaxconn"].value == "1024"
+    notes = [p for p in config.problems if p.severity == "info"]
+    assert any("permission denied" in p.message for p in notes)
+    assert not [p for p in config.problems if p.severity != "info"]
+
+
+def test_single_conf_file(tmp_path: Path) -> None:
+    path = tmp_path / "sysctl.conf"
+    path.write_text("# comment\n; also a comment\nnet.core.somaxconn=512\nbogus line\n")
+    config = read_current(path)
+    assert config.kind == "file" and not config.complete
+    assert config.values["net.core.somaxconn"].source == f"{path}:3"
+    assert [p.source for p in config.problems] == [f"{path}:4"]
+
+
+def test_unusable_inputs_raise_one_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file"):
+        read_current(tmp_path / "missing.conf")
+    binary = tmp_path / "blob.conf"
+    binary.write_bytes(b"\x7fELF\x00\x01")
+    with pytest.raises(InputError, match="binary"):
+        read_current(binary)
+    empty_dir = tmp_path / "empty"
+    empty_dir.mkdir()
+    with pytest.raises(InputError, match=r"sysctl\.d"):
+        read_current(empty_dir)
+
+
+@settings(max_examples=200)
+@given(st.text())
+def test_arbitrary_text_never_raises(text: str) -> None:
+    assignments, _exclusions, bad = parse_conf_lines(text)
+    for a in assignments:
+        # Fields are separated by one space (spaces and tabs only, as the kernel separates
+        # them); the ends are trimmed of C whitespace as procps trims them; no line breaks.
+        assert a.key and "\n" not in a.value and "\t" not in a.value and "  " not in a.value
+        assert a.value == a.value.strip(C_SPACE)
+    assert all(b.line >= 1 for b in bad)
+
+
+@settings(max_examples=50)
+@given(st.binary(max_size=400))
+def test_arbitrary_bytes_read_as_findings(data: bytes) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "x.conf"
+        path.write_bytes(data)
+        config = read_file(path)
+        assert config.kind in ("file", "dump")
+
+
+def test_unlistable_directories_are_problems_or_one_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Running as root, chmod 000 does not stop reading; simulate EACCES instead.
+    (tmp_path / "etc/sysctl.d").mkdir(parents=True)
+    (tmp_path / "usr/lib/sysctl.d").mkdir(parents=True)
+    (tmp_path / "usr/lib/sysctl.d/50-a.conf").write_text("net.core.somaxconn = 1024\n")
+    locked = tmp_path / "etc/sysctl.d"
+    real_iterdir = Path.iterdir
+
+    def iterdir(self: Path):  # type: ignore[no-untyped-def]
+        if self == locked:
+            raise PermissionError(13, "Permission denied")
+        return real_iterdir(self)
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    config = read_current(tmp_path)
+    assert config.values["net.core.somaxconn"].value == "1024"
+    assert [(p.source, p.code) for p in config.problems] == [("etc/sysctl.d", "unreadable")]
+    with pytest.raises(InputError, match="cannot list"):
+        read_current(locked)

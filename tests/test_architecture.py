@@ -1,0 +1,197 @@
+"""The package's layout is its data flow, enforced: every import (module-level, lazy, or for type
+checking only) runs down the stages, and no module imports itself back through others.
+
+    commands -> outputs -> engine -> knowledge -> model
+    commands -> sources -> model
+
+`cli` (typer) sits on top and calls only `commands`; `advisor/__init__.py` (the version) is
+importable from anywhere. The engine does no I/O: no open(), no os, subprocess or sockets.
+See docs/architecture.md."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+PACKAGE = ROOT / "advisor"
+STAGES = ("model", "sources", "knowledge", "engine", "outputs", "commands")
+# What each stage may import, besides itself and the package root.
+ALLOWED = {
+    "model": set(),
+    "sources": {"model"},
+    "knowledge": {"model"},
+    "engine": {"knowledge", "model"},
+    "outputs": {"engine", "knowledge", "model"},
+    "commands": {"outputs", "engine", "knowledge", "sources", "model"},
+    "cli": {"commands", "cli"},
+}
+ENTRY_POINTS = {"__main__", "entry", "cli", "cli_options"}
+IO_MODULES = {"os", "subprocess", "shutil", "socket", "tempfile", "multiprocessing"}
+
+
+def module_name(path: Path, package: Path) -> str:
+    parts = list(path.relative_to(package.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def stage_of(module: str) -> str | None:
+    """The stage a module belongs to; None for the package root (only the version lives there)."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return None
+    if parts[1] in STAGES:
+        return parts[1]
+    if parts[1] in ENTRY_POINTS:
+        return "cli"
+    raise AssertionError(f"{module} sits outside every stage: put it in one (docs/architecture.md)")
+
+
+def imports(path: Path, package: Path) -> set[str]:
+    """Every advisor module a file imports, wherever the import statement is."""
+    found: set[str] = set()
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == package.name}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.split(".")[0] != package.name:
+                continue
+            for alias in node.names:  # `from advisor.x import y` may name the module x.y
+                candidate = f"{node.module}.{alias.name}"
+                is_module = (package.parent / candidate.replace(".", "/")).with_suffix(".py")
+                found.add(candidate if is_module.exists() else node.module)
+    return found
+
+
+def graph(package: Path) -> dict[str, set[str]]:
+    return {
+        module_name(path, package): imports(path, package) for path in sorted(package.rglob("*.py"))
+    }
+
+
+def flow_violations(edges: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, targets in sorted(edges.items()):
+        stage = stage_of(module)
+        for target in sorted(targets):
+            to = stage_of(target)
+            if to is None or stage is None or to == stage:
+                continue
+            if to not in ALLOWED[stage]:
+                found.append(f"{module} ({stage}) imports {target} ({to}): against the flow")
+    return found
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), and self-imports."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(edges.get(node, ())):
+            if target not in edges:
+                continue
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in edges.get(node, ()):
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def engine_io(package: Path) -> list[str]:
+    found = []
+    for path in sorted((package / "engine").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                names += [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+                found += [
+                    f"{path.name} imports {n}" for n in names if n.split(".")[0] in IO_MODULES
+                ]
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "open":
+                found.append(f"{path.name}:{node.lineno} calls open()")
+    return found
+
+
+def test_imports_run_down_the_stages() -> None:
+    assert flow_violations(graph(PACKAGE)) == []
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(graph(PACKAGE)) == []
+
+
+def test_the_engine_does_no_io() -> None:
+    assert engine_io(PACKAGE) == []
+
+
+def test_every_module_sits_in_a_stage() -> None:
+    for module in graph(PACKAGE):
+        stage_of(module)  # raises for a module on the package's top floor
+
+
+def test_the_cli_holds_only_options() -> None:
+    """cli.py: typer and a call into commands, under 200 lines."""
+    text = (PACKAGE / "cli.py").read_text(encoding="utf-8")
+    assert len(text.splitlines()) < 200
+    assert {t for t in imports(PACKAGE / "cli.py", PACKAGE) if stage_of(t) != "cli"} <= {
+        t for t in graph(PACKAGE) if t.startswith("advisor.commands")
+    }
+
+
+@pytest.mark.parametrize(
+    ("file", "line", "expect"),
+    [
+        # a cycle: the model reaching back into a source that imports it
+        ("model/units.py", "from advisor.sources import proc_readers", "cycle"),
+        # against the flow without a cycle: knowledge reading the host
+        ("knowledge/values.py", "from advisor.sources import local_host", "flow"),
+        # a lazy import counts as much as one at the top
+        ("engine/diff.py", "def f():\n    from advisor.outputs import diff_report", "flow"),
+        ("engine/lint.py", "import subprocess", "io"),
+    ],
+)
+def test_the_checks_catch_what_they_are_for(
+    tmp_path: Path, file: str, line: str, expect: str
+) -> None:
+    """The checks fail when a cycle or a backward import is introduced on purpose."""
+    package = tmp_path / "advisor"
+    shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__", "schemas"))
+    target = package / file
+    target.write_text(target.read_text(encoding="utf-8") + "\n" + line + "\n", encoding="utf-8")
+    edges = graph(package)
+    found = {
+        "cycle": cycles(edges),
+        "flow": flow_violations(edges),
+        "io": engine_io(package),
+    }
+    assert found[expect], found
+    assert cycles(graph(PACKAGE)) == [] and flow_violations(graph(PACKAGE)) == []
