@@ -1,9 +1,10 @@
-"""`check`: lint sysctl.conf and sysctl.d files before they reach a host.
+"""The lint behind `check`: sysctl.conf and sysctl.d files judged before they reach a host.
 
-Files are read with the same readers `diff` uses (a directory is resolved with systemd-sysctl's
-precedence), then every assignment is run through the assignment rules in rules/check/, and
-what the reader itself noticed (inline comments, unparsable lines, duplicates, overrides,
-unreadable files) is reported under the structural rules' ids.
+It sees a CurrentConfig, already read (commands/check.py reads files with the readers `diff`
+uses; a directory is resolved with systemd-sysctl's precedence): every assignment is run
+through the assignment rules in rules/check/, and what the reader noticed (inline comments,
+unparsable lines, duplicates, overrides, unreadable files) is reported under the structural
+rules' ids.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The engine: a pure function (facts, profile, params, rules, catalog) -> Plan.
+"""build_plan: a pure function (facts, profile, params, rules, catalog) -> Plan.
 
 Per key: wants from every rule that sets it are merged by the catalog's policy (`max` never goes
 below the kernel default; for keys the catalog marks as pure capacities, a value in force that
