@@ -74,11 +74,21 @@ def facts_command(
     root: opt.Root = Path("/"),
     fmt: opt.FactsFormatOption = opt.FactsFormat.yaml,
     output: opt.Output = None,
+    prometheus: opt.Prometheus = None,
+    instance: opt.Instance = None,
+    since: opt.Since = "14d",
+    kernel_log: opt.KernelLogFile = None,
+    query_timeout: opt.QueryTimeout = 10.0,
 ) -> None:
-    """Read this host (or a copied tree) and print a facts file for --facts."""
+    """Read this host (or a copied tree) and print a facts file for --facts.
+
+    Listening sockets, kernel messages and per-CPU softnet counters come from the live host;
+    peaks over time from --prometheus."""
+    from advisor.commands.facts import HistoryOptions
     from advisor.commands.facts import facts as run
 
-    raise typer.Exit(guarded(lambda: run(root, fmt.value, output)))
+    history = HistoryOptions(prometheus, instance, since, kernel_log, query_timeout)
+    raise typer.Exit(guarded(lambda: run(root, fmt.value, output, history)))
 
 
 @app.command()

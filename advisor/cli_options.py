@@ -112,6 +112,48 @@ Current = Annotated[
 Root = Annotated[
     Path, typer.Option("--root", help="Read a copied tree (proc/, sys/, etc/) instead of /.")
 ]
+Prometheus = Annotated[
+    str | None,
+    typer.Option(
+        "--prometheus",
+        help="Take peaks over --since from this Prometheus (node_exporter metrics).",
+        metavar="URL",
+    ),
+]
+Instance = Annotated[
+    str | None,
+    typer.Option(
+        "--instance",
+        help="The host's `instance` label in Prometheus (default: its hostname, any port).",
+        metavar="NAME",
+    ),
+]
+Since = Annotated[
+    str,
+    typer.Option(
+        "--since",
+        help="How far back peaks and kernel messages are taken, e.g. 14d, 36h.",
+        metavar="DURATION",
+    ),
+]
+KernelLogFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--kernel-log",
+        help="Count kernel messages in this saved log (dmesg, kern.log or journal JSON).",
+        metavar="FILE",
+    ),
+]
+QueryTimeout = Annotated[
+    float,
+    typer.Option(
+        "--query-timeout",
+        min=0.1,
+        max=600,
+        help="Give up on a Prometheus query after this many seconds.",
+        metavar="SECONDS",
+    ),
+]
 CheckPaths = Annotated[
     list[Path],
     typer.Argument(help="sysctl.conf files, sysctl.d directories or trees.", metavar="PATH"),

@@ -2,20 +2,75 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from advisor.commands.common import emit, load_knowledge
 from advisor.model.errors import InputError
 
 
-def facts(root: Path = Path("/"), fmt: str = "yaml", output: Path | None = None) -> int:
-    from advisor.model.host_facts import facts_to_data
-    from advisor.outputs.facts_file import render_facts
-    from advisor.sources.local_host import collect
+@dataclass(frozen=True)
+class HistoryOptions:
+    """Where the evidence over time comes from (all optional)."""
 
+    prometheus: str | None = None
+    instance: str | None = None
+    since: str = "14d"
+    kernel_log: Path | None = None
+    query_timeout: float = 10.0
+
+
+def facts(
+    root: Path = Path("/"),
+    fmt: str = "yaml",
+    output: Path | None = None,
+    history: HistoryOptions | None = None,
+) -> int:
+    from advisor.model.host_facts import facts_from_data, facts_to_data
+    from advisor.outputs.facts_file import render_facts
+    from advisor.sources.local_host import collect_data
+
+    history = history or HistoryOptions()
     if not root.is_dir():
         raise InputError("not a directory", path=root, field="--root")
     kb = load_knowledge()
-    data = facts_to_data(collect(list(kb.catalog.keys), root))
+    data = collect_data(list(kb.catalog.keys), root, kb.message_matchers(), history.kernel_log)
+    if history.prometheus is not None:
+        _add_history(data, history)
+    data = facts_to_data(facts_from_data(data, path=root))
     emit(render_facts(data, fmt, root), output)
     return 0
+
+
+def _add_history(data: dict[str, Any], history: HistoryOptions) -> None:
+    """Replace the snapshot figures with peaks over the window from Prometheus; a figure the
+    server lacks keeps no value (a gap, named in observed.period.gaps)."""
+    from advisor.sources.prometheus import read_history
+
+    assert history.prometheus is not None
+    peaks = read_history(
+        history.prometheus,
+        instance=history.instance,
+        hostname=data.get("hostname"),
+        since=history.since,
+        timeout=history.query_timeout,
+    )
+    observed = data.setdefault("observed", {})
+    for name in SNAPSHOT_FIELDS:
+        observed.pop(name, None)
+    observed.update(peaks)
+
+
+# Figures a snapshot gives that history replaces (totals since boot become increases).
+SNAPSHOT_FIELDS = (
+    "orphans_peak",
+    "time_wait_peak",
+    "connections_peak",
+    "tcp_mem_pages_peak",
+    "listen_overflows",
+    "listen_drops",
+    "rx_overruns",
+    "softnet_dropped",
+    "softnet_time_squeeze",
+)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -224,7 +225,62 @@ class Service(_Model):
     config_error: Text | None = Field(None, description="why `config` could not be read")
 
 
+_FAMILY = re.compile(r"^[a-z0-9][a-z0-9.-]{0,63}$")
+_TIMESTAMP = re.compile(r"^[0-9T:.+Z -]{1,40}$")
+Family = Annotated[str, _pattern(_FAMILY, "message family id")]
+Timestamp = Annotated[str, _pattern(_TIMESTAMP, "timestamp (ISO 8601)")]
+MAX_WINDOW = 400 * 86400  # longer than any monitoring retention the peaks could come from
+
+
+class ObservedPeriod(_Model):
+    """Over what the observed figures were taken: a snapshot now, or history from monitoring.
+
+    Absent from a facts file: the operator wrote the figures (taken as the peaks they are
+    called)."""
+
+    kind: Literal["snapshot", "history"] = Field(
+        description="snapshot: sockstat now (the *_peak fields are not peaks); history: "
+        "max_over_time/increase over `window_seconds`"
+    )
+    source: Text = Field(description="where the figures came from, e.g. /proc or a Prometheus URL")
+    at: Timestamp = Field(description="when they were read (UTC, ISO 8601)")
+    window_seconds: int | None = Field(None, ge=1, le=MAX_WINDOW)
+    gaps: list[Text] = Field(
+        default_factory=list,
+        max_length=64,
+        description="figures the source could not give, each with the reason",
+    )
+
+
+class KernelEvent(_Model):
+    """One family of kernel messages found in the log, with how often and when."""
+
+    family: Family = Field(description="id of the message family (rules/catalog/kernel-messages)")
+    count: Count
+    first_seen: Timestamp | None = None
+    last_seen: Timestamp | None = None
+    example: Text = Field(max_length=512, description="one line as the kernel logged it")
+
+
+class KernelLog(_Model):
+    """Which kernel log was read for `kernel_events`."""
+
+    source: Text = Field(description="journal, /var/log/kern.log, dmesg or a --kernel-log file")
+    since: Timestamp | None = None
+    lines: Count = Field(description="kernel log lines read")
+
+
+class SoftnetCpu(_Model):
+    """One line of /proc/net/softnet_stat (all counters since boot, per CPU)."""
+
+    cpu: int = Field(ge=0, le=65535)
+    processed: Count
+    dropped: Count = Field(description="input backlog (netdev_max_backlog) full")
+    time_squeeze: Count = Field(description="a poll ran out of netdev_budget or its time")
+
+
 class Observed(_Model):
+    period: ObservedPeriod | None = None
     orphans_peak: Count | None = None
     time_wait_peak: Count | None = None
     connections_peak: Count | None = None
@@ -238,7 +294,12 @@ class Observed(_Model):
     softnet_time_squeeze: Count | None = Field(
         None, description="/proc/net/softnet_stat column 3: NAPI budget or time ran out"
     )
+    softnet: list[SoftnetCpu] | None = Field(None, max_length=65536)
     kernel_messages: list[Text] = Field(default_factory=list, max_length=100_000)
+    kernel_events: list[KernelEvent] | None = Field(
+        None, max_length=1024, description="message families counted in the kernel log"
+    )
+    kernel_log: KernelLog | None = None
 
     @field_validator("kernel_messages")
     @classmethod
@@ -251,6 +312,38 @@ class Observed(_Model):
                 "flooding, dropped packets)"
             )
         return messages
+
+
+class ListenerProcess(_Model):
+    """The process holding a listening socket (the lowest pid among those sharing it)."""
+
+    pid: int = Field(ge=1, le=2**22)
+    command: Text = Field(max_length=64, description="/proc/PID/comm")
+    executable: Text | None = Field(None, max_length=255, description="file name of /proc/PID/exe")
+    go: bool = Field(False, description="a Go program (the executable has .go.buildinfo)")
+    java_main: Text | None = Field(
+        None, max_length=255, description="the main class or jar a java process runs"
+    )
+
+
+def _ip_address(value: str) -> str:
+    _printable(value, "address")
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise ValueError(f"not an IP address: {value[:60]!r}") from None
+
+
+class Listener(_Model):
+    """One listening TCP socket as the kernel reports it (netlink sock_diag, as `ss -ltn`)."""
+
+    address: Annotated[str, AfterValidator(_ip_address)]
+    port: int = Field(ge=0, le=65535)
+    backlog: int = Field(
+        ge=0, le=2**32 - 1, description="sk_max_ack_backlog: min(listen() backlog, somaxconn)"
+    )
+    queue: Count = Field(description="connections waiting in the accept queue now")
+    process: ListenerProcess | None = Field(None, description="absent: not readable")
 
 
 class Calibration(_Model):
@@ -290,6 +383,11 @@ class HostFacts(_Model):
         None, description="/sys/kernel/mm/transparent_hugepage/enabled; raises min_free_kbytes"
     )
     calibration: Calibration | None = None
+    listeners: list[Listener] | None = Field(
+        None,
+        max_length=100_000,
+        description="TCP listening sockets (netlink sock_diag); absent: not read",
+    )
 
     @field_validator("kernel")
     @classmethod
