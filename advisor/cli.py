@@ -80,10 +80,7 @@ def facts_command(
     kernel_log: opt.KernelLogFile = None,
     query_timeout: opt.QueryTimeout = 10.0,
 ) -> None:
-    """Read this host (or a copied tree) and print a facts file for --facts.
-
-    Listening sockets, kernel messages and per-CPU softnet counters come from the live host;
-    peaks over time from --prometheus."""
+    """Read this host (or a copied tree) into a facts file; peaks over time from --prometheus."""
     from advisor.commands.facts import HistoryOptions
     from advisor.commands.facts import facts as run
 

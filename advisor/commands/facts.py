@@ -30,12 +30,16 @@ def facts(
     from advisor.model.host_facts import facts_from_data, facts_to_data
     from advisor.outputs.facts_file import render_facts
     from advisor.sources.local_host import collect_data
+    from advisor.sources.prometheus import parse_duration
 
     history = history or HistoryOptions()
     if not root.is_dir():
         raise InputError("not a directory", path=root, field="--root")
+    window = parse_duration(history.since)
     kb = load_knowledge()
-    data = collect_data(list(kb.catalog.keys), root, kb.message_matchers(), history.kernel_log)
+    data = collect_data(
+        list(kb.catalog.keys), root, kb.message_matchers(), history.kernel_log, window
+    )
     if history.prometheus is not None:
         _add_history(data, history)
     data = facts_to_data(facts_from_data(data, path=root))

@@ -45,6 +45,7 @@ def host_variables(
         "observed": data["observed"],
         "services": data["services"],
         "nics": data["nics"],
+        "listeners": kb.servers.annotate(data["listeners"]),
     }
     defaults, _ = kb.catalog.defaults(variables)
     return variables, defaults, notes

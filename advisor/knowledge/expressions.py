@@ -85,7 +85,26 @@ def _num(x: float) -> str:
     return human_count(x)
 
 
+def _address(address: object) -> str:
+    """An IP address as it is written before `:port`: IPv6 in brackets."""
+    text = str(address)
+    return f"[{text}]" if ":" in text else text
+
+
+def _fill(template: object, **numbers: object) -> str:
+    """A setting from the server table with its {name} placeholders filled by integers:
+    `listen {port} backlog={backlog};` | fill(port=443, backlog=16384)."""
+    text = str(template)[:1000]
+    for name, value in numbers.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"fill: {name} must be a number")
+        text = text.replace("{" + name + "}", str(int(value)))
+    return text
+
+
 FILTERS: dict[str, Callable[..., Any]] = {
+    "address": _address,
+    "fill": _fill,
     "bytes": human_bytes,
     "pages": _pages,
     "percent": _percent,

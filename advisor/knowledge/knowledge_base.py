@@ -8,9 +8,11 @@ from pathlib import Path
 from advisor.knowledge.catalog import Catalog
 from advisor.knowledge.check_rules import CheckRule, load_check_rules
 from advisor.knowledge.expressions import Compiler
+from advisor.knowledge.kernel_messages import MessageFamily, load_message_families, matchers
 from advisor.knowledge.profiles import Profile, load_profiles
 from advisor.knowledge.resources import data_dir
 from advisor.knowledge.rules import Rule, load_rules
+from advisor.knowledge.servers import ServerTable
 from advisor.knowledge.spec_cache import SpecCache
 from advisor.model.errors import InputError
 
@@ -22,6 +24,8 @@ class KnowledgeBase:
     rules: dict[str, Rule]
     profiles: dict[str, Profile]
     check_rules: dict[str, CheckRule]
+    servers: ServerTable
+    message_families: list[MessageFamily]
 
     @classmethod
     def load(
@@ -36,9 +40,15 @@ class KnowledgeBase:
             [data_dir("profiles"), *(profiles_dirs or [])], rules, compiler, specs
         )
         check_rules = load_check_rules(shipped_rules / "check", compiler, specs)
+        servers = ServerTable.load(shipped_rules / "catalog" / "servers.yaml", specs)
+        families = load_message_families(shipped_rules / "catalog" / "kernel-messages.yaml")
         compiler.save()
         specs.save()
-        return cls(compiler, catalog, rules, profiles, check_rules)
+        return cls(compiler, catalog, rules, profiles, check_rules, servers, families)
+
+    def message_matchers(self) -> dict[str, tuple[str, ...]]:
+        """Message family id -> the lowercase substrings that identify its lines."""
+        return matchers(self.message_families)
 
     def profile(self, name: str) -> Profile:
         try:

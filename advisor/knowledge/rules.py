@@ -50,7 +50,7 @@ class FindingSpec(_Model):
 
 
 class CompanionSpec(_Model):
-    target: str
+    target: str = Field(description="what the setting belongs to; a template (`{{ item.x }}`)")
     when: str | None = None
     for_each: str | None = Field(
         None, description="a list expression; one companion per element, bound to `item`"
@@ -185,6 +185,7 @@ class Rule:
                 expr(c.for_each, f"companions[{i}].for_each") if c.for_each else None,
                 text(c.setting, f"companions[{i}].setting"),
                 text(c.rationale, f"companions[{i}].rationale") if c.rationale else None,
+                text(c.target, f"companions[{i}].target"),
             )
             for i, c in enumerate(spec.companions)
         ]
@@ -240,7 +241,7 @@ class Rule:
                             spec.id, spec.severity, spec.key, message.render_in(ctx), self.id
                         )
                     )
-            for i, (comp, when, for_each, setting, why) in enumerate(self.companions):
+            for i, (_, when, for_each, setting, why, target) in enumerate(self.companions):
                 where = f"companions[{i}]"
                 if when is not None and not when.run(ctx):
                     continue
@@ -250,7 +251,7 @@ class Rule:
                         ctx.vars["item"] = item
                     result.companions.append(
                         CompanionResult(
-                            comp.target,
+                            " ".join(target.render_in(ctx).split()),
                             setting.render_in(ctx),
                             why.render_in(ctx) if why else "",
                             self.id,

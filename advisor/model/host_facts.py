@@ -277,6 +277,9 @@ class SoftnetCpu(_Model):
     processed: Count
     dropped: Count = Field(description="input backlog (netdev_max_backlog) full")
     time_squeeze: Count = Field(description="a poll ran out of netdev_budget or its time")
+    received_rps: Count | None = Field(
+        None, description="packets other CPUs steered here (RPS/RFS); absent before 2.6.35"
+    )
 
 
 class Observed(_Model):
@@ -447,11 +450,30 @@ class HostFacts(_Model):
         speeds = [n.speed_mbps for n in self.nics if n.speed_mbps]
         return max(speeds) if speeds else None
 
+    def _evidence_basis(self) -> dict[str, str]:
+        """How rules name what the observed figures are: `peaks_from` for the *_peak fields
+        and `counted_over` for the counters (listen_overflows, rx_overruns, softnet_*)."""
+        period = self.observed.period
+        if period is None:
+            return {"peaks_from": "as given in the facts", "counted_over": "as given in the facts"}
+        if period.kind == "snapshot":
+            return {
+                "peaks_from": f"a snapshot at {period.at}, not a peak: run `facts` at peak "
+                "time, or with --prometheus for the peak over days",
+                "counted_over": "since boot",
+            }
+        window = _duration_words(period.window_seconds or 0)
+        return {
+            "peaks_from": f"the peak over the {window} to {period.at}",
+            "counted_over": f"over the {window} to {period.at}",
+        }
+
     def expression_data(self) -> dict[str, Any]:
         """The facts as rule expressions see them: plain mappings, lists, strings and numbers
         (nothing callable), plus the derived figures `bits`, `lowmem`, `has_highmem`,
         `arch_family` and `fastest_nic_mbps`."""
         data = self.model_dump(mode="python")
+        data["observed"].update(self._evidence_basis())
         data.update(
             bits=self.bits,
             lowmem=self.lowmem,
@@ -460,6 +482,14 @@ class HostFacts(_Model):
             fastest_nic_mbps=self.fastest_nic_mbps,
         )
         return data
+
+
+def _duration_words(seconds: int) -> str:
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            count = seconds // size
+            return f"last {count} {unit}{'s' if count != 1 else ''}"
+    return f"last {seconds} seconds"
 
 
 def facts_from_data(data: Any, path: Path | None = None, text: str | None = None) -> HostFacts:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import platform
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from advisor.sources.proc_readers import (
     parse_net_dev,
     parse_netstat,
     parse_sockstat,
+    parse_softnet_cpus,
     parse_softnet_stat,
     selected_mode,
 )
@@ -169,7 +171,10 @@ def _sysctls(root: Path, keys: Iterable[str]) -> dict[str, str]:
 
 
 def _observed(root: Path, nics: list[dict[str, Any]]) -> dict[str, Any]:
-    observed: dict[str, Any] = {}
+    observed: dict[str, Any] = {
+        # sockstat is what exists now: the *_peak fields below are a snapshot, and say so
+        "period": {"kind": "snapshot", "source": f"{root / 'proc'}", "at": utc_now()},
+    }
     sockstat = parse_sockstat(_read(root / "proc/net/sockstat", root) or "").get("TCP", {})
     for field, column in (
         ("connections_peak", "inuse"),
@@ -187,11 +192,17 @@ def _observed(root: Path, nics: list[dict[str, Any]]) -> dict[str, Any]:
     overruns = [n["rx_overruns"] for n in nics if "rx_overruns" in n]
     if overruns:
         observed["rx_overruns"] = sum(overruns)
-    softnet = parse_softnet_stat(_read(root / "proc/net/softnet_stat", root) or "")
+    softnet_text = _read(root / "proc/net/softnet_stat", root) or ""
+    softnet = parse_softnet_stat(softnet_text)
     if softnet:
         observed["softnet_dropped"] = softnet["dropped"]
         observed["softnet_time_squeeze"] = softnet["time_squeeze"]
+        observed["softnet"] = parse_softnet_cpus(softnet_text)
     return observed
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _numa_nodes(root: Path) -> int | None:
@@ -231,8 +242,18 @@ def _services(root: Path) -> dict[str, Any]:
     return {}
 
 
-def collect_data(keys: Iterable[str], root: Path = LIVE_ROOT) -> dict[str, Any]:
-    """The facts of the host under `root` as plain data (a facts-file mapping)."""
+def collect_data(
+    keys: Iterable[str],
+    root: Path = LIVE_ROOT,
+    message_matchers: Mapping[str, Sequence[str]] | None = None,
+    kernel_log: Path | None = None,
+    since_seconds: int | None = None,
+) -> dict[str, Any]:
+    """The facts of the host under `root` as plain data (a facts-file mapping).
+
+    On the live host also its listening sockets (netlink); given message families, the kernel
+    log (`kernel_log`, else the journal, kern.log or dmesg; only the files under a copied
+    tree) counted over the last `since_seconds`."""
     keys = tuple(keys)
     live = root.resolve() == LIVE_ROOT
     meminfo_path = root / "proc/meminfo"
@@ -269,8 +290,24 @@ def collect_data(keys: Iterable[str], root: Path = LIVE_ROOT) -> dict[str, Any]:
     thp = selected_mode(_read(root / "sys/kernel/mm/transparent_hugepage/enabled", root) or "")
     if thp:
         data["transparent_hugepage"] = thp
+    if live:
+        from advisor.sources.listeners import read_listeners
+
+        data["listeners"] = read_listeners(root / "proc")
+    if message_matchers is not None:
+        from advisor.sources.kernel_log import read_kernel_log
+
+        log = read_kernel_log(
+            message_matchers, path=kernel_log, since_seconds=since_seconds, root=root
+        )
+        if log is not None:
+            data["observed"].update(log)
     return data
 
 
-def collect(keys: Iterable[str], root: Path = LIVE_ROOT) -> HostFacts:
-    return facts_from_data(collect_data(keys, root), path=root)
+def collect(
+    keys: Iterable[str],
+    root: Path = LIVE_ROOT,
+    message_matchers: Mapping[str, Sequence[str]] | None = None,
+) -> HostFacts:
+    return facts_from_data(collect_data(keys, root, message_matchers), path=root)

@@ -107,6 +107,29 @@ def parse_softnet_stat(text: str) -> dict[str, int]:
     return {"dropped": dropped, "time_squeeze": squeezed} if seen else {}
 
 
+def parse_softnet_cpus(text: str) -> list[dict[str, int]]:
+    """/proc/net/softnet_stat per CPU: processed, dropped, time_squeeze and, where printed,
+    received_rps (column 10: packets another CPU steered here with RPS/RFS). Only online CPUs
+    are printed; kernels that print 13 or more columns give the CPU id in column 13
+    (net/core/net-procfs.c softnet_seq_show()), older ones are numbered by line."""
+    cpus: list[dict[str, int]] = []
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) < 3 or not all(w and set(w) <= _HEX and len(w) <= 16 for w in words):
+            continue
+        cpu = int(words[12], 16) if len(words) >= 13 else len(cpus)
+        entry = {
+            "cpu": min(cpu, 65535),
+            "processed": int(words[0], 16),
+            "dropped": int(words[1], 16),
+            "time_squeeze": int(words[2], 16),
+        }
+        if len(words) >= 10:
+            entry["received_rps"] = int(words[9], 16)
+        cpus.append(entry)
+    return cpus
+
+
 def count_numa_nodes(names: list[str]) -> int | None:
     """Entries of /sys/devices/system/node: `node0`, `node1`, … -> 2."""
     count = sum(1 for n in names if n.startswith("node") and is_decimal(n[4:]))

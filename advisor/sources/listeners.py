@@ -1,0 +1,230 @@
+"""Every listening TCP socket of this host, from the kernel (netlink sock_diag), with its owner.
+
+For a socket in LISTEN state the inet_diag answer carries the accept queue: `idiag_rqueue` is
+sk_ack_backlog (connections waiting for accept() now) and `idiag_wqueue` is sk_max_ack_backlog
+(the backlog the listener got: min(listen() backlog, somaxconn)); `ss -ltn` prints the same two
+figures as Recv-Q and Send-Q (net/ipv4/tcp_diag.c tcp_diag_get_info(), since 2.6.x). The
+owning process is found as `ss -p` finds it: the socket's inode among the links in
+/proc/PID/fd. Without root only the caller's own processes can be looked at; other listeners
+are reported without an owner.
+
+The namespace read is the caller's: run `facts` in the host's network namespace (or a pod's,
+to see that pod's listeners).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+TCP_LISTEN = 10
+MAX_LISTENERS = 100_000
+MAX_FDS_SCANNED = 4_000_000  # bounds the /proc walk on a host holding millions of sockets
+_JAVA_OPTIONS_WITH_VALUE = frozenset(
+    {"-cp", "-classpath", "--class-path", "-p", "--module-path", "--add-modules", "-d"}
+)
+
+
+def read_listeners(proc: Path = Path("/proc")) -> list[dict[str, Any]] | None:
+    """The listeners as facts-file mappings, sorted by port and address; None when the kernel
+    cannot be asked (no pyroute2, no netlink, no sock_diag module)."""
+    sockets = _diag_listeners()
+    if sockets is None:
+        return None
+    owners = _owners({inode for inode, _ in sockets if inode}, proc)
+    listeners = []
+    for inode, listener in sockets:
+        pid = owners.get(inode)
+        if pid is not None:
+            process = describe_process(proc / str(pid), pid)
+            if process is not None:
+                listener["process"] = process
+        listeners.append(listener)
+    listeners.sort(key=lambda item: (item["port"], item["address"]))
+    return listeners
+
+
+def _diag_listeners() -> list[tuple[int, dict[str, Any]]] | None:
+    try:
+        from pyroute2 import DiagSocket
+    except ImportError:
+        return None
+    found: list[tuple[int, dict[str, Any]]] = []
+    try:
+        with DiagSocket() as diag:
+            diag.bind()
+            for family in (socket.AF_INET, socket.AF_INET6):
+                for message in diag.get_sock_stats(family=family, states=1 << TCP_LISTEN):
+                    if message.get("idiag_state") != TCP_LISTEN:
+                        continue
+                    found.append(
+                        (
+                            int(message.get("idiag_inode") or 0),
+                            {
+                                "address": str(message.get("idiag_src")),
+                                "port": int(message.get("idiag_sport") or 0),
+                                "backlog": int(message.get("idiag_wqueue") or 0),
+                                "queue": int(message.get("idiag_rqueue") or 0),
+                            },
+                        )
+                    )
+                    if len(found) >= MAX_LISTENERS:
+                        return found
+    except (OSError, ValueError):
+        return None
+    return found
+
+
+def _owners(inodes: set[int], proc: Path) -> dict[int, int]:
+    """Socket inode -> the lowest pid holding it (nginx's master before its workers)."""
+    owners: dict[int, int] = {}
+    if not inodes:
+        return owners
+    wanted = {f"socket:[{inode}]": inode for inode in inodes}
+    scanned = 0
+    for pid in sorted(_pids(proc)):
+        try:
+            with os.scandir(proc / str(pid) / "fd") as entries:
+                for entry in entries:
+                    scanned += 1
+                    try:
+                        target = os.readlink(entry.path)
+                    except OSError:
+                        continue
+                    inode = wanted.get(target)
+                    if inode is not None and inode not in owners:
+                        owners[inode] = pid
+        except OSError:
+            continue  # gone, or another user's process without root
+        if len(owners) == len(inodes) or scanned > MAX_FDS_SCANNED:
+            break
+    return owners
+
+
+def _pids(proc: Path) -> Iterator[int]:
+    try:
+        with os.scandir(proc) as entries:
+            for entry in entries:
+                if entry.name.isdigit():
+                    yield int(entry.name)
+    except OSError:
+        return
+
+
+def describe_process(directory: Path, pid: int) -> dict[str, Any] | None:
+    """pid, comm, the executable's file name, whether it is a Go program, and for java the
+    main class or jar. Command-line arguments are not kept (they may hold secrets)."""
+    command = _small_text(directory / "comm")
+    if not command:
+        return None
+    process: dict[str, Any] = {"pid": pid, "command": _printable(command)[:64]}
+    try:
+        executable = os.readlink(directory / "exe").removesuffix(" (deleted)")
+    except OSError:
+        executable = ""
+    name = os.path.basename(executable)
+    if name:
+        process["executable"] = _printable(name)[:255]
+        if is_go_binary(directory / "exe"):
+            process["go"] = True
+    if name == "java" or command == "java":
+        main = java_main(_cmdline(directory / "cmdline"))
+        if main:
+            process["java_main"] = _printable(main)[:255]
+    return process
+
+
+def _small_text(path: Path, limit: int = 4096) -> str:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(limit).decode("utf-8", errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def _cmdline(path: Path) -> list[str]:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(1 << 16)
+    except OSError:
+        return []
+    return [part.decode("utf-8", errors="replace") for part in raw.split(b"\0") if part]
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
+def java_main(argv: list[str]) -> str | None:
+    """What a java command line runs: `java -Xmx1g -cp a.jar org.Main x` -> org.Main;
+    `java -jar /opt/app/app.jar` -> app.jar; `java -m mod/org.Main` -> org.Main."""
+    arguments = iter(argv[1:])
+    for argument in arguments:
+        if argument in ("-jar",):
+            jar = next(arguments, "")
+            return os.path.basename(jar) or None
+        if argument in ("-m", "--module"):
+            module = next(arguments, "")
+            return module.rpartition("/")[2] or None
+        if argument in _JAVA_OPTIONS_WITH_VALUE:
+            next(arguments, None)
+            continue
+        if argument.startswith("-"):
+            continue
+        return argument
+    return None
+
+
+_ELF_MAGIC = b"\x7fELF"
+_GO_SECTIONS = (b".go.buildinfo", b".note.go.buildid")
+MAX_SECTIONS = 4096
+MAX_SECTION_NAMES = 1 << 20
+
+
+def is_go_binary(path: Path) -> bool:
+    """Whether an ELF executable was built by the Go toolchain: it has a `.go.buildinfo`
+    section (Go 1.13 and later) or a `.note.go.buildid` note. Reads only the section table."""
+    try:
+        with open(path, "rb") as handle:
+            return _has_go_section(handle)
+    except (OSError, struct.error, ValueError):
+        return False
+
+
+def _has_go_section(handle: Any) -> bool:
+    ident = handle.read(16)
+    if len(ident) < 16 or ident[:4] != _ELF_MAGIC or ident[4] not in (1, 2):
+        return False
+    wide = ident[4] == 2
+    order = "<" if ident[5] == 1 else ">"
+    if wide:
+        header = struct.unpack(order + "HHIQQQIHHHHHH", handle.read(48))
+    else:
+        header = struct.unpack(order + "HHIIIIIHHHHHH", handle.read(36))
+    shoff, shentsize, shnum, shstrndx = header[5], header[10], header[11], header[12]
+    if not shoff or not 0 < shnum <= MAX_SECTIONS or shstrndx >= shnum:
+        return False
+    entry = "IIQQQQIIQQ" if wide else "IIIIIIIIII"
+    if shentsize < struct.calcsize(order + entry):
+        return False
+    handle.seek(shoff)
+    table = handle.read(shentsize * shnum)
+    sections = [
+        struct.unpack_from(order + entry, table, i * shentsize)
+        for i in range(min(shnum, len(table) // shentsize))
+    ]
+    if shstrndx >= len(sections):
+        return False
+    names_offset, names_size = sections[shstrndx][4], sections[shstrndx][5]
+    handle.seek(names_offset)
+    names = handle.read(min(names_size, MAX_SECTION_NAMES))
+    for section in sections:
+        start = section[0]
+        end = names.find(b"\0", start)
+        if start < len(names) and names[start : end if end != -1 else None] in _GO_SECTIONS:
+            return True
+    return False

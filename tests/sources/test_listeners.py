@@ -1,0 +1,164 @@
+"""The listener reader: sock_diag in a private network namespace against `ss -ltn`, owners
+through a /proc tree built at test time, Go detection on ELF files built at test time, and the
+java main-class reader."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from advisor.model.host_facts import HostFacts
+from advisor.sources.listeners import _owners, describe_process, is_go_binary, java_main
+from tests.conftest import ROOT
+from tests.namespaces import in_namespace, needs_netns
+
+
+def test_java_main_class_or_jar() -> None:
+    assert java_main(["java", "-Xmx1g", "-cp", "a.jar:b.jar", "org.Main", "x"]) == "org.Main"
+    assert java_main(["java", "-Dcatalina.base=/x", "-classpath", "b.jar",
+                      "org.apache.catalina.startup.Bootstrap", "start"]) == (
+        "org.apache.catalina.startup.Bootstrap"
+    )  # fmt: skip
+    assert java_main(["/usr/bin/java", "-jar", "/opt/app/app.jar"]) == "app.jar"
+    assert java_main(["java", "-m", "mod/org.Main"]) == "org.Main"
+    assert java_main(["java", "-version"]) is None
+    assert java_main([]) is None
+
+
+def _fake_process(proc: Path, pid: int, comm: str, exe: str, fds: dict[str, str]) -> None:
+    directory = proc / str(pid)
+    (directory / "fd").mkdir(parents=True)
+    (directory / "comm").write_text(comm + "\n")
+    os.symlink(exe, directory / "exe")
+    (directory / "cmdline").write_bytes(b"\0".join(w.encode() for w in comm.split()) + b"\0")
+    for fd, target in fds.items():
+        os.symlink(target, directory / "fd" / fd)
+
+
+def test_owner_is_the_lowest_pid_holding_the_socket(workdir: Path) -> None:
+    proc = workdir / "proc"
+    _fake_process(proc, 120, "nginx", "/usr/sbin/nginx", {"6": "socket:[5001]"})  # a worker
+    _fake_process(proc, 100, "nginx", "/usr/sbin/nginx", {"6": "socket:[5001]", "7": "pipe:[9]"})
+    _fake_process(proc, 300, "redis-server", "/usr/bin/redis-server", {"3": "socket:[5002]"})
+    (proc / "self").mkdir()  # not a pid
+    assert _owners({5001, 5002, 5003}, proc) == {5001: 100, 5002: 300}
+
+
+def test_process_description_keeps_no_arguments(workdir: Path) -> None:
+    proc = workdir / "proc"
+    _fake_process(proc, 7, "redis-server", "/usr/bin/redis-server (deleted)", {})
+    (proc / "7" / "cmdline").write_bytes(b"redis-server\0--requirepass\0s3cret\0")
+    described = describe_process(proc / "7", 7)
+    assert described == {"pid": 7, "command": "redis-server", "executable": "redis-server"}
+    assert "s3cret" not in json.dumps(described)
+
+
+def test_hostile_process_names_are_made_printable(workdir: Path) -> None:
+    proc = workdir / "proc"
+    hostile = "evil\x1b[2J\nname"
+    _fake_process(proc, 9, "x", "/tmp/" + hostile.replace("/", ""), {})
+    (proc / "9" / "comm").write_text(hostile)
+    described = describe_process(proc / "9", 9)
+    assert described is not None
+    assert described["command"].isprintable() and described["executable"].isprintable()
+    HostFacts.model_validate(
+        {"memory": {"total": "1 GiB"}, "listeners": [
+            {"address": "0.0.0.0", "port": 1, "backlog": 1, "queue": 0, "process": described}
+        ]}
+    )  # fmt: skip
+
+
+def _elf_with_section(workdir: Path, section: str | None) -> Path:
+    source = workdir / "main.c"
+    source.write_text("int main(void) { return 0; }\n")
+    binary = workdir / f"prog-{section or 'plain'}".replace(".", "_")
+    subprocess.run(["gcc", "-o", str(binary), str(source)], check=True)
+    if section:
+        payload = workdir / "payload"
+        payload.write_bytes(b"\xff Go buildinf:" + bytes(16))
+        subprocess.run(
+            ["objcopy", "--add-section", f"{section}={payload}", str(binary)], check=True
+        )
+    return binary
+
+
+@pytest.mark.skipif(
+    not (shutil.which("gcc") and shutil.which("objcopy")), reason="needs gcc and objcopy"
+)
+def test_go_binaries_are_told_by_their_sections(workdir: Path) -> None:
+    assert is_go_binary(_elf_with_section(workdir, ".go.buildinfo"))
+    assert is_go_binary(_elf_with_section(workdir, ".note.go.buildid"))
+    assert not is_go_binary(_elf_with_section(workdir, None))
+    assert not is_go_binary(Path(sys.executable))
+
+
+def test_truncated_or_hostile_elf_files_are_not_go(workdir: Path) -> None:
+    cases = {
+        "empty": b"",
+        "magic only": b"\x7fELF",
+        "header only": b"\x7fELF\x02\x01\x01" + bytes(9) + bytes(48),
+        # a section table claimed far beyond the file, and a huge section count
+        "bad offsets": b"\x7fELF\x02\x01\x01" + bytes(9)
+        + (2).to_bytes(2, "little") * 2 + bytes(4) + bytes(8) + bytes(8)
+        + (2**62).to_bytes(8, "little") + bytes(4) + (64).to_bytes(2, "little") * 3
+        + (65535).to_bytes(2, "little") * 2 + (1).to_bytes(2, "little"),
+        "random": os.urandom(4096),
+    }  # fmt: skip
+    for name, data in cases.items():
+        path = workdir / name.replace(" ", "-")
+        path.write_bytes(data)
+        assert not is_go_binary(path), name
+    fifo = workdir / "fifo"
+    os.mkfifo(fifo)
+    assert not is_go_binary(workdir / "missing")
+
+
+# A server with two listeners and one waiting connection; the reader and `ss -ltn` must agree.
+SCRIPT = """
+python3 - <<'PY' &
+import socket, time
+a = socket.socket(); a.bind(("127.0.0.1", 7000)); a.listen(1000)
+b = socket.socket(socket.AF_INET6); b.bind(("::", 7001)); b.listen(5)
+c = socket.create_connection(("127.0.0.1", 7000))
+open("{ready}", "w").close()
+time.sleep(30)
+PY
+server=$!
+trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true' EXIT
+i=0; while [ ! -e "{ready}" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+echo "== ss"; ss -Hltn
+echo "== advisor"; cd "{root}" && "{python}" -c '
+import json; from advisor.sources.listeners import read_listeners
+print(json.dumps(read_listeners()))'
+"""
+
+
+@needs_netns
+@pytest.mark.skipif(shutil.which("ss") is None, reason="needs iproute2 ss")
+def test_listeners_match_ss_in_a_private_namespace(workdir: Path) -> None:
+    script = SCRIPT.format(ready=workdir / "ready", root=ROOT, python=sys.executable)
+    result = in_namespace(script, timeout=60)
+    assert result.returncode == 0, result.stderr
+    ss_part, advisor_part = result.stdout.split("== advisor\n")
+    ss = {}
+    for line in ss_part.splitlines()[1:]:
+        _state, recv_q, send_q, local, *_ = line.split()
+        # ss writes a dual-stack [::] listener as *
+        ss[local.replace("*:", "[::]:", 1)] = (int(recv_q), int(send_q))
+    listeners = json.loads(advisor_part)
+    seen = {
+        f"{'[' + l['address'] + ']' if ':' in l['address'] else l['address']}:{l['port']}": (
+            l["queue"],
+            l["backlog"],
+        )
+        for l in listeners  # noqa: E741
+    }
+    assert seen == ss == {"127.0.0.1:7000": (1, 1000), "[::]:7001": (0, 5)}
+    owners = {l["port"]: l["process"]["command"] for l in listeners}  # noqa: E741
+    assert owners == {7000: "python3", 7001: "python3"}
