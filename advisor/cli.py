@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from advisor import cli_options as opt
-from advisor.commands.common import Quiet, discard_stdout, error_line, guarded
+from advisor.commands.common import Quiet, guarded, run_cli
 
 app = typer.Typer(
     name="sysctl-advisor",
@@ -81,8 +81,7 @@ def facts_command(
     query_timeout: opt.QueryTimeout = 10.0,
 ) -> None:
     """Read this host (or a copied tree) into a facts file; peaks over time from --prometheus."""
-    from advisor.commands.facts import HistoryOptions
-    from advisor.commands.facts import facts as run
+    from advisor.commands.facts import HistoryOptions, facts as run  # noqa: I001
 
     history = HistoryOptions(prometheus, instance, since, kernel_log, query_timeout)
     raise typer.Exit(guarded(lambda: run(root, fmt.value, output, history)))
@@ -116,13 +115,19 @@ def fleet(
     jobs: opt.Jobs = 0,
     rules_dir: opt.RulesDir = None,
     profiles_dir: opt.ProfilesDir = None,
+    prometheus: opt.Prometheus = None,
+    instance: opt.InstanceTemplate = None,
+    since: opt.Since = "14d",
+    query_timeout: opt.QueryTimeout = 10.0,
 ) -> None:
-    """Advise every host of an Ansible fleet: a file per host and a playbook that installs them.
-    Exit 0: every host written; 1: some hosts skipped; 2: nothing could be done."""
-    from advisor.commands.fleet import fleet as run
+    """Advise every host of an Ansible fleet: a file per host and a playbook to install them.
 
+    Exit 0: every host written; 1: some hosts skipped; 2: nothing could be done."""
+    from advisor.commands.fleet import FleetHistory, fleet as run  # noqa: I001
+
+    history = FleetHistory(prometheus, instance, since, query_timeout) if prometheus else None
     args = (ansible_facts, out, profile, profile_map, inventory, jobs, rules_dir, profiles_dir)
-    raise typer.Exit(guarded(lambda: run(*args)))
+    raise typer.Exit(guarded(lambda: run(*args, history=history)))
 
 
 @app.command()
@@ -172,26 +177,4 @@ def list_rules(
 
 
 def main() -> None:
-    try:
-        code = app(standalone_mode=False)
-    except KeyboardInterrupt:
-        discard_stdout()
-        error_line("interrupted")
-        raise SystemExit(130) from None
-    except BrokenPipeError:
-        discard_stdout()
-        raise SystemExit(2) from None
-    except Exception as exc:
-        # A usage error (click's, vendored by typer): one line, not usage text and a box.
-        describe = getattr(exc, "format_message", None)
-        if type(exc).__name__ == "NoArgsIsHelpError" and callable(describe):
-            typer.echo(str(describe()), err=True)  # no command: the help, as before
-            raise SystemExit(2) from None
-        if callable(describe) and hasattr(exc, "exit_code"):
-            error_line(f"error: {' '.join(str(describe()).split())}")
-            raise SystemExit(2) from None
-        raise
-    if code == 130:  # typer turns Ctrl-C into a silent Exit(130)
-        discard_stdout()
-        error_line("interrupted")
-    raise SystemExit(code if isinstance(code, int) else 0)
+    run_cli(app)

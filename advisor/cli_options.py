@@ -128,6 +128,15 @@ Instance = Annotated[
         metavar="NAME",
     ),
 ]
+InstanceTemplate = Annotated[
+    str | None,
+    typer.Option(
+        "--instance",
+        help="Each host's `instance` label: {host} is its inventory name (e.g. {host}:9100); "
+        "default: its hostname, any port.",
+        metavar="TEMPLATE",
+    ),
+]
 Since = Annotated[
     str,
     typer.Option(

@@ -50,7 +50,7 @@ def facts(
 def _add_history(data: dict[str, Any], history: HistoryOptions) -> None:
     """Replace the snapshot figures with peaks over the window from Prometheus; a figure the
     server lacks keeps no value (a gap, named in observed.period.gaps)."""
-    from advisor.sources.prometheus import read_history
+    from advisor.sources.prometheus import read_history, with_history
 
     assert history.prometheus is not None
     peaks = read_history(
@@ -60,21 +60,4 @@ def _add_history(data: dict[str, Any], history: HistoryOptions) -> None:
         since=history.since,
         timeout=history.query_timeout,
     )
-    observed = data.setdefault("observed", {})
-    for name in SNAPSHOT_FIELDS:
-        observed.pop(name, None)
-    observed.update(peaks)
-
-
-# Figures a snapshot gives that history replaces (totals since boot become increases).
-SNAPSHOT_FIELDS = (
-    "orphans_peak",
-    "time_wait_peak",
-    "connections_peak",
-    "tcp_mem_pages_peak",
-    "listen_overflows",
-    "listen_drops",
-    "rx_overruns",
-    "softnet_dropped",
-    "softnet_time_squeeze",
-)
+    data["observed"] = with_history(data.get("observed", {}), peaks)

@@ -31,6 +31,7 @@ from advisor.engine.plan_builder import build_plan
 from advisor.knowledge.knowledge_base import KnowledgeBase
 from advisor.knowledge.profile_map import ProfileMap, load_profile_map
 from advisor.model.errors import InputError
+from advisor.model.host_facts import HostFacts
 from advisor.outputs.fleet_outdir import check_outdir, discard, locked, publish, staging_directory
 from advisor.outputs.fleet_summary import HostOutcome, SummaryWriter
 from advisor.outputs.plan_render import Renderer, rebuild_command
@@ -45,6 +46,31 @@ HOST_FILES = "host_files"
 HOST_VARS = "host_vars"
 
 
+@dataclass(frozen=True)
+class FleetHistory:
+    """Peaks over time for every host from one Prometheus (`fleet --prometheus`)."""
+
+    url: str
+    instance: str | None = None  # a template: {host} is the inventory name
+    since: str = "14d"
+    timeout: float = 10.0
+
+    def add_to(self, facts: HostFacts, host: str) -> HostFacts:
+        from advisor.model.host_facts import Observed
+        from advisor.sources.prometheus import read_history, with_history
+
+        instance = self.instance.replace("{host}", host) if self.instance else None
+        peaks = read_history(
+            self.url,
+            instance=instance,
+            hostname=facts.hostname,
+            since=self.since,
+            timeout=self.timeout,
+        )
+        observed = with_history(facts.observed.model_dump(exclude_none=True), peaks)
+        return facts.model_copy(update={"observed": Observed.model_validate(observed)})
+
+
 @dataclass
 class FleetJob:
     """Everything one host needs, built once in the parent before the workers fork."""
@@ -53,6 +79,7 @@ class FleetJob:
     renderer: Renderer
     profile_map: ProfileMap
     staging: Path
+    history: FleetHistory | None = None
 
     def advise(self, path: Path) -> HostOutcome:
         host = path.name
@@ -77,6 +104,8 @@ class FleetJob:
         if choice is None:
             return HostOutcome(host, str(path), error="no profile: the map matches nothing")
         facts = load_ansible_facts(path)
+        if self.history is not None:
+            facts = self.history.add_to(facts, host)
         plan = build_plan(self.kb, facts, choice.profile, choice.overrides)
         command = rebuild_command(choice.profile, path, choice.overrides)
         conf = self.renderer.render(plan, "conf", command)
@@ -149,6 +178,7 @@ def run_fleet(
     on_host: Callable[[HostOutcome], None],
     summary_writer: Callable[[Path, Iterator[HostOutcome]], int],
     note: Callable[[str], None] = lambda _: None,
+    history: FleetHistory | None = None,
 ) -> int:
     """Advise every host, write the outputs; returns how many hosts were written. OUTDIR is
     replaced as a whole, only when at least one host was written (see fleet_outdir)."""
@@ -160,7 +190,7 @@ def run_fleet(
         try:
             for name in (HOST_FILES, HOST_VARS):
                 (staging / name).mkdir()
-            job = FleetJob(kb, renderer, profile_map, staging)
+            job = FleetJob(kb, renderer, profile_map, staging, history)
             hosts: list[str] = []
 
             def outcomes() -> Iterator[HostOutcome]:
@@ -197,15 +227,21 @@ def fleet(
     jobs: int = 0,
     rules_dir: list[Path] | None = None,
     profiles_dir: list[Path] | None = None,
+    history: FleetHistory | None = None,
 ) -> int:
     """Exit 0: every host written; 1: some hosts skipped; nothing written is an InputError."""
+    if history is not None:
+        from advisor.sources.prometheus import check_server, parse_duration
+
+        parse_duration(history.since)
+        check_server(history.url, history.timeout)
     kb = load_knowledge(rules_dir, profiles_dir)
     pmap = load_profile_map(profile_map, profile, kb.profiles, inventory)
     paths = fact_files(ansible_facts)
     summary = SummaryWriter(ansible_facts, profile_map, profile)
     with progress_reporter(len(paths), sys.stderr.isatty() and not Quiet.on) as on_host:
         written = run_fleet(
-            kb, paths, pmap, out, jobs or os.cpu_count() or 1, on_host, summary, note
+            kb, paths, pmap, out, jobs or os.cpu_count() or 1, on_host, summary, note, history
         )
     totals = summary.totals
     for host, reason in totals.skipped:

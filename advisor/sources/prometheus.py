@@ -467,3 +467,20 @@ def _one_instance(
         f"({listed}): pass --instance with the one to read",
         field="--instance",
     )
+
+
+def with_history(observed: dict[str, Any], history: dict[str, Any]) -> dict[str, Any]:
+    """`observed` with the figures a snapshot gives (sockstat now, counters since boot)
+    replaced by `history`: a figure Prometheus lacks is left out, not kept from the snapshot
+    (it is named in period.gaps)."""
+    kept = {k: v for k, v in observed.items() if k not in _FIELDS and k != "period"}
+    return {**kept, **history}
+
+
+def check_server(url: str, timeout: float = 10.0) -> None:
+    """One cheap query, so that a fleet run fails once, not once per host, when the server is
+    down or is not Prometheus."""
+    _Server.parse(url, timeout).query("vector(1)", time.time())
+
+
+_FIELDS = frozenset(figure.field for figure in FIGURES)

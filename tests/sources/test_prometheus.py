@@ -112,6 +112,9 @@ class FakePrometheus:
     reply: Callable[[BaseHTTPRequestHandler], None] | None = None  # replaces the answer
 
     def answer(self, params: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        if params.get("query") == "vector(1)":  # fleet's check that the server answers
+            one = [{"metric": {}, "value": [float(params["time"]), "1"]}]
+            return 200, {"status": "success", "data": {"resultType": "vector", "result": one}}
         match = QUERY.fullmatch(params.get("query", ""))
         if match is None:
             return 400, {"status": "error", "errorType": "bad_data", "error": "parse error"}
@@ -192,6 +195,58 @@ def one_line(error: InputError) -> str:
     text = str(error)
     assert "\n" not in text and "\r" not in text and text.isprintable(), text
     return text
+
+
+# --- fleet ---------------------------------------------------------------------------------
+
+
+def test_fleet_takes_each_hosts_peaks_by_its_instance_label(
+    fake: FakePrometheus, workdir: Path
+) -> None:
+    """`fleet --prometheus URL --instance {host}:9100`: each host's plan uses its own peaks
+    (an orphan peak that only one host saw sets tcp_max_orphans only there)."""
+    from typer.testing import CliRunner
+
+    from advisor.cli import app
+    from tests.commands.test_fleet import TREE
+
+    tree = workdir / "tree"
+    tree.mkdir()
+    for name in ("web-01", "dtn-01"):
+        shutil.copy(TREE / name, tree / name)
+    add(fake, full_series("web-01:9100", orphans_peak="90000"))
+    add(fake, full_series("dtn-01:9100", orphans_peak="10"))
+    out = workdir / "out"
+    args = ["fleet", "--ansible-facts", str(tree), "--profile", "base", "--out", str(out)]
+    result = CliRunner().invoke(
+        app, [*args, "--prometheus", fake.url, "--instance", "{host}:9100", "--since", "7d"]
+    )
+    assert result.exit_code == 0, result.stderr
+    web = (out / "host_files" / "web-01.conf").read_text()
+    dtn = (out / "host_files" / "dtn-01.conf").read_text()
+    assert "net.ipv4.tcp_max_orphans = 360000" in web
+    assert "the peak over the last 7 days" in web
+    assert "net.ipv4.tcp_max_orphans = 262144 (wanted 40;" in dtn  # kept: default covers it
+    instances = {q["query"].split('instance="', 1)[1].split('"')[0] for q in fake.queries[1:]}
+    assert instances == {"web-01:9100", "dtn-01:9100"}
+
+
+def test_fleet_stops_once_when_the_server_is_down(workdir: Path) -> None:
+    from typer.testing import CliRunner
+
+    from advisor.cli import app
+    from tests.commands.test_fleet import TREE
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    args = ["fleet", "--ansible-facts", str(TREE), "--profile", "base"]
+    result = CliRunner().invoke(
+        app, [*args, "--out", str(workdir / "out"), "--prometheus", f"http://127.0.0.1:{port}"]
+    )
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "connection refused" in result.stderr
+    assert not (workdir / "out").exists()
 
 
 # --- answers ---------------------------------------------------------------------------------
