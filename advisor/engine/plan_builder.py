@@ -46,6 +46,10 @@ def host_variables(
         "services": data["services"],
         "nics": data["nics"],
         "listeners": kb.servers.annotate(data["listeners"]),
+        "message_families": {
+            f.id: {"title": f.title, "means": " ".join(f.means.split())}
+            for f in kb.message_families
+        },
     }
     defaults, _ = kb.catalog.defaults(variables)
     return variables, defaults, notes

@@ -33,6 +33,7 @@ MAX_EXAMPLE characters. Matching is plain substring search: linear in the input.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -385,6 +386,9 @@ def _run(argv: list[str]) -> bytes | None:
                 if size >= MAX_LOG_BYTES:
                     break
     finally:
+        if complete:  # output closed: let it exit with its own status
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=max(0.5, deadline - time.monotonic()))
         if proc.poll() is None:
             proc.kill()
         proc.wait()
@@ -417,12 +421,13 @@ def _tally_lines(lines: Sequence[bytes], tally: _Tally, now: float, fmt: Format 
             _journal_entry(raw, tally)
         return
     this_year = _year_of(now)
+    previous: _Stamp = (None, None)
     for raw in lines:
         text = raw.decode("utf-8", errors="replace")
         if fmt == "syslog":
             _syslog_line(text, tally, now, this_year)
         else:
-            _dmesg_line(text, tally, now)
+            previous = _dmesg_line(text, tally, previous)
 
 
 def _detect(lines: Sequence[bytes]) -> Format:
@@ -488,23 +493,28 @@ def _kernel_message(text: str, tally: _Tally, when: float | None) -> None:
     tally.add(text[uptime.end() :] if uptime else text, when)
 
 
-def _dmesg_line(text: str, tally: _Tally, now: float) -> None:
+_Stamp = tuple[float | None, float | None]  # (wall-clock time, seconds since boot)
+
+
+def _dmesg_line(text: str, tally: _Tally, previous: _Stamp) -> _Stamp:
+    """Count one dmesg line; return its time for the next line. A line without a time of its
+    own after one with a time continues that message (dmesg indents the further lines of a
+    multi-line message) and takes its time."""
     if not text.strip():
-        return
+        return previous
     match = _DMESG_UPTIME.match(text)
     if match is not None:
-        tally.add(text[match.end() :], None, float(match["uptime"]))
-        return
-    match = _DMESG_CTIME.match(text)
-    if match is not None:
+        stamp: _Stamp = (None, float(match["uptime"]))
+    elif (match := _DMESG_CTIME.match(text)) is not None:
         when = _local_time(int(match["year"]), match["mon"], match["day"], match["time"])
-        tally.add(text[match.end() :], when)
-        return
-    match = _ISO_PREFIX.match(text)
-    if match is not None and _DMESG_ISO.match(text):
-        tally.add(text[match.end() :], _iso_time(match))
-        return
-    tally.add(text, None)  # `dmesg -t`, `journalctl -o cat`: no time
+        stamp = (when, None)
+    elif (match := _ISO_PREFIX.match(text)) is not None and _DMESG_ISO.match(text):
+        stamp = (_iso_time(match), None)
+    else:  # a continuation line; or `dmesg -t`, `journalctl -o cat`: no time at all
+        tally.add(text.strip(), *previous)
+        return previous
+    tally.add(text[match.end() :], *stamp)
+    return stamp
 
 
 # --- times ----------------------------------------------------------------------------------

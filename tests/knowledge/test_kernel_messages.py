@@ -23,45 +23,54 @@ SHIPPED = data_dir("rules") / "catalog" / "kernel-messages.yaml"
 # pr_fmt prefixes), and lines that look alike but are something else.
 ERAS: dict[str, list[str]] = {
     "tcp.out-of-socket-memory": [
-        "Out of socket memory",  # 2.6.32 tcp_out_of_resources()
+        "Out of socket memory",  # 2.6.12 .. 3.2 tcp_out_of_resources()
     ],
     "tcp.too-many-orphans": [
-        "TCP: too many of orphaned sockets",  # 2.6.32 tcp_close()
-        "TCP: too many orphaned sockets",  # 3.4+ tcp_check_oom()
+        "TCP: too many of orphaned sockets",  # 2.6.12 .. 3.2 tcp_close()
+        "TCP: too many orphaned sockets",  # 3.3+ tcp_check_oom()
     ],
     "tcp.out-of-memory": [
-        "TCP: out of memory -- consider tuning tcp_mem",  # 3.4+ tcp_check_oom()
+        "TCP: out of memory -- consider tuning tcp_mem",  # 3.3+ tcp_check_oom()
     ],
     "tcp.syn-flood": [
-        "possible SYN flooding on port 80. Sending cookies.",  # 2.6 syn_flood_warning()
-        "TCP: Possible SYN flooding on port 80. Sending cookies.  Check SNMP counters.",
-        "TCPv6: Possible SYN flooding on port 443. Dropping request.  Check SNMP counters.",
+        "possible SYN flooding on port 80. Sending cookies.",  # IPv4 .. 2.6.35
+        "TCPv6: Possible SYN flooding on port 80. Dropping request.",  # IPv6 .. 3.0
+        "TCP: Possible SYN flooding on port 80. Dropping request.",  # IPv4 2.6.36 .. 3.0
+        "TCP: Possible SYN flooding on port 80. Sending cookies.  Check SNMP counters.",  # 3.1
+        "TCP: TCP: Possible SYN flooding on port 80. Sending cookies.  Check SNMP counters.",
+        "TCP: TCPv6: Possible SYN flooding on port 443. Dropping request.  Check SNMP counters.",
         "TCP: request_sock_TCP: Possible SYN flooding on port 80. Sending cookies.  "
+        "Check SNMP counters.",  # 3.17 .. 6.1
+        "TCP: request_sock_TCPv6: Possible SYN flooding on port 443. Dropping request.  "
         "Check SNMP counters.",
-        "TCP: request_sock_TCP: Possible SYN flooding on port [::]:443. Sending cookies.  "
-        "Check SNMP counters.",
+        "TCP: request_sock_TCP: Possible SYN flooding on port 192.0.2.1:80. Sending cookies.",
         "TCP: request_sock_TCPv6: Possible SYN flooding on port [::]:443. Dropping request.",
-        "TCP: request_sock_TCP: Possible SYN flooding on port 0.0.0.0:7070. Sending cookies.",
         "TCP: request_sock_subflow_v4: Possible SYN flooding on port [::]:20002. Sending cookies.",
     ],
     "tcp.time-wait-overflow": [
-        "TCP: time wait bucket table overflow",
+        "TCP: time wait bucket table overflow",  # .. 2.6.36
     ],
     "netfilter.conntrack-table-full": [
-        "ip_conntrack: table full, dropping packet.",
-        "nf_conntrack: table full, dropping packet.",
-        "nf_conntrack: table full, dropping packet",
-        "nf_conntrack: nf_conntrack: table full, dropping packet",
+        "ip_conntrack: table full, dropping packet.",  # .. 2.6.21
+        "nf_conntrack: table full, dropping packet.",  # 2.6.15 .. 3.4
+        "nf_conntrack: table full, dropping packet",  # 3.5 .. 4.6
+        "nf_conntrack: nf_conntrack: table full, dropping packet",  # 4.7+
     ],
     "mm.page-allocation-failure": [
-        "java: page allocation failure. order:0, mode:0x20",  # 2.6
-        "swapper/0: page allocation failure: order:2, mode:0x4020",  # 3.x
+        "java: page allocation failure. order:0, mode:0x20",  # .. 2.6.39
+        "swapper/0: page allocation failure: order:2, mode:0x4020",  # 3.0 .. 4.4
+        "java: page allocation failure: order:0, mode:0x2080020(GFP_ATOMIC)",  # 4.6 .. 4.11
+        "java: page allocation failure: order:0, mode:0x2080020(GFP_ATOMIC), nodemask=(null)",
         "nginx: page allocation failure: order:4, mode:0x40dc0(GFP_KERNEL|__GFP_COMP|"
-        "__GFP_ZERO), nodemask=(null),cpuset=/,mems_allowed=0",  # 4.10+ warn_alloc()
+        "__GFP_ZERO), nodemask=(null),cpuset=/,mems_allowed=0",  # 5.0+ warn_alloc()
     ],
     "neigh.table-overflow": [
-        "Neighbour table overflow.",
-        "neighbour: arp_cache: neighbor table overflow!",
+        "Neighbour table overflow.",  # .. 2.6.35 (route cache)
+        "ipv4: Neighbour table overflow.",  # 2.6.36 .. 3.3
+        "ipv6: Neighbour table overflow.",
+        "IPv4: Neighbour table overflow",  # 3.4, 3.5
+        "IPv6: Neighbour table overflow",
+        "neighbour: arp_cache: neighbor table overflow!",  # 4.3+ neigh_alloc()
         "neighbour: ndisc_cache: neighbor table overflow!",
     ],
 }
@@ -80,7 +89,7 @@ NEAR_MISSES: dict[str, list[str]] = {
     ],
     "tcp.syn-flood": [
         "TCP: drop open request from 10.0.0.1/80",
-        "SYN flooding suspected",
+        "net_ratelimit: 10 callbacks suppressed",
     ],
     "tcp.time-wait-overflow": [
         "TCP: time wait bucket table full",
