@@ -37,7 +37,7 @@ def check(
     kb = load_knowledge()
     context = CheckContext()
     if facts is not None:
-        host = read_facts(facts, list(kb.catalog.keys))
+        host = read_facts(facts, kb)
         variables, defaults, _ = host_variables(kb, host)
         context.facts, context.host, context.defaults = host, variables["host"], defaults
         context.kernel = variables["kernel"].version

@@ -104,17 +104,21 @@ def load_knowledge(
     return KnowledgeBase.load(rules_dir, profiles_dir)
 
 
-def read_facts(path: Path | None, keys: list[str], nginx_conf: Path | None = None) -> HostFacts:
-    """The facts file (or this host), with service configs such as nginx.conf parsed."""
+def read_facts(path: Path | None, kb: KnowledgeBase, nginx_conf: Path | None = None) -> HostFacts:
+    """The facts file (or this host, read as `facts` reads it: listeners, the kernel log over
+    the default window), with service configs such as nginx.conf parsed."""
     from advisor.sources.service_configs import with_service_configs
 
     if path is not None:
         from advisor.sources.facts_file import load_facts
 
         return with_service_configs(load_facts(path), path.parent, nginx_conf)
-    from advisor.sources.local_host import collect
+    from advisor.sources.local_host import DEFAULT_WINDOW, collect
 
-    return with_service_configs(collect(keys), None, nginx_conf)
+    host = collect(
+        list(kb.catalog.keys), message_matchers=kb.message_matchers(), since=DEFAULT_WINDOW
+    )
+    return with_service_configs(host, None, nginx_conf)
 
 
 def read_in_force(

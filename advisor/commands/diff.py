@@ -33,7 +33,7 @@ def diff(
     overrides = parse_overrides(settings)
     kb = load_knowledge(rules_dir, profiles_dir)
     keys = list(kb.catalog.keys)
-    host = read_facts(facts, keys, nginx_conf)
+    host = read_facts(facts, kb, nginx_conf)
     in_force = read_in_force(current, facts, host, keys)
     as_configured = host.model_copy(
         update={

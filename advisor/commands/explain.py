@@ -22,7 +22,7 @@ def explain(
     if settings and profile is None:
         raise InputError("needs --profile (parameters belong to a profile)", field="--set")
     kb = load_knowledge(rules_dir, profiles_dir)
-    host = read_facts(facts, list(kb.catalog.keys), nginx_conf) if (facts or profile) else None
+    host = read_facts(facts, kb, nginx_conf) if (facts or profile) else None
     emit(explain_key(kb, key, host, profile, parse_overrides(settings)), None)
     return 0
 

@@ -22,7 +22,7 @@ def recommend(
 
     overrides = parse_overrides(settings)
     kb = load_knowledge(rules_dir, profiles_dir)
-    host = read_facts(facts, list(kb.catalog.keys), nginx_conf)
+    host = read_facts(facts, kb, nginx_conf)
     plan = build_plan(kb, host, profile, overrides)
     command = rebuild_command(profile, facts, overrides, fmt)
     emit(Renderer(kb.catalog).render(plan, fmt, command), output)

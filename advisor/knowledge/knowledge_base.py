@@ -41,7 +41,7 @@ class KnowledgeBase:
         )
         check_rules = load_check_rules(shipped_rules / "check", compiler, specs)
         servers = ServerTable.load(shipped_rules / "catalog" / "servers.yaml", specs)
-        families = load_message_families(shipped_rules / "catalog" / "kernel-messages.yaml")
+        families = load_message_families(shipped_rules / "catalog" / "kernel-messages.yaml", specs)
         compiler.save()
         specs.save()
         return cls(compiler, catalog, rules, profiles, check_rules, servers, families)

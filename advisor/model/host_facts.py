@@ -510,12 +510,16 @@ def facts_to_data(facts: HostFacts) -> dict[str, Any]:
     return _prune(data)
 
 
+_READ_AND_EMPTY = frozenset({"sysctl_files", "listeners", "kernel_events"})
+
+
 def _prune(data: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in data.items():
         if isinstance(value, dict) and key != "sysctl":
             value = _prune(value)
-        # an empty sysctl_files says something: no file sets any of these keys
-        if value not in ({}, []) or key == "sysctl_files":
+        # an empty list or mapping here says something (read, and none found): no file sets
+        # any of these keys; no socket listens; no known message in the kernel log
+        if value not in ({}, []) or key in _READ_AND_EMPTY:
             out[key] = value
     return out

@@ -52,6 +52,7 @@ _RELEASE_ARCH_SUFFIXES = {
 }
 
 
+DEFAULT_WINDOW = 14 * 86400  # `facts --since` default: how far back the kernel log is read
 MAX_PROC_FILE = 1 << 20  # no /proc or /sys file the collector reads is near this
 
 
@@ -309,5 +310,6 @@ def collect(
     keys: Iterable[str],
     root: Path = LIVE_ROOT,
     message_matchers: Mapping[str, Sequence[str]] | None = None,
+    since: int | None = None,
 ) -> HostFacts:
-    return facts_from_data(collect_data(keys, root, message_matchers), path=root)
+    return facts_from_data(collect_data(keys, root, message_matchers, None, since), path=root)

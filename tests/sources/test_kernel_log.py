@@ -141,6 +141,20 @@ def test_dmesg_t_times_are_local_wall_clock(monkeypatch: pytest.MonkeyPatch) -> 
     assert found["tcp.syn-flood"]["last_seen"] == "2026-11-22T09:30:00Z"
 
 
+def test_further_lines_of_a_message_take_its_time(workdir: Path) -> None:
+    path = workdir / "dmesg-T.txt"
+    path.write_text(
+        "[Sun Nov 22 10:00:00 2026] swapper/0: page allocation failure: order:0, mode:0x20\n"
+        "[Sun Nov 22 10:05:00 2026] BUG: something\n"
+        "                           TCP: too many orphaned sockets\n"
+    )
+    result = read(path, since_seconds=86400)
+    orphans = events(result)["tcp.too-many-orphans"]
+    assert orphans["first_seen"] == "2026-11-22T10:05:00Z"
+    assert orphans["example"] == "TCP: too many orphaned sockets"
+    assert result["kernel_log"]["since"] == "2026-11-22T00:00:00Z"
+
+
 def test_dmesg_iso_time_format(workdir: Path) -> None:
     path = workdir / "dmesg-iso.txt"
     path.write_text(
@@ -540,11 +554,16 @@ def test_live_dmesg_window_uses_the_monotonic_clock(
     host = FakeHost(monkeypatch, workdir)
     monkeypatch.setattr(kernel_log.time, "monotonic", lambda: 10_000.0)
     host.outputs["dmesg"] = (
-        b"[ 5000.000000] Out of socket memory\n[ 9500.000000] Out of socket memory\n"
+        b"[ 5000.000000] Out of socket memory\n"
+        b"               TCP: too many orphaned sockets (a further line, as dmesg indents it)\n"
+        b"[ 9500.000000] Out of socket memory\n"
+        b"               second line of the new message\n"
     )
     result = read_kernel_log(MATCHERS, now=NOW, since_seconds=1000)
     assert result is not None
-    assert result["kernel_log"] == {"source": "dmesg", "since": "2026-11-22T23:43:20Z", "lines": 1}
+    # every line has a time (its own or its message's): the window applies to all of them
+    assert result["kernel_log"] == {"source": "dmesg", "since": "2026-11-22T23:43:20Z", "lines": 2}
+    assert [e["family"] for e in result["kernel_events"]] == ["tcp.out-of-socket-memory"]
     assert events(result)["tcp.out-of-socket-memory"]["count"] == 1
 
 

@@ -162,3 +162,18 @@ def test_listeners_match_ss_in_a_private_namespace(workdir: Path) -> None:
     assert seen == ss == {"127.0.0.1:7000": (1, 1000), "[::]:7001": (0, 5)}
     owners = {l["port"]: l["process"]["command"] for l in listeners}  # noqa: E741
     assert owners == {7000: "python3", 7001: "python3"}
+
+
+def test_read_and_empty_survives_the_facts_file() -> None:
+    """`listeners: []` (read: nothing listens) and `kernel_events: []` (read: no known message)
+    are evidence; only an absent field means "not read"."""
+    from advisor.model.host_facts import facts_from_data, facts_to_data
+
+    data = {
+        "memory": {"total": "1 GiB"},
+        "listeners": [],
+        "observed": {"kernel_events": [], "kernel_log": {"source": "dmesg", "lines": 3}},
+    }
+    again = facts_from_data(facts_to_data(facts_from_data(data)))
+    assert again.listeners == [] and again.observed.kernel_events == []
+    assert facts_from_data({"memory": {"total": "1 GiB"}}).listeners is None
