@@ -133,7 +133,7 @@ InstanceTemplate = Annotated[
     typer.Option(
         "--instance",
         help="Each host's `instance` label: {host} is its inventory name (e.g. {host}:9100); "
-        "default: its hostname, any port.",
+        "default: the inventory name, any port.",
         metavar="TEMPLATE",
     ),
 ]

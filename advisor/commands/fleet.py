@@ -51,7 +51,7 @@ class FleetHistory:
     """Peaks over time for every host from one Prometheus (`fleet --prometheus`)."""
 
     url: str
-    instance: str | None = None  # a template: {host} is the inventory name
+    instance: str | None = None  # a template, {host} the inventory name; else that name, any port
     since: str = "14d"
     timeout: float = 10.0
 
@@ -59,11 +59,13 @@ class FleetHistory:
         from advisor.model.host_facts import Observed
         from advisor.sources.prometheus import read_history, with_history
 
+        # The inventory name, never the hostname the host reports: a compromised host must
+        # not choose whose figures its plan is made from.
         instance = self.instance.replace("{host}", host) if self.instance else None
         peaks = read_history(
             self.url,
             instance=instance,
-            hostname=facts.hostname,
+            hostname=host,
             since=self.since,
             timeout=self.timeout,
         )

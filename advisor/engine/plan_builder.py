@@ -37,6 +37,12 @@ def host_variables(
     version, distro, known, notes = kb.catalog.kernel_for(facts)
     data = facts.expression_data()  # plain data only: expressions never see a model object
     host, kernel = kb.catalog.evaluate_host(facts, version, distro, known, data)
+    listeners, distinct = kb.servers.annotate(data["listeners"])
+    if listeners is not None and distinct > len(listeners):
+        notes.append(
+            f"The host has {distinct:,} distinct listening sockets; the rules looked at the "
+            f"{len(listeners):,} with the fullest accept queues and shortest backlogs."
+        )
     variables: dict[str, Any] = {
         "facts": data,
         "host": host,
@@ -45,7 +51,7 @@ def host_variables(
         "observed": data["observed"],
         "services": data["services"],
         "nics": data["nics"],
-        "listeners": kb.servers.annotate(data["listeners"]),
+        "listeners": listeners,
         "message_families": {
             f.id: {"title": f.title, "means": " ".join(f.means.split())}
             for f in kb.message_families

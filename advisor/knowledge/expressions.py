@@ -85,32 +85,59 @@ def _num(x: float) -> str:
     return human_count(x)
 
 
+MAX_FILLED = 4096  # characters `fill` may return
+
+
 def _address(address: object) -> str:
     """An IP address as it is written before `:port`: IPv6 in brackets."""
-    text = str(address)
+    if not isinstance(address, str):
+        raise ValueError("address: not an address")
+    text = address[:64]  # the longest IPv6 text form is 45 characters
     return f"[{text}]" if ":" in text else text
 
 
 def _fill(template: object, **numbers: object) -> str:
     """A setting from the server table with its {name} placeholders filled by integers:
-    `listen {port} backlog={backlog};` | fill(port=443, backlog=16384)."""
-    text = str(template)[:1000]
+    `listen {port} backlog={backlog};` | fill(port=443, backlog=16384). Bounded: a template of
+    at most 1,000 characters, integers of at most 20 digits, at most MAX_FILLED out."""
+    if not isinstance(template, str) or len(template) > 1000:
+        raise ValueError("fill: the template must be text of at most 1,000 characters")
+    text = template
     for name, value in numbers.items():
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(f"fill: {name} must be a number")
+        if not math.isfinite(value) or abs(value) >= 10**20:
+            raise ValueError(f"fill: {name} is out of range")
         text = text.replace("{" + name + "}", str(int(value)))
+        if len(text) > MAX_FILLED:
+            raise ValueError(f"fill: more than {MAX_FILLED} characters")
     return text
+
+
+def _number_only(function: Callable[..., str]) -> Callable[..., str]:
+    """A formatting filter that takes one number (a list would be repeated, not formatted)."""
+
+    def formatted(*args: Any) -> str:
+        value = args[-1]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{function.__name__.strip('_')}: not a number")
+        return function(*args)
+
+    for attribute in ("jinja_pass_arg", "__name__"):
+        if hasattr(function, attribute):
+            setattr(formatted, attribute, getattr(function, attribute))
+    return formatted
 
 
 FILTERS: dict[str, Callable[..., Any]] = {
     "address": _address,
     "fill": _fill,
-    "bytes": human_bytes,
-    "pages": _pages,
-    "percent": _percent,
-    "count": human_count,
-    "num": _num,
-    "mbits": _mbits,
+    "bytes": _number_only(human_bytes),
+    "pages": _number_only(_pages),
+    "percent": _number_only(_percent),
+    "count": _number_only(human_count),
+    "num": _number_only(_num),
+    "mbits": _number_only(_mbits),
 }
 GLOBALS: dict[str, Any] = {
     "pow2_ceil": pow2_ceil,
@@ -678,7 +705,7 @@ def make_environment() -> AdvisorSandbox:
     env = AdvisorSandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
     # No compile-time constant folding: `10 ** 10 ** 10` must meet call_binop, not the compiler.
     env.optimized = False
-    env.filters.update(FILTERS)
+    env.filters.update({name: _charging(f) for name, f in FILTERS.items()})
     env.tests.update(TESTS)
     env.globals.update(GLOBALS)
     env.allow_callables([*GLOBALS.values(), _range])

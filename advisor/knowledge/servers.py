@@ -16,6 +16,10 @@ from advisor.knowledge.spec_cache import SpecCache
 from advisor.model.errors import InputError
 
 _ID = r"^[a-z0-9][a-z0-9-]{0,63}$"
+# Listeners the rules see. A host with more distinct ones (after merging SO_REUSEPORT groups)
+# is judged on those whose accept queues are fullest and backlogs shortest: the rest cannot
+# change what the rules say, and walking them all would exhaust a host's expression budget.
+MAX_RULE_LISTENERS = 1000
 
 
 class _Model(BaseModel):
@@ -92,21 +96,53 @@ class ServerTable:
                 return server
         return None
 
-    def annotate(self, listeners: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
-        """The facts' listeners, each with `server`: the table's entry for its process as a
-        plain mapping, or None when the process is unknown or was not readable; and
-        `queue_share`: how full its accept queue is now (0 to 1)."""
+    def annotate(
+        self, listeners: list[dict[str, Any]] | None
+    ) -> tuple[list[dict[str, Any]] | None, int]:
+        """The facts' listeners as rules see them: sockets that share address, port, backlog
+        and owner (SO_REUSEPORT gives each worker its own) become one entry with `sockets`,
+        the fullest queue and `queue_share` (how full it is, 0 to 1); each with `server`, the
+        table's entry for its process (what rules need of it), or None when the process is
+        unknown or was not readable. Also how many distinct entries there were before the
+        list was cut to MAX_RULE_LISTENERS."""
         if listeners is None:
-            return None
-        annotated = []
+            return None, 0
+        merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+        known: dict[str, dict[str, Any]] = {}
         for listener in listeners:
-            server = self.recognise(listener.get("process"))
+            process = listener.get("process")
+            server = self.recognise(process)
             backlog, queue = listener.get("backlog") or 0, listener.get("queue") or 0
-            annotated.append(
-                {
-                    **listener,
-                    "server": server.model_dump(exclude={"recognise"}) if server else None,
-                    "queue_share": min(queue / backlog, 1.0) if backlog else 1.0,
-                }
+            share = min(queue / backlog, 1.0) if backlog else 1.0
+            key = (
+                listener.get("address"),
+                listener.get("port"),
+                backlog,
+                process.get("command") if process else None,
+                server.id if server else None,
             )
-        return annotated
+            entry = merged.get(key)
+            if entry is not None:
+                entry["sockets"] += 1
+                entry["queue"] = max(entry["queue"], queue)
+                entry["queue_share"] = max(entry["queue_share"], share)
+                continue
+            if server is not None and server.id not in known:
+                known[server.id] = server.model_dump(
+                    include={"id", "name", "default_backlog", "follows_somaxconn", "setting",
+                             "where", "applies"}
+                )  # fmt: skip
+            merged[key] = {
+                **listener,
+                "queue": queue,
+                "sockets": 1,
+                "queue_share": share,
+                "server": known[server.id] if server else None,
+            }
+        entries = list(merged.values())
+        distinct = len(entries)
+        if distinct > MAX_RULE_LISTENERS:
+            entries.sort(key=lambda e: (-e["queue_share"], e["backlog"], e["port"]))
+            entries = entries[:MAX_RULE_LISTENERS]
+            entries.sort(key=lambda e: (e["port"], str(e["address"])))
+        return entries, distinct

@@ -172,9 +172,26 @@ def parse_json(text: str, path: Path | None) -> Any:
     return data  # json.loads recurses in Python: a bomb is a RecursionError, caught above
 
 
+_NOT_JSON = object()
+
+
 def parse_document(text: str, path: Path) -> Any:
     """YAML (a superset of JSON) via the safe loader; errors carry the line. Duplicate keys,
-    nesting deeper than MAX_DEPTH and numbers no kernel value could hold are errors."""
+    nesting deeper than MAX_DEPTH and numbers no kernel value could hold are errors. A JSON
+    document (a .json file, or text that opens with `{` and parses as JSON) is read as JSON:
+    ten times faster than the YAML loader on a large facts file, and exact about numbers."""
+    if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text, object_pairs_hook=_unique_keys)
+        except json.JSONDecodeError:
+            if path.suffix.lower() == ".json":
+                return parse_json(text, path)  # the one-line error with the line
+            data = _NOT_JSON  # a YAML flow mapping: read below
+        except (RecursionError, ValueError):
+            return parse_json(text, path)  # the same one-line errors
+        if data is not _NOT_JSON:
+            _check_depth(data, path)
+            return data
     _check_flow_depth(text, path)
     try:
         data = yaml.load(text, Loader=_StrictLoader)

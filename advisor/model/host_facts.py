@@ -226,7 +226,10 @@ class Service(_Model):
 
 
 _FAMILY = re.compile(r"^[a-z0-9][a-z0-9.-]{0,63}$")
-_TIMESTAMP = re.compile(r"^[0-9T:.+Z -]{1,40}$")
+_TIMESTAMP = re.compile(
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)?"
+    r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?$"
+)
 Family = Annotated[str, _pattern(_FAMILY, "message family id")]
 Timestamp = Annotated[str, _pattern(_TIMESTAMP, "timestamp (ISO 8601)")]
 MAX_WINDOW = 400 * 86400  # longer than any monitoring retention the peaks could come from
@@ -250,6 +253,12 @@ class ObservedPeriod(_Model):
         max_length=64,
         description="figures the source could not give, each with the reason",
     )
+
+    @model_validator(mode="after")
+    def _history_has_a_window(self) -> ObservedPeriod:
+        if self.kind == "history" and self.window_seconds is None:
+            raise ValueError("a history period needs window_seconds")
+        return self
 
 
 class KernelEvent(_Model):
@@ -320,6 +329,8 @@ class Observed(_Model):
 class ListenerProcess(_Model):
     """The process holding a listening socket (the lowest pid among those sharing it)."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
     pid: int = Field(ge=1, le=2**22)
     command: Text = Field(max_length=64, description="/proc/PID/comm")
     executable: Text | None = Field(None, max_length=255, description="file name of /proc/PID/exe")
@@ -331,6 +342,8 @@ class ListenerProcess(_Model):
 
 def _ip_address(value: str) -> str:
     _printable(value, "address")
+    if "%" in value:  # sock_diag reports no zone id; `fe80::1%<any text>` would be prose
+        raise ValueError(f"an address with a zone id: {value[:60]!r}")
     try:
         return str(ipaddress.ip_address(value))
     except ValueError:
@@ -339,6 +352,8 @@ def _ip_address(value: str) -> str:
 
 class Listener(_Model):
     """One listening TCP socket as the kernel reports it (netlink sock_diag, as `ss -ltn`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     address: Annotated[str, AfterValidator(_ip_address)]
     port: int = Field(ge=0, le=65535)

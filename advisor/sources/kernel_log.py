@@ -42,6 +42,7 @@ import shutil
 import stat
 import subprocess
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -60,6 +61,7 @@ MAX_RAW_LINE = 64 * 1024  # bytes of one line kept (a journal JSON entry holds m
 MAX_LINE = 4096  # characters of a message matched against the families
 MAX_EXAMPLE = 512  # characters of an example (the facts model's limit)
 MAX_JOURNAL_ENTRIES = 200_000
+MAX_LOG_LINES = 1_000_000  # lines of a file or of dmesg kept (the newest): bounds memory and time
 COMMAND_TIMEOUT = 20.0  # seconds for journalctl or dmesg
 DAY = 86400.0
 LATEST = 253402214400.0  # 9999-12-31: times beyond cannot be written in ISO 8601
@@ -276,7 +278,7 @@ def _read_given_file(path: Path, tally: _Tally, now: float) -> dict[str, Any]:
 
 
 def _tail_note() -> str:
-    return f" (its last {MAX_LOG_BYTES / 2**20:g} MiB)"
+    return f" (its newest lines: at most {MAX_LOG_BYTES / 2**20:g} MiB, {MAX_LOG_LINES:,} lines)"
 
 
 class _NotRegular(OSError):
@@ -296,8 +298,11 @@ def _file_lines(path: Path) -> tuple[list[bytes], bool]:
         start = max(0, info.st_size - MAX_LOG_BYTES)
         if start:
             os.lseek(fd, start, os.SEEK_SET)
-        lines = list(_bounded_lines(_chunks(fd), skip_first=start > 0))
-        return lines, start > 0
+        newest = deque(_bounded_lines(_chunks(fd), skip_first=start > 0), maxlen=MAX_LOG_LINES + 1)
+        cut = len(newest) > MAX_LOG_LINES
+        if cut:
+            newest.popleft()
+        return list(newest), start > 0 or cut
     finally:
         os.close(fd)
 
@@ -338,7 +343,7 @@ def _bounded_lines(chunks: Iterator[bytes], skip_first: bool = False) -> Iterato
 
 
 def _split(output: bytes) -> list[bytes]:
-    return list(_bounded_lines(iter((output,))))
+    return list(deque(_bounded_lines(iter((output,))), maxlen=MAX_LOG_LINES))
 
 
 def _run(argv: list[str]) -> bytes | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -182,14 +183,21 @@ def java_main(argv: list[str]) -> str | None:
 _ELF_MAGIC = b"\x7fELF"
 _GO_SECTIONS = (b".go.buildinfo", b".note.go.buildid")
 MAX_SECTIONS = 4096
-MAX_SECTION_NAMES = 1 << 20
+MAX_SECTION_TABLE = 256 * 1024  # bytes of section headers read; real binaries use a few KiB
+MAX_SECTION_NAMES = 64 * 1024
 
 
 def is_go_binary(path: Path) -> bool:
     """Whether an ELF executable was built by the Go toolchain: it has a `.go.buildinfo`
     section (Go 1.13 and later) or a `.note.go.buildid` note. Reads only the section table."""
     try:
-        with open(path, "rb") as handle:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return False
             return _has_go_section(handle)
     except (OSError, struct.error, ValueError):
         return False
@@ -209,7 +217,12 @@ def _has_go_section(handle: Any) -> bool:
     if not shoff or not 0 < shnum <= MAX_SECTIONS or shstrndx >= shnum:
         return False
     entry = "IIQQQQIIQQ" if wide else "IIIIIIIIII"
-    if shentsize < struct.calcsize(order + entry):
+    size = os.fstat(handle.fileno()).st_size
+    if (
+        shentsize != struct.calcsize(order + entry)  # 64 or 40: what every linker writes
+        or shentsize * shnum > MAX_SECTION_TABLE
+        or shoff + shentsize * shnum > size
+    ):
         return False
     handle.seek(shoff)
     table = handle.read(shentsize * shnum)
@@ -220,6 +233,8 @@ def _has_go_section(handle: Any) -> bool:
     if shstrndx >= len(sections):
         return False
     names_offset, names_size = sections[shstrndx][4], sections[shstrndx][5]
+    if names_offset >= size:
+        return False
     handle.seek(names_offset)
     names = handle.read(min(names_size, MAX_SECTION_NAMES))
     for section in sections:

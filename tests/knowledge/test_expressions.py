@@ -125,6 +125,12 @@ BOMBS = [
     "'abc' | dictsort",
     "[1] | map('dictsort') | list",
     " + ".join(["1"] * 2000),
+    # Third hunt (issue 16): the project's own filters pay for their input and output.
+    "('{a}' * 250) | fill(a=(10 ** 1000) ** 4)",
+    "['{a}{a}{a}{a}'] * 99999 | map('fill', a=10 ** 19) | list | length",
+    "['1' * 490000] * 9 | map('address') | list | length",
+    "[0] * 999999 | percent",
+    "([0] * 99999) | count",
 ]
 TEMPLATE_BOMBS = [
     "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}",
@@ -148,6 +154,8 @@ TEMPLATE_BOMBS = [
     "{% set s = 'x' * 999999 %}{% for i in range(99999) %}{{ s.upper() | length }}{% endfor %}",
     "{% set a = [0] * 499000 %}{{ [1] * 9999 | select('in', a) | list | length }}",
     "{% if 1 %}{% endif %}" * 300000,
+    "{% set s = 'x' * 490000 %}{% for i in range(99999) %}{{ s | address }}{% endfor %}",
+    "{% set s = '{a}' * 333 %}{% for i in range(99999) %}{{ s | fill(a=10 ** 19) }}{% endfor %}",
     # CPython parses a long number in quadratic time: int and float pay for what they read.
     "{% set s = '9' * 4000 %}{% for i in range(99999) %}{{ s | int }}{% endfor %}",
 ]

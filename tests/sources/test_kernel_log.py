@@ -324,6 +324,24 @@ def test_counting_is_linear_in_near_misses(workdir: Path) -> None:
     assert result["kernel_log"]["lines"] == 10_000
 
 
+def test_only_the_newest_lines_of_a_log_of_many_short_lines_are_kept(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """66 MB of `ab` lines once took two minutes and 1.3 GB: the line count is bounded too."""
+    monkeypatch.setattr(kernel_log, "MAX_LOG_LINES", 1000)
+    path = workdir / "short-lines.log"
+    path.write_text(
+        "[1.0] Out of socket memory\n" * 5
+        + "ab\n" * 5000
+        + "[2.0] TCP: too many orphaned sockets\n"
+    )
+    result = read(path)
+    found = events(result)
+    assert result["kernel_log"]["lines"] == 1000
+    assert "1,000 lines" in result["kernel_log"]["source"]
+    assert set(found) == {"tcp.too-many-orphans"}
+
+
 def test_only_the_end_of_a_long_log_is_read(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kernel_log, "MAX_LOG_BYTES", 200)
     path = workdir / "long.log"
@@ -331,7 +349,9 @@ def test_only_the_end_of_a_long_log_is_read(workdir: Path, monkeypatch: pytest.M
     path.write_text(old + "[2.0] TCP: too many orphaned sockets\n" * 3)
     result = read(path)
     found = events(result)
-    assert result["kernel_log"]["source"] == f"{path} (its last {200 / 2**20:g} MiB)"
+    assert result["kernel_log"]["source"] == (
+        f"{path} (its newest lines: at most {200 / 2**20:g} MiB, 1,000,000 lines)"
+    )
     assert found["tcp.too-many-orphans"]["count"] == 3
     # the cut line at the start of the tail is not counted as a line
     assert result["kernel_log"]["lines"] * len("[1.0] Out of socket memory\n") <= 200

@@ -116,6 +116,7 @@ def test_truncated_or_hostile_elf_files_are_not_go(workdir: Path) -> None:
         assert not is_go_binary(path), name
     fifo = workdir / "fifo"
     os.mkfifo(fifo)
+    assert not is_go_binary(fifo)  # not opened for reading: it would block
     assert not is_go_binary(workdir / "missing")
 
 
@@ -177,3 +178,54 @@ def test_read_and_empty_survives_the_facts_file() -> None:
     again = facts_from_data(facts_to_data(facts_from_data(data)))
     assert again.listeners == [] and again.observed.kernel_events == []
     assert facts_from_data({"memory": {"total": "1 GiB"}}).listeners is None
+
+
+@pytest.mark.parametrize(
+    ("listener", "why"),
+    [
+        ({"address": "fe80::1%a b\"c'd=e]: f", "port": 1}, "zone id"),
+        ({"address": "localhost", "port": 1}, "not an IP address"),
+        ({"address": "0.0.0.0", "port": True}, "valid integer"),
+        ({"address": "0.0.0.0", "port": "80"}, "valid integer"),
+        ({"address": "0.0.0.0", "port": 1, "process": {"pid": 1, "command": "x", "go": "yes"}},
+         "valid boolean"),
+    ],
+)  # fmt: skip
+def test_hostile_listener_fields_are_refused(listener: dict[str, object], why: str) -> None:
+    from advisor.model.errors import InputError
+    from advisor.model.host_facts import facts_from_data
+
+    entry = {"backlog": 1, "queue": 0, **listener}
+    with pytest.raises(InputError, match=why):
+        facts_from_data({"memory": {"total": "1 GiB"}, "listeners": [entry]})
+
+
+@pytest.mark.parametrize(
+    "period",
+    [
+        {"kind": "history", "source": "p", "at": "2026-11-22T10:00:00Z"},  # no window
+        {"kind": "snapshot", "source": "p", "at": "::::::::"},
+        {"kind": "snapshot", "source": "p", "at": "2026-11-22T10:00:00Z extra"},
+    ],
+)
+def test_bad_observed_periods_are_refused(period: dict[str, object]) -> None:
+    from advisor.model.errors import InputError
+    from advisor.model.host_facts import facts_from_data
+
+    with pytest.raises(InputError):
+        facts_from_data({"memory": {"total": "1 GiB"}, "observed": {"period": period}})
+
+
+def test_a_section_table_beyond_the_file_is_not_read(workdir: Path) -> None:
+    """A crafted executable claiming 65,535 sections of 4 KiB (256 MiB of table) far out in a
+    sparse file: refused from the header, without reading the table."""
+    header = bytearray(b"\x7fELF\x02\x01\x01" + bytes(9))
+    header += (2).to_bytes(2, "little") + (62).to_bytes(2, "little") + (1).to_bytes(4, "little")
+    header += bytes(8) + bytes(8) + (4096).to_bytes(8, "little")  # entry, phoff, shoff
+    header += bytes(4) + (64).to_bytes(2, "little") * 3  # flags, ehsize, phentsize, phnum
+    header += (4096).to_bytes(2, "little") + (65535).to_bytes(2, "little") * 2
+    path = workdir / "crafted"
+    with open(path, "wb") as handle:
+        handle.write(header)
+        handle.truncate(300 * 1024 * 1024)  # sparse: no disk used
+    assert not is_go_binary(path)

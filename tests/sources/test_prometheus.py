@@ -231,6 +231,31 @@ def test_fleet_takes_each_hosts_peaks_by_its_instance_label(
     assert instances == {"web-01:9100", "dtn-01:9100"}
 
 
+def test_fleet_matches_the_inventory_name_not_the_hostname_a_host_reports(
+    fake: FakePrometheus, workdir: Path
+) -> None:
+    """A compromised host that calls itself db-01 still gets its own figures."""
+    from typer.testing import CliRunner
+
+    from advisor.cli import app
+    from tests.commands.test_fleet import TREE
+
+    tree = workdir / "tree"
+    tree.mkdir()
+    facts = json.loads((TREE / "web-01").read_text())
+    facts["ansible_facts"]["ansible_hostname"] = "db-01"
+    (tree / "evil-07").write_text(json.dumps(facts))
+    add(fake, full_series("evil-07:9100", orphans_peak="10"))
+    add(fake, full_series("db-01:9100", orphans_peak="90000"))
+    out = workdir / "out"
+    args = ["fleet", "--ansible-facts", str(tree), "--profile", "base", "--out", str(out)]
+    result = CliRunner().invoke(app, [*args, "--prometheus", fake.url])
+    assert result.exit_code == 0, result.stderr
+    conf = (out / "host_files" / "evil-07.conf").read_text()
+    assert "(wanted 40; orphans.headroom)" in conf  # 4 x its own peak of 10
+    assert "360000" not in conf
+
+
 def test_fleet_stops_once_when_the_server_is_down(workdir: Path) -> None:
     from typer.testing import CliRunner
 
