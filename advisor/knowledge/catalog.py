@@ -74,6 +74,11 @@ class CatalogKey(_Model):
     # the kernel's own default (the model's known error, e.g. nr_free_buffer_pages()).
     default_tolerance: float = Field(0.0, ge=0.0, le=0.25)
     exists: str = ""
+    module: str | None = Field(
+        None,
+        description="a kernel module that must be loaded (or built in) for the key to exist: "
+        "rules set it only where the facts show it, and its presence says nothing of the era",
+    )
     netns_since: str | None = None
     # The key's handler reads a write into a copy and stores it only when the whole of it is
     # valid (ipv4_local_port_range); otherwise each element is stored as it is read, and a

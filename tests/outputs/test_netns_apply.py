@@ -99,3 +99,51 @@ def test_global_keys_cannot_be_set_from_a_namespace(kb: KnowledgeBase, host_fact
     assert result.returncode == 0, result.stderr
     assert "WRITABLE" not in result.stdout, result.stdout
     assert len(result.stdout.splitlines()) == len(global_keys)
+
+
+def _other_value(spec: object, default: str) -> str | None:
+    """A valid value other than the default, within the catalog's bounds."""
+    from advisor.knowledge.catalog import CatalogKey
+
+    assert isinstance(spec, CatalogKey)
+    values = [int(v) for v in default.split()]
+    if spec.choices:
+        others = [c for c in spec.choices if c != values[0]]
+        return str(others[0]) if others else None
+    if spec.length > 1:  # vectors: halve the last element, keeping the order
+        last = max(values[-1] // 2, values[-2] if len(values) > 1 else spec.min, spec.min)
+        return " ".join(str(v) for v in [*values[:-1], last])
+    candidate = values[0] // 2 if values[0] // 2 >= max(spec.min, 1) else values[0] + 1
+    return str(min(candidate, spec.max))
+
+
+def test_every_per_namespace_key_takes_a_value_in_a_namespace(
+    kb: KnowledgeBase, host_facts: object
+) -> None:
+    """Each key the catalog marks per-namespace on this kernel (the new keepalive, MTU-probing
+    keys with the rest) is written with a value other than its default inside a fresh network
+    namespace and read back exactly; the host's settings do not move."""
+    from advisor.model.host_facts import HostFacts
+
+    assert isinstance(host_facts, HostFacts)
+    version = kb.catalog.kernel_for(host_facts)[0]
+    writes = {}
+    for key, spec in kb.catalog.keys.items():
+        default = host_facts.sysctl.get(key)
+        if default is None or not kb.catalog.is_per_netns(key, version):
+            continue
+        value = _other_value(spec, default)
+        if value is not None and value.split() != default.split():
+            writes[key] = value
+    assert {"net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_mtu_probing"} <= set(writes)
+    script = (
+        'while [ "$#" -gt 1 ]; do sysctl -q -w "$1=$2"; printf "%s=" "$1"; sysctl -n "$1"; '
+        "shift 2; done\n"
+    )
+    before = host_sysctls()
+    result = in_namespace(script, *[x for kv in writes.items() for x in kv])
+    assert host_sysctls() == before
+    assert result.returncode == 0, result.stderr
+    held = dict(line.split("=", 1) for line in result.stdout.splitlines())
+    for key, value in writes.items():
+        assert held[key].split() == value.split(), (key, value, held[key])
