@@ -52,6 +52,7 @@ from typing import Any, Literal
 
 from advisor.model.errors import InputError
 from advisor.model.text_escape import one_line
+from advisor.sources.tree_paths import inside
 
 LIVE_ROOT = Path("/")
 KERN_LOG = "var/log/kern.log"
@@ -219,7 +220,7 @@ def _sources(root: Path, live: bool, since_seconds: int | None) -> list[_Source]
     def file_source(relative: str, fmt: Format | None) -> _Source:
         def read(tally: _Tally, now: float) -> dict[str, Any] | None:
             path = root / relative
-            if not live and not _inside(root, path):
+            if not live and not inside(root, path):
                 return None  # its links lead out of the copied tree
             try:
                 lines, truncated = _file_lines(path)
@@ -408,11 +409,6 @@ def _run(argv: list[str]) -> bytes | None:
 
 def _resolve(path: Path) -> Path:
     return Path(os.path.realpath(path))
-
-
-def _inside(root: Path, path: Path) -> bool:
-    real_root = os.path.realpath(root)
-    return os.path.commonpath([real_root, os.path.realpath(path)]) == real_root
 
 
 # --- line formats ---------------------------------------------------------------------------

@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from advisor.model.text_escape import one_line
+
 TCP_LISTEN = 10
 MAX_LISTENERS = 100_000
 MAX_FDS_SCANNED = 4_000_000  # bounds the /proc walk on a host holding millions of sockets
@@ -122,20 +124,20 @@ def describe_process(directory: Path, pid: int) -> dict[str, Any] | None:
     command = _small_text(directory / "comm")
     if not command:
         return None
-    process: dict[str, Any] = {"pid": pid, "command": _printable(command)[:64]}
+    process: dict[str, Any] = {"pid": pid, "command": one_line(command)[:64]}
     try:
         executable = os.readlink(directory / "exe").removesuffix(" (deleted)")
     except OSError:
         executable = ""
     name = os.path.basename(executable)
     if name:
-        process["executable"] = _printable(name)[:255]
+        process["executable"] = one_line(name)[:255]
         if is_go_binary(directory / "exe"):
             process["go"] = True
     if name == "java" or command == "java":
         main = java_main(_cmdline(directory / "cmdline"))
         if main:
-            process["java_main"] = _printable(main)[:255]
+            process["java_main"] = one_line(main)[:255]
     return process
 
 
@@ -154,10 +156,6 @@ def _cmdline(path: Path) -> list[str]:
     except OSError:
         return []
     return [part.decode("utf-8", errors="replace") for part in raw.split(b"\0") if part]
-
-
-def _printable(text: str) -> str:
-    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def java_main(argv: list[str]) -> str | None:

@@ -32,6 +32,7 @@ from advisor.sources.proc_readers import (
     parse_softnet_stat,
     selected_mode,
 )
+from advisor.sources.tree_paths import inside
 
 LIVE_ROOT = Path("/")
 NGINX_CONFIGS = ("etc/nginx/nginx.conf", "usr/local/nginx/conf/nginx.conf")
@@ -60,7 +61,7 @@ def _read(path: Path, root: Path = Path("/")) -> str | None:
     """A /proc or /sys file's text, or None. Under a copied tree (`--root`), a file whose links
     lead out of the tree is not read (its absolute links would name the host running the
     advisor: `somaxconn -> /etc/shadow`); nor is anything but a regular file."""
-    if root != LIVE_ROOT and not _inside(root, path):
+    if root != LIVE_ROOT and not inside(root, path):
         return None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -77,16 +78,11 @@ def _read(path: Path, root: Path = Path("/")) -> str | None:
     return data.decode("utf-8", errors="replace").strip()
 
 
-def _inside(root: Path, path: Path) -> bool:
-    real_root = os.path.realpath(root)
-    return os.path.commonpath([real_root, os.path.realpath(path)]) == real_root
-
-
 def _reachable(root: Path, path: Path) -> bool:
     """Whether `path` may be looked at: always on the live host; under a copied tree only
     when its links resolve inside the tree (a directory link to /sys/class/net would list the
     NICs of the host running the advisor)."""
-    return root == LIVE_ROOT or _inside(root, path)
+    return root == LIVE_ROOT or inside(root, path)
 
 
 def _int(text: str | None) -> int | None:

@@ -10,7 +10,6 @@ this module groups directives by address and reports, per socket, the backlog ng
 from __future__ import annotations
 
 import glob
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,14 +19,10 @@ from pydantic import ValidationError
 
 from advisor.model.host_facts import MAX_TEXT, Listen
 from advisor.model.text_escape import one_line
+from advisor.sources.tree_paths import inside
 
 MAX_INCLUDE_DEPTH = 16
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
-
-
-def _inside(root: Path, path: Path) -> bool:
-    real_root, real = os.path.realpath(root), os.path.realpath(path)
-    return os.path.commonpath([real_root, real]) == real_root
 
 
 @dataclass(frozen=True)
@@ -91,7 +86,7 @@ class _Reader:
         if path in self.seen or depth > MAX_INCLUDE_DEPTH:
             return
         self.seen.add(path)
-        if self.confine is not None and not _inside(self.confine, path):
+        if self.confine is not None and not inside(self.confine, path):
             self.errors.append(f"{self._shown(path)}: outside {self.confine}; not read")
             return
         if path.is_file() and path.stat().st_size > MAX_CONFIG_BYTES:
@@ -171,7 +166,7 @@ def read_nginx(config: Path, root: Path | None = None, confine: Path | None = No
     """Parse the main config and everything it includes; never raises. `root` stands for `/`
     when following absolute include paths (a copied tree read with `facts --root`); with
     `confine`, no file outside that directory is read (a config named by a facts file)."""
-    if confine is not None and not _inside(confine, config):
+    if confine is not None and not inside(confine, config):
         return NginxListens([], _as_fact(f"{config}: outside {confine}; not read"))
     if not config.is_file():
         return NginxListens([], _as_fact(f"{config}: cannot read the nginx configuration"))

@@ -30,6 +30,7 @@ from advisor.model.current_config import CurrentConfig, CurrentValue, Override, 
 from advisor.model.documents import read_bytes
 from advisor.model.errors import InputError
 from advisor.model.sysctl_conf import Assignment, parse_conf_lines
+from advisor.sources.tree_paths import inside
 
 SYSCTL_D_DIRS = (
     "etc/sysctl.d",
@@ -138,16 +139,6 @@ def read_file(
     return config
 
 
-def _inside(root: Path, path: Path) -> bool:
-    """Whether `path`, with every symlink in it resolved, lies within `root` (resolved)."""
-    try:
-        real_root = os.path.realpath(root)
-        real = os.path.realpath(path)
-    except (OSError, ValueError):
-        return False
-    return os.path.commonpath([real_root, real]) == real_root
-
-
 def _outside(shown: str) -> Problem:
     return Problem(shown, "a symlink out of the tree; not read", "error", "outside-link")
 
@@ -162,13 +153,13 @@ def _resolve_link(root: Path, path: Path) -> Path | str | None:
         if not current.is_symlink():
             if not current.exists():
                 return None
-            return current if _inside(root, current) else "outside"
+            return current if inside(root, current) else "outside"
         target = os.readlink(current)
         if target == "/dev/null":
             return "mask"
         joined = root / target.lstrip("/") if target.startswith("/") else current.parent / target
         current = Path(os.path.normpath(joined))
-        if not _inside(root, current.parent) and not _inside(root, current):
+        if not inside(root, current.parent) and not inside(root, current):
             return "outside"
     return None
 
@@ -210,7 +201,7 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
     for directory in directories:
         if not directory.is_dir():
             continue
-        if not _inside(tree, directory):
+        if not inside(tree, directory):
             config.problems.append(_outside(shown(directory)))
             continue
         try:
@@ -257,7 +248,7 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
             config.files.append(
                 shown(entry) if display == shown(entry) else f"{shown(entry)} -> {display}"
             )
-    if main_conf.is_file() and not main_conf_linked and not _inside(tree, main_conf):
+    if main_conf.is_file() and not main_conf_linked and not inside(tree, main_conf):
         config.problems.append(
             Problem(
                 shown(main_conf), "a symlink out of the tree; not read", "error", "outside-link"
