@@ -67,6 +67,7 @@ def test_hostile_process_names_are_made_printable(workdir: Path) -> None:
     described = describe_process(proc / "9", 9)
     assert described is not None
     assert described["command"].isprintable() and described["executable"].isprintable()
+    assert described["command"] == "evil\\x1b[2J\\x0aname"  # visible, as every output escapes
     HostFacts.model_validate(
         {"memory": {"total": "1 GiB"}, "listeners": [
             {"address": "0.0.0.0", "port": 1, "backlog": 1, "queue": 0, "process": described}
@@ -216,16 +217,57 @@ def test_bad_observed_periods_are_refused(period: dict[str, object]) -> None:
         facts_from_data({"memory": {"total": "1 GiB"}, "observed": {"period": period}})
 
 
-def test_a_section_table_beyond_the_file_is_not_read(workdir: Path) -> None:
-    """A crafted executable claiming 65,535 sections of 4 KiB (256 MiB of table) far out in a
-    sparse file: refused from the header, without reading the table."""
+def _crafted_elf(path: Path, shoff: int, shentsize: int, shnum: int, size: int) -> None:
     header = bytearray(b"\x7fELF\x02\x01\x01" + bytes(9))
     header += (2).to_bytes(2, "little") + (62).to_bytes(2, "little") + (1).to_bytes(4, "little")
-    header += bytes(8) + bytes(8) + (4096).to_bytes(8, "little")  # entry, phoff, shoff
+    header += bytes(8) + bytes(8) + shoff.to_bytes(8, "little")  # entry, phoff, shoff
     header += bytes(4) + (64).to_bytes(2, "little") * 3  # flags, ehsize, phentsize, phnum
-    header += (4096).to_bytes(2, "little") + (65535).to_bytes(2, "little") * 2
-    path = workdir / "crafted"
+    header += shentsize.to_bytes(2, "little") + shnum.to_bytes(2, "little")
+    header += (shnum - 1).to_bytes(2, "little")  # the section-name table: the last one
     with open(path, "wb") as handle:
         handle.write(header)
-        handle.truncate(300 * 1024 * 1024)  # sparse: no disk used
+        handle.truncate(size)  # sparse: no disk used
+
+
+class _CountingReader:
+    """A binary file that counts the bytes read from it."""
+
+    def __init__(self, path: Path) -> None:
+        self.handle = open(path, "rb")  # noqa: SIM115  (closed by the test)
+        self.read_bytes = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(size)
+        self.read_bytes += len(data)
+        return data
+
+    def seek(self, offset: int) -> int:
+        return self.handle.seek(offset)
+
+    def fileno(self) -> int:
+        return self.handle.fileno()
+
+
+@pytest.mark.parametrize(
+    ("shoff", "shentsize", "shnum", "why"),
+    [
+        (4096, 4096, 4096, "16 MiB of 4 KiB section headers (real ones are 64 bytes)"),
+        (8 * 1024 * 1024 - 1024, 64, 4096, "a table that runs past the end of the file"),
+    ],
+)
+def test_a_crafted_section_table_is_refused_before_it_is_read(
+    workdir: Path, shoff: int, shentsize: int, shnum: int, why: str
+) -> None:
+    """The Go check reads at most the 64-byte ELF header of a crafted executable (an
+    unprivileged user's listener could otherwise make root's `facts` read megabytes)."""
+    from advisor.sources.listeners import _has_go_section
+
+    path = workdir / "crafted"
+    _crafted_elf(path, shoff, shentsize, shnum, size=8 * 1024 * 1024)
+    reader = _CountingReader(path)
+    try:
+        assert not _has_go_section(reader), why
+    finally:
+        reader.handle.close()
+    assert reader.read_bytes <= 64, why
     assert not is_go_binary(path)
