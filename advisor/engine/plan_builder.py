@@ -52,10 +52,7 @@ def host_variables(
         "services": data["services"],
         "nics": data["nics"],
         "listeners": listeners,
-        "message_families": {
-            f.id: {"title": f.title, "means": " ".join(f.means.split())}
-            for f in kb.message_families
-        },
+        "message_families": kb.message_texts,
     }
     defaults, _ = kb.catalog.defaults(variables)
     return variables, defaults, notes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +46,15 @@ class KnowledgeBase:
         compiler.save()
         specs.save()
         return cls(compiler, catalog, rules, profiles, check_rules, servers, families)
+
+    @functools.cached_property
+    def message_texts(self) -> dict[str, dict[str, str]]:
+        """What rules see of each message family (title, what it means), built once: the
+        sandbox is immutable, so every host shares it."""
+        return {
+            f.id: {"title": f.title, "means": " ".join(f.means.split())}
+            for f in self.message_families
+        }
 
     def message_matchers(self) -> dict[str, tuple[str, ...]]:
         """Message family id -> the lowercase substrings that identify its lines."""
