@@ -161,8 +161,18 @@ def build_plan(
                 f"(wanted by {', '.join(r for r, _ in item.wants + item.caps)})"
             )
             continue
+        if item.spec.module and key not in facts.sysctl:
+            notes.append(
+                f"{key} exists only where the {item.spec.module} module is loaded, and the facts "
+                f"do not show it; not emitted (wanted by "
+                f"{', '.join(r for r, _ in item.wants + item.caps)})"
+            )
+            continue
         if key in kernel_values:
             notes.append(kernel_values[key])
+        # A value a sysctl file sets is the operator's, not the model's: no model tolerance
+        # keeps it from a cap.
+        file_set = facts.sysctl_files is not None and key in facts.sysctl_files
         setting = _resolve(
             item,
             defaults.get(key),
@@ -170,6 +180,7 @@ def build_plan(
             current_text.get(key),
             by_rule,
             facts.page_size,
+            file_set,
         )
         if isinstance(setting, str):
             notes.append(setting)
@@ -261,6 +272,7 @@ def _resolve(
     current_text: str | None,
     by_rule: dict[str, RuleResult],
     page_size: int,
+    file_set: bool = False,
 ) -> Setting | Unchanged | str | None:
     """Merge the wants with the baseline, apply caps, order, bounds.
 
@@ -275,6 +287,7 @@ def _resolve(
     base = as_list(baseline) if baseline is not None else None
     base_name = "the value in force" if current is not None else "the kernel default"
     want_rules = [r for r, _ in item.wants]
+    tolerance = 0.0 if file_set else spec.default_tolerance
     lines: list[str] = []
     if item.wants:
         wanted = _fill([_elements(v) for _, v in item.wants], base, policies)
@@ -286,7 +299,7 @@ def _resolve(
         merged = list(wanted)
         if base is not None:
             merged = [
-                w if p == "choice" else _keep_or_want(w, b, p, spec.default_tolerance)
+                w if p == "choice" else _keep_or_want(w, b, p, tolerance)
                 for w, b, p in zip(wanted, base, policies, strict=True)
             ]
         if merged != wanted:
@@ -306,8 +319,8 @@ def _resolve(
 
     before_caps = list(merged)
     kept_base = [
-        base is not None and v == base[i] for i, v in enumerate(merged)
-    ]  # elements that are the value in force (or the default), not a want
+        base is not None and v == base[i] and not file_set for i, v in enumerate(merged)
+    ]  # elements that are the kernel's own value (or the default), not a want or a file's
     for _, cap in item.caps:
         limits = cap if isinstance(cap, list) else [cap]
         merged = [

@@ -1,0 +1,63 @@
+"""build_plan's own guarantees that no single rule case shows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from advisor.engine.plan_builder import build_plan
+from advisor.knowledge.knowledge_base import KnowledgeBase
+from advisor.model.host_facts import facts_from_data
+
+MODULE_RULE = """\
+id: site.conntrack
+title: A site rule that sets a module's key unconditionally
+description: Sets nf_conntrack_max whether or not the module is loaded on the host.
+set:
+  net.netfilter.nf_conntrack_max: 1000000
+rationale: Site policy.
+references: ["site: policy"]
+"""
+PROFILE = """\
+name: site
+summary: Site policy
+description: The site's rules.
+rules: [site.conntrack]
+"""
+
+
+def test_a_module_key_is_not_emitted_where_the_facts_do_not_show_the_module(
+    workdir: Path,
+) -> None:
+    """A line for a key whose module is not loaded fails at boot: the plan leaves it out, with
+    a note, whatever rule asks for it."""
+    (workdir / "rules").mkdir()
+    (workdir / "rules" / "site.yaml").write_text(MODULE_RULE)
+    (workdir / "profiles").mkdir()
+    (workdir / "profiles" / "site.yaml").write_text(PROFILE)
+    kb = KnowledgeBase.load([workdir / "rules"], [workdir / "profiles"])
+    host = {"kernel": "6.1.0", "memory": {"total": "8 GiB"}}
+    plan = build_plan(kb, facts_from_data(host), "site")
+    assert [s.key for s in plan.settings] == []
+    assert any("nf_conntrack module" in n for n in plan.notes), plan.notes
+    loaded = {**host, "sysctl": {"net.netfilter.nf_conntrack_max": "65536"}}
+    plan = build_plan(kb, facts_from_data(loaded), "site")
+    assert [(s.key, s.value) for s in plan.settings] == [
+        ("net.netfilter.nf_conntrack_max", "1000000")
+    ]
+
+
+def test_a_cap_binds_a_value_a_sysctl_file_sets_within_the_model_tolerance() -> None:
+    """tcp_mem within 8% above half of RAM: the kernel's own figure is model error and kept,
+    but a sysctl file's value is the operator's, and the cap brings it down."""
+    kb = KnowledgeBase.load()
+    host = {
+        "kernel": "2.6.32-754.el6.x86_64",
+        "memory": {"total": "16 GiB"},
+        "sysctl": {"net.ipv4.tcp_mem": "1000000 1400000 2250000"},
+    }
+    unknown = build_plan(kb, facts_from_data(host), "base")
+    assert "net.ipv4.tcp_mem" not in {s.key for s in unknown.settings}
+    from_file = {**host, "sysctl_files": {"net.ipv4.tcp_mem": "/etc/sysctl.conf:3"}}
+    plan = build_plan(kb, facts_from_data(from_file), "base")
+    tcp_mem = next(s for s in plan.settings if s.key == "net.ipv4.tcp_mem")
+    assert tcp_mem.values[2] == 2097152 and "tcp-mem.ram-cap" in tcp_mem.capped_by
