@@ -11,7 +11,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from advisor.commands.common import emit, load_knowledge, read_facts, to_stdout
+from advisor.commands.common import choose, emit, load_knowledge, read_facts, to_stdout
 from advisor.engine.lint import CheckContext, Checker, CheckFinding, CheckReport
 from advisor.knowledge.rules import SEVERITY_ORDER
 from advisor.model.errors import InputError
@@ -30,8 +30,10 @@ def check(
     output: Path | None = None,
 ) -> int:
     from advisor.engine.plan_builder import build_plan, host_variables
-    from advisor.outputs.check_report import render_check, wants_color
+    from advisor.outputs.check_report import CHECK_FORMATS, render_check, wants_color
 
+    choose(fmt, CHECK_FORMATS, "--format")
+    choose(fail_on, SEVERITY_ORDER, "--fail-on")
     if profile is not None and facts is None:
         raise InputError("--profile needs --facts", field="--profile")
     kb = load_knowledge()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,11 +39,16 @@ def note(message: str) -> None:
 
 
 def guarded(run: Callable[[], int]) -> int:
-    """Bad input -> one line on stderr, exit 2. Anything else -> one line, exit 3."""
+    """Bad input (or a path the system refuses) -> one line on stderr, exit 2. Anything else
+    -> one line, exit 3."""
     try:
         return run()
     except InputError as exc:
         error_line(f"error: {exc}")
+        return 2
+    except OSError as exc:  # a path the system refuses (too long, a loop, no permission)
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        error_line(f"error: {where}{exc.strerror or exc}")
         return 2
     except Exception as exc:
         if os.environ.get("SYSCTL_ADVISOR_DEBUG"):
@@ -79,6 +84,15 @@ def emit(text: str, output: Path | None) -> None:
     except OSError as exc:
         discard_stdout()
         raise InputError(f"cannot write to standard output: {exc.strerror or exc}") from None
+
+
+def choose(value: str, allowed: Iterable[str], field: str) -> str:
+    """An option's value among those the command knows (the CLI's enums check it first;
+    callers without typer get the same one-line error)."""
+    known = list(allowed)
+    if value not in known:
+        raise InputError(f"{value!r} is not one of {', '.join(known)}", field=field)
+    return value
 
 
 def to_stdout(output: Path | None) -> bool:

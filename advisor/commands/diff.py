@@ -6,11 +6,13 @@ import sys
 from pathlib import Path
 
 from advisor.commands.common import (
+    choose,
     emit,
     load_knowledge,
     parse_overrides,
     read_facts,
     read_in_force,
+    to_stdout,
 )
 
 
@@ -27,9 +29,10 @@ def diff(
 ) -> int:
     from advisor.engine.diff import build_diff
     from advisor.engine.plan_builder import build_plan
-    from advisor.outputs.diff_report import render_diff
+    from advisor.outputs.diff_report import DIFF_FORMATS, render_diff
     from advisor.outputs.plan_render import Renderer
 
+    choose(fmt, DIFF_FORMATS, "--format")
     overrides = parse_overrides(settings)
     kb = load_knowledge(rules_dir, profiles_dir)
     keys = list(kb.catalog.keys)
@@ -51,6 +54,6 @@ def diff(
     plan = build_plan(kb, as_configured, profile, overrides)
     version = kb.catalog.kernel_for(host)[0]
     report = build_diff(plan, in_force, kb.catalog, version)
-    terminal = output is None and sys.stdout.isatty()
+    terminal = to_stdout(output) and sys.stdout.isatty()
     emit(render_diff(report, fmt, Renderer(kb.catalog), terminal=terminal), output)
     return 1 if report.drift else 0

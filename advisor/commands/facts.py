@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from advisor.commands.common import emit, load_knowledge
+from advisor.commands.common import choose, emit, load_knowledge
 from advisor.model.errors import InputError
 
 
@@ -32,6 +32,7 @@ def facts(
     from advisor.sources.local_host import collect_data
     from advisor.sources.prometheus import parse_duration
 
+    choose(fmt, ("yaml", "json"), "--format")
     history = history or HistoryOptions()
     if not root.is_dir():
         raise InputError("not a directory", path=root, field="--root")

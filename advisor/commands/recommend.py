@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.commands.common import emit, load_knowledge, parse_overrides, read_facts
+from advisor.commands.common import choose, emit, load_knowledge, parse_overrides, read_facts
 
 
 def recommend(
@@ -18,8 +18,9 @@ def recommend(
     profiles_dir: list[Path] | None = None,
 ) -> int:
     from advisor.engine.plan_builder import build_plan
-    from advisor.outputs.plan_render import Renderer, rebuild_command
+    from advisor.outputs.plan_render import FORMATS, Renderer, rebuild_command
 
+    choose(fmt, FORMATS, "--format")
     overrides = parse_overrides(settings)
     kb = load_knowledge(rules_dir, profiles_dir)
     host = read_facts(facts, kb, nginx_conf)

@@ -171,6 +171,15 @@ def _check_entry(
     return canonical
 
 
+def _names(value: object, path: Path, field: str) -> list[str]:
+    """An inventory group's `hosts` or `children`: a list of names (absent: none)."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError("expected a list of names", path=path, field=field)
+    return value
+
+
 def load_inventory_groups(path: Path) -> dict[str, frozenset[str]]:
     """Group -> hosts (nested groups included) from `ansible-inventory --list` JSON."""
     data = parse_json(read_text(path), path)
@@ -181,21 +190,21 @@ def load_inventory_groups(path: Path) -> dict[str, frozenset[str]]:
     for name, group in data.items():
         if name == "_meta" or not isinstance(group, dict):
             continue
-        direct[name] = {str(h) for h in group.get("hosts") or []}
-        children[name] = [str(c) for c in group.get("children") or []]
+        direct[name] = set(_names(group.get("hosts"), path, f"{name}.hosts"))
+        children[name] = _names(group.get("children"), path, f"{name}.children")
 
+    # Every group's hosts, nested groups included: an explicit walk, so a chain of thousands
+    # of nested groups (or a cycle) costs no recursion.
     resolved: dict[str, frozenset[str]] = {}
-
-    def members(name: str, seen: frozenset[str]) -> frozenset[str]:
-        if name in resolved:
-            return resolved[name]
-        hosts = set(direct.get(name, set()))
-        for child in children.get(name, []):
-            if child not in seen:
-                hosts |= members(child, seen | {child})
-        resolved[name] = frozenset(hosts)
-        return resolved[name]
-
     for name in direct:
-        members(name, frozenset({name}))
+        hosts: set[str] = set()
+        seen, stack = {name}, [name]
+        while stack:
+            group = stack.pop()
+            hosts |= direct.get(group, set())
+            for child in children.get(group, []):
+                if child not in seen:
+                    seen.add(child)
+                    stack.append(child)
+        resolved[name] = frozenset(hosts)
     return resolved

@@ -256,4 +256,10 @@ def validation_error(exc: ValidationError, path: Path | None, text: str | None) 
 
 
 def dump_json(data: Any) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    """Indented JSON that is valid UTF-8 whatever the data holds: a file name's undecodable
+    byte (a lone surrogate, as Python reads it) is written as its JSON escape (\\udcff), which
+    decodes back to the same string (os.fsencode restores the name), instead of a raw byte
+    that would make the whole document unreadable to a strict UTF-8 consumer (or fail to be
+    written at all)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -50,7 +50,10 @@ def parse_size(value: object) -> int:
         raise ValueError(
             f"unknown unit {unit!r} in {value!r} (use KiB, MiB, GiB, TiB, k, M, G, T, kB)"
         )
-    size = int(float(number) * factor)
+    scaled = float(number) * factor
+    if not math.isfinite(scaled):
+        raise ValueError(f"{value[:40]!r}... is not a size any machine has")
+    size = int(scaled)
     if size <= 0:
         raise ValueError(f"size must be positive, got {value!r}")
     return size

@@ -20,7 +20,7 @@ from advisor import __version__
 from advisor.engine.lint import CheckFinding, CheckReport
 from advisor.knowledge.check_rules import CheckRule
 from advisor.knowledge.resources import data_dir
-from advisor.model.documents import read_bytes
+from advisor.model.documents import dump_json, read_bytes
 from advisor.model.errors import InputError
 from advisor.model.sysctl_conf import C_SPACE
 from advisor.model.text_escape import one_line
@@ -28,7 +28,6 @@ from advisor.outputs.check_document import (
     CHECK_SCHEMA,
     CheckDocument,
     CheckFindingDocument,
-    json_text,
 )
 
 __all__ = ["CHECK_FORMATS", "CHECK_SCHEMA", "render_check", "rule_url", "wants_color"]
@@ -381,5 +380,5 @@ def render_check(
     if fmt == "github":
         return _github(report)
     if fmt == "sarif":
-        return json_text(sarif_log(report, rules))
+        return dump_json(sarif_log(report, rules))
     return _text(report, wants_color(sys.stdout) if color is None else color)

@@ -10,10 +10,7 @@ from __future__ import annotations
 import sys
 
 from advisor.knowledge.check_rules import CheckRule
-
-
-def _anchor(rule_id: str) -> str:
-    return rule_id.replace(".", "")
+from advisor.outputs.check_report import _anchor  # the anchors help links point to
 
 
 def _block(text: str) -> str:

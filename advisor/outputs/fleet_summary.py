@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from advisor import __version__
 from advisor.knowledge.rules import SEVERITY_ORDER
+from advisor.outputs.json_documents import FLEET_SCHEMA
 from advisor.outputs.markdown_text import (
     BUDGET,
     FOLD_ROWS,
@@ -25,8 +26,6 @@ from advisor.outputs.markdown_text import (
     md_text,
     md_text_clipped,
 )
-
-FLEET_SCHEMA = "sysctl-advisor/fleet/v1"  # the model: advisor/outputs/json_documents.py
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,7 @@ def _int(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and is_decimal(value.strip().lstrip("-")):
+    if isinstance(value, str) and is_decimal(value.strip().removeprefix("-")):
         return int(value)
     return None
 

@@ -57,7 +57,7 @@ def parse_netstat(text: str) -> dict[str, dict[str, int]]:
             table[protocol] = {
                 name: int(value)
                 for name, value in zip(names, words, strict=False)
-                if is_decimal(value.lstrip("-"))
+                if is_decimal(value.removeprefix("-"))
             }
         else:
             pending[protocol] = words

@@ -188,3 +188,87 @@ def test_calibrate_refuses_too_few_pairs_as_root() -> None:
         pytest.skip("calibrate checks its options after the root check")
     code, err = run("calibrate", "--pairs", "100")
     assert code == 2 and "--pairs" in err and "noise" in err
+
+
+# -- the final review of issues 13-17 ------------------------------------------------------------
+
+
+def test_a_size_too_long_for_a_float_is_one_line(workdir: Path) -> None:
+    path = facts_file(workdir, 'memory: {total: "' + "9" * 400 + ' GiB"}\n')
+    one_line_exit_2("recommend", "--facts", path, "-p", "base", words="memory.total")
+
+
+@pytest.mark.parametrize(
+    "command", [["check"], ["facts", "--root"], ["diff", "-p", "base", "--current"]]
+)
+def test_a_path_too_long_for_the_system_is_one_line(command: list[str], workdir: Path) -> None:
+    long = str(workdir / ("a" * 300))
+    one_line_exit_2(*command, long, words="File name too long")
+
+
+@pytest.mark.parametrize("group", [{"hosts": 5}, {"hosts": "ab"}, {"children": [1, 2]}])
+def test_inventory_groups_must_list_names(group: dict[str, object], workdir: Path) -> None:
+    from advisor.knowledge.profile_map import load_inventory_groups
+    from advisor.model.errors import InputError
+
+    inventory = workdir / "inventory.json"
+    inventory.write_text(json.dumps({"web": group}))
+    with pytest.raises(InputError) as caught:
+        load_inventory_groups(inventory)
+    assert caught.value.field in ("web.hosts", "web.children")
+
+
+def test_a_deep_chain_of_inventory_groups_needs_no_recursion(workdir: Path) -> None:
+    from advisor.knowledge.profile_map import load_inventory_groups
+
+    depth = 5000
+    groups = {f"g{i}": {"children": [f"g{i + 1}"]} for i in range(depth)}
+    groups[f"g{depth}"] = {"hosts": ["leaf-01"]}
+    inventory = workdir / "inventory.json"
+    inventory.write_text(json.dumps(groups))
+    resolved = load_inventory_groups(inventory)
+    assert resolved["g0"] == frozenset({"leaf-01"}) == resolved[f"g{depth - 1}"]
+
+
+def test_a_doubled_minus_in_proc_counters_is_not_a_number(workdir: Path) -> None:
+    from advisor.sources.proc_readers import parse_netstat
+
+    table = parse_netstat("TcpExt: ListenOverflows ListenDrops\nTcpExt: --5 3\n")
+    assert table == {"TcpExt": {"ListenDrops": 3}}
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        ("recommend('base', fmt='yaml')", "--format"),
+        ("diff('base', fmt='html')", "--format"),
+        ("check([], fmt='xml')", "--format"),
+        ("check([], fail_on='fatal')", "--fail-on"),
+        ("facts(fmt='toml')", "--format"),
+    ],
+)
+def test_commands_called_without_typer_check_their_choices(call: str, field: str) -> None:
+    from advisor.commands.check import check  # noqa: F401
+    from advisor.commands.diff import diff  # noqa: F401
+    from advisor.commands.facts import facts  # noqa: F401
+    from advisor.commands.recommend import recommend  # noqa: F401
+    from advisor.model.errors import InputError
+
+    with pytest.raises(InputError) as caught:
+        eval(call)  # the literal calls written above
+    assert caught.value.field == field
+
+
+def test_json_outputs_hold_a_file_name_that_is_not_utf8(workdir: Path) -> None:
+    """A sysctl.d file name with an undecodable byte: diff --format json writes valid UTF-8
+    JSON naming it with its escape, as check --format json always did."""
+    directory = Path(os.fsdecode(bytes(workdir) + b"/bad\xff"))
+    directory.mkdir()
+    conf = directory / "s.conf"
+    conf.write_text("net.ipv4.tcp_tw_reuse = 1\n")
+    out = workdir / "diff.json"
+    code, err = run("diff", "-p", "base", "--facts", str(ROOT / "examples/dcache-32bit.yaml"),
+                    "--current", str(conf), "-f", "json", "-o", str(out))  # fmt: skip
+    assert code in (0, 1), err
+    document = json.loads(out.read_bytes().decode("utf-8"))  # strict UTF-8
+    assert "bad\\udcff" in json.dumps(document) or "bad\udcff" in json.dumps(document)

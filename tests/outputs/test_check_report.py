@@ -25,7 +25,8 @@ from advisor.commands.check import check_paths
 from advisor.engine.lint import CheckFinding, CheckReport
 from advisor.knowledge.knowledge_base import KnowledgeBase
 from advisor.model.text_escape import one_line
-from advisor.outputs.check_document import check_json_schema
+from advisor.outputs.check_document import CheckDocument
+from advisor.outputs.json_documents import model_schema
 from tests.conftest import TESTS
 from tests.sarif.validate import (
     CHECK_SCHEMA,
@@ -311,7 +312,7 @@ def test_github_annotations_round_trip_through_the_runner(
 
 def test_shipped_check_schema_is_generated_from_the_model() -> None:
     shipped = json.loads(CHECK_SCHEMA.read_text(encoding="utf-8"))
-    assert shipped == check_json_schema()
+    assert shipped == model_schema(CheckDocument)
     assert shipped["$id"] == "sysctl-advisor/check/v1"
 
 
