@@ -230,7 +230,7 @@ Jobs = Annotated[
 ]
 Pairs = Annotated[
     int,
-    typer.Option("--pairs", help="Loopback connection pairs to open (100-100000).", metavar="N"),
+    typer.Option("--pairs", help="Loopback connection pairs to open (2000-100000).", metavar="N"),
 ]
 Timeout = Annotated[
     float,

@@ -40,7 +40,8 @@ from advisor.sources.ansible_facts import fact_files, load_ansible_facts
 
 # An inventory name becomes two file names: only names that cannot climb out of, or hide in,
 # host_files/ and host_vars/.
-_HOST_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:@+-]{0,252}$")
+# At most 250 characters: `<host>.conf` must fit a file name's 255 bytes.
+_HOST_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:@+-]{0,249}$")
 _PR_SET_PDEATHSIG = 1
 HOST_FILES = "host_files"
 HOST_VARS = "host_vars"
@@ -90,7 +91,7 @@ class FleetJob:
                 "".join(c if c.isprintable() else "?" for c in host)[:80],
                 str(path),
                 error="the file name is not an inventory host name the advisor can write "
-                "files for (letters, digits and . _ - : @ +, at most 253)",
+                "files for (letters, digits and . _ - : @ +, at most 250)",
             )
         try:
             return self._advise(path, host)
@@ -110,6 +111,10 @@ class FleetJob:
             facts = self.history.add_to(facts, host)
         plan = build_plan(self.kb, facts, choice.profile, choice.overrides)
         command = rebuild_command(choice.profile, path, choice.overrides)
+        if self.history is not None:  # the peaks are not in the Ansible facts: say so
+            command += (
+                f"  (observed peaks: Prometheus over {self.history.since}, not in these facts)"
+            )
         conf = self.renderer.render(plan, "conf", command)
         host_vars = self.renderer.render(plan, "ansible", command)
         _write(self.staging / HOST_FILES / f"{host}.conf", conf)

@@ -176,9 +176,11 @@ def render_rich(report: DiffReport, width: int | None = None) -> str:
     from rich.console import Console
 
     buffer = io.StringIO()
-    console = Console(file=buffer, force_terminal=True, width=width, highlight=False)
+    console = Console(file=buffer, force_terminal=True, width=width, highlight=False, emoji=False)
     table, table_width = _rich_table(report, console.width)
-    Console(file=buffer, force_terminal=True, width=table_width, highlight=False).print(table)
+    Console(
+        file=buffer, force_terminal=True, width=table_width, highlight=False, emoji=False
+    ).print(table)
     console.print("\n".join(_notes(report, console.width - 2)), markup=False)
     console.print("\n" + summary(report), markup=False)
     return buffer.getvalue()

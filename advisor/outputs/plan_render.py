@@ -102,8 +102,8 @@ def _param(value: Any) -> str:
         return "none"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float):
-        return f"{value:g}"
+    if isinstance(value, float):  # exact, so the rebuild line rebuilds the same plan
+        return str(int(value)) if value.is_integer() else repr(value)
     return str(value)
 
 

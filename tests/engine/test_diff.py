@@ -227,3 +227,23 @@ def test_live_host_diff_runs() -> None:
     for entry in doc["entries"]:
         if entry["current"] is not None:
             assert entry["source"].startswith("/proc/sys/")
+
+
+def test_the_terminal_table_shows_emoji_codes_in_file_names_as_written(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file named `:white_check_mark:ok.conf` stays that name on the terminal: rich would
+    draw an emoji for the code, and the operator would look for a file that does not exist."""
+    import advisor.outputs.diff_report as diff_render
+
+    conf = workdir / ":white_check_mark:ok.conf"
+    conf.write_text("net.ipv4.tcp_tw_recycle = 1\n")
+    monkeypatch.setattr(
+        diff_render,
+        "render_diff",
+        lambda report, fmt, renderer, terminal=False: diff_render.render_rich(report, 200),
+    )
+    facts = str(EXAMPLES / "dcache-32bit.yaml")
+    result = runner.invoke(app, ["diff", "--facts", facts, "-p", "base", "--current", str(conf)])
+    assert ":white_check_mark:ok.conf" in result.stdout
+    assert "\u2705" not in result.stdout

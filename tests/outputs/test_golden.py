@@ -71,3 +71,19 @@ def test_a_key_a_cap_governs_is_never_at_least(
     text = Renderer(kb.catalog).render(plan, "tuned", "cmd")
     (line,) = [x for x in text.splitlines() if x.startswith(f"{key}=")]
     assert line == f"{key}={setting.value}"
+
+
+def test_the_header_gives_parameters_exactly_so_the_rebuild_line_rebuilds(
+    kb: KnowledgeBase,
+) -> None:
+    """`--set rtt_ms=123.456789` is shown as given (it was rounded to 123.457), and every
+    value shown reads back as the very number the plan used."""
+    facts = load_facts(EXAMPLES / "dcache-32bit.yaml")
+    plan = build_plan(kb, facts, "gridftp", {"rtt_ms": "123.456789"})
+    assert "rtt_ms=123.456789 " in Renderer(kb.catalog).render(plan, "conf", "test")
+    plan = build_plan(
+        kb, load_facts(EXAMPLES / "c1m-server.yaml"), "c1m-server", {"active_fraction": "0.0000123"}
+    )
+    header = Renderer(kb.catalog).render(plan, "conf", "t").split("# params:", 1)[1].split()
+    shown = dict(word.split("=", 1) for word in header if "=" in word)
+    assert float(shown["active_fraction"]) == 0.0000123 == plan.profile.params["active_fraction"]
