@@ -16,6 +16,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from advisor.knowledge.spec_cache import SpecCache
 from advisor.model.documents import line_of, parse_document, read_text, validation_error
 from advisor.model.errors import InputError
+from advisor.model.host_facts import plain_line
 from advisor.model.text_escape import refuse_control_characters
 
 # The same rule as a KernelEvent's `family` in model/host_facts.py.
@@ -29,9 +30,7 @@ MAX_LINE_TEXT = 200
 
 def _one_line(value: str) -> str:
     """Printable text on one line (no tab, newline or other control or separator)."""
-    if not value.isprintable():
-        bad = next(c for c in value if not c.isprintable())
-        raise ValueError(f"contains a control or separator character (U+{ord(bad):04X})")
+    plain_line(value)
     if not value.strip():
         raise ValueError("is empty")
     return value

@@ -6,27 +6,19 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from advisor.knowledge.expressions import Compiler, Expression, ExpressionError, as_input_error
-from advisor.knowledge.rules import Rule, matches
+from advisor.knowledge.rules import Rule, SpecModel, matches
 from advisor.knowledge.spec_cache import SpecCache
 from advisor.model.errors import InputError
-from advisor.model.text_escape import refuse_control_characters
 
 ParamType = Literal["int", "float", "bool", "str"]
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    @model_validator(mode="after")
-    def _plain_text(self) -> Any:
-        for name, value in self.__dict__.items():
-            refuse_control_characters(value, name)
-        return self
+_Model = SpecModel
 
 
 class Parameter(_Model):

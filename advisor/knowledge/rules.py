@@ -31,7 +31,11 @@ SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
 RULE_ID = r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$"
 
 
-class _Model(BaseModel):
+class SpecModel(BaseModel):
+    """A knowledge file's model: strict (unknown fields refused), immutable, and plain text
+    only (no control, format or separator character reaches a terminal or a file from it).
+    Rules, profiles and the server table share it."""
+
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     @model_validator(mode="after")
@@ -39,6 +43,9 @@ class _Model(BaseModel):
         for name, value in self.__dict__.items():
             refuse_control_characters(value, name)
         return self
+
+
+_Model = SpecModel
 
 
 class FindingSpec(_Model):

@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from advisor.knowledge.rules import SpecModel
 from advisor.knowledge.spec_cache import SpecCache
 from advisor.model.errors import InputError
 
@@ -22,8 +23,7 @@ _ID = r"^[a-z0-9][a-z0-9-]{0,63}$"
 MAX_RULE_LISTENERS = 1000
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+_Model = SpecModel  # strict, and plain text only
 
 
 class Recognise(_Model):

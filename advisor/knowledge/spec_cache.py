@@ -18,7 +18,12 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from advisor import __version__
-from advisor.knowledge.cache_files import cache_directory, read_cache, write_cache
+from advisor.knowledge.cache_files import (
+    cache_directory,
+    read_cache,
+    source_fingerprint,
+    write_cache,
+)
 from advisor.model.documents import parse_document, read_text, validation_error
 from advisor.model.errors import InputError
 
@@ -74,16 +79,15 @@ class SpecCache:
         return spec
 
     def _fingerprint(self, model: type[BaseModel]) -> str:
-        """Hash of the source file defining the model: editing a model retires its entries."""
-        module = model.__module__
-        if module not in self._fingerprints:
-            source = getattr(sys.modules.get(module), "__file__", None)
-            try:
-                data = Path(source).read_bytes() if source else b""
-            except OSError:
-                data = b""
-            self._fingerprints[module] = hashlib.sha1(data).hexdigest()[:16]
-        return self._fingerprints[module]
+        """Hash of the source files defining the model and the project's models it is built on
+        (a shared base such as rules.SpecModel): editing any of them retires its entries."""
+        modules = sorted(
+            {klass.__module__ for klass in model.__mro__ if klass.__module__.startswith("advisor.")}
+        )
+        key = ",".join(modules)
+        if key not in self._fingerprints:
+            self._fingerprints[key] = source_fingerprint(*modules)
+        return self._fingerprints[key]
 
     def save(self) -> None:
         stale = set(self._entries) - self._used

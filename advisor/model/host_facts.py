@@ -78,7 +78,9 @@ MAX_KERNEL_NUMBER = 2**64  # no sysctl holds a larger integer
 MAX_KERNEL_LOG = 768 * 1024  # characters of observed.kernel_messages, all lines together
 
 
-def _printable(value: str, what: str = "text") -> str:
+def plain_line(value: str, what: str = "text") -> str:
+    """`value` when it is one line of printable text of at most MAX_TEXT characters; else
+    ValueError naming the first offending character."""
     if len(value) > MAX_TEXT:
         raise ValueError(f"{what} longer than {MAX_TEXT} characters")
     if not value.isprintable():
@@ -89,7 +91,7 @@ def _printable(value: str, what: str = "text") -> str:
 
 def _pattern(regex: re.Pattern[str], what: str) -> Any:
     def check(value: str) -> str:
-        _printable(value, what)
+        plain_line(value, what)
         if not regex.match(value):
             raise ValueError(f"not a valid {what}: {value[:80]!r}")
         return value
@@ -99,7 +101,7 @@ def _pattern(regex: re.Pattern[str], what: str) -> Any:
 
 def _interface_name(value: str) -> str:
     """The kernel's dev_valid_name(): 1-15 bytes, not . or .., no /, : or whitespace."""
-    _printable(value, "interface name")
+    plain_line(value, "interface name")
     if (
         not value
         or len(value.encode()) > 15
@@ -110,12 +112,12 @@ def _interface_name(value: str) -> str:
     return value
 
 
-Text = Annotated[str, AfterValidator(_printable)]
+Text = Annotated[str, AfterValidator(plain_line)]
 Hostname = Annotated[str, _pattern(_HOSTNAME, "hostname (RFC 1123 labels)")]
 
 
 def _release(value: str) -> str:
-    _printable(value, "kernel release")
+    plain_line(value, "kernel release")
     if not _RELEASE.match(value):
         raise ValueError(
             f"cannot read a kernel version from {value[:80]!r} (e.g. 5.15.0-91-generic)"
@@ -148,7 +150,7 @@ def _sysctl_value(value: Any) -> str:
         text = " ".join(str(v) for v in value)
     else:
         raise ValueError("a sysctl value must be a string, a number or a list of numbers")
-    _printable(text, "sysctl value")
+    plain_line(text, "sysctl value")
     for word in text.split():
         digits = word.lstrip("-")
         if digits.isascii() and digits.isdigit() and len(digits) > 20:
@@ -341,7 +343,7 @@ class ListenerProcess(_Model):
 
 
 def _ip_address(value: str) -> str:
-    _printable(value, "address")
+    plain_line(value, "address")
     if "%" in value:  # sock_diag reports no zone id; `fe80::1%<any text>` would be prose
         raise ValueError(f"an address with a zone id: {value[:60]!r}")
     try:

@@ -14,11 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from advisor.model.documents import parse_json, read_text, validation_error
+from advisor.model.documents import parse_json, read_text
 from advisor.model.errors import InputError
-from advisor.model.host_facts import HostFacts
+from advisor.model.host_facts import HostFacts, facts_from_data
 from advisor.model.units import is_decimal
 
 
@@ -128,10 +126,7 @@ def facts_data(facts: AnsibleFacts, source: str) -> dict[str, Any]:
 
 def host_facts_from_document(document: Any, source: str) -> HostFacts:
     data = facts_data(AnsibleFacts(facts_dict(document, source)), source)
-    try:
-        return HostFacts.model_validate(data)
-    except ValidationError as exc:
-        raise validation_error(exc, Path(source), None) from None
+    return facts_from_data(data, Path(source))
 
 
 def load_ansible_facts(path: Path) -> HostFacts:

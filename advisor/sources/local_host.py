@@ -29,8 +29,8 @@ from advisor.sources.proc_readers import (
     parse_netstat,
     parse_sockstat,
     parse_softnet_cpus,
-    parse_softnet_stat,
     selected_mode,
+    softnet_totals,
 )
 from advisor.sources.tree_paths import inside
 
@@ -190,11 +190,12 @@ def _observed(root: Path, nics: list[dict[str, Any]]) -> dict[str, Any]:
     if overruns:
         observed["rx_overruns"] = sum(overruns)
     softnet_text = _read(root / "proc/net/softnet_stat", root) or ""
-    softnet = parse_softnet_stat(softnet_text)
-    if softnet:
-        observed["softnet_dropped"] = softnet["dropped"]
-        observed["softnet_time_squeeze"] = softnet["time_squeeze"]
-        observed["softnet"] = parse_softnet_cpus(softnet_text)
+    cpus = parse_softnet_cpus(softnet_text)
+    if cpus:  # the totals are the per-CPU lines summed: the two can never disagree
+        totals = softnet_totals(cpus)
+        observed["softnet_dropped"] = totals["dropped"]
+        observed["softnet_time_squeeze"] = totals["time_squeeze"]
+        observed["softnet"] = cpus
     return observed
 
 

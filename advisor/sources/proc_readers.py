@@ -91,22 +91,6 @@ def parse_net_dev(text: str) -> dict[str, dict[str, int]]:
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
-def parse_softnet_stat(text: str) -> dict[str, int]:
-    """/proc/net/softnet_stat, one line of hex counters per CPU: the sums of column 2 (packets
-    dropped because the per-CPU input backlog was full) and column 3 (time_squeeze: polls that
-    ran out of netdev_budget or netdev_budget_usecs with work left)."""
-    dropped = squeezed = 0
-    seen = False
-    for line in text.splitlines():
-        words = line.split()
-        if len(words) < 3 or not all(w and set(w) <= _HEX for w in words[:3]):
-            continue
-        dropped += int(words[1], 16)
-        squeezed += int(words[2], 16)
-        seen = True
-    return {"dropped": dropped, "time_squeeze": squeezed} if seen else {}
-
-
 def parse_softnet_cpus(text: str) -> list[dict[str, int]]:
     """/proc/net/softnet_stat per CPU: processed, dropped, time_squeeze and, where printed,
     received_rps (column 10: packets another CPU steered here with RPS/RFS). Only online CPUs
@@ -128,6 +112,18 @@ def parse_softnet_cpus(text: str) -> list[dict[str, int]]:
             entry["received_rps"] = int(words[9], 16)
         cpus.append(entry)
     return cpus
+
+
+def softnet_totals(cpus: list[dict[str, int]]) -> dict[str, int]:
+    """The per-CPU counters summed: column 2 (packets dropped because the per-CPU input backlog
+    was full) and column 3 (time_squeeze: polls that ran out of netdev_budget or
+    netdev_budget_usecs with work left). Empty when no CPU line was read."""
+    if not cpus:
+        return {}
+    return {
+        "dropped": sum(c["dropped"] for c in cpus),
+        "time_squeeze": sum(c["time_squeeze"] for c in cpus),
+    }
 
 
 def count_numa_nodes(names: list[str]) -> int | None:

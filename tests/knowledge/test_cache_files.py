@@ -133,3 +133,15 @@ def test_temporary_names_are_not_predictable(workdir: Path) -> None:
     for pid_guess in range(os.getpid() - 5, os.getpid() + 200):
         assert not list(private.glob(f"*.{pid_guess}.tmp"))
     assert all(oct(p.stat().st_mode & 0o777) == "0o600" for p in private.iterdir() if p.is_file())
+
+
+def test_a_spec_cache_entry_depends_on_the_base_models_source_too() -> None:
+    """The server table's model is built on rules.SpecModel: an edit of either module retires
+    the cached specs (validated with the old checks) of both."""
+    from advisor.knowledge.cache_files import source_fingerprint
+    from advisor.knowledge.servers import ServerTableSpec
+    from advisor.knowledge.spec_cache import SpecCache
+
+    fingerprint = SpecCache()._fingerprint(ServerTableSpec)
+    assert fingerprint == source_fingerprint("advisor.knowledge.rules", "advisor.knowledge.servers")
+    assert fingerprint != source_fingerprint("advisor.knowledge.servers")

@@ -157,3 +157,31 @@ def test_parsers_never_raise(text: str) -> None:
     parse_net_dev(text)
     count_cpu_list(text)
     selected_mode(text)
+
+
+def test_softnet_per_cpu_lines_and_their_totals() -> None:
+    """6.x prints the CPU id in column 13 (offline CPUs are skipped, so line 2 is CPU 3);
+    2.6.32 prints 10 columns (received_rps last), 2.6.18 only 9: numbered by line. The totals
+    are the same lines summed; lines that are not hex counters are skipped by both."""
+    from advisor.sources.proc_readers import parse_softnet_cpus, softnet_totals
+
+    modern = (
+        "000f2b5d 00000010 00000002 00000000 00000000 00000000 00000000 00000000 00000000 "
+        "00000007 00000000 00000000 00000000 00000000 00000000\n"
+        "000c475a 00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000000 "
+        "00000000 00000000 00000000 00000003 00000000 00000000\n"
+        "not a counter line\n"
+    )
+    cpus = parse_softnet_cpus(modern)
+    assert cpus == [
+        {"cpu": 0, "processed": 0xF2B5D, "dropped": 16, "time_squeeze": 2, "received_rps": 7},
+        {"cpu": 3, "processed": 0xC475A, "dropped": 1, "time_squeeze": 0, "received_rps": 0},
+    ]
+    assert softnet_totals(cpus) == {"dropped": 17, "time_squeeze": 2}
+    old = "00000010 00000001 00000002 0 0 0 0 0 0\n00000020 00000000 00000005 0 0 0 0 0 0\n"
+    assert [(c["cpu"], "received_rps" in c) for c in parse_softnet_cpus(old)] == [
+        (0, False),
+        (1, False),
+    ]
+    assert softnet_totals(parse_softnet_cpus(old)) == {"dropped": 1, "time_squeeze": 7}
+    assert softnet_totals([]) == {}
