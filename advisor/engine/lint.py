@@ -189,14 +189,16 @@ class Checker:
             for rule in self.assignment_rules:
                 if rule.spec.globs != item.is_glob or not self._applicable(rule, item.key):
                     continue
-                local = dict(scope)
+                # one context for the rule's lets, `when` and message (building one copies
+                # the variables, which costs more than most expressions)
+                ctx = self.kb.compiler.context(scope)
                 try:
                     for name, expr in rule.let:
-                        local[name] = expr.evaluate(local)
+                        ctx.vars[name] = expr.run(ctx)
                     assert rule.when is not None
-                    if not rule.when.evaluate(local):
+                    if not rule.when.run(ctx):
                         continue
-                    message = _PROSE_SPACE.sub(" ", rule.message.render(local)).strip(" ")
+                    message = _PROSE_SPACE.sub(" ", rule.message.render_in(ctx)).strip(" ")
                 except (ExpressionError, ValueError, TypeError) as exc:
                     raise InputError(str(exc), path=rule.path, field="when") from None
                 found.append(
