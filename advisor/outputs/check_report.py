@@ -104,10 +104,6 @@ class _Lines:
     def span(self, finding: CheckFinding) -> tuple[int, int] | None:
         """1-based start column and end column (one past the last character) of what is on
         the finding's line, in Unicode code points; None when unknown."""
-        column = getattr(finding, "column", None)
-        if isinstance(column, int) and column >= 1:
-            end = getattr(finding, "end_column", None)
-            return column, end if isinstance(end, int) and end > column else column + 1
         if finding.line is None:
             return None
         lines = self._lines(finding.file)
@@ -279,16 +275,14 @@ def _rule_properties(rule: CheckRule | None) -> dict[str, Any]:
     if rule is None:
         return {"tags": ["sysctl"], "precision": "high", "problem.severity": "warning"}
     spec = rule.spec
-    tags = getattr(spec, "tags", None) or [
+    tags = [
         "sysctl",
         "structural" if spec.kind == "structural" else "value",
         *(f"needs-{need}" for need in spec.needs),
     ]
     # A verdict from the file alone is certain; one that rests on facts or a profile is only
     # as good as they are.
-    precision = getattr(spec, "precision", None) or (
-        "high" if {"facts", "profile"} & set(spec.needs) else "very-high"
-    )
+    precision = "high" if {"facts", "profile"} & set(spec.needs) else "very-high"
     return {
         "tags": list(tags),
         "precision": precision,

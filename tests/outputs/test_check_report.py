@@ -22,7 +22,7 @@ import advisor.outputs.check_report as check_render
 from advisor import __version__
 from advisor.cli import app
 from advisor.commands.check import check_paths
-from advisor.engine.lint import CheckFinding, CheckReport
+from advisor.engine.lint import CheckReport
 from advisor.knowledge.knowledge_base import KnowledgeBase
 from advisor.model.text_escape import one_line
 from advisor.outputs.check_document import CheckDocument
@@ -176,20 +176,6 @@ def test_sarif_columns_span_the_assignment(tmp_path: Path) -> None:
         assert region == {"startLine": 2, "startColumn": 4, "endColumn": 4 + len(content)}
     text = _check(conf, "--kernel", "5.15")
     assert f"{conf}:2:4: [error]" in text
-
-
-def test_columns_come_from_the_finding_when_it_has_them() -> None:
-    """If CheckFinding grows column/end_column, the renderer uses them instead of re-reading."""
-
-    class WithColumns(CheckFinding):
-        column = 7
-        end_column = 9
-
-    finding = WithColumns("check.x", "error", "/nonexistent/x.conf", 3, "k", "m")
-    report = CheckReport([finding], ["/nonexistent/x.conf"])
-    sarif = assert_valid_sarif(check_render.render_check(report, "sarif", {}))
-    region = _results(sarif)[0]["locations"][0]["physicalLocation"]["region"]
-    assert region == {"startLine": 3, "startColumn": 7, "endColumn": 9}
 
 
 def test_partial_fingerprints_survive_line_shifts(tmp_path: Path) -> None:
