@@ -21,7 +21,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -157,7 +157,7 @@ def _ignore_interrupts() -> None:
         os._exit(1)
 
 
-def advise_all(job: FleetJob, paths: list[Path], jobs: int) -> Iterator[HostOutcome]:
+def advise_all(job: FleetJob, paths: list[Path], jobs: int) -> Generator[HostOutcome, None, None]:
     """Outcomes in input order; with jobs > 1, computed by forked workers."""
     global _JOB
     if jobs <= 1 or len(paths) < 64 or "fork" not in multiprocessing.get_all_start_methods():
@@ -194,14 +194,16 @@ def run_fleet(
     with locked(outdir):
         check_outdir(outdir)
         staging = staging_directory(outdir)
+        advised: Generator[HostOutcome, None, None] | None = None
         try:
             for name in (HOST_FILES, HOST_VARS):
                 (staging / name).mkdir()
             job = FleetJob(kb, renderer, profile_map, staging, history)
             hosts: list[str] = []
+            advised = advise_all(job, paths, jobs)
 
             def outcomes() -> Iterator[HostOutcome]:
-                for outcome in advise_all(job, paths, jobs):
+                for outcome in advised:
                     if outcome.written:
                         hosts.append(outcome.host)
                     on_host(outcome)
@@ -222,6 +224,10 @@ def run_fleet(
                     )
             return written
         finally:
+            # Stop the workers before the staging directory goes: a Ctrl-C outside the
+            # generator would otherwise leave them writing into it while it is removed.
+            if advised is not None:
+                advised.close()
             discard(staging)
 
 
