@@ -130,7 +130,7 @@ def read_facts(path: Path | None, kb: KnowledgeBase, nginx_conf: Path | None = N
     from advisor.sources.local_host import DEFAULT_WINDOW, collect
 
     host = collect(
-        list(kb.catalog.keys), message_matchers=kb.message_matchers(), since=DEFAULT_WINDOW
+        kb.catalog.read_keys(), message_matchers=kb.message_matchers(), since=DEFAULT_WINDOW
     )
     return with_service_configs(host, None, nginx_conf)
 

@@ -40,7 +40,11 @@ def diff(
     in_force = read_in_force(current, facts, host, keys)
     as_configured = host.model_copy(
         update={
-            "sysctl": {k: v.value for k, v in in_force.values.items()},
+            # the readable keys (what the kernel offers) stay as the host reported them
+            "sysctl": {
+                **{k: v for k, v in host.sysctl.items() if k in kb.catalog.readable},
+                **{k: v.value for k, v in in_force.values.items()},
+            },
             # Which values files set: all of them for files and trees; a dump cannot say.
             "sysctl_files": (
                 {k: v.source for k, v in in_force.values.items()}

@@ -39,7 +39,7 @@ def facts(
     window = parse_duration(history.since)
     kb = load_knowledge()
     data = collect_data(
-        list(kb.catalog.keys), root, kb.message_matchers(), history.kernel_log, window
+        kb.catalog.read_keys(), root, kb.message_matchers(), history.kernel_log, window
     )
     if history.prometheus is not None:
         _add_history(data, history)

@@ -5,7 +5,8 @@ Status per key:
 * `change`  — it differs;
 * `missing` — the recommendation differs from the kernel default and nothing sets it;
 * `remove`  — the configuration sets a key this kernel does not have (sysctl -p fails on it).
-Vectors compare after whitespace normalisation (the kernel prints them tab-separated).
+Vectors compare after whitespace normalisation (the kernel prints them tab-separated), port
+sets as sets.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from advisor import __version__
 from advisor.knowledge.catalog import Catalog
+from advisor.knowledge.values import same_value
 from advisor.model.current_config import CurrentConfig, Problem
 from advisor.model.kernel_version import KernelVersion
 from advisor.model.plan import Finding, Plan
@@ -67,10 +69,6 @@ class DiffReport:
         }
 
 
-def _same(a: str, b: str) -> bool:
-    return a.split() == b.split()
-
-
 def build_diff(
     plan: Plan, current: CurrentConfig, catalog: Catalog, version: KernelVersion
 ) -> DiffReport:
@@ -80,7 +78,7 @@ def build_diff(
         found = current.values.get(setting.key)
         if found is None:
             status = "missing"
-        elif _same(found.value, setting.value):
+        elif same_value(found.value, setting.value, catalog.keys.get(setting.key)):
             status = "ok"
         else:
             status = "change"

@@ -20,6 +20,7 @@ from advisor.knowledge.check_rules import CheckRule
 from advisor.knowledge.expressions import ExpressionError, new_budget
 from advisor.knowledge.knowledge_base import KnowledgeBase
 from advisor.knowledge.rules import SEVERITY_ORDER
+from advisor.knowledge.values import parse_text
 from advisor.model.current_config import CurrentConfig
 from advisor.model.errors import InputError
 from advisor.model.host_facts import HostFacts
@@ -135,8 +136,11 @@ class Checker:
         spec = catalog.keys.get(key)
         kernel = self.context.kernel
         # What the kernel does with the text of a key it knows: what it stores, refuses, drops.
-        write = kernel_write(value, spec.length) if spec is not None else None
-        if write is None:
+        text_key = spec is not None and spec.is_text
+        write = kernel_write(value, spec.length) if spec is not None and not text_key else None
+        if text_key:  # a name or a port set: no numbers to read
+            numbers, read = None, []
+        elif write is None:
             numbers, read = _numbers(value), _fields(value)
         else:  # the numbers the key ends up holding, when the write sets all of them
             numbers = list(write.stored) if write.complete else None
@@ -145,6 +149,8 @@ class Checker:
             "key": key,
             "value": value,
             "numbers": numbers,
+            # a text key's value as the kernel holds it, None when it refuses the text
+            "text": parse_text(value, spec) if spec is not None and text_key else None,
             "write": write.as_data() if write is not None else None,
             "decimal": all(_PLAIN_DECIMAL.fullmatch(part) for part in read),
             "spec": self._specs.get(key),

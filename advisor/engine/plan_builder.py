@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor.knowledge.catalog import CatalogKey
+from advisor.knowledge.catalog import CatalogKey, parse_ports, ports_text
 from advisor.knowledge.expressions import new_budget
 from advisor.knowledge.knowledge_base import KnowledgeBase
 from advisor.knowledge.rules import SEVERITY_ORDER, RuleResult
-from advisor.knowledge.values import Value, as_list, conf_text, human, parse_current
+from advisor.knowledge.values import Value, conf_text, human, numbers, parse_current
 from advisor.model.host_facts import HostFacts
 from advisor.model.plan import Companion, Finding, Plan, PlanHost, PlanProfile, Setting, Unchanged
 
@@ -87,7 +87,11 @@ def _kernel_values_as_defaults(
         if modelled is not None and modelled == held:
             continue
         kernel_set = files is not None and name not in files
-        close = modelled is not None and _within(held, modelled, spec.default_tolerance)
+        close = (
+            modelled is not None
+            and not spec.is_text
+            and _within(held, modelled, spec.default_tolerance)
+        )
         if not (kernel_set or close):
             continue
         defaults[name] = by_alias[spec.alias] = held
@@ -107,7 +111,7 @@ def _kernel_values_as_defaults(
 
 
 def _within(held: Value, modelled: Value, tolerance: float) -> bool:
-    a, b = as_list(held), as_list(modelled)
+    a, b = numbers(held), numbers(modelled)
     if len(a) != len(b):
         return False
     return all(abs(x - y) <= tolerance * abs(y) for x, y in zip(a, b, strict=True))
@@ -128,7 +132,11 @@ def build_plan(
             current_text[name] = text
         current[spec.alias] = parse_current(text, spec) if text is not None else None
     kernel_values = _kernel_values_as_defaults(kb, facts, defaults, current, variables)
-    variables["current"] = current
+    readable: dict[str, list[str] | None] = {}  # what the kernel offers: lists of names
+    for name, spec_r in catalog.readable.items():
+        text = facts.sysctl.get(name)
+        readable[spec_r.alias] = text.split()[:64] if text is not None else None
+    variables["current"] = {**current, **readable}
     variables["params"] = params = profile.resolve(overrides or {}, variables)
 
     results: list[RuleResult] = []
@@ -173,7 +181,8 @@ def build_plan(
         # A value a sysctl file sets is the operator's, not the model's: no model tolerance
         # keeps it from a cap.
         file_set = facts.sysctl_files is not None and key in facts.sysctl_files
-        setting = _resolve(
+        resolve = _resolve_text if item.spec.is_text else _resolve
+        setting = resolve(
             item,
             defaults.get(key),
             current.get(item.spec.alias),
@@ -284,7 +293,7 @@ def _resolve(
     spec = item.spec
     policies = spec.policies()
     baseline = current if current is not None else default
-    base = as_list(baseline) if baseline is not None else None
+    base = numbers(baseline) if baseline is not None else None
     base_name = "the value in force" if current is not None else "the kernel default"
     want_rules = [r for r, _ in item.wants]
     tolerance = 0.0 if file_set else spec.default_tolerance
@@ -396,7 +405,7 @@ def _resolve(
     return Setting(
         key=item.key,
         value=conf_text(final),
-        values=as_list(final),
+        values=numbers(final),
         unit=spec.unit,
         current=" ".join(current_text.split()) if current_text is not None else None,
         kernel_default=conf_text(default) if default is not None else None,
@@ -408,6 +417,78 @@ def _resolve(
         capped_by=capped_by,
         wanted=list(wanted),
         caps=[rule_id for rule_id, _ in item.caps],
+    )
+
+
+def _resolve_text(
+    item: _KeyWork,
+    default: Value | None,
+    current: Value | None,
+    current_text: str | None,
+    by_rule: dict[str, RuleResult],
+    page_size: int,
+    file_set: bool = False,
+) -> Setting | Unchanged | str | None:
+    """A text key: a name every rule must agree on (`one`), or a port set that only grows
+    (`union`: the value in force, else the default, with every want added). Text keys take no
+    caps (a rule that caps one does not load)."""
+    spec = item.spec
+    baseline = current if current is not None else default
+    wants = [(rule_id, str(v)) for rule_id, v in item.wants]
+    if not wants:
+        return None
+    lines: list[str] = []
+    if spec.merge == "one":
+        names = sorted({v for _, v in wants})
+        if len(names) > 1:
+            return (
+                f"{item.key}: the rules want different values "
+                f"({', '.join(f'{r}: {v}' for r, v in wants)}); not emitted"
+            )
+        final = wanted = names[0]
+    else:
+        wanted = ports_text([r for _, v in wants for r in parse_ports(v)])
+        held = parse_ports(str(baseline)) if baseline is not None else []
+        final = ports_text(held + parse_ports(wanted))
+        if held and final != wanted:
+            lines.append(
+                f"The ports {'in force' if current is not None else 'reserved by default'} "
+                f"({baseline}) stay reserved: a port set only grows."
+            )
+    contributing = [r for r, _ in wants]
+    if final == default and (current is None or current == final):
+        return Unchanged(
+            key=item.key,
+            kernel_default=conf_text(default),
+            wanted=wanted,
+            rules=contributing,
+        )
+    paragraphs = [
+        f"[{rid}] {by_rule[rid].rationale_for(item.key)}"
+        for rid in contributing
+        if by_rule[rid].rationale_for(item.key)
+    ]
+    references: list[str] = []
+    for rid in contributing:
+        for ref in by_rule[rid].rule.spec.references:
+            if ref not in references:
+                references.append(ref)
+    for ref in spec.references:
+        if not any(r.startswith(ref) for r in references):
+            references.append(ref)
+    return Setting(
+        key=item.key,
+        value=final,
+        values=[],
+        unit=spec.unit,
+        current=current_text.strip() if current_text is not None else None,
+        kernel_default=conf_text(default) if default is not None else None,
+        rules=contributing,
+        rationale="\n".join(paragraphs + lines),
+        references=references,
+        section=spec.section,
+        human=human(final, spec, page_size),
+        wanted=None,
     )
 
 

@@ -26,7 +26,12 @@ from advisor.model.errors import InputError
 from advisor.model.host_facts import HostFacts
 from advisor.model.kernel_version import KernelRange, KernelVersion
 
-Unit = Literal["bytes", "pages", "kbytes", "count", "seconds", "boolean", "choice", "port"]
+Unit = Literal[
+    "bytes", "pages", "kbytes", "count", "seconds", "boolean", "choice", "port", "name", "ports"
+]
+# Keys whose value is text, not numbers: a name the kernel looks up (a qdisc, a congestion
+# control algorithm) or a set of ports (a bitmap the kernel prints as "8080,9000-9010").
+TEXT_UNITS = frozenset({"name", "ports"})
 Literal_ = int | float | bool | list[int] | None
 ExprOrLiteral = str | int | float | bool | list[int] | None
 
@@ -69,7 +74,8 @@ class CatalogKey(_Model):
     ordered: bool = False
     min: int
     max: int
-    merge: Literal["max", "min", "choice"] | list[Literal["max", "min"]]
+    # Text keys: `one` (every rule must want the same name) or `union` (a port set only grows).
+    merge: Literal["max", "min", "choice", "one", "union"] | list[Literal["max", "min"]]
     # Relative difference between the value in force and the modelled default that is still
     # the kernel's own default (the model's known error, e.g. nr_free_buffer_pages()).
     default_tolerance: float = Field(0.0, ge=0.0, le=0.25)
@@ -80,10 +86,19 @@ class CatalogKey(_Model):
         "rules set it only where the facts show it, and its presence says nothing of the era",
     )
     netns_since: str | None = None
+    build_option: str | None = Field(
+        None,
+        pattern=r"^CONFIG_[A-Z0-9_]+$",
+        description="the kernel build option that chooses the boot default (a distribution "
+        "may build another default than the upstream one the era table gives)",
+    )
     # The key's handler reads a write into a copy and stores it only when the whole of it is
     # valid (ipv4_local_port_range); otherwise each element is stored as it is read, and a
     # write refused part-way leaves the key half-written.
     atomic_write: bool = False
+    # An unsigned int that older handlers printed signed (tcp_notsent_lowat read -1 before
+    # 4.10): a negative number read from the host is the value plus 2**32.
+    unsigned32: bool = False
     summary: str
     references: list[str] = Field(min_length=1)
     default: list[Era] = Field(min_length=1)
@@ -101,7 +116,17 @@ class CatalogKey(_Model):
             raise ValueError("min is above max")
         if isinstance(self.merge, list) and len(self.merge) != self.length:
             raise ValueError(f"merge names {len(self.merge)} policies, length is {self.length}")
+        text_merge = self.merge in ("one", "union")
+        if self.is_text != text_merge or (self.is_text and self.length != 1):
+            raise ValueError(
+                "a text key (unit name or ports) has length 1 and merges by `one` or `union`; "
+                "number keys merge by max, min or choice"
+            )
         return self
+
+    @property
+    def is_text(self) -> bool:
+        return self.unit in TEXT_UNITS
 
     def policies(self) -> list[str]:
         """The merge policy of each element."""
@@ -128,9 +153,18 @@ class KernelModelFile(_Model):
     quantities: dict[str, EraTable]
 
 
+class ReadableKey(_Model):
+    """A key the collector reads for the rules (a list of names), never one to set."""
+
+    alias: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
+    summary: str
+    references: list[str] = Field(min_length=1)
+
+
 class CatalogFile(_Model):
     sections: list[Section]
     keys: dict[str, CatalogKey]
+    readable: dict[str, ReadableKey] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _known_sections(self) -> CatalogFile:
@@ -138,6 +172,9 @@ class CatalogFile(_Model):
         for name, key in self.keys.items():
             if key.section not in ids:
                 raise ValueError(f"{name}: unknown section {key.section!r}")
+        aliases = [k.alias for k in self.keys.values()] + [k.alias for k in self.readable.values()]
+        if len(set(aliases)) != len(aliases) or set(self.keys) & set(self.readable):
+            raise ValueError("a key or alias is listed twice (keys and readable share one list)")
         return self
 
 
@@ -231,6 +268,7 @@ class Catalog:
         self.model = specs.load(model_path, KernelModelFile, "the kernel model")
         self.sections = keys_file.sections
         self.keys: dict[str, CatalogKey] = keys_file.keys
+        self.readable: dict[str, ReadableKey] = keys_file.readable
         self.by_alias = {k.alias: name for name, k in self.keys.items()}
         self._exists = {name: KernelRange.parse(k.exists) for name, k in self.keys.items()}
         self.newest = KernelVersion.parse(self.model.newest_verified)
@@ -252,6 +290,10 @@ class Catalog:
             ]
             for name, key in self.keys.items()
         }
+
+    def read_keys(self) -> list[str]:
+        """Every key the collector reads from the host: the catalog's, then the readable ones."""
+        return [*self.keys, *self.readable]
 
     def exists(self, key: str, version: KernelVersion) -> bool:
         return self._exists[key].contains(version)
@@ -370,10 +412,13 @@ class Catalog:
 
 
 def normalise(value: Any, key: CatalogKey, *, allow_none: bool = False) -> Any:
-    """An expression result as the key's shape: an int, or a list of `length` ints.
+    """An expression result as the key's shape: an int, a list of `length` ints, or for a
+    text key its text in the kernel's own spelling.
 
     With allow_none (caps), a list element may be None: no cap on that element.
     """
+    if key.is_text:
+        return text_value(value, key)
 
     def one(v: Any) -> int | None:
         return None if v is None and allow_none else _to_int(v)
@@ -403,3 +448,47 @@ def _to_int(value: Any) -> int:
     if abs(value) > _LARGEST:
         raise ValueError(f"a number of {value.bit_length()} bits, larger than any kernel value")
     return value
+
+
+# A name as the kernel registers it: TCP_CA_NAME_MAX and a qdisc's id are 16 bytes with the NUL.
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,15}")
+
+
+def text_value(value: Any, key: CatalogKey) -> str:
+    """A text key's value as the kernel prints it back: a name, or a port set as its sorted,
+    merged ranges ("8080,9000-9010"; "" for none). ValueError for anything else."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected text for {key.alias}, got {str(value)[:60]!r}")
+    if key.unit == "ports":
+        return ports_text(parse_ports(value, key.min, key.max))
+    name = value.strip()
+    if not _NAME.fullmatch(name) or not key.min <= len(name) <= key.max:
+        raise ValueError(f"not a kernel name: {value[:60]!r}")
+    return name
+
+
+def parse_ports(text: str, low: int = 0, high: int = 65535) -> list[tuple[int, int]]:
+    """A port list as proc_do_large_bitmap() reads it (ports and first-last ranges separated by
+    commas), as sorted, merged (first, last) ranges. ValueError for text the kernel refuses."""
+    ranges: list[tuple[int, int]] = []
+    body = text.strip()
+    for part in body.split(",") if body else []:
+        first, dash, last = part.strip().partition("-")
+        if not first.isdecimal() or (dash and not last.isdecimal()) or len(part) > 12:
+            raise ValueError(f"not a port or a first-last range: {part[:20]!r}")
+        a, b = int(first), int(last) if dash else int(first)
+        if not low <= a <= b <= high:
+            raise ValueError(f"{part.strip()!r} is not a range within {low}..{high}")
+        ranges.append((a, b))
+    ranges.sort()
+    merged: list[tuple[int, int]] = []
+    for a, b in ranges:
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def ports_text(ranges: list[tuple[int, int]]) -> str:
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)

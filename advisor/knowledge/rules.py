@@ -154,6 +154,12 @@ class Rule:
                         path=path,
                         field=f"{section}.{key}",
                     )
+                if section == "cap" and catalog.keys[key].is_text:
+                    raise InputError(
+                        f"{key} holds text (a name or a port set), which has no cap",
+                        path=path,
+                        field=f"cap.{key}",
+                    )
         for i, finding in enumerate(spec.findings):
             if finding.key is not None and finding.key not in catalog.keys:
                 raise InputError(

@@ -131,6 +131,7 @@ Driver = Annotated[str, _pattern(_DRIVER, "driver name")]
 InterfaceName = Annotated[str, AfterValidator(_interface_name)]
 SysctlKey = Annotated[str, _pattern(_SYSCTL_KEY, "sysctl key")]
 ServiceName = Annotated[str, _pattern(_SERVICE, "service name")]
+ModuleName = Annotated[str, _pattern(re.compile(r"^[a-z0-9_]{1,56}$"), "kernel module name")]
 Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 
 
@@ -205,6 +206,14 @@ class Listen(_Model):
     file: Text
     line: int = Field(ge=1, le=10**9)
     text: Text = Field(description="the directive as written, without the semicolon")
+
+
+class KernelModules(_Model):
+    """Congestion control (tcp_*) and qdisc (sch_*) modules of the running kernel, from
+    /lib/modules/<release>/modules.dep and modules.builtin: what `modprobe` could load."""
+
+    loadable: list[ModuleName] = Field(default_factory=list, max_length=1024)
+    builtin: list[ModuleName] = Field(default_factory=list, max_length=1024)
 
 
 class Service(_Model):
@@ -408,6 +417,9 @@ class HostFacts(_Model):
         max_length=100_000,
         description="TCP listening sockets (netlink sock_diag); absent: not read",
     )
+    kernel_modules: KernelModules | None = Field(
+        None, description="the networking modules the kernel has; absent: not read"
+    )
 
     @field_validator("kernel")
     @classmethod
@@ -527,7 +539,9 @@ def facts_to_data(facts: HostFacts) -> dict[str, Any]:
     return _prune(data)
 
 
-_READ_AND_EMPTY = frozenset({"sysctl_files", "listeners", "kernel_events"})
+_READ_AND_EMPTY = frozenset(
+    {"sysctl_files", "listeners", "kernel_events", "kernel_modules", "loadable", "builtin"}
+)
 
 
 def _prune(data: dict[str, Any]) -> dict[str, Any]:

@@ -290,7 +290,7 @@ class Renderer:
         if text is None or key not in self.catalog.keys:
             return None
         spec = self.catalog.keys[key]
-        if spec.unit in ("count", "port"):
+        if spec.unit in ("count", "port", "name"):
             return None  # the number is already the human form
         value = parse_current(text, spec)
         return human(value, spec, page_size) if value is not None else None

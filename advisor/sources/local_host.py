@@ -25,6 +25,7 @@ from advisor.sources.proc_readers import (
     count_cpuinfo,
     count_numa_nodes,
     parse_meminfo,
+    parse_module_list,
     parse_net_dev,
     parse_netstat,
     parse_sockstat,
@@ -57,7 +58,7 @@ DEFAULT_WINDOW = 14 * 86400  # `facts --since` default: how far back the kernel 
 MAX_PROC_FILE = 1 << 20  # no /proc or /sys file the collector reads is near this
 
 
-def _read(path: Path, root: Path = Path("/")) -> str | None:
+def _read(path: Path, root: Path = Path("/"), limit: int = MAX_PROC_FILE) -> str | None:
     """A /proc or /sys file's text, or None. Under a copied tree (`--root`), a file whose links
     lead out of the tree is not read (its absolute links would name the host running the
     advisor: `somaxconn -> /etc/shadow`); nor is anything but a regular file."""
@@ -70,7 +71,7 @@ def _read(path: Path, root: Path = Path("/")) -> str | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        data = os.read(fd, MAX_PROC_FILE)
+        data = os.read(fd, limit)
     except OSError:
         return None
     finally:
@@ -165,6 +166,22 @@ def _sysctls(root: Path, keys: Iterable[str]) -> dict[str, str]:
         if text is not None:
             values[key] = " ".join(text.split())
     return values
+
+
+MAX_MODULE_LIST = 16 << 20  # modules.dep of a distribution kernel is about 1 MiB
+
+
+def _kernel_modules(root: Path, release: str | None) -> dict[str, list[str]] | None:
+    """The congestion control and qdisc modules the running kernel could load or has built
+    in; None when its module directory is not there (a kernel without modules, a container)."""
+    if not release or "/" in release or release in (".", ".."):
+        return None
+    directory = root / "lib/modules" / release
+    dep = _read(directory / "modules.dep", root, MAX_MODULE_LIST)
+    if dep is None:
+        return None
+    builtin = _read(directory / "modules.builtin", root, MAX_MODULE_LIST) or ""
+    return {"loadable": parse_module_list(dep), "builtin": parse_module_list(builtin)}
 
 
 def _observed(root: Path, nics: list[dict[str, Any]]) -> dict[str, Any]:
@@ -285,6 +302,9 @@ def collect_data(
         "observed": _observed(root, nics),
         "services": _services(root),
     }
+    modules = _kernel_modules(root, kernel)
+    if modules is not None:
+        data["kernel_modules"] = modules
     thp = selected_mode(_read(root / "sys/kernel/mm/transparent_hugepage/enabled", root) or "")
     if thp:
         data["transparent_hugepage"] = thp

@@ -172,3 +172,24 @@ def parse_slabinfo(text: str) -> dict[str, int]:
         if len(parts) >= 4 and is_decimal(parts[2]) and is_decimal(parts[3]):
             caches[parts[0]] = int(parts[2]) * int(parts[3])
     return caches
+
+
+# The modules the rules ask about: congestion control algorithms and queueing disciplines.
+_NET_MODULE_DIRS = ("kernel/net/ipv4/tcp_", "kernel/net/sched/sch_")
+
+
+def parse_module_list(text: str) -> list[str]:
+    """modules.dep or modules.builtin: the congestion control and qdisc modules it names.
+
+    `kernel/net/sched/sch_fq.ko.zst: kernel/...` -> ["sch_fq"] (sorted, no duplicates).
+    """
+    names: set[str] = set()
+    for line in text.splitlines():
+        path = line.split(":", 1)[0].strip()
+        if not path.startswith(_NET_MODULE_DIRS):
+            continue
+        base = path.rsplit("/", 1)[1]
+        name, dot, _ = base.partition(".ko")
+        if dot and name:
+            names.add(name.replace("-", "_"))
+    return sorted(names)

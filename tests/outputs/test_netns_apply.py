@@ -106,6 +106,10 @@ def _other_value(spec: object, default: str) -> str | None:
     from advisor.knowledge.catalog import CatalogKey
 
     assert isinstance(spec, CatalogKey)
+    if spec.unit == "name":  # reno is built into every kernel (the fallback algorithm)
+        return "reno" if default != "reno" else "cubic"
+    if spec.unit == "ports":
+        return "8080,9000-9010" if default != "8080,9000-9010" else "9100"
     values = [int(v) for v in default.split()]
     if spec.choices:
         others = [c for c in spec.choices if c != values[0]]
@@ -135,7 +139,13 @@ def test_every_per_namespace_key_takes_a_value_in_a_namespace(
         value = _other_value(spec, default)
         if value is not None and value.split() != default.split():
             writes[key] = value
-    assert {"net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_mtu_probing"} <= set(writes)
+    assert {
+        "net.ipv4.tcp_keepalive_time",
+        "net.ipv4.tcp_mtu_probing",
+        "net.ipv4.tcp_congestion_control",
+        "net.ipv4.ip_local_reserved_ports",
+        "net.ipv4.tcp_notsent_lowat",
+    } <= set(writes)
     script = (
         'while [ "$#" -gt 1 ]; do sysctl -q -w "$1=$2"; printf "%s=" "$1"; sysctl -n "$1"; '
         "shift 2; done\n"
