@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from advisor.engine.diff import build_diff
 from advisor.engine.plan_builder import build_plan, host_defaults
-from advisor.knowledge.knowledge_base import KnowledgeBase
 from advisor.knowledge.catalog import parse_ports
+from advisor.knowledge.knowledge_base import KnowledgeBase
 from advisor.knowledge.values import parse_current
 from advisor.model.current_config import from_values
 from advisor.model.host_facts import facts_from_data
