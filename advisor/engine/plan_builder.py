@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor.knowledge.catalog import CatalogKey, parse_ports, ports_text
+from advisor.knowledge.catalog import CatalogKey, merge_ranges, parse_ports, ports_text
 from advisor.knowledge.expressions import new_budget
 from advisor.knowledge.knowledge_base import KnowledgeBase
 from advisor.knowledge.rules import SEVERITY_ORDER, RuleResult
@@ -447,9 +447,9 @@ def _resolve_text(
             )
         final = wanted = names[0]
     else:
-        wanted = ports_text([r for _, v in wants for r in parse_ports(v)])
+        wanted = ports_text(merge_ranges([r for _, v in wants for r in parse_ports(v)]))
         held = parse_ports(str(baseline)) if baseline is not None else []
-        final = ports_text(held + parse_ports(wanted))
+        final = ports_text(merge_ranges(held + parse_ports(wanted)))
         if held and final != wanted:
             lines.append(
                 f"The ports {'in force' if current is not None else 'reserved by default'} "

@@ -480,9 +480,13 @@ def parse_ports(text: str, low: int = 0, high: int = 65535) -> list[tuple[int, i
         if not low <= a <= b <= high:
             raise ValueError(f"{part.strip()!r} is not a range within {low}..{high}")
         ranges.append((a, b))
-    ranges.sort()
+    return merge_ranges(ranges)
+
+
+def merge_ranges(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Port ranges sorted, overlapping and adjacent ones joined."""
     merged: list[tuple[int, int]] = []
-    for a, b in ranges:
+    for a, b in sorted(ranges):
         if merged and a <= merged[-1][1] + 1:
             merged[-1] = (merged[-1][0], max(merged[-1][1], b))
         else:
