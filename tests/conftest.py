@@ -23,6 +23,13 @@ EXAMPLE_PROFILES = {
     "c1m-server": "c1m-server",
     "ec2-nginx-frontend": "frontend-proxy",
     "dtn-10g": "gridftp",
+    "dtn-100g-rhel9": "gridftp",
+    "c10m-conntrack-5.15": "c1m-server",
+    "haproxy-frontend-rhel7": "frontend-proxy",
+}
+# Parameters an example is shown with (README, golden files); other tests use the defaults.
+EXAMPLE_PARAMS: dict[str, dict[str, str]] = {
+    "c10m-conntrack-5.15": {"connections": "10000000"},
 }
 
 

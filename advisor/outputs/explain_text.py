@@ -39,7 +39,11 @@ def explain_key(
     spec = kb.catalog.keys[name]
     out = [name, _wrap(spec.summary), ""]
     shape = f"{spec.length} values ({' '.join(spec.fields)})" if spec.fields else "one value"
-    out.append(f"  unit:      {spec.unit}, {shape}, accepted {spec.min}..{spec.max}")
+    accepted = {
+        "name": f"a kernel name of {spec.min}..{spec.max} characters",
+        "ports": f"ports and first-last ranges within {spec.min}..{spec.max}, comma-separated",
+    }.get(spec.unit, f"accepted {spec.min}..{spec.max}")
+    out.append(f"  unit:      {spec.unit}, {shape}, {accepted}")
     out.append(
         f"  exists:    {('kernels ' + spec.exists) if spec.exists else 'all modelled kernels'}"
     )
@@ -49,8 +53,13 @@ def explain_key(
         "max": "largest want wins; never below the value in force (else the kernel default)",
         "min": "smallest want wins (a safety setting); never above the value in force",
         "choice": "the rules choose; the default takes no part",
+        "one": "every rule must want the same name, or nothing is set; no caps",
+        "union": "the set only grows: the ports in force stay, wants are added; no caps",
     }.get(str(spec.merge), "per element: " + ", ".join(spec.policies()))
-    out.append(f"  merge:     {spec.merge} ({policy}); caps always win")
+    caps = "" if spec.is_text else "; caps always win"
+    out.append(f"  merge:     {spec.merge} ({policy}){caps}")
+    if spec.build_option:
+        out.append(f"  build:     {spec.build_option} can choose another boot default")
     out.append("  kernel default by version:")
     for era in spec.default:
         value = " ".join(str(era.value).split()) if era.value is not None else "not modelled"

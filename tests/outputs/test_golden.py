@@ -13,7 +13,7 @@ from advisor.engine.plan_builder import build_plan
 from advisor.knowledge.knowledge_base import KnowledgeBase
 from advisor.outputs.plan_render import FORMATS, Renderer
 from advisor.sources.facts_file import load_facts
-from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, TESTS
+from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, TESTS
 
 GOLDEN = TESTS / "golden"
 EXT = {
@@ -29,8 +29,12 @@ PAIRS = [(host, profile, fmt) for host, profile in EXAMPLE_PROFILES.items() for 
 @pytest.mark.parametrize(("host", "profile", "fmt"), PAIRS)
 def test_golden(kb: KnowledgeBase, host: str, profile: str, fmt: str) -> None:
     facts = load_facts(EXAMPLES / f"{host}.yaml")
-    plan = build_plan(kb, facts, profile)
-    command = f"sysctl-advisor recommend --facts examples/{host}.yaml --profile {profile}"
+    params = EXAMPLE_PARAMS.get(host, {})
+    plan = build_plan(kb, facts, profile, params)
+    command = (
+        f"sysctl-advisor recommend --facts examples/{host}.yaml --profile {profile}"
+        + "".join(f" --set {name}={value}" for name, value in params.items())
+    )
     text = Renderer(kb.catalog).render(plan, fmt, command)
     path = GOLDEN / f"{host}.{profile}.{EXT[fmt]}"
     if os.environ.get("UPDATE_GOLDEN"):
