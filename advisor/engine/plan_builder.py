@@ -388,20 +388,7 @@ def _resolve(
             rules=contributing,
         )
 
-    paragraphs = [
-        f"[{rid}] {by_rule[rid].rationale_for(item.key)}"
-        for rid in contributing
-        if by_rule[rid].rationale_for(item.key)
-    ]
-    rationale = "\n".join(paragraphs + lines)
-    references: list[str] = []
-    for rid in contributing:
-        for ref in by_rule[rid].rule.spec.references:
-            if ref not in references:
-                references.append(ref)
-    for ref in spec.references:
-        if not any(r.startswith(ref) for r in references):
-            references.append(ref)
+    rationale, references = _explained(item, contributing, by_rule, lines)
     return Setting(
         key=item.key,
         value=conf_text(final),
@@ -418,6 +405,27 @@ def _resolve(
         wanted=list(wanted),
         caps=[rule_id for rule_id, _ in item.caps],
     )
+
+
+def _explained(
+    item: _KeyWork, contributing: list[str], by_rule: dict[str, RuleResult], lines: list[str]
+) -> tuple[str, list[str]]:
+    """A setting's rationale (each contributing rule's paragraph, then the merge's own lines)
+    and references (the rules', then the catalog's not already cited more precisely)."""
+    paragraphs = [
+        f"[{rid}] {by_rule[rid].rationale_for(item.key)}"
+        for rid in contributing
+        if by_rule[rid].rationale_for(item.key)
+    ]
+    references: list[str] = []
+    for rid in contributing:
+        for ref in by_rule[rid].rule.spec.references:
+            if ref not in references:
+                references.append(ref)
+    for ref in item.spec.references:
+        if not any(r.startswith(ref) for r in references):
+            references.append(ref)
+    return "\n".join(paragraphs + lines), references
 
 
 def _resolve_text(
@@ -463,19 +471,7 @@ def _resolve_text(
             wanted=wanted,
             rules=contributing,
         )
-    paragraphs = [
-        f"[{rid}] {by_rule[rid].rationale_for(item.key)}"
-        for rid in contributing
-        if by_rule[rid].rationale_for(item.key)
-    ]
-    references: list[str] = []
-    for rid in contributing:
-        for ref in by_rule[rid].rule.spec.references:
-            if ref not in references:
-                references.append(ref)
-    for ref in spec.references:
-        if not any(r.startswith(ref) for r in references):
-            references.append(ref)
+    rationale, references = _explained(item, contributing, by_rule, lines)
     return Setting(
         key=item.key,
         value=final,
@@ -484,7 +480,7 @@ def _resolve_text(
         current=current_text.strip() if current_text is not None else None,
         kernel_default=conf_text(default) if default is not None else None,
         rules=contributing,
-        rationale="\n".join(paragraphs + lines),
+        rationale=rationale,
         references=references,
         section=spec.section,
         human=human(final, spec, page_size),
