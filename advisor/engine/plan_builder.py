@@ -12,7 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor.knowledge.catalog import CatalogKey, merge_ranges, parse_ports, ports_text
+from advisor.knowledge.catalog import (
+    MAX_TEXT_VALUE,
+    CatalogKey,
+    merge_ranges,
+    parse_ports,
+    ports_text,
+)
 from advisor.knowledge.expressions import new_budget
 from advisor.knowledge.knowledge_base import KnowledgeBase
 from advisor.knowledge.rules import SEVERITY_ORDER, RuleResult
@@ -445,6 +451,11 @@ def _resolve_text(
     wants = [(rule_id, str(v)) for rule_id, v in item.wants]
     if not wants:
         return None
+    if current is None and current_text is not None:  # held, but not text the kernel prints
+        return (
+            f"{item.key}: the value in force ({current_text[:60]!r}) is not one the advisor "
+            f"reads, so nothing is emitted that could drop part of it"
+        )
     lines: list[str] = []
     if spec.merge == "one":
         names = sorted({v for _, v in wants})
@@ -464,6 +475,12 @@ def _resolve_text(
                 f"({baseline}) stay reserved: a port set only grows."
             )
     contributing = [r for r, _ in wants]
+    if len(final) > MAX_TEXT_VALUE:
+        return (
+            f"{item.key}: {len(final):,} characters of ports ({', '.join(contributing)} with "
+            f"what is in force) are more than `sysctl -p` writes in one go "
+            f"({MAX_TEXT_VALUE:,}: the rest would be lost without an error); not emitted"
+        )
     if final == default and (current is None or current == final):
         return Unchanged(
             key=item.key,

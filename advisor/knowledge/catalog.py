@@ -25,6 +25,7 @@ from advisor.knowledge.spec_cache import SpecCache
 from advisor.model.errors import InputError
 from advisor.model.host_facts import HostFacts
 from advisor.model.kernel_version import KernelRange, KernelVersion
+from advisor.model.kernel_write import kernel_int
 
 Unit = Literal[
     "bytes", "pages", "kbytes", "count", "seconds", "boolean", "choice", "port", "name", "ports"
@@ -454,31 +455,57 @@ def _to_int(value: Any) -> int:
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,15}")
 
 
-def text_value(value: Any, key: CatalogKey) -> str:
+# procps `sysctl -p`/`-w` write a value with one write(), and the kernel takes at most a page
+# of it (measured: 4,094 characters of port list apply, longer ones lose their tail while sysctl
+# still exits 0), so a longer value is not one the advisor writes or accepts.
+MAX_TEXT_VALUE = 4094
+_ASCII_BLANKS = " \t\n\r\v\f"
+
+
+def text_value(value: Any, key: CatalogKey, *, to_write: bool = True) -> str:
     """A text key's value as the kernel prints it back: a name, or a port set as its sorted,
-    merged ranges ("8080,9000-9010"; "" for none). ValueError for anything else."""
+    merged ranges ("8080,9000-9010"; "" for none). ValueError for anything else, and (unless
+    reading what a host holds) for a value too long for one write."""
     if not isinstance(value, str):
         raise ValueError(f"expected text for {key.alias}, got {str(value)[:60]!r}")
+    if to_write and len(value) > MAX_TEXT_VALUE:
+        raise ValueError(
+            f"{len(value):,} characters: `sysctl -p` writes at most {MAX_TEXT_VALUE:,} in one go"
+        )
     if key.unit == "ports":
         return ports_text(parse_ports(value, key.min, key.max))
-    name = value.strip()
+    name = value.strip(_ASCII_BLANKS)
     if not _NAME.fullmatch(name) or not key.min <= len(name) <= key.max:
         raise ValueError(f"not a kernel name: {value[:60]!r}")
     return name
 
 
+def _port_number(text: str) -> int:
+    """One number as proc_get_long() reads it inside a bitmap list: strtoul in base 0 (0x hex,
+    a leading 0 octal), ASCII digits only, no sign and no blanks."""
+    number = kernel_int(text) if text[:1] not in ("-", "+", "") else None
+    if number is None:
+        raise ValueError(f"not a port: {text[:20]!r}")
+    return number
+
+
 def parse_ports(text: str, low: int = 0, high: int = 65535) -> list[tuple[int, int]]:
     """A port list as proc_do_large_bitmap() reads it (ports and first-last ranges separated by
-    commas), as sorted, merged (first, last) ranges. ValueError for text the kernel refuses."""
+    commas, one trailing comma allowed, blanks only around the whole), as sorted, merged
+    (first, last) ranges. ValueError for text the kernel refuses."""
     ranges: list[tuple[int, int]] = []
-    body = text.strip()
-    for part in body.split(",") if body else []:
-        first, dash, last = part.strip().partition("-")
-        if not first.isdecimal() or (dash and not last.isdecimal()) or len(part) > 12:
+    body = text.strip(_ASCII_BLANKS)
+    parts = body.split(",") if body else []
+    if parts and parts[-1] == "" and len(parts) > 1:
+        parts.pop()  # "8080," is accepted
+    for part in parts:
+        first, dash, last = part.partition("-")
+        if len(part) > 24:
             raise ValueError(f"not a port or a first-last range: {part[:20]!r}")
-        a, b = int(first), int(last) if dash else int(first)
+        a = _port_number(first)
+        b = _port_number(last) if dash else a
         if not low <= a <= b <= high:
-            raise ValueError(f"{part.strip()!r} is not a range within {low}..{high}")
+            raise ValueError(f"{part!r} is not a range within {low}..{high}")
         ranges.append((a, b))
     return merge_ranges(ranges)
 

@@ -12,6 +12,7 @@ from advisor.knowledge.expressions import Compiler, Expression, ExpressionError,
 from advisor.knowledge.rules import Rule, SpecModel, matches
 from advisor.knowledge.spec_cache import SpecCache
 from advisor.model.errors import InputError
+from advisor.model.host_facts import plain_line
 
 ParamType = Literal["int", "float", "bool", "str"]
 _TRUE = {"true", "yes", "on", "1"}
@@ -146,8 +147,10 @@ def coerce(name: str, param: Parameter, raw: Any, *, from_default: bool = False)
             if value != value or value in (float("inf"), float("-inf")):
                 raise ValueError
         else:
-            value = text
-    except ValueError:
+            value = plain_line(text, "parameter")
+    except ValueError as exc:
+        if param.type == "str":
+            raise InputError(str(exc), field=where) from None
         raise InputError(f"expected {_article(param.type)}, got {text!r}", field=where) from None
     if param.type in ("int", "float"):
         if param.min is not None and value < param.min:

@@ -34,11 +34,11 @@ def same_value(text_a: str, text_b: str, key: CatalogKey | None) -> bool:
     return text_a.split() == text_b.split()
 
 
-def parse_text(text: str, key: CatalogKey) -> str | None:
-    """A text key's value as the kernel holds it after `text` is written; None when the kernel
-    refuses it."""
+def parse_text(text: str, key: CatalogKey, *, to_write: bool = True) -> str | None:
+    """A text key's value as the kernel holds it after `text` is written (to_write: through
+    `sysctl -p`, one write) or as a host reports it; None when the kernel refuses it."""
     try:
-        return text_value(text, key)
+        return text_value(text, key, to_write=to_write)
     except ValueError:
         return None
 
@@ -48,7 +48,7 @@ def parse_current(text: str, key: CatalogKey) -> Value | None:
     the kernel holds once the text is written (`15 # faster` is 15); None when that is not
     the whole of the key (the write is refused, or sets only some elements)."""
     if key.is_text:
-        return parse_text(text, key)
+        return parse_text(text, key, to_write=False)
     write = kernel_write(text, key.length)
     if not write.complete:
         return None

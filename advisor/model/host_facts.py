@@ -78,11 +78,15 @@ MAX_KERNEL_NUMBER = 2**64  # no sysctl holds a larger integer
 MAX_KERNEL_LOG = 768 * 1024  # characters of observed.kernel_messages, all lines together
 
 
-def plain_line(value: str, what: str = "text") -> str:
-    """`value` when it is one line of printable text of at most MAX_TEXT characters; else
+# The longest value a sysctl prints: a port bitmap of every other port is about 190 KB.
+MAX_SYSCTL_TEXT = 256 * 1024
+
+
+def plain_line(value: str, what: str = "text", limit: int = MAX_TEXT) -> str:
+    """`value` when it is one line of printable text of at most `limit` characters; else
     ValueError naming the first offending character."""
-    if len(value) > MAX_TEXT:
-        raise ValueError(f"{what} longer than {MAX_TEXT} characters")
+    if len(value) > limit:
+        raise ValueError(f"{what} longer than {limit} characters")
     if not value.isprintable():
         bad = next(c for c in value if not c.isprintable())
         raise ValueError(f"{what} contains a control or separator character (U+{ord(bad):04X})")
@@ -151,7 +155,7 @@ def _sysctl_value(value: Any) -> str:
         text = " ".join(str(v) for v in value)
     else:
         raise ValueError("a sysctl value must be a string, a number or a list of numbers")
-    plain_line(text, "sysctl value")
+    plain_line(text, "sysctl value", MAX_SYSCTL_TEXT)
     for word in text.split():
         digits = word.lstrip("-")
         if digits.isascii() and digits.isdigit() and len(digits) > 20:

@@ -177,10 +177,10 @@ def _kernel_modules(root: Path, release: str | None) -> dict[str, list[str]] | N
     if not release or "/" in release or release in (".", ".."):
         return None
     directory = root / "lib/modules" / release
-    dep = _read(directory / "modules.dep", root, MAX_MODULE_LIST)
-    if dep is None:
-        return None
-    builtin = _read(directory / "modules.builtin", root, MAX_MODULE_LIST) or ""
+    dep = _read(directory / "modules.dep", root, MAX_MODULE_LIST + 1)
+    builtin = _read(directory / "modules.builtin", root, MAX_MODULE_LIST + 1) or ""
+    if dep is None or len(dep) > MAX_MODULE_LIST or len(builtin) > MAX_MODULE_LIST:
+        return None  # not there, or cut short: "not read", never a partial list
     return {"loadable": parse_module_list(dep), "builtin": parse_module_list(builtin)}
 
 

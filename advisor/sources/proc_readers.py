@@ -6,6 +6,8 @@ raises on odd text; a missing figure is simply absent from the result.
 
 from __future__ import annotations
 
+import re
+
 from advisor.model.units import is_decimal
 
 
@@ -176,6 +178,8 @@ def parse_slabinfo(text: str) -> dict[str, int]:
 
 # The modules the rules ask about: congestion control algorithms and queueing disciplines.
 _NET_MODULE_DIRS = ("kernel/net/ipv4/tcp_", "kernel/net/sched/sch_")
+_MODULE_NAME = re.compile(r"[a-z0-9_]{1,56}")
+MAX_MODULES = 1024
 
 
 def parse_module_list(text: str) -> list[str]:
@@ -190,6 +194,7 @@ def parse_module_list(text: str) -> list[str]:
             continue
         base = path.rsplit("/", 1)[1]
         name, dot, _ = base.partition(".ko")
-        if dot and name:
-            names.add(name.replace("-", "_"))
-    return sorted(names)
+        name = name.replace("-", "_")
+        if dot and _MODULE_NAME.fullmatch(name):  # an odd entry is skipped, not fatal
+            names.add(name)
+    return sorted(names)[:MAX_MODULES]

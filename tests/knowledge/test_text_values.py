@@ -27,9 +27,24 @@ CC = "net.ipv4.tcp_congestion_control"
 
 def test_port_sets_read_as_the_kernel_prints_them(kb: KnowledgeBase) -> None:
     spec = kb.catalog.keys[PORTS]
-    assert text_value("9000-9010, 8080,9005,9011", spec) == "8080,9000-9011"
+    assert text_value("9000-9010,8080,9005,9011", spec) == "8080,9000-9011"
     assert text_value("", spec) == ""
-    for bad in ("70000", "9010-9000", "80-", "-80", "8o80", "1,,2", "80 81"):
+    # as proc_do_large_bitmap() reads them on 6.18 (measured in a namespace)
+    assert text_value("010,0x1f90,8080,", spec) == "8,8080"
+    for bad in (
+        "70000",
+        "9010-9000",
+        "80-",
+        "-80",
+        "8o80",
+        "1,,2",
+        "80 81",
+        "8080, 9000",
+        "08080",
+        "\uff19\uff10",
+        "8080\xa0",
+        ",".join(["8080"] * 1000),
+    ):
         with pytest.raises(ValueError):
             text_value(bad, spec)
     assert same_value("9000-9010,8080", "8080,9000-9010", spec)
@@ -157,3 +172,30 @@ def test_a_hostile_release_never_leaves_the_tree(kb: KnowledgeBase, tmp_path: Pa
             (root / "lib/modules/evil").symlink_to(outside)
         data = collect_data(kb.catalog.read_keys(), root)
         assert "kernel_modules" not in data, release
+
+
+def test_a_port_set_too_long_for_one_write_is_not_emitted(kb: KnowledgeBase) -> None:
+    """procps writes a value with one write() and the kernel takes a page: a longer line would
+    apply only its head while sysctl exits 0."""
+    held = ",".join(str(p) for p in range(20000, 21600, 2))  # 800 ports, 4,799 characters
+    plan = _plan(
+        kb,
+        "frontend-proxy",
+        sysctl={PORTS: held},
+        listeners=[{"address": "0.0.0.0", "port": 30000, "backlog": 511, "queue": 0}],
+    )
+    assert not [s for s in plan.settings if s.key == PORTS]
+    assert any("more than `sysctl -p` writes" in n for n in plan.notes), plan.notes
+
+
+def test_odd_module_entries_are_skipped_not_fatal() -> None:
+    dep = "kernel/net/sched/sch_FQ.ko:\nkernel/net/ipv4/tcp_a.b.ko:\nkernel/net/ipv4/tcp_bbr.ko:\n"
+    assert parse_module_list(dep) == ["tcp_bbr"]
+    many = "".join(f"kernel/net/ipv4/tcp_m{i}.ko:\n" for i in range(3000))
+    assert len(parse_module_list(many)) == 1024
+
+
+def test_a_control_character_in_a_text_parameter_is_refused(kb: KnowledgeBase) -> None:
+    facts = facts_from_data({"memory": {"total": "16 GiB"}})
+    with pytest.raises(InputError, match="control or separator"):
+        build_plan(kb, facts, "frontend-proxy", {"reserved_ports": "1\u2028X"})
