@@ -165,7 +165,8 @@ def test_a_hostile_release_never_leaves_the_tree(kb: KnowledgeBase, tmp_path: Pa
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "modules.dep").write_text("kernel/net/ipv4/tcp_secret.ko:\n")
-    for release in ("../../../outside", "..", "evil"):
+    # root is tmp_path/<case>/host: four levels up from lib/modules is tmp_path
+    for release in ("../../../../outside", "..", "evil"):
         root = _tree(tmp_path / release.replace("/", "_").replace(".", "d"), release)
         if release == "evil":
             (root / "lib/modules").mkdir(parents=True)
