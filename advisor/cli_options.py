@@ -40,6 +40,7 @@ class CheckFormat(str, Enum):
     json = "json"
     github = "github"
     sarif = "sarif"
+    markdown = "markdown"
 
 
 class Severity(str, Enum):

@@ -1,8 +1,9 @@
-"""`check` output: text (coloured on a terminal), JSON, GitHub workflow commands, SARIF 2.1.0.
+"""`check` output: text (coloured on a terminal), JSON, GitHub workflow commands, SARIF 2.1.0,
+and Markdown (a job summary or pull-request comment).
 
 Every format is escaped for the consumer that reads it: text and colour through one_line, JSON
 through the CheckDocument model, workflow commands with the runner's own escapes, SARIF through
-the JSON serializer with RFC 3986 percent-encoded URIs.
+the JSON serializer with RFC 3986 percent-encoded URIs, Markdown through markdown_text.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from advisor import __version__
 from advisor.engine.lint import CheckFinding, CheckReport
 from advisor.knowledge.check_rules import CheckRule
 from advisor.knowledge.resources import data_dir
+from advisor.knowledge.rules import SEVERITY_ORDER
 from advisor.model.documents import dump_json, read_bytes
 from advisor.model.errors import InputError
 from advisor.model.sysctl_conf import C_SPACE
@@ -29,10 +31,19 @@ from advisor.outputs.check_document import (
     CheckDocument,
     CheckFindingDocument,
 )
+from advisor.outputs.markdown_text import (
+    FOLD_ROWS,
+    Limits,
+    fit_document,
+    md_code,
+    md_code_cell,
+    md_text,
+    md_text_clipped,
+)
 
 __all__ = ["CHECK_FORMATS", "CHECK_SCHEMA", "render_check", "rule_url", "wants_color"]
 
-CHECK_FORMATS = ("text", "json", "github", "sarif")
+CHECK_FORMATS = ("text", "json", "github", "sarif", "markdown")
 SARIF_LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 # GitHub code scanning's problem.severity words for ours.
 _PROBLEM_SEVERITY = {"error": "error", "warning": "warning", "info": "recommendation"}
@@ -145,6 +156,15 @@ def _paint(text: str, code: str, color: bool) -> str:
     return f"{code}{text}{_RESET}" if color else text
 
 
+def _counts(report: CheckReport) -> str:
+    counts = {s: sum(1 for f in report.findings if f.severity == s) for s in SARIF_LEVELS}
+    plural = {"error": "errors", "warning": "warnings", "info": "info"}
+    return (
+        ", ".join(f"{n} {s if n == 1 else plural[s]}" for s, n in counts.items() if n)
+        or "no findings"
+    )
+
+
 def _text(report: CheckReport, color: bool) -> str:
     lines = []
     columns = _Lines()
@@ -156,15 +176,63 @@ def _text(report: CheckReport, color: bool) -> str:
         severity = _paint(f.severity, _SEVERITY_COLOR[f.severity], color)
         rule = _paint(one_line(f.id), _RULE_COLOR, color)
         lines.append(f"{where} [{severity}] {one_line(f.message)} ({rule})")
-    counts = {s: sum(1 for f in report.findings if f.severity == s) for s in SARIF_LEVELS}
-    plural = {"error": "errors", "warning": "warnings", "info": "info"}
-    summary = (
-        ", ".join(f"{n} {s if n == 1 else plural[s]}" for s, n in counts.items() if n)
-        or "no findings"
-    )
     files = len(report.files)
-    lines.append(f"{files} {'file' if files == 1 else 'files'} checked: {summary}.")
+    lines.append(f"{files} {'file' if files == 1 else 'files'} checked: {_counts(report)}.")
     return "\n".join(lines) + "\n"
+
+
+# --- Markdown --------------------------------------------------------------------------------
+
+_SEVERITY_MARK = {"error": "❌ error", "warning": "⚠️ warning", "info": "ℹ️ info"}
+
+
+def _markdown(report: CheckReport) -> str:
+    """A job summary or pull-request comment: the counts, then a table of findings (worst
+    first, in file order within a severity), folded when long, cut to GitHub's comment size
+    with a line saying how many rows were left out. Every value is escaped (markdown_text)."""
+    base = docs_url()
+    web = urlsplit(base).scheme in ("https", "http") and not any(c in base for c in "<> ")
+    findings = sorted(report.findings, key=lambda f: SEVERITY_ORDER[f.severity])
+    files = len(report.files)
+
+    def render(limits: Limits) -> str:
+        shown = findings[: limits.get("findings")]
+        lines = [
+            "### sysctl-advisor check",
+            "",
+            f"**{files} {'file' if files == 1 else 'files'} checked: {md_text(_counts(report))}.**",
+        ]
+        if report.files:
+            names = ", ".join(md_code(name) for name in report.files[:FOLD_ROWS])
+            more = len(report.files) - FOLD_ROWS
+            lines += ["", f"Files: {names}" + (f" and {more} more." if more > 0 else ".")]
+        if shown:
+            fold = len(findings) > FOLD_ROWS
+            lines.append("")
+            if fold:
+                lines += [f"<details open><summary>{len(findings)} findings</summary>", ""]
+            lines += ["| severity | where | key | finding | rule |", "|---|---|---|---|---|"]
+            for f in shown:
+                where = f.file + (f":{f.line}" if f.line is not None else "")
+                rule = (  # a reader of a comment or summary can open only a web link
+                    f"[{md_text(f.id)}](<{rule_url(f.id, base)}>)" if web else md_code_cell(f.id)
+                )
+                lines.append(
+                    f"| {_SEVERITY_MARK[f.severity]} | {md_code_cell(where)} | "
+                    f"{md_code_cell(f.key) if f.key else '—'} | {md_text_clipped(f.message)} | "
+                    f"{rule} |"
+                )
+            if len(shown) < len(findings):
+                lines += [
+                    "",
+                    f"… and {len(findings) - len(shown)} more findings: `--format json` "
+                    "lists them all.",
+                ]
+            if fold:
+                lines += ["", "</details>"]
+        return "\n".join(lines) + "\n"
+
+    return fit_document(render, [{"findings": len(findings)}])
 
 
 # --- JSON ------------------------------------------------------------------------------------
@@ -375,4 +443,6 @@ def render_check(
         return _github(report)
     if fmt == "sarif":
         return dump_json(sarif_log(report, rules))
+    if fmt == "markdown":
+        return _markdown(report)
     return _text(report, wants_color(sys.stdout) if color is None else color)

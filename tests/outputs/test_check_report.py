@@ -422,3 +422,47 @@ def test_text_summary_counts_in_words(tmp_path: Path) -> None:
     clean.write_text("")
     none = runner.invoke(app, ["check", str(clean)])
     assert none.exit_code == 0 and none.stdout.splitlines()[-1] == "1 file checked: no findings."
+
+
+# --- Markdown --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES, ids=lambda n: repr(n)[2:20])
+def test_markdown_shows_hostile_names_as_text(
+    name: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job summary and comment: a file name from a pull request is shown as its text (in a
+    code span, control characters escaped), never as Markdown or HTML, and each finding is one
+    table row."""
+    import cmarkgfm  # type: ignore[import-untyped]
+
+    _write(tmp_path, name + b"<img src=x>|y")
+    monkeypatch.chdir(tmp_path)
+    shown = os.fsdecode(name + b"<img src=x>|y")
+    text = _check(shown, "-f", "markdown")
+    html = cmarkgfm.github_flavored_markdown_to_html(text)
+    assert "<img" not in html and html.count("<tr>") == 2  # the header and one finding
+    assert "1 error" in text and "check.tw-recycle-enabled" in text
+
+
+def test_markdown_links_rules_only_on_the_web(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conf = tmp_path / "a.conf"
+    conf.write_text(TW_RECYCLE)
+    local = runner.invoke(app, ["check", str(conf), "-f", "markdown"]).stdout
+    assert "file:" not in local and "| `check.tw-recycle-enabled` |" in local
+    monkeypatch.setenv("SYSCTL_ADVISOR_DOCS_URL", "https://example.com/rules.md")
+    web = runner.invoke(app, ["check", str(conf), "-f", "markdown"]).stdout
+    link = "[check.tw-recycle-enabled](<https://example.com/rules.md#checktw-recycle-enabled>)"
+    assert link in web
+
+
+def test_markdown_fits_a_comment_with_many_findings(tmp_path: Path) -> None:
+    from advisor.outputs.markdown_text import BUDGET, md_length
+
+    conf = tmp_path / "many.conf"
+    conf.write_text(TW_RECYCLE * 3000)
+    text = runner.invoke(app, ["check", str(conf), "-f", "markdown"]).stdout
+    assert md_length(text) <= BUDGET
+    assert "more findings: `--format json` lists them all." in text

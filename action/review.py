@@ -1,0 +1,499 @@
+"""The GitHub Action's work (action.yml runs it): review the sysctl files a change touches.
+
+    review.py review    find the changed sysctl files, run `sysctl-advisor check` on them (whole
+                        sysctl.d directories and trees, so an override in an unchanged file is
+                        seen), write SARIF, annotations, the job summary and the step outputs;
+                        with facts and a profile, write the `diff` report for a comment
+    review.py comment   post that report on the pull request, replacing the previous one
+
+Standard library only, and it runs nothing from the repository under review: the advisor comes
+from the action's own directory. Everything from the event and the repository is data: file
+names go to the advisor as arguments (never through a shell), into outputs through a
+delimiter no file name can hold, and into Markdown through the advisor's escaping.
+
+Inputs arrive as environment variables (INPUT_PATHS, INPUT_FILES, INPUT_FACTS, INPUT_PROFILE,
+INPUT_FAIL_ON, INPUT_KERNEL, INPUT_CURRENT, INPUT_COMMENT, INPUT_TOKEN), never interpolated into
+a script. Exit status: 0 done (findings are reported in the outputs, and a later step fails the
+job on them), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+MAX_EVENT_BYTES = 16 * 1024 * 1024
+MAX_FILES = 3000  # GitHub lists at most 3,000 files of a pull request
+SYSCTL_D_DIRS = (
+    "etc/sysctl.d",
+    "run/sysctl.d",
+    "usr/local/lib/sysctl.d",
+    "usr/lib/sysctl.d",
+    "lib/sysctl.d",
+)
+DEFAULT_PATHS = ("**/sysctl.d/*.conf", "**/sysctl.conf")
+FAIL_ON = ("error", "warning", "info", "never")
+MARKER = "<!-- sysctl-advisor diff -->"
+COMMENT_AUTHOR = "github-actions[bot]"
+
+
+class ReviewError(Exception):
+    """Bad input: one line on stderr as a workflow error, exit 2."""
+
+
+# --- the runner's files ----------------------------------------------------------------------
+
+
+def set_output(name: str, value: str) -> None:
+    """One step output, in the runner's multi-line form with a delimiter drawn at random, so no
+    value (a file name from the pull request) can end it early and write another output."""
+    path = os.environ.get("GITHUB_OUTPUT")
+    if not path:
+        return
+    delimiter = f"ghadelimiter_{secrets.token_hex(16)}"
+    while delimiter in value:  # pragma: no cover - 128 random bits
+        delimiter = f"ghadelimiter_{secrets.token_hex(16)}"
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+
+
+def add_summary(markdown: str) -> None:
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(markdown if markdown.endswith("\n") else markdown + "\n")
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def notice(level: str, message: str) -> None:
+    """A workflow command (::notice:: / ::warning:: / ::error::) with the runner's escapes."""
+    print(f"::{level}::{_escape_data(message)}", flush=True)
+
+
+def temp_dir() -> Path:
+    base = Path(os.environ.get("RUNNER_TEMP") or "/tmp")
+    path = base / f"sysctl-advisor-{os.getpid()}"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
+# --- which files changed ---------------------------------------------------------------------
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A path glob as git and most CI tools read it: `**/` any directories (none too), `*` and
+    `?` within one name, `[...]` a character class; everything else literal."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]*/)*")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1 : end]
+            negate = body[:1] == "!"
+            body = re.escape(body[1:] if negate else body).replace("\\-", "-")
+            out.append(f"[{'^' if negate else ''}{body}]")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z", re.DOTALL)
+
+
+def matching(files: Iterable[str], patterns: list[str]) -> list[str]:
+    compiled = [glob_regex(p) for p in patterns]
+    return [f for f in files if any(rx.match(f) for rx in compiled)]
+
+
+def _git(workspace: Path, *args: str) -> str | None:
+    """git's output, or None when git fails (no history, a shallow clone, no git)."""
+    git = shutil.which("git")
+    if git is None:
+        return None
+    result = subprocess.run(
+        [git, "-C", str(workspace), *args], capture_output=True, text=True, errors="surrogateescape"
+    )
+    return result.stdout if result.returncode == 0 else None
+
+
+def _names(output: str) -> list[str]:
+    return [name for name in output.split("\0") if name]
+
+
+def read_event(path: str | None) -> dict[str, Any]:
+    if not path:
+        return {}
+    try:
+        with open(path, "rb") as source:
+            data = source.read(MAX_EVENT_BYTES + 1)
+    except OSError as exc:
+        raise ReviewError(f"GITHUB_EVENT_PATH {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_EVENT_BYTES:
+        raise ReviewError(f"GITHUB_EVENT_PATH {path}: larger than {MAX_EVENT_BYTES} bytes")
+    try:
+        event = json.loads(data)
+    except ValueError:
+        raise ReviewError(f"GITHUB_EVENT_PATH {path}: not JSON") from None
+    return event if isinstance(event, dict) else {}
+
+
+def _sha(value: Any) -> str | None:
+    return value if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{40,64}", value) else None
+
+
+def changed_files(
+    event_name: str, event: dict[str, Any], workspace: Path
+) -> tuple[list[str] | None, str]:
+    """The files the change touches (repository paths), or None to review every matching
+    file; and how they were found, for the summary."""
+    if event_name in ("pull_request", "pull_request_target", "merge_group"):
+        pull = event.get("pull_request") or {}
+        head = _sha((pull.get("head") or {}).get("sha"))
+        base = _sha((pull.get("base") or {}).get("sha"))
+        # actions/checkout checks a pull request out as its merge commit: its first parent is
+        # the base branch, so the diff between them is exactly what merging would change.
+        second = _git(workspace, "rev-parse", "--verify", "-q", "HEAD^2")
+        if second is not None and head is not None and second.strip() == head:
+            out = _git(workspace, "diff", "--name-only", "-z", "--no-renames", "HEAD^1", "HEAD")
+            if out is not None:
+                return _names(out), "the pull request's merge commit against its base"
+        if base is not None and head is not None:
+            out = _git(workspace, "diff", "--name-only", "-z", "--no-renames", f"{base}...{head}")
+            if out is not None:
+                return _names(out), f"{base[:12]}...{head[:12]}"
+        return None, (
+            "the pull request's changes could not be read from git (check out with "
+            "fetch-depth: 2), so every matching file was reviewed"
+        )
+    if event_name == "push":
+        before, after = _sha(event.get("before")), _sha(event.get("after"))
+        if before and after and set(before) != {"0"}:
+            out = _git(workspace, "diff", "--name-only", "-z", "--no-renames", before, after)
+            if out is not None:
+                return _names(out), f"the push {before[:12]}..{after[:12]}"
+        if isinstance(event.get("commits"), list):  # the payload lists each commit's files
+            names: list[str] = []
+            for commit in event["commits"]:
+                if isinstance(commit, dict):
+                    for field in ("added", "modified", "removed"):
+                        names += [n for n in commit.get(field) or [] if isinstance(n, str)]
+            return list(dict.fromkeys(names)), "the files the pushed commits list"
+    return None, f"a {event_name or 'manual'} run reviews every matching file"
+
+
+def tracked_files(workspace: Path) -> list[str]:
+    out = _git(workspace, "ls-files", "-z")
+    if out is not None:
+        return _names(out)
+    found = []
+    for directory, dirs, files in os.walk(workspace):
+        dirs[:] = sorted(d for d in dirs if d != ".git")
+        for name in sorted(files):
+            found.append(os.path.relpath(os.path.join(directory, name), workspace))
+    return found
+
+
+# --- what to check ---------------------------------------------------------------------------
+
+
+def _inside(workspace: Path, path: Path) -> bool:
+    try:
+        path.resolve().relative_to(workspace.resolve())
+    except (ValueError, OSError):
+        return False
+    return True
+
+
+def targets(files: list[str], workspace: Path) -> list[str]:
+    """What `check` reads for each changed file: the tree holding it when the file sits in one
+    of systemd-sysctl's directories under a common root (etc/sysctl.d, usr/lib/sysctl.d, ...:
+    a name in etc hides the same name in usr/lib), else its sysctl.d directory, else the file.
+    Only paths inside the workspace; a deleted file's directory is checked when it remains."""
+    chosen: list[str] = []
+    for name in files:
+        path = PurePosixPath(name)
+        target: PurePosixPath | None = None
+        text = path.as_posix()
+        for directory in (*SYSCTL_D_DIRS, "etc"):
+            suffix = f"/{directory}/{path.name}"
+            if ("/" + text).endswith(suffix) and (directory != "etc" or path.name == "sysctl.conf"):
+                root = ("/" + text)[: -len(suffix)].lstrip("/") or "."
+                if any((workspace / root / d).is_dir() for d in SYSCTL_D_DIRS):
+                    target = PurePosixPath(root)
+                break
+        if target is None and path.parent.name == "sysctl.d":
+            target = path.parent
+        if target is None:
+            target = path
+        full = workspace / target
+        if not full.exists() or not _inside(workspace, full):
+            continue
+        shown = target.as_posix()
+        shown = shown if not shown.startswith("-") else f"./{shown}"
+        if shown not in chosen:
+            chosen.append(shown)
+    return chosen
+
+
+# --- running the advisor ---------------------------------------------------------------------
+
+
+def advisor_command() -> list[str]:
+    configured = os.environ.get("SYSCTL_ADVISOR")
+    if configured:
+        return [configured]
+    return [sys.executable, "-m", "advisor"]
+
+
+def advisor_environment() -> dict[str, str]:
+    """The environment for the advisor: rule links in SARIF and the summary point at the rules
+    reference of the action's own release (github.action_repository at github.action_ref)."""
+    env = dict(os.environ)
+    server = os.environ.get("GITHUB_SERVER_URL", "https://github.com")
+    repository = os.environ.get("ACTION_REPOSITORY", "")
+    ref = os.environ.get("ACTION_REF", "")
+    if (
+        "SYSCTL_ADVISOR_DOCS_URL" not in env
+        and re.fullmatch(r"https://[\w.:-]+", server)
+        and re.fullmatch(r"[\w.-]+/[\w.-]+", repository)
+        and re.fullmatch(r"[\w./-]+", ref)
+    ):
+        env["SYSCTL_ADVISOR_DOCS_URL"] = f"{server}/{repository}/blob/{ref}/docs/rules.md"
+    return env
+
+
+def run_advisor(args: list[str], workspace: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*advisor_command(), *args],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        env=advisor_environment(),
+    )
+
+
+def _input(name: str, default: str = "") -> str:
+    return os.environ.get(f"INPUT_{name}", default).strip()
+
+
+def review(workspace: Path) -> int:
+    fail_on = _input("FAIL_ON", "error") or "error"
+    if fail_on not in FAIL_ON:
+        raise ReviewError(f"fail-on: {fail_on!r} is not one of {', '.join(FAIL_ON)}")
+    patterns = [p.strip() for p in _input("PATHS").splitlines() if p.strip()] or list(DEFAULT_PATHS)
+    facts, profile, kernel = _input("FACTS"), _input("PROFILE"), _input("KERNEL")
+    if profile and not facts:
+        raise ReviewError("profile: needs facts (the host the files are for)")
+    explicit = [f.strip() for f in _input("FILES").splitlines() if f.strip()]
+    if explicit:
+        changed: list[str] | None = explicit
+        how = "the files given"
+    else:
+        event = read_event(os.environ.get("GITHUB_EVENT_PATH"))
+        changed, how = changed_files(os.environ.get("GITHUB_EVENT_NAME", ""), event, workspace)
+    candidates = changed if changed is not None else tracked_files(workspace)
+    files = matching(candidates[: MAX_FILES * 10], patterns)
+    chosen = targets(files, workspace)
+    set_output("files", "\n".join(chosen))
+    if not chosen:
+        message = f"No sysctl files to review ({how}; paths: {', '.join(patterns)})."
+        notice("notice", message)
+        add_summary(f"### sysctl-advisor check\n\n{_md_plain(message)}\n")
+        for name, value in (("findings", "0"), ("worst", "none"), ("exit-code", "0")):
+            set_output(name, value)
+        set_output("sarif-file", "")
+        set_output("comment-file", "")
+        set_output("failed", "false")
+        return 0
+
+    work = temp_dir()
+    context = []
+    if facts:
+        context += ["--facts", facts]
+    if profile:
+        context += ["--profile", profile]
+    if kernel:
+        context += ["--kernel", kernel]
+    base = ["check", *chosen, *context, "--fail-on", "info"]
+    sarif = work / "sysctl-advisor.sarif"
+    report = run_advisor([*base, "--format", "json"], workspace)
+    if report.returncode not in (0, 1):
+        raise ReviewError(_first_line(report.stderr) or "sysctl-advisor check failed")
+    findings = json.loads(report.stdout)["findings"]
+    order = {"error": 0, "warning": 1, "info": 2}
+    worst = min((f["severity"] for f in findings), key=order.__getitem__, default="none")
+    run_advisor([*base, "--format", "sarif", "--output", str(sarif)], workspace)
+    annotations = run_advisor([*base, "--format", "github"], workspace)
+    sys.stdout.write(annotations.stdout)
+    summary = run_advisor([*base, "--format", "markdown"], workspace)
+    add_summary(summary.stdout + f"\nReviewed: {_md_plain(how)}.\n")
+    failed = fail_on != "never" and worst != "none" and order[worst] <= order[fail_on]
+
+    comment_file = ""
+    if facts and profile:
+        current = _input("CURRENT") or _single_tree(chosen)
+        if current:
+            body = work / "comment.md"
+            diff = run_advisor(
+                [
+                    "diff",
+                    "--facts",
+                    facts,
+                    "--profile",
+                    profile,
+                    "--current",
+                    current,
+                    "--format",
+                    "markdown",
+                    "--output",
+                    str(body),
+                ],
+                workspace,
+            )
+            if diff.returncode in (0, 1):
+                comment_file = str(body)
+            else:
+                notice("warning", f"no diff report: {_first_line(diff.stderr)}")
+        else:
+            notice(
+                "notice",
+                "no diff report: the change touches more than one sysctl tree "
+                "(set the `current` input to choose one)",
+            )
+    for name, value in (
+        ("findings", str(len(findings))),
+        ("worst", worst),
+        ("exit-code", "1" if failed else "0"),
+        ("sarif-file", str(sarif)),
+        ("comment-file", comment_file),
+        ("failed", "true" if failed else "false"),
+    ):
+        set_output(name, value)
+    return 0
+
+
+def _single_tree(chosen: list[str]) -> str:
+    directories = [c for c in chosen if Path(c).suffix != ".conf"]
+    return directories[0] if len(directories) == 1 and len(chosen) == 1 else ""
+
+
+def _first_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+def _md_plain(text: str) -> str:
+    """Text for the summary: Markdown and HTML syntax escaped (file names come from the pull
+    request)."""
+    return re.sub(r"([\\`*_{}\[\]()<>#+\-.!|~&])", r"\\\1", " ".join(text.split()))
+
+
+# --- the pull-request comment ----------------------------------------------------------------
+
+
+def _api(method: str, url: str, token: str, body: dict[str, Any] | None = None) -> Any:
+    request = urllib.request.Request(
+        url,
+        method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={
+            "Accept": "application/vnd.github+json",
+            "Authorization": f"Bearer {token}",
+            "X-GitHub-Api-Version": "2022-11-28",
+            "User-Agent": "sysctl-advisor-action",
+            **({"Content-Type": "application/json"} if body is not None else {}),
+        },
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        data = response.read(MAX_EVENT_BYTES)
+    return json.loads(data) if data else None
+
+
+def comment(body_path: str) -> int:
+    """Post the report as the pull request's sysctl-advisor comment: the previous one (ours,
+    found by its marker and author) is edited, else one is created. A token that may not write
+    (a pull request from a fork) gets a warning, not a failed job."""
+    event = read_event(os.environ.get("GITHUB_EVENT_PATH"))
+    number = (event.get("pull_request") or {}).get("number")
+    repository = os.environ.get("GITHUB_REPOSITORY", "")
+    token = _input("TOKEN")
+    if not isinstance(number, int) or not re.fullmatch(r"[\w.-]+/[\w.-]+", repository):
+        notice("notice", "no pull request to comment on")
+        return 0
+    if not token:
+        raise ReviewError("token: needed to comment")
+    with open(body_path, encoding="utf-8") as source:
+        text = source.read()
+    body = f"{MARKER}\n{text}"
+    api = os.environ.get("GITHUB_API_URL", "https://api.github.com").rstrip("/")
+    comments_url = f"{api}/repos/{repository}/issues/{number}/comments"
+    author = _input("COMMENT_AUTHOR") or COMMENT_AUTHOR
+    try:
+        existing = None
+        for page in range(1, 11):
+            batch = _api("GET", f"{comments_url}?per_page=100&page={page}", token) or []
+            for item in batch:
+                user = (item.get("user") or {}).get("login")
+                if user == author and str(item.get("body", "")).startswith(MARKER):
+                    existing = item
+            if len(batch) < 100:
+                break
+        if existing is not None:
+            _api(
+                "PATCH",
+                f"{api}/repos/{repository}/issues/comments/{int(existing['id'])}",
+                token,
+                {"body": body},
+            )
+        else:
+            _api("POST", comments_url, token, {"body": body})
+    except urllib.error.HTTPError as exc:
+        notice(
+            "warning",
+            f"could not comment on the pull request: HTTP {exc.code} (a pull "
+            "request from a fork gets a read-only token)",
+        )
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        notice("warning", f"could not comment on the pull request: {exc}")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    workspace = Path(os.environ.get("GITHUB_WORKSPACE") or os.getcwd())
+    try:
+        if argv[1:2] == ["review"]:
+            return review(workspace)
+        if argv[1:2] == ["comment"] and len(argv) == 3:
+            return comment(argv[2])
+        raise ReviewError("usage: review.py review | review.py comment FILE")
+    except ReviewError as exc:
+        notice("error", f"sysctl-advisor: {exc}")
+        print(f"sysctl-advisor: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,485 @@
+"""The GitHub Action (action.yml, action/review.py), run here as the runner would run it.
+
+`run_action` plays the runner's part for a composite action: it reads action.yml, gives each
+step the environment its `env:` asks for (inputs, earlier steps' outputs, the github context),
+evaluates `if:`, runs `run:` steps with bash and records `uses:` steps with their inputs (the
+SARIF upload). The workspace is a git repository holding a pull request's merge commit, as
+actions/checkout leaves it; the event payload, GITHUB_OUTPUT and GITHUB_STEP_SUMMARY are files,
+as on a runner. The install step is replaced by a wrapper around this interpreter (the advisor
+is installed here already; installing it again would need the network).
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cmarkgfm  # type: ignore[import-untyped]
+import jsonschema
+import pytest
+import yaml
+
+from tests.conftest import EXAMPLES, ROOT
+
+ACTION = ROOT / "action.yml"
+SCHEMA = ROOT / "tests" / "fixtures" / "schemas" / "github-action.schema.json"
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def test_action_yml_is_valid_action_metadata() -> None:
+    """Against SchemaStore's schema for action.yml (vendored, see fixtures/schemas/SOURCES.md)."""
+    schema = json.loads(SCHEMA.read_text())
+    jsonschema.Draft7Validator.check_schema(schema)
+    errors = [e.message for e in jsonschema.Draft7Validator(schema).iter_errors(_action())]
+    assert errors == []
+
+
+def test_no_input_is_spliced_into_a_script() -> None:
+    """Script injection: an expression inside `run:` would paste a pull request's text into
+    bash. Every value reaches the scripts through `env:`."""
+    for step in _action()["runs"]["steps"]:
+        assert "${{" not in step.get("run", ""), step["name"]
+
+
+# --- a small runner ---------------------------------------------------------------------------
+
+
+def _action() -> dict[str, Any]:
+    data = yaml.safe_load(ACTION.read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+@dataclass
+class Run:
+    outputs: dict[str, dict[str, str]] = field(default_factory=dict)  # by step id
+    ran: list[str] = field(default_factory=list)
+    uses: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    failed_step: str | None = None
+    stdout: str = ""
+    summary: str = ""
+
+
+def _parse_outputs(text: str) -> dict[str, str]:
+    """GITHUB_OUTPUT as the runner reads it: name=value, or name<<DELIMITER ... DELIMITER."""
+    outputs: dict[str, str] = {}
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            end = lines.index(delimiter, i + 1)
+            outputs[name] = "\n".join(lines[i + 1 : end])
+            i = end + 1
+        elif "=" in line:
+            name, value = line.split("=", 1)
+            outputs[name] = value
+            i += 1
+        else:
+            i += 1
+    return outputs
+
+
+class _Context:
+    def __init__(self, inputs: dict[str, str], github: dict[str, str], run: Run) -> None:
+        self.inputs, self.github, self.run = inputs, github, run
+        self.failed = False
+
+    def value(self, expression: str) -> str:
+        expression = expression.strip()
+        if expression.startswith("inputs."):
+            return self.inputs[expression.removeprefix("inputs.")]
+        if expression.startswith("github."):
+            return self.github[expression.removeprefix("github.")]
+        match = re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", expression)
+        if match:
+            return self.run.outputs.get(match[1], {}).get(match[2], "")
+        match = re.fullmatch(r"'([^']*)'", expression)
+        if match:
+            return match[1]
+        raise AssertionError(f"the test runner cannot evaluate {expression!r}")
+
+    def condition(self, text: str | None) -> bool:
+        if text is None:
+            return not self.failed
+        body = text.strip()
+        if body.startswith("${{") and body.endswith("}}"):
+            body = body[3:-2]
+        always = False
+        result = True
+        for term in body.split("&&"):
+            term = term.strip()
+            if term == "always()":
+                always = True
+            elif "==" in term or "!=" in term:
+                op = "==" if "==" in term else "!="
+                left, right = term.split(op)
+                equal = self.value(left) == self.value(right)
+                result = result and (equal if op == "==" else not equal)
+            else:
+                raise AssertionError(f"the test runner cannot evaluate {term!r}")
+        return result and (always or not self.failed)
+
+    def substitute(self, text: str) -> str:
+        return re.sub(r"\$\{\{(.*?)\}\}", lambda m: self.value(m[1]), text)
+
+
+def run_action(
+    workspace: Path, tmp: Path, inputs: dict[str, str], event_name: str, event: dict[str, Any]
+) -> Run:
+    action = _action()
+    values = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
+    values["token"] = "test-token"
+    values.update(inputs)
+    runner_temp = tmp / "runner-temp"
+    runner_temp.mkdir(exist_ok=True)
+    event_path = tmp / "event.json"
+    event_path.write_text(json.dumps(event))
+    github = {
+        "action_path": str(ROOT),
+        "action_repository": "example/sysctl-advisor",
+        "action_ref": "v1",
+        "token": "test-token",
+    }
+    run = Run()
+    context = _Context(values, github, run)
+    summary = tmp / "summary.md"
+    summary.write_text("")
+    for index, step in enumerate(action["runs"]["steps"]):
+        if not context.condition(step.get("if")):
+            continue
+        name = step["name"]
+        run.ran.append(name)
+        if "uses" in step:
+            with_ = {k: context.substitute(str(v)) for k, v in (step.get("with") or {}).items()}
+            run.uses.append((step["uses"], with_))
+            continue
+        output_file = tmp / f"output-{index}"
+        output_file.write_text("")
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(tmp),
+            "GITHUB_ACTION_PATH": str(ROOT),
+            "GITHUB_WORKSPACE": str(workspace),
+            "GITHUB_EVENT_NAME": event_name,
+            "GITHUB_EVENT_PATH": str(event_path),
+            "GITHUB_OUTPUT": str(output_file),
+            "GITHUB_STEP_SUMMARY": str(summary),
+            "GITHUB_REPOSITORY": "example/infra",
+            "GITHUB_SERVER_URL": "https://github.com",
+            "GITHUB_API_URL": os.environ.get("TEST_GITHUB_API_URL", "https://api.invalid"),
+            "RUNNER_TEMP": str(runner_temp),
+            **{k: context.substitute(str(v)) for k, v in (step.get("env") or {}).items()},
+        }
+        script = step["run"]
+        if name == "Install sysctl-advisor":
+            venv_bin = runner_temp / "sysctl-advisor-action" / "bin"
+            venv_bin.mkdir(parents=True, exist_ok=True)
+            wrapper = venv_bin / "python"
+            wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+            wrapper.chmod(0o755)
+            script = "true"
+        result = subprocess.run(
+            ["bash", "-e", "-c", script], cwd=workspace, env=env, capture_output=True, text=True
+        )
+        run.stdout += result.stdout
+        if "id" in step:
+            run.outputs[step["id"]] = _parse_outputs(output_file.read_text())
+        if result.returncode != 0:
+            context.failed = True
+            run.failed_step = name
+            run.stdout += result.stderr
+    run.summary = summary.read_text()
+    return run
+
+
+# --- a repository with a pull request --------------------------------------------------------
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(cwd),
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    result = subprocess.run(
+        ["git", "-C", str(cwd), *args], env=env, capture_output=True, text=True, check=True
+    )
+    return result.stdout.strip()
+
+
+def pull_request(
+    workspace: Path, base_files: dict[str, str], pr_files: dict[str, str]
+) -> dict[str, Any]:
+    """A repository whose HEAD is the merge commit of a pull request, as actions/checkout
+    leaves it (refs/pull/N/merge: first parent the base branch, second the pull request)."""
+    workspace.mkdir()
+    _git(workspace, "init", "-q", "-b", "main")
+    for name, text in base_files.items():
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text(text)
+    _git(workspace, "add", "-A")
+    _git(workspace, "commit", "-q", "--allow-empty", "-m", "base")
+    base = _git(workspace, "rev-parse", "HEAD")
+    _git(workspace, "checkout", "-q", "-b", "topic")
+    for name, text in pr_files.items():
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text(text)
+    _git(workspace, "add", "-A")
+    _git(workspace, "commit", "-q", "-m", "change")
+    head = _git(workspace, "rev-parse", "HEAD")
+    _git(workspace, "checkout", "-q", "main")
+    _git(workspace, "merge", "-q", "--no-ff", "-m", "merge", "topic")
+    pull = {"number": 42, "head": {"sha": head}, "base": {"sha": base}}
+    return {"number": 42, "pull_request": pull}
+
+
+BASE = {
+    "README.md": "infra\n",
+    "hosts/web/etc/sysctl.d/10-web.conf": "net.core.somaxconn = 4096\n",
+    "hosts/web/etc/sysctl.d/99-late.conf": "net.ipv4.tcp_syncookies = 1\n",
+}
+
+
+def test_a_pull_request_with_an_error_fails_with_sarif_summary_and_annotations(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "repo"
+    event = pull_request(
+        workspace,
+        BASE,
+        {
+            "hosts/web/etc/sysctl.d/20-pr.conf": (
+                "net.ipv4.tcp_syncookies = 0\nnet.ipv4.tcp_tw_recycle = 1\n"
+            ),
+            "docs/notes.md": "not a sysctl file\n",
+        },
+    )
+    run = run_action(workspace, tmp_path, {}, "pull_request", event)
+
+    review = run.outputs["review"]
+    assert review["files"] == "hosts/web"  # the tree: 99-late.conf, unchanged, is read too
+    assert review["worst"] == "error" and review["findings"] == "2"
+    assert run.failed_step == "Fail on findings at fail-on"
+    # The override by an unchanged file is found: the whole tree was checked.
+    assert "check.overridden" in run.summary and "99-late.conf:1" in run.summary
+    assert "check.tw-recycle-enabled" in run.summary
+    assert "Reviewed: the pull request" in run.summary
+    assert "::error file=hosts/web/etc/sysctl.d/20-pr.conf,line=2" in run.stdout
+    # The SARIF upload runs (after the failure is known, before the job fails) with our file.
+    (uses,) = run.uses
+    assert uses[0].startswith("github/codeql-action/upload-sarif@")
+    sarif = json.loads(Path(uses[1]["sarif_file"]).read_text())
+    uris = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in sarif["runs"][0]["results"]
+    }
+    assert uris == {"hosts/web/etc/sysctl.d/20-pr.conf"}
+    assert uses[1]["category"] == "sysctl-advisor"
+    # Rule links point at the action's own release of the rules reference.
+    help_uri = sarif["runs"][0]["tool"]["driver"]["rules"][0]["helpUri"]
+    assert help_uri.startswith("https://github.com/example/sysctl-advisor/blob/v1/docs/rules.md#")
+
+
+def test_fail_on_and_a_clean_change(tmp_path: Path) -> None:
+    workspace = tmp_path / "repo"
+    event = pull_request(
+        workspace, BASE, {"hosts/web/etc/sysctl.d/30-ok.conf": "net.ipv4.tcp_fin_timeout = 30\n"}
+    )
+    run = run_action(workspace, tmp_path, {"fail-on": "info"}, "pull_request", event)
+    assert run.outputs["review"]["worst"] == "none"
+    assert run.failed_step is None
+    assert "1 error" not in run.summary and "no findings" in run.summary
+    assert len(run.uses) == 1  # a clean review is uploaded too (it closes earlier alerts)
+
+
+def test_a_change_without_sysctl_files_reviews_nothing(tmp_path: Path) -> None:
+    workspace = tmp_path / "repo"
+    event = pull_request(workspace, BASE, {"docs/notes.md": "text\n"})
+    run = run_action(workspace, tmp_path, {}, "pull_request", event)
+    assert run.outputs["review"]["files"] == ""
+    assert run.outputs["review"]["findings"] == "0"
+    assert run.uses == [] and run.failed_step is None
+    assert "No sysctl files to review" in run.summary
+
+
+def test_a_push_reads_the_files_the_payload_lists(tmp_path: Path) -> None:
+    """Without the history (a shallow checkout), a push is reviewed from the file lists of
+    its commits in the payload."""
+    workspace = tmp_path / "repo"
+    workspace.mkdir()
+    (workspace / "sysctl.d").mkdir()
+    (workspace / "sysctl.d" / "90-bad.conf").write_text("net.ipv4.tcp_mem = 1 2\n")
+    (workspace / "sysctl.d" / "10-ok.conf").write_text("net.core.somaxconn = 4096\n")
+    event = {
+        "before": "1" * 40,
+        "after": "2" * 40,
+        "commits": [{"added": ["sysctl.d/90-bad.conf"], "modified": [], "removed": []}],
+    }
+    run = run_action(workspace, tmp_path, {"fail-on": "warning"}, "push", event)
+    assert run.outputs["review"]["files"] == "sysctl.d"
+    assert run.outputs["review"]["worst"] == "warning"
+    assert run.failed_step == "Fail on findings at fail-on"
+    assert "check.short-vector" in run.summary
+
+
+def test_hostile_file_names_stay_data(tmp_path: Path) -> None:
+    """A pull request controls its file names: a name holding a newline and a would-be output
+    line cannot add an output, and Markdown in it is shown as text."""
+    workspace = tmp_path / "repo"
+    evil = "etc/x\nfailed=false\n<img src=x>[a](b).conf"
+    event = pull_request(workspace, {"README.md": "x\n"}, {evil: "net.ipv4.tcp_tw_recycle = 1\n"})
+    run = run_action(
+        workspace, tmp_path, {"paths": "etc/**", "fail-on": "error"}, "pull_request", event
+    )
+    review = run.outputs["review"]
+    assert review["files"] == evil
+    assert review["failed"] == "true" and run.failed_step == "Fail on findings at fail-on"
+    html = cmarkgfm.github_flavored_markdown_to_html(run.summary)
+    assert "<img" not in html and 'href="b"' not in html
+    assert "&lt;img src=x&gt;[a](b).conf" in html  # shown, as text
+
+
+def test_a_link_out_of_the_workspace_is_not_read(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.conf"
+    secret.write_text("net.ipv4.tcp_tw_recycle = 1\n")
+    workspace = tmp_path / "repo"
+    event = pull_request(workspace, {"README.md": "x\n"}, {"sysctl.d/10-ok.conf": "a = 1\n"})
+    (workspace / "sysctl.d" / "20-link.conf").symlink_to(secret)
+    run = run_action(workspace, tmp_path, {}, "pull_request", event)
+    assert "tw-recycle" not in run.summary
+    assert "tcp_tw_recycle" not in run.stdout
+
+
+class _FakeGitHub(http.server.BaseHTTPRequestHandler):
+    comments: list[dict[str, Any]] = []  # noqa: RUF012 - the test's shared state
+    requests: list[tuple[str, str]] = []  # noqa: RUF012
+
+    def _reply(self, code: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> dict[str, Any]:
+        length = int(self.headers.get("Content-Length", "0"))
+        return dict(json.loads(self.rfile.read(length)))
+
+    def do_GET(self) -> None:
+        self.requests.append(("GET", self.path))
+        assert self.headers["Authorization"] == "Bearer test-token"
+        self._reply(200, self.comments if "page=1" in self.path else [])
+
+    def do_POST(self) -> None:
+        self.requests.append(("POST", self.path))
+        body = self._body()
+        comment = {"id": 100 + len(self.comments), "body": body["body"]}
+        comment["user"] = {"login": "github-actions[bot]"}
+        self.comments.append(comment)
+        self._reply(201, comment)
+
+    def do_PATCH(self) -> None:
+        self.requests.append(("PATCH", self.path))
+        body = self._body()
+        for comment in self.comments:
+            if self.path.endswith(f"/comments/{comment['id']}"):
+                comment["body"] = body["body"]
+        self._reply(200, {})
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_the_diff_comment_is_posted_once_and_then_edited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = tmp_path / "repo"
+    facts = (EXAMPLES / "ec2-nginx-frontend.yaml").read_text()
+    event = pull_request(
+        workspace,
+        {"facts/web.yaml": facts, **BASE},
+        {"hosts/web/etc/sysctl.d/20-pr.conf": "net.core.somaxconn = 8192\n"},
+    )
+    _FakeGitHub.comments = [
+        {"id": 7, "body": "<!-- sysctl-advisor diff -->\nforged", "user": {"login": "mallory"}}
+    ]
+    _FakeGitHub.requests = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FakeGitHub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("TEST_GITHUB_API_URL", f"http://127.0.0.1:{server.server_address[1]}")
+    inputs = {
+        "facts": "facts/web.yaml",
+        "profile": "frontend-proxy",
+        "comment": "true",
+        "fail-on": "never",
+    }
+    try:
+        first = run_action(workspace, tmp_path, inputs, "pull_request", event)
+        second = run_action(workspace, tmp_path, inputs, "pull_request", event)
+    finally:
+        server.shutdown()
+    assert first.failed_step is None and second.failed_step is None
+    assert "Comment the diff on the pull request" in first.ran
+    methods = [m for m, _ in _FakeGitHub.requests]
+    assert methods == ["GET", "POST", "GET", "PATCH"]
+    assert all("/repos/example/infra/issues/42/comments" in p for m, p in _FakeGitHub.requests[:2])
+    forged, ours = _FakeGitHub.comments
+    assert forged["body"].endswith("forged")  # someone else's comment with our marker: untouched
+    assert ours["body"].startswith("<!-- sysctl-advisor diff -->\n### sysctl-advisor diff:")
+    assert "`net.core.somaxconn`" in ours["body"] and "`8192`" in ours["body"]
+
+
+def test_a_comment_the_token_may_not_write_is_a_warning(tmp_path: Path) -> None:
+    """A pull request from a fork gets a read-only token: the review still passes or fails on
+    its findings, the comment step only warns."""
+    workspace = tmp_path / "repo"
+    (tmp_path / "body.md").write_text("report\n")
+    workspace.mkdir()
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 1}}))
+    env = {
+        **os.environ,
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_REPOSITORY": "example/infra",
+        "GITHUB_API_URL": "http://127.0.0.1:9",  # nothing listens: refused
+        "INPUT_TOKEN": "t",
+    }
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "action" / "review.py"), "comment", str(tmp_path / "body.md")],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0
+    assert result.stdout.startswith("::warning::could not comment on the pull request")
+
+
+def test_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
+    env = {**os.environ, "GITHUB_WORKSPACE": str(tmp_path), "INPUT_FAIL_ON": "sometimes"}
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "action" / "review.py"), "review"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert result.stderr == (
+        "sysctl-advisor: error: fail-on: 'sometimes' is not one of error, warning, info, never\n"
+    )
