@@ -42,12 +42,13 @@ def recommend(
     nginx_conf: opt.NginxConf = None,
     rules_dir: opt.RulesDir = None,
     profiles_dir: opt.ProfilesDir = None,
+    kubernetes_version: opt.KubernetesRelease = None,
 ) -> None:
     """Recommend sysctl values for a host and workload, each with its reasons."""
     from advisor.commands.recommend import recommend as run
 
     args = (profile, facts, set_, fmt.value, output, nginx_conf, rules_dir, profiles_dir)
-    raise typer.Exit(guarded(lambda: run(*args)))
+    raise typer.Exit(guarded(lambda: run(*args, kubernetes_version)))
 
 
 @app.command()

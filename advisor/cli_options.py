@@ -22,6 +22,7 @@ class RecommendFormat(str, Enum):
     markdown = "markdown"
     tuned = "tuned"
     ansible = "ansible"
+    kubernetes = "kubernetes"
 
 
 class DiffFormat(str, Enum):
@@ -92,6 +93,15 @@ Output = Annotated[
         "-o",
         help="Write here (atomically; a symlink or device is refused) instead of stdout, "
         "which `-` also names.",
+    ),
+]
+KubernetesRelease = Annotated[
+    str | None,
+    typer.Option(
+        "--kubernetes-version",
+        metavar="1.XX",
+        help="With --format kubernetes: the cluster's release, whose kubelet safe sysctls and "
+        "Pod Security baseline decide which pod sysctls are safe (default: the newest known).",
     ),
 ]
 NginxConf = Annotated[

@@ -260,7 +260,9 @@ def test_closed_choices_are_listed_and_refused_in_one_line(
     assert [f.value for f in cli.CheckFormat] == list(CHECK_FORMATS)
     assert {f.value for f in cli.Severity} == set(SEVERITY_ORDER)
     code, out, _ = _entry(monkeypatch, capsys, "check", "-h")
-    assert code == 0 and "<text|json|github|sarif>" in out and "<error|warning|info>" in out
+    assert (
+        code == 0 and "<text|json|github|sarif|markdown>" in out and "<error|warning|info>" in out
+    )
     code, _, err = _entry(
         monkeypatch, capsys, "recommend", "--facts", DCACHE, "-p", "gridftp", "-f", "xml"
     )

@@ -190,6 +190,39 @@ def test_deterministic_and_formats_agree(
     assert {i["name"]: i["value"] for i in host_vars["sysctl_advisor_settings"]} == wanted
 
 
+@SETTINGS
+@given(host=hosts, pp=profile_and_params, minor=st.integers(min_value=25, max_value=40))
+def test_kubernetes_places_each_key_once_where_its_namespace_says(
+    kb: KnowledgeBase, host: dict[str, Any], pp: tuple[str, dict[str, Any]], minor: int
+) -> None:
+    """Any host, profile and release: the manifests read back as the two plans (the node's
+    global keys, the pod's per-namespace keys), no key in both, the kubelet list exactly the
+    pod's unsafe keys, and the same bytes twice."""
+    from advisor.engine.kubernetes_placement import placement_for
+    from advisor.knowledge.kubernetes import KubernetesVersion
+    from advisor.outputs.kubernetes_manifests import manifest_settings, render_kubernetes
+
+    profile, params = pp
+    facts = facts_from_data(host)
+    overrides = {k: str(v) for k, v in params.items()}
+    version = KubernetesVersion(1, minor)
+    placement = placement_for(kb, facts, profile, overrides, version)
+    text = render_kubernetes(Renderer(kb.catalog), placement, "cmd")
+    again = render_kubernetes(
+        Renderer(kb.catalog), placement_for(kb, facts, profile, overrides, version), "cmd"
+    )
+    assert text == again
+    pod, node, unsafe = manifest_settings(text)
+    kernel = kb.catalog.kernel_for(facts)[0]
+    assert all(kb.catalog.is_per_netns(k, kernel) for k in pod)
+    assert not any(k.startswith("net.") and kb.catalog.is_per_netns(k, kernel) for k in node)
+    host_plan = build_plan(kb, facts, profile, overrides)
+    assert node == {
+        s.key: s.value for s in host_plan.settings if not kb.catalog.is_per_netns(s.key, kernel)
+    }
+    assert unsafe == [k for k in pod if not kb.kubernetes.verdict(k, version, kernel).safe]
+
+
 def tuned_values(text: str) -> dict[str, str]:
     """The [sysctl] section as tuned reads it: ini syntax, one pair of quotes removed."""
     parser = configparser.ConfigParser(delimiters=("=",), interpolation=None, strict=True)

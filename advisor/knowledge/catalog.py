@@ -87,6 +87,12 @@ class CatalogKey(_Model):
         "rules set it only where the facts show it, and its presence says nothing of the era",
     )
     netns_since: str | None = None
+    netns_copies_init_since: str | None = Field(
+        None,
+        description="from this kernel a new network namespace starts from the initial "
+        "namespace's value in force, copied when it is created (tcp_sk_init), not from the "
+        "kernel default",
+    )
     build_option: str | None = Field(
         None,
         pattern=r"^CONFIG_[A-Z0-9_]+$",

@@ -10,6 +10,7 @@ from advisor.knowledge.catalog import Catalog
 from advisor.knowledge.check_rules import CheckRule, load_check_rules
 from advisor.knowledge.expressions import Compiler
 from advisor.knowledge.kernel_messages import MessageFamily, load_message_families, matchers
+from advisor.knowledge.kubernetes import Kubernetes
 from advisor.knowledge.profiles import Profile, load_profiles
 from advisor.knowledge.resources import data_dir
 from advisor.knowledge.rules import Rule, load_rules
@@ -46,6 +47,11 @@ class KnowledgeBase:
         compiler.save()
         specs.save()
         return cls(compiler, catalog, rules, profiles, check_rules, servers, families)
+
+    @functools.cached_property
+    def kubernetes(self) -> Kubernetes:
+        """What Kubernetes lets a pod set, by release (loaded when a command needs it)."""
+        return Kubernetes.load(data_dir("rules") / "catalog" / "kubernetes.yaml")
 
     @functools.cached_property
     def message_texts(self) -> dict[str, dict[str, str]]:

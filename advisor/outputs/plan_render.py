@@ -29,7 +29,7 @@ from advisor.outputs.markdown_text import (
     md_text_clipped,
 )
 
-FORMATS = ("conf", "json", "markdown", "tuned", "ansible")
+FORMATS = ("conf", "json", "markdown", "tuned", "ansible", "kubernetes")
 YAML_WIDTH = 80  # yamllint's default line-length
 TEMPLATES = {
     "conf": "sysctl.conf.j2",
@@ -301,10 +301,20 @@ class Renderer:
             return dump_json(plan.to_json_data())
         if fmt == "markdown":
             return self._markdown(plan, command)
+        if fmt == "kubernetes":
+            raise ValueError("the kubernetes format renders a Placement: render_kubernetes()")
         text = self.env.get_template(TEMPLATES[fmt]).render(**self._context(plan, command))
         if fmt == "ansible":
             text += _host_vars(plan)
         check_rendered(plan, fmt, text)
+        return text
+
+    def tuned_for_operator(self, plan: Plan, command: str) -> str:
+        """The tuned profile the Node Tuning Operator embeds: the tuned output, told it runs
+        under the operator (on top of openshift-node), its findings left to the manifest."""
+        context = {**self._context(plan, command), "operator": True}
+        text = self.env.get_template(TEMPLATES["tuned"]).render(**context)
+        check_rendered(plan, "tuned", text)
         return text
 
     def _markdown(self, plan: Plan, command: str) -> str:
@@ -348,6 +358,7 @@ class Renderer:
             "memory_human": human_bytes(plan.host.memory_total),
             "lowmem_human": human_bytes(plan.host.lowmem) if plan.host.lowmem else None,
             "page_human": human_bytes(page_size),
+            "operator": False,
             "profile_params": " ".join(
                 f"{k}={_param(v)}" for k, v in sorted(plan.profile.params.items())
             ),

@@ -9,8 +9,10 @@ import os
 
 import pytest
 
+from advisor.engine.kubernetes_placement import placement_for
 from advisor.engine.plan_builder import build_plan
 from advisor.knowledge.knowledge_base import KnowledgeBase
+from advisor.outputs.kubernetes_manifests import render_kubernetes
 from advisor.outputs.plan_render import FORMATS, Renderer
 from advisor.sources.facts_file import load_facts
 from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, TESTS
@@ -22,6 +24,7 @@ EXT = {
     "markdown": "md",
     "tuned": "tuned.conf",
     "ansible": "host_vars.yml",
+    "kubernetes": "k8s.yaml",
 }
 PAIRS = [(host, profile, fmt) for host, profile in EXAMPLE_PROFILES.items() for fmt in FORMATS]
 
@@ -35,7 +38,13 @@ def test_golden(kb: KnowledgeBase, host: str, profile: str, fmt: str) -> None:
         f"sysctl-advisor recommend --facts examples/{host}.yaml --profile {profile}"
         + "".join(f" --set {name}={value}" for name, value in params.items())
     )
-    text = Renderer(kb.catalog).render(plan, fmt, command)
+    if fmt == "kubernetes":  # the newest release the advisor has read
+        version = kb.kubernetes.version(None)
+        placement = placement_for(kb, facts, profile, params, version)
+        command += f" --format kubernetes --kubernetes-version {version}"
+        text = render_kubernetes(Renderer(kb.catalog), placement, command)
+    else:
+        text = Renderer(kb.catalog).render(plan, fmt, command)
     path = GOLDEN / f"{host}.{profile}.{EXT[fmt]}"
     if os.environ.get("UPDATE_GOLDEN"):
         path.write_text(text)

@@ -157,3 +157,52 @@ def test_every_per_namespace_key_takes_a_value_in_a_namespace(
     held = dict(line.split("=", 1) for line in result.stdout.splitlines())
     for key, value in writes.items():
         assert held[key].split() == value.split(), (key, value, held[key])
+
+
+# The parameters that make each profile write per-namespace keys in a pod on this host (the
+# reserved ports and keepalive rules among them), for the Kubernetes test below.
+POD_PARAMS = {
+    "base": {},
+    "frontend-proxy": {"listen_backlog": "32768", "reserved_ports": "9100,9200-9210"},
+    "gridftp": {"rtt_ms": "150"},
+    "c1m-server": {},
+}
+
+
+def test_the_pod_sysctls_take_effect_in_a_new_namespace(
+    kb: KnowledgeBase, host_facts: object
+) -> None:
+    """`recommend --format kubernetes` for this host: every sysctl the pod patch lists (the
+    safe ones on the newest release first among them) is written with `sysctl -w` inside a
+    fresh network namespace, as the container runtime writes a pod's sysctls, and read back
+    exactly; the host's settings do not move."""
+    from advisor.engine.kubernetes_placement import placement_for
+    from advisor.model.host_facts import HostFacts
+    from advisor.outputs.kubernetes_manifests import manifest_settings, render_kubernetes
+
+    assert isinstance(host_facts, HostFacts)
+    version = kb.kubernetes.version(None)
+    pod: dict[str, str] = {}
+    safe: set[str] = set()
+    for profile, params in POD_PARAMS.items():
+        placement = placement_for(kb, host_facts, profile, params, version)
+        text = render_kubernetes(Renderer(kb.catalog), placement, "test")
+        listed, _, unsafe = manifest_settings(text)
+        safe |= set(listed) - set(unsafe)
+        pod.update(listed)
+    assert safe, "no profile lists a safe pod sysctl on this host: nothing to prove"
+    script = (
+        'for pair; do key=${pair%%=*}; sysctl -q -w "$pair"; '
+        'printf "%s=" "$key"; sysctl -n "$key"; done\n'
+    )
+    before = host_sysctls()
+    result = in_namespace(script, *(f"{k}={v}" for k, v in sorted(pod.items())))
+    after = host_sysctls()
+    assert result.returncode == 0, result.stderr
+    held = dict(line.split("=", 1) for line in result.stdout.splitlines())
+    for key, value in pod.items():
+        assert held[key].split() == value.split() or (
+            key == "net.ipv4.ip_local_reserved_ports"
+            and set(held[key].split(",")) == set(value.split(","))
+        ), (key, value, held[key])
+    assert before == after
