@@ -483,3 +483,20 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
     assert result.stderr == (
         "sysctl-advisor: error: fail-on: 'sometimes' is not one of error, warning, info, never\n"
     )
+
+
+def test_the_readme_workflow_uses_the_action_as_it_is() -> None:
+    """The README's workflow: valid YAML, the inputs it passes (commented ones too) exist, and
+    it grants what the action's steps need."""
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("```yaml\nname: sysctl review")
+    block = readme[start + len("```yaml\n") : readme.index("```\n", start + 8)]
+    workflow = yaml.safe_load(block)
+    (job,) = workflow["jobs"].values()
+    checkout, action = job["steps"]
+    assert checkout["with"]["fetch-depth"] == 2
+    inputs = set(_action()["inputs"])
+    uncommented = yaml.safe_load(re.sub(r"(?m)^(\s*)# (\w[\w-]*:)", r"\1\2", block))
+    passed = set(uncommented["jobs"]["sysctl"]["steps"][1]["with"])
+    assert set(action["with"]) <= passed <= inputs
+    assert workflow["permissions"]["security-events"] == "write"
