@@ -155,8 +155,8 @@ def read_event(path: str | None) -> dict[str, Any]:
         raise ReviewError(f"GITHUB_EVENT_PATH {path}: larger than {MAX_EVENT_BYTES} bytes")
     try:
         event = json.loads(data)
-    except ValueError:
-        raise ReviewError(f"GITHUB_EVENT_PATH {path}: not JSON") from None
+    except (ValueError, RecursionError):
+        raise ReviewError(f"GITHUB_EVENT_PATH {path}: not JSON, or nested too deeply") from None
     return event if isinstance(event, dict) else {}
 
 

@@ -225,6 +225,12 @@ def test_explain() -> None:
     assert code == 0
     assert "Profile gridftp: net.ipv4.tcp_mem = 21504 28672 43008" in out
     assert "86016 114688 172032" in out
+    assert "  pods:      set on the node" in out
+    code, out, _ = run("explain", "tcp_rmem")
+    assert "copies the initial namespace's value from 4.15" in out
+    assert "safe sysctl from Kubernetes 1.32 on kernel 4.15+" in out
+    code, out, _ = run("explain", "somaxconn")
+    assert "unsafe through Kubernetes" in out and "starts from the kernel default" in out
     code, _, err = run("explain", "net.nope")
     assert_one_line_error(code, err, "unknown key 'net.nope'")
 

@@ -28,6 +28,20 @@ def resolve_key(kb: KnowledgeBase, key: str) -> str:
     raise InputError(f"unknown key {key!r}; known keys: {', '.join(kb.catalog.keys)}", field="KEY")
 
 
+def _kubernetes(kb: KnowledgeBase, name: str) -> str:
+    """Whether a pod sets the key (its own namespace) and on which releases it is safe."""
+    spec = kb.catalog.keys[name]
+    if not (name.startswith("net.") and spec.netns_since):
+        return "set on the node (one value for the node and all its pods)"
+    k8s = kb.kubernetes
+    safe = next((s for s in k8s.spec.kubelet_safe if s.name == name), None)
+    where = f"set in the pod's securityContext.sysctls (kernel {spec.netns_since}+)"
+    if safe is None:
+        return f"{where}; unsafe through Kubernetes {k8s.newest} (allowedUnsafeSysctls)"
+    kernel = f" on kernel {safe.kernel}+" if safe.kernel else ""
+    return f"{where}; a safe sysctl from Kubernetes {safe.since}{kernel}"
+
+
 def explain_key(
     kb: KnowledgeBase,
     key: str,
@@ -48,7 +62,15 @@ def explain_key(
         f"  exists:    {('kernels ' + spec.exists) if spec.exists else 'all modelled kernels'}"
     )
     scope = f"per network namespace since {spec.netns_since}" if spec.netns_since else "global"
+    if spec.netns_since:
+        scope += (
+            f"; a new namespace copies the initial namespace's value from "
+            f"{spec.netns_copies_init_since}, else starts from the kernel default"
+            if spec.netns_copies_init_since
+            else "; a new namespace starts from the kernel default"
+        )
     out.append(f"  scope:     {scope}")
+    out.append(f"  pods:      {_kubernetes(kb, name)}")
     policy = {
         "max": "largest want wins; never below the value in force (else the kernel default)",
         "min": "smallest want wins (a safety setting); never above the value in force",
