@@ -19,6 +19,7 @@ job on them), 2 bad input.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -33,7 +34,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 MAX_EVENT_BYTES = 16 * 1024 * 1024
-MAX_FILES = 3000  # GitHub lists at most 3,000 files of a pull request
+MAX_TARGETS = 1000
+MAX_ARGUMENT_BYTES = 64 * 1024  # the advisor's command line stays far below ARG_MAX
 SYSCTL_D_DIRS = (
     "etc/sysctl.d",
     "run/sysctl.d",
@@ -63,14 +65,14 @@ def set_output(name: str, value: str) -> None:
     delimiter = f"ghadelimiter_{secrets.token_hex(16)}"
     while delimiter in value:  # pragma: no cover - 128 random bits
         delimiter = f"ghadelimiter_{secrets.token_hex(16)}"
-    with open(path, "a", encoding="utf-8") as out:
+    with open(path, "a", encoding="utf-8", errors="backslashreplace") as out:
         out.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
 
 
 def add_summary(markdown: str) -> None:
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if path:
-        with open(path, "a", encoding="utf-8") as out:
+        with open(path, "a", encoding="utf-8", errors="backslashreplace") as out:
             out.write(markdown if markdown.endswith("\n") else markdown + "\n")
 
 
@@ -93,39 +95,26 @@ def temp_dir() -> Path:
 # --- which files changed ---------------------------------------------------------------------
 
 
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A path glob as git and most CI tools read it: `**/` any directories (none too), `*` and
-    `?` within one name, `[...]` a character class; everything else literal."""
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:[^/]*/)*")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
-            end = pattern.index("]", i + 2)
-            body = pattern[i + 1 : end]
-            negate = body[:1] == "!"
-            body = re.escape(body[1:] if negate else body).replace("\\-", "-")
-            out.append(f"[{'^' if negate else ''}{body}]")
-            i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z", re.DOTALL)
+def glob_match(pattern: str, path: str) -> bool:
+    """A path glob as git and most CI tools read it: a `**` segment matches any number of
+    directories (none too), `*`, `?` and `[...]` match within one name (fnmatch, whose patterns
+    do not backtrack). Segment by segment, so the work is bounded by pattern × path length."""
+    parts, names = pattern.split("/"), path.split("/")
+    # reach[j]: the first i pattern segments can match the first j names.
+    reach = [True] + [False] * len(names)
+    for part in parts:
+        if part == "**":
+            for j in range(1, len(names) + 1):
+                reach[j] = reach[j] or reach[j - 1]
+            continue
+        reach = [False] + [
+            reach[j] and fnmatch.fnmatchcase(names[j], part) for j in range(len(names))
+        ]
+    return reach[len(names)]
 
 
 def matching(files: Iterable[str], patterns: list[str]) -> list[str]:
-    compiled = [glob_regex(p) for p in patterns]
-    return [f for f in files if any(rx.match(f) for rx in compiled)]
+    return [f for f in files if any(glob_match(p, f) for p in patterns)]
 
 
 def _git(workspace: Path, *args: str) -> str | None:
@@ -137,6 +126,10 @@ def _git(workspace: Path, *args: str) -> str | None:
         [git, "-C", str(workspace), *args], capture_output=True, text=True, errors="surrogateescape"
     )
     return result.stdout if result.returncode == 0 else None
+
+
+def _changed(workspace: Path, *revisions: str) -> str | None:
+    return _git(workspace, "diff", "--no-ext-diff", "--name-only", "-z", "--no-renames", *revisions)
 
 
 def _names(output: str) -> list[str]:
@@ -160,6 +153,11 @@ def read_event(path: str | None) -> dict[str, Any]:
     return event if isinstance(event, dict) else {}
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    """A payload object, or an empty one where the payload has something else."""
+    return value if isinstance(value, dict) else {}
+
+
 def _sha(value: Any) -> str | None:
     return value if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{40,64}", value) else None
 
@@ -170,18 +168,18 @@ def changed_files(
     """The files the change touches (repository paths), or None to review every matching
     file; and how they were found, for the summary."""
     if event_name in ("pull_request", "pull_request_target", "merge_group"):
-        pull = event.get("pull_request") or {}
-        head = _sha((pull.get("head") or {}).get("sha"))
-        base = _sha((pull.get("base") or {}).get("sha"))
+        pull = _mapping(event.get("pull_request"))
+        head = _sha(_mapping(pull.get("head")).get("sha"))
+        base = _sha(_mapping(pull.get("base")).get("sha"))
         # actions/checkout checks a pull request out as its merge commit: its first parent is
         # the base branch, so the diff between them is exactly what merging would change.
         second = _git(workspace, "rev-parse", "--verify", "-q", "HEAD^2")
         if second is not None and head is not None and second.strip() == head:
-            out = _git(workspace, "diff", "--name-only", "-z", "--no-renames", "HEAD^1", "HEAD")
+            out = _changed(workspace, "HEAD^1", "HEAD")
             if out is not None:
                 return _names(out), "the pull request's merge commit against its base"
         if base is not None and head is not None:
-            out = _git(workspace, "diff", "--name-only", "-z", "--no-renames", f"{base}...{head}")
+            out = _changed(workspace, f"{base}...{head}")
             if out is not None:
                 return _names(out), f"{base[:12]}...{head[:12]}"
         return None, (
@@ -191,7 +189,7 @@ def changed_files(
     if event_name == "push":
         before, after = _sha(event.get("before")), _sha(event.get("after"))
         if before and after and set(before) != {"0"}:
-            out = _git(workspace, "diff", "--name-only", "-z", "--no-renames", before, after)
+            out = _changed(workspace, before, after)
             if out is not None:
                 return _names(out), f"the push {before[:12]}..{after[:12]}"
         if isinstance(event.get("commits"), list):  # the payload lists each commit's files
@@ -199,7 +197,9 @@ def changed_files(
             for commit in event["commits"]:
                 if isinstance(commit, dict):
                     for field in ("added", "modified", "removed"):
-                        names += [n for n in commit.get(field) or [] if isinstance(n, str)]
+                        listed = commit.get(field)
+                        if isinstance(listed, list):
+                            names += [n for n in listed if isinstance(n, str)]
             return list(dict.fromkeys(names)), "the files the pushed commits list"
     return None, f"a {event_name or 'manual'} run reviews every matching file"
 
@@ -258,6 +258,45 @@ def targets(files: list[str], workspace: Path) -> list[str]:
     return chosen
 
 
+def _into_git(workspace: Path, path: Path) -> bool:
+    """Whether `path` (resolved) lies in the repository's .git directory, which holds the
+    checkout's token when actions/checkout persists credentials."""
+    try:
+        relative = path.resolve().relative_to(workspace.resolve())
+    except (ValueError, OSError):
+        return False
+    return ".git" in relative.parts
+
+
+def guard_links(chosen: list[str], workspace: Path) -> None:
+    """Refuse a review that would read .git through a link the pull request adds (the advisor
+    quotes the lines it reads in its findings). Links out of the workspace the advisor refuses
+    itself."""
+    for target in chosen:
+        path = workspace / target
+        found = [path] if not path.is_dir() else []
+        if path.is_dir():
+            for directory, dirs, files in os.walk(path):
+                dirs[:] = [d for d in dirs if d != ".git"]
+                found += [Path(directory, name) for name in files + dirs]
+        for item in found:
+            if item.is_symlink() and _into_git(workspace, item):
+                shown = os.path.relpath(item, workspace)
+                raise ReviewError(f"{shown!r} links into .git; refusing to read it")
+
+
+def _input_path(name: str, workspace: Path) -> str:
+    """A path input (facts, current): inside the workspace and not into .git, once links are
+    resolved (the file may come from the pull request)."""
+    value = _input(name)
+    if not value:
+        return ""
+    path = workspace / value
+    if not _inside(workspace, path) or _into_git(workspace, path):
+        raise ReviewError(f"{name.lower()}: {value!r} is not a file of the repository")
+    return value
+
+
 # --- running the advisor ---------------------------------------------------------------------
 
 
@@ -265,7 +304,9 @@ def advisor_command() -> list[str]:
     configured = os.environ.get("SYSCTL_ADVISOR")
     if configured:
         return [configured]
-    return [sys.executable, "-m", "advisor"]
+    # -I: the working directory is the repository under review; without it `-m advisor`
+    # would import an advisor/ package the pull request adds there.
+    return [sys.executable, "-I", "-m", "advisor"]
 
 
 def advisor_environment() -> dict[str, str]:
@@ -304,7 +345,7 @@ def review(workspace: Path) -> int:
     if fail_on not in FAIL_ON:
         raise ReviewError(f"fail-on: {fail_on!r} is not one of {', '.join(FAIL_ON)}")
     patterns = [p.strip() for p in _input("PATHS").splitlines() if p.strip()] or list(DEFAULT_PATHS)
-    facts, profile, kernel = _input("FACTS"), _input("PROFILE"), _input("KERNEL")
+    facts, profile, kernel = _input_path("FACTS", workspace), _input("PROFILE"), _input("KERNEL")
     if profile and not facts:
         raise ReviewError("profile: needs facts (the host the files are for)")
     explicit = [f.strip() for f in _input("FILES").splitlines() if f.strip()]
@@ -315,8 +356,14 @@ def review(workspace: Path) -> int:
         event = read_event(os.environ.get("GITHUB_EVENT_PATH"))
         changed, how = changed_files(os.environ.get("GITHUB_EVENT_NAME", ""), event, workspace)
     candidates = changed if changed is not None else tracked_files(workspace)
-    files = matching(candidates[: MAX_FILES * 10], patterns)
+    files = matching(candidates, patterns)
     chosen = targets(files, workspace)
+    if len(chosen) > MAX_TARGETS or sum(len(c) + 1 for c in chosen) > MAX_ARGUMENT_BYTES:
+        raise ReviewError(
+            f"{len(chosen)} sysctl files and trees to review is more than one run takes; "
+            "narrow `paths` or review in several jobs"
+        )  # fail closed: a review cut short would pass what it never read
+    guard_links(chosen, workspace)
     set_output("files", "\n".join(chosen))
     if not chosen:
         message = f"No sysctl files to review ({how}; paths: {', '.join(patterns)})."
@@ -342,7 +389,10 @@ def review(workspace: Path) -> int:
     report = run_advisor([*base, "--format", "json"], workspace)
     if report.returncode not in (0, 1):
         raise ReviewError(_first_line(report.stderr) or "sysctl-advisor check failed")
-    findings = json.loads(report.stdout)["findings"]
+    try:
+        findings = json.loads(report.stdout)["findings"]
+    except (ValueError, KeyError, TypeError):
+        raise ReviewError("sysctl-advisor check did not write its JSON report") from None
     order = {"error": 0, "warning": 1, "info": 2}
     worst = min((f["severity"] for f in findings), key=order.__getitem__, default="none")
     run_advisor([*base, "--format", "sarif", "--output", str(sarif)], workspace)
@@ -354,7 +404,7 @@ def review(workspace: Path) -> int:
 
     comment_file = ""
     if facts and profile:
-        current = _input("CURRENT") or _single_tree(chosen)
+        current = _input_path("CURRENT", workspace) or _single_tree(chosen)
         if current:
             body = work / "comment.md"
             diff = run_advisor(
@@ -437,7 +487,7 @@ def comment(body_path: str) -> int:
     found by its marker and author) is edited, else one is created. A token that may not write
     (a pull request from a fork) gets a warning, not a failed job."""
     event = read_event(os.environ.get("GITHUB_EVENT_PATH"))
-    number = (event.get("pull_request") or {}).get("number")
+    number = _mapping(event.get("pull_request")).get("number")
     repository = os.environ.get("GITHUB_REPOSITORY", "")
     token = _input("TOKEN")
     if not isinstance(number, int) or not re.fullmatch(r"[\w.-]+/[\w.-]+", repository):
@@ -455,8 +505,9 @@ def comment(body_path: str) -> int:
         existing = None
         for page in range(1, 11):
             batch = _api("GET", f"{comments_url}?per_page=100&page={page}", token) or []
-            for item in batch:
-                user = (item.get("user") or {}).get("login")
+            for item in batch if isinstance(batch, list) else []:
+                item = _mapping(item)
+                user = _mapping(item.get("user")).get("login")
                 if user == author and str(item.get("body", "")).startswith(MARKER):
                     existing = item
             if len(batch) < 100:

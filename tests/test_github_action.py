@@ -101,6 +101,8 @@ class _Context:
             return self.inputs[expression.removeprefix("inputs.")]
         if expression.startswith("github."):
             return self.github[expression.removeprefix("github.")]
+        if expression == "runner.temp":
+            return self.github["runner_temp"]
         match = re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", expression)
         if match:
             return self.run.outputs.get(match[1], {}).get(match[2], "")
@@ -150,6 +152,7 @@ def run_action(
         "action_repository": "example/sysctl-advisor",
         "action_ref": "v1",
         "token": "test-token",
+        "runner_temp": str(runner_temp),
     }
     run = Run()
     context = _Context(values, github, run)
@@ -189,8 +192,9 @@ def run_action(
             wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
             wrapper.chmod(0o755)
             script = "true"
+        cwd = context.substitute(step.get("working-directory", str(workspace)))
         result = subprocess.run(
-            ["bash", "-e", "-c", script], cwd=workspace, env=env, capture_output=True, text=True
+            ["bash", "-e", "-c", script], cwd=cwd, env=env, capture_output=True, text=True
         )
         run.stdout += result.stdout
         if "id" in step:
@@ -500,3 +504,103 @@ def test_the_readme_workflow_uses_the_action_as_it_is() -> None:
     passed = set(uncommented["jobs"]["sysctl"]["steps"][1]["with"])
     assert set(action["with"]) <= passed <= inputs
     assert workflow["permissions"]["security-events"] == "write"
+
+
+# --- attacks (each payload built here) -------------------------------------------------------
+
+
+def test_a_pull_request_cannot_replace_the_advisor(tmp_path: Path) -> None:
+    """The review runs in the checkout of the pull request: an advisor/ package it adds at the
+    top of the repository must not be what runs (python -I: the working directory is not on
+    the path)."""
+    workspace = tmp_path / "repo"
+    marker = tmp_path / "PWNED"
+    fake = f"open({str(marker)!r}, 'w').write('x')\nprint('{{\"findings\": []}}')\n"
+    event = pull_request(
+        workspace,
+        {"README.md": "x\n"},
+        {
+            "advisor/__init__.py": "",
+            "advisor/__main__.py": fake,
+            "sysctl.d/90-bad.conf": "net.ipv4.tcp_tw_recycle = 1\n",
+        },
+    )
+    run = run_action(workspace, tmp_path, {}, "pull_request", event)
+    assert not marker.exists()
+    assert run.outputs["review"]["worst"] == "error"
+
+
+def test_many_changed_files_cannot_hide_a_sysctl_file(tmp_path: Path) -> None:
+    """Thirty thousand changed names sorting before the sysctl file: every one is matched, none
+    cut off."""
+    workspace = tmp_path / "repo"
+    (workspace / "sysctl.d").mkdir(parents=True)
+    (workspace / "sysctl.d" / "90-bad.conf").write_text("net.ipv4.tcp_tw_recycle = 1\n")
+    names = [f"aaa/{i:05d}.txt" for i in range(30000)] + ["sysctl.d/90-bad.conf"]
+    run = run_action(workspace, tmp_path, {}, "push", {"commits": [{"added": names}]})
+    assert run.outputs["review"]["worst"] == "error"
+
+
+def test_more_trees_than_one_run_takes_fail_closed(tmp_path: Path) -> None:
+    workspace = tmp_path / "repo"
+    names = []
+    for i in range(1001):
+        directory = workspace / f"h{i}" / "sysctl.d"
+        directory.mkdir(parents=True)
+        (directory / "a.conf").write_text("net.core.somaxconn = 4096\n")
+        names.append(f"h{i}/sysctl.d/a.conf")
+    run = run_action(workspace, tmp_path, {"files": "\n".join(names)}, "push", {})
+    assert run.failed_step == "Review the changed sysctl files"
+    assert "more than one run takes" in run.stdout
+
+
+def test_a_link_into_git_is_refused(tmp_path: Path) -> None:
+    """actions/checkout keeps the token in .git/config: a sysctl file that links there would
+    have its lines quoted in the findings."""
+    workspace = tmp_path / "repo"
+    event = pull_request(workspace, {"README.md": "x\n"}, {"sysctl.d/10-ok.conf": "a = 1\n"})
+    config = workspace / ".git" / "config"
+    config.write_text(
+        config.read_text() + "[http]\n\textraheader = AUTHORIZATION: basic c2VjcmV0\n"
+    )
+    (workspace / "sysctl.d" / "20-token.conf").symlink_to("../.git/config")
+    run = run_action(workspace, tmp_path, {}, "pull_request", event)
+    assert run.failed_step == "Review the changed sysctl files"
+    assert "links into .git" in run.stdout
+    assert "c2VjcmV0" not in run.stdout + run.summary
+
+
+def test_path_inputs_stay_in_the_repository(tmp_path: Path) -> None:
+    workspace = tmp_path / "repo"
+    event = pull_request(workspace, BASE, {"hosts/web/etc/sysctl.d/30.conf": "a = 1\n"})
+    (workspace / "facts.yaml").symlink_to("/etc/passwd")
+    run = run_action(
+        workspace, tmp_path, {"facts": "facts.yaml", "profile": "base"}, "pull_request", event
+    )
+    assert run.failed_step == "Review the changed sysctl files"
+    assert "facts: 'facts.yaml' is not a file of the repository" in run.stdout
+
+
+def test_a_name_that_is_not_utf8_is_reported_not_a_crash(tmp_path: Path) -> None:
+    workspace = tmp_path / "repo"
+    directory = Path(os.fsdecode(os.fsencode(workspace) + b"/h\xff/sysctl.d"))
+    directory.mkdir(parents=True)
+    (directory / "a.conf").write_text("net.ipv4.tcp_tw_recycle = 1\n")
+    run = run_action(workspace, tmp_path, {}, "workflow_dispatch", {})
+    assert run.outputs["review"]["worst"] == "error"
+    assert run.outputs["review"]["files"] == "h\\udcff/sysctl.d"  # the byte, escaped
+
+
+def test_globs() -> None:
+    sys.path.insert(0, str(ROOT / "action"))
+    try:
+        from review import glob_match  # type: ignore[import-not-found]
+    finally:
+        sys.path.pop(0)
+    assert glob_match("**/sysctl.d/*.conf", "sysctl.d/a.conf")
+    assert glob_match("**/sysctl.d/*.conf", "x/y/etc/sysctl.d/a.conf")
+    assert not glob_match("**/sysctl.d/*.conf", "x/sysctl.d/sub/a.conf")
+    assert glob_match("etc/**", "etc/a/b") and not glob_match("etc/*", "etc/a/b")
+    assert glob_match("[0-9][0-9]-*.conf", "10-x.conf") and not glob_match("?.conf", "ab.conf")
+    # Many stars in one name: fnmatch does not backtrack, so this answers at once.
+    assert not glob_match("*a*a*a*a*a*b", "a" * 250)

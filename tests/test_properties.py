@@ -214,12 +214,15 @@ def test_kubernetes_places_each_key_once_where_its_namespace_says(
     assert text == again
     pod, node, unsafe = manifest_settings(text)
     kernel = kb.catalog.kernel_for(facts)[0]
-    assert all(kb.catalog.is_per_netns(k, kernel) for k in pod)
-    assert not any(k.startswith("net.") and kb.catalog.is_per_netns(k, kernel) for k in node)
+
+    def pods_set(key: str) -> bool:
+        spec = kb.catalog.keys[key]
+        per_netns = key.startswith("net.") and kb.catalog.is_per_netns(key, kernel)
+        return per_netns and spec.netns_restricted is None
+
+    assert all(pods_set(k) for k in pod)
     host_plan = build_plan(kb, facts, profile, overrides)
-    assert node == {
-        s.key: s.value for s in host_plan.settings if not kb.catalog.is_per_netns(s.key, kernel)
-    }
+    assert node == {s.key: s.value for s in host_plan.settings if not pods_set(s.key)}
     assert unsafe == [k for k in pod if not kb.kubernetes.verdict(k, version, kernel).safe]
 
 

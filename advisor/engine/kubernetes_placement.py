@@ -1,6 +1,8 @@
 """Where each setting of a plan belongs on Kubernetes: in the pod, or on the node.
 
-A key the catalog marks per network namespace on the node's kernel is the pod's: every pod has
+A key the catalog marks per network namespace on the node's kernel is the pod's (unless the
+kernel restricts what other namespaces may set; then it is the node's, and pods copy it when
+their namespace is created): every pod has
 its own namespace, which starts from the kernel's defaults (a few keys copy the node's value
 when the namespace is created), so a value set on the node never reaches it. Such keys are
 planned for a fresh namespace (`pod_facts`), not against the node's values. Every other key is
@@ -34,7 +36,8 @@ class Placement:
     kernel: KernelVersion
     kernel_known: bool
     pod: list[PodSysctl]
-    node: Plan  # the host's plan, its settings cut to the global keys
+    node: Plan  # the host's plan, its settings cut to the global keys and those pods inherit
+    inherited: list[str]  # per-namespace keys set on the node, copied into new pods
 
     @property
     def unsafe(self) -> list[str]:
@@ -46,7 +49,24 @@ class Placement:
 
 
 def in_pod(kb: KnowledgeBase, key: str, kernel: KernelVersion) -> bool:
-    return key.startswith("net.") and kb.catalog.is_per_netns(key, kernel)
+    """A per-namespace key a pod can set to any value. A key the kernel restricts outside the
+    initial namespace (tcp_congestion_control: only algorithms the node allows) is the node's:
+    a new namespace copies it from there."""
+    spec = kb.catalog.keys[key]
+    return (
+        key.startswith("net.")
+        and kb.catalog.is_per_netns(key, kernel)
+        and spec.netns_restricted is None
+    )
+
+
+def inherited_from_node(kb: KnowledgeBase, key: str, kernel: KernelVersion) -> bool:
+    """A per-namespace key set on the node that pods take when their namespace is created."""
+    return (
+        kb.catalog.is_per_netns(key, kernel)
+        and not in_pod(kb, key, kernel)
+        and copies_node_value(kb, key, kernel)
+    )
 
 
 def copies_node_value(kb: KnowledgeBase, key: str, kernel: KernelVersion) -> bool:
@@ -91,8 +111,10 @@ def place(
     ]
     node_settings = [s for s in host_plan.settings if not in_pod(kb, s.key, kernel)]
     node = replace(host_plan, settings=node_settings)
+    inherited = [s.key for s in node_settings if inherited_from_node(kb, s.key, kernel)]
     known = known and facts.kernel is not None
-    return Placement(version, kubernetes.lists_for(version), kernel, known, pod, node)
+    lists = kubernetes.lists_for(version)
+    return Placement(version, lists, kernel, known, pod, node, inherited)
 
 
 def placement_for(

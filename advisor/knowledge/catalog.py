@@ -93,6 +93,12 @@ class CatalogKey(_Model):
         "namespace's value in force, copied when it is created (tcp_sk_init), not from the "
         "kernel default",
     )
+    netns_restricted: str | None = Field(
+        None,
+        max_length=600,
+        description="why a namespace other than the initial one cannot set every value (the "
+        "kernel refuses some there): the key is then the node's, and pods copy it",
+    )
     build_option: str | None = Field(
         None,
         pattern=r"^CONFIG_[A-Z0-9_]+$",

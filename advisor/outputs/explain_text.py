@@ -33,6 +33,11 @@ def _kubernetes(kb: KnowledgeBase, name: str) -> str:
     spec = kb.catalog.keys[name]
     if not (name.startswith("net.") and spec.netns_since):
         return "set on the node (one value for the node and all its pods)"
+    if spec.netns_restricted:
+        return (
+            "set on the node, which new pods copy: in a pod the kernel accepts only what the "
+            "node allows"
+        )
     k8s = kb.kubernetes
     safe = next((s for s in k8s.spec.kubelet_safe if s.name == name), None)
     where = f"set in the pod's securityContext.sysctls (kernel {spec.netns_since}+)"

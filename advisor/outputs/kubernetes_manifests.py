@@ -13,18 +13,22 @@ must hold exactly the placement's keys and values, each in its one place.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
 
 from advisor import __version__
 from advisor.engine.kubernetes_placement import Placement
+from advisor.model.errors import InputError
 from advisor.outputs.plan_render import RenderCheckError, Renderer, _param, _yaml_comment
 
 NODE_LABEL = "sysctl-advisor/profile"
 TUNED_NAMESPACE = "openshift-cluster-node-tuning-operator"
 TUNED_PRIORITY = 20  # the operator's defaults: openshift-control-plane 30, openshift-node 40
 WORKLOAD_NAME = "workload"
+# A label value (and, prefixed, the Tuned's name): apimachinery's IsValidLabelValue.
+LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 
 
 class _Dumper(yaml.SafeDumper):
@@ -98,6 +102,14 @@ def _header(placement: Placement, command: str) -> list[str]:
             "the node was tuned keeps the old values"
             + (f" (here: {', '.join(copied)}, set in the pod too)" if copied else "")
             + ". "
+        )
+    if placement.inherited:
+        trap += (
+            f"{', '.join(placement.inherited)} is set on the node even so (document 3): in "
+            "another namespace the kernel accepts only what the node allows (for the "
+            "congestion control, the algorithms in tcp_allowed_congestion_control, from 5.13 "
+            "and in 5.10/5.4 stable; a pod asking for another would not start), and new pods "
+            "copy the node's value. "
         )
     trap += (
         "So the per-namespace keys are the pod's (document 1, planned for a fresh namespace), "
@@ -250,10 +262,11 @@ def _tuned_document(
 def render_kubernetes(renderer: Renderer, placement: Placement, command: str) -> str:
     plan = placement.node
     label = f"{NODE_LABEL}={plan.profile.name}"
-    if len(plan.profile.name) > 63:
-        raise RenderCheckError(
-            f"the profile name {plan.profile.name[:20]}... is longer than a Kubernetes label "
-            "value (63 characters)"
+    if not LABEL_VALUE.fullmatch(plan.profile.name):
+        raise InputError(
+            f"profile {plan.profile.name[:70]!r} cannot name Kubernetes objects: a label value "
+            "is at most 63 characters and starts and ends with a letter or digit",
+            field="--profile",
         )
     parts = ["\n".join(_header(placement, command))]
     documents: list[tuple[list[str], dict[str, Any]]] = []

@@ -283,6 +283,8 @@ class Renderer:
         self.env.filters["code"] = md_code
         self.env.filters["cell_code"] = md_code_cell
         self.env.filters["first_sentence"] = first_sentence
+        # A rationale's line breaks are where the engine joined its sentences: spaces in prose.
+        self.env.filters["flat"] = lambda text: " ".join(str(text).split())
         self.env.filters["param"] = _param
         self.env.filters["yaml_string"] = _yaml_string
 

@@ -153,9 +153,23 @@ def test_each_key_is_in_the_one_place_its_namespace_says(
     for key in pod:
         assert key.startswith("net.") and kb.catalog.is_per_netns(key, kernel), key
     for key in node:
-        assert not (key.startswith("net.") and kb.catalog.is_per_netns(key, kernel)), key
+        global_key = not (key.startswith("net.") and kb.catalog.is_per_netns(key, kernel))
+        assert global_key or kb.catalog.keys[key].netns_restricted, key
     assert not set(pod) & set(node)
     assert set(unsafe) <= set(pod)
+    assert "net.ipv4.tcp_congestion_control" not in pod
+
+
+def test_the_congestion_control_is_the_nodes(kb: KnowledgeBase) -> None:
+    """Outside the initial namespace the kernel refuses an algorithm the node does not allow
+    (EPERM; see test_netns_apply): htcp for the 100G DTN goes on the node, which new pods copy,
+    and the header says why."""
+    facts = load_facts(EXAMPLES / "dtn-100g-rhel9.yaml")
+    placement, text = _render(kb, facts, "gridftp", "1.36", {})
+    _, node, _ = manifest_settings(text)
+    assert node["net.ipv4.tcp_congestion_control"] == "htcp"
+    assert placement.inherited == ["net.ipv4.tcp_congestion_control"]
+    assert "tcp_allowed_congestion_control" in text
 
 
 def _facts(kernel: str, sysctl: dict[str, str] | None = None) -> HostFacts:

@@ -206,3 +206,24 @@ def test_the_pod_sysctls_take_effect_in_a_new_namespace(
             and set(held[key].split(",")) == set(value.split(","))
         ), (key, value, held[key])
     assert before == after
+
+
+def test_a_namespace_may_choose_only_an_allowed_congestion_control() -> None:
+    """Why tcp_congestion_control is the node's on Kubernetes: outside the initial namespace
+    the kernel refuses an algorithm missing from tcp_allowed_congestion_control (EPERM, 5.13+
+    and stable backports), and that list is read-only there. reno is always allowed."""
+    allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text().split()
+    available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    refused = [name for name in available if name not in allowed]
+    if not refused:
+        pytest.skip("every loaded algorithm is allowed here: nothing the kernel would refuse")
+    script = (
+        'if sysctl -q -w net.ipv4.tcp_congestion_control="$1" 2>/dev/null; then echo set;'
+        " else echo refused; fi\n"
+        "sysctl -q -w net.ipv4.tcp_congestion_control=reno && echo reno\n"
+        "test -w /proc/sys/net/ipv4/tcp_allowed_congestion_control && echo writable || true\n"
+    )
+    before = host_sysctls()
+    result = in_namespace(script, refused[0])
+    assert host_sysctls() == before
+    assert result.stdout.split() == ["refused", "reno"], result.stdout + result.stderr
