@@ -6,10 +6,10 @@
                         with facts and a profile, write the `diff` report for a comment
     review.py comment   post that report on the pull request, replacing the previous one
 
-Standard library only, and it runs nothing from the repository under review: the advisor comes
-from the action's own directory. Everything from the event and the repository is data: file
-names go to the advisor as arguments (never through a shell), into outputs through a
-delimiter no file name can hold, and into Markdown through the advisor's escaping.
+The standard library and the advisor itself (installed from the action's own directory); it
+runs nothing from the repository under review. Everything from the event and the repository
+is data: file names go to the advisor as arguments (never through a shell), into outputs
+through a delimiter no file name can hold, and into Markdown through the advisor's escaping.
 
 Inputs arrive as environment variables (INPUT_PATHS, INPUT_FILES, INPUT_FACTS, INPUT_PROFILE,
 INPUT_FAIL_ON, INPUT_KERNEL, INPUT_CURRENT, INPUT_COMMENT, INPUT_TOKEN), never interpolated into
@@ -33,16 +33,13 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+# The directories systemd-sysctl reads, as the advisor resolves a tree (installed in the same
+# environment: the action's venv).
+from advisor.sources.sysctl_files import SYSCTL_D_DIRS
+
 MAX_EVENT_BYTES = 16 * 1024 * 1024
 MAX_TARGETS = 1000
 MAX_ARGUMENT_BYTES = 64 * 1024  # the advisor's command line stays far below ARG_MAX
-SYSCTL_D_DIRS = (
-    "etc/sysctl.d",
-    "run/sysctl.d",
-    "usr/local/lib/sysctl.d",
-    "usr/lib/sysctl.d",
-    "lib/sysctl.d",
-)
 DEFAULT_PATHS = ("**/sysctl.d/*.conf", "**/sysctl.conf")
 FAIL_ON = ("error", "warning", "info", "never")
 MARKER = "<!-- sysctl-advisor diff -->"
