@@ -30,7 +30,7 @@ ALLOWED = {
     "commands": {"outputs", "engine", "knowledge", "sources", "model"},
     "cli": {"commands", "cli"},
 }
-ENTRY_POINTS = {"__main__", "entry", "cli", "cli_options"}
+ENTRY_POINTS = {"__main__", "entry", "cli", "cli_options", "fast_path"}
 IO_MODULES = {"os", "subprocess", "shutil", "socket", "tempfile", "multiprocessing"}
 
 

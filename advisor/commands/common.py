@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from advisor.model.errors import InputError
 
@@ -154,6 +154,21 @@ def read_in_force(
             host.sysctl, "facts", str(facts_path), f"{facts_path}: sysctl", host.sysctl_files
         )
     return from_values(host.sysctl, "live", "/proc/sys", "{path}", host.sysctl_files)
+
+
+def run_direct(call: Callable[[], int]) -> NoReturn:
+    """A command called without typer (advisor.fast_path), ending as run_cli ends one: Ctrl-C
+    is one line and 130, a closed pipe 2, else the command's exit code."""
+    try:
+        code = call()
+    except KeyboardInterrupt:
+        discard_stdout()
+        error_line("interrupted")
+        raise SystemExit(130) from None
+    except BrokenPipeError:
+        discard_stdout()
+        raise SystemExit(2) from None
+    raise SystemExit(code)
 
 
 def run_cli(app: Callable[..., Any]) -> None:

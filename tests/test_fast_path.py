@@ -1,0 +1,168 @@
+"""advisor.fast_path: the command lines it accepts, it reads exactly as the typer CLI does (the
+same options to the same command function), and it leaves every other one to typer.
+
+The comparison uses the CLI's own click command (`make_context`) to parse, so any command line
+hypothesis builds from the options' vocabulary is checked against the parser it stands in for.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from advisor.cli import app
+from advisor.fast_path import parse
+from tests.conftest import EXAMPLES
+
+COMMAND = typer.main.get_command(app)
+FACTS = str(EXAMPLES / "dcache-32bit.yaml")
+
+
+def _typer_reads(argv: list[str]) -> tuple[str, bool, dict[str, Any]] | None:
+    """What the typer CLI reads from argv (None where it refuses it)."""
+    import click
+
+    quiet = False
+    args = list(argv)
+    while args and args[0] in ("-q", "--quiet"):
+        quiet, args = True, args[1:]
+    if not args:
+        return None
+    sub = COMMAND.commands.get(args[0])  # type: ignore[attr-defined]
+    if sub is None:
+        return None
+    try:
+        ctx = sub.make_context(args[0], args[1:])
+    except (click.exceptions.Exit, click.UsageError, click.BadParameter):
+        return None
+    params = {}
+    for name, value in ctx.params.items():
+        if isinstance(value, Enum):
+            value = value.value
+        if isinstance(value, tuple | list):
+            value = list(value) or None
+        params[name] = value
+    return args[0], quiet, params
+
+
+def _same(fast: tuple[str, bool, dict[str, Any]], slow: tuple[str, bool, dict[str, Any]]) -> None:
+    command, quiet, options = fast
+    assert (command, quiet) == slow[:2]
+    expected = {k: v for k, v in slow[2].items() if v not in (None, False) or k in options}
+    got = {k: v for k, v in options.items() if v not in (None, False) or k in expected}
+    assert got == expected
+
+
+ACCEPTED = [
+    ["recommend", "--facts", FACTS, "--profile", "gridftp"],
+    ["-q", "recommend", "-p", "gridftp", "--facts", FACTS, "-s", "rtt_ms=50", "--set", "streams=4"],
+    ["recommend", "-p", "c1m-server", "-f", "kubernetes", "--kubernetes-version", "1.29"],
+    ["recommend", "-p", "gridftp", "--rules-dir", "r1", "--rules-dir", "r2", "-o", "-"],
+    ["diff", "--profile", "base", "--current", "x.conf", "--format", "json"],
+    ["check", "a.conf", "--format", "sarif", "b", "--fail-on", "warning", "--whole-directory"],
+    ["check", "--kernel", "5.15", "-f", "markdown", "x.conf", "-p", "base", "--facts", FACTS],
+]
+REFUSED = [
+    ["recommend", "--help"],
+    ["recommend", "-p", "gridftp", "--format=json"],
+    ["recommend", "-p", "gridftp", "-fjson"],
+    ["recommend", "-p", "gridftp", "-f", "xml"],
+    ["recommend", "-p", "gridftp", "-f", "conf", "-f", "json"],
+    ["recommend", "--facts", FACTS],  # no profile
+    ["recommend", "-p", ""],
+    ["recommend", "-p", "gridftp", "--", "x"],
+    ["recommend", "-p", "gridftp", "extra"],
+    ["recommend", "-p", "-x"],
+    ["check"],
+    ["check", "a.conf", "--fail-on", "never"],
+    ["facts"],
+    ["-V"],
+    [],
+    ["--install-completion"],
+]
+
+
+@pytest.mark.parametrize("argv", ACCEPTED, ids=lambda a: " ".join(a)[:40])
+def test_accepted_command_lines_read_as_typer_reads_them(argv: list[str]) -> None:
+    fast = parse(argv)
+    slow = _typer_reads(argv)
+    assert fast is not None and slow is not None
+    _same(fast, slow)
+
+
+@pytest.mark.parametrize("argv", REFUSED, ids=lambda a: " ".join(a)[:40] or "(none)")
+def test_anything_else_is_typers(argv: list[str]) -> None:
+    assert parse(argv) is None
+
+
+VOCABULARY = st.sampled_from(
+    [
+        "recommend", "diff", "check", "-q", "--profile", "-p", "--facts", "--set", "-s",
+        "--format", "-f", "conf", "json", "markdown", "sarif", "text", "kubernetes", "--output",
+        "-o", "-", "--rules-dir", "--profiles-dir", "--nginx-conf", "--current", "--kernel",
+        "--fail-on", "error", "info", "--whole-directory", "--kubernetes-version", "1.30",
+        "gridftp", "a.conf", "x=1", "--help", "--", "", "-x", "--format=json",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(argv=st.lists(VOCABULARY, max_size=9))
+def test_whatever_the_fast_path_accepts_typer_reads_the_same(argv: list[str]) -> None:
+    fast = parse(argv)
+    if fast is None:
+        return
+    slow = _typer_reads(argv)
+    assert slow is not None, argv
+    _same(fast, slow)
+
+
+CASES = [
+    ["recommend", "--facts", FACTS, "--profile", "gridftp"],
+    ["recommend", "--facts", FACTS, "-p", "gridftp", "-f", "json", "-s", "rtt_ms=80"],
+    ["recommend", "--facts", FACTS, "-p", "gridftp", "-s", "nope=1"],  # exit 2
+    ["recommend", "--facts", "/nonexistent.yaml", "-p", "gridftp"],
+    ["diff", "--facts", FACTS, "-p", "gridftp", "--format", "markdown"],
+    ["check", str(EXAMPLES.parent / "tests" / "fixtures" / "check" / "annotated.conf")],
+]
+
+
+@pytest.mark.parametrize("argv", CASES, ids=lambda a: " ".join(a[:1] + a[-2:]))
+def test_the_same_output_and_exit_code_either_way(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from advisor import cli, entry
+
+    def run(main: Any) -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "argv", ["sysctl-advisor", *argv])
+        with pytest.raises(SystemExit) as stopped:
+            main()
+        out = capsys.readouterr()
+        return int(stopped.value.code or 0), out.out, out.err
+
+    assert parse(argv) is not None
+    assert run(entry.main) == run(cli.main)
+
+
+def test_the_entry_point_does_not_import_typer() -> None:
+    import subprocess
+
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = ['sysctl-advisor', 'recommend', '--facts', {FACTS!r}, '-p', 'gridftp']\n"
+        "try:\n    runpy.run_module('advisor', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('typer', 'click', 'rich') or m == 'importlib.metadata'), file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(FACTS).parent
+    )
+    assert result.stderr.strip().splitlines()[-1] == "[]"
