@@ -81,13 +81,10 @@ def check_paths(checker: Checker, paths: list[Path], whole_directory: bool = Fal
             continue
         usable += len(config.documents)
         found = checker.check_config(config)
-        if config.base is not None:  # tree paths: make them paths from here again
-            base = config.base
-            found = [replace(f, file=_shown(base / f.file)) for f in found]
-            files += [_shown(base / f.split(" -> ")[0]) for f in config.files]
-        else:
-            found = [replace(f, file=_shown(Path(f.file))) for f in found]
-            files += [_shown(Path(f)) for f in config.files]
+        from_here = _FromHere(config.base)  # tree paths: make them paths from here again
+        found = [replace(f, file=from_here(f.file)) for f in found]
+        tree = config.base is not None
+        files += [from_here(f.split(" -> ")[0] if tree else f) for f in config.files]
         findings += found
     if not usable:
         first = findings[0] if findings else None
@@ -95,6 +92,21 @@ def check_paths(checker: Checker, paths: list[Path], whole_directory: bool = Fal
         raise InputError(f"nothing could be checked ({reason})")
     findings.sort(key=lambda f: (f.file, f.line or 0, SEVERITY_ORDER[f.severity], f.id))
     return CheckReport(findings, files)
+
+
+class _FromHere:
+    """Names read in a tree (relative to its base) or given, as a reviewer reads them; one
+    file's findings share its name, which is worked out once."""
+
+    def __init__(self, base: Path | None) -> None:
+        self.base = base
+        self.shown: dict[str, str] = {}
+
+    def __call__(self, name: str) -> str:
+        if name not in self.shown:
+            path = self.base / name if self.base is not None else Path(name)
+            self.shown[name] = _shown(path)
+        return self.shown[name]
 
 
 def _shown(path: Path) -> str:

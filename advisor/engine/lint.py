@@ -61,6 +61,10 @@ class CheckReport:
         return min((SEVERITY_ORDER[f.severity] for f in self.findings), default=None)
 
 
+# Distinct lines whose verdicts are kept (a line is a few hundred bytes of verdict at most).
+_MEMO_LINES = 100_000
+
+
 def _split_source(source: str) -> tuple[str, int | None]:
     path, sep, line = source.rpartition(":")
     if sep and line.isascii() and line.isdigit():
@@ -114,6 +118,8 @@ class Checker:
             if context.plan is not None
             else {}
         )
+        self._rules_by_key: dict[tuple[str, bool], list[CheckRule]] = {}
+        self._memo: dict[tuple[str, str, bool, bool], list[tuple[CheckRule, str]]] = {}
         # What the file reader noticed, by kind, and the structural rule that reports it.
         self.reported_by: dict[str, CheckRule] = {
             str(code): r for r in rules.values() for code in r.spec.reports
@@ -185,28 +191,59 @@ class Checker:
             "unclosed": _UNCLOSED_BRACKET.search(pattern) is not None,
         }
 
+    def _rules_for(self, key: str, is_glob: bool) -> list[CheckRule]:
+        """The assignment rules that look at a key (or a glob line), worked out once per key."""
+        cached = self._rules_by_key.get((key, is_glob))
+        if cached is None:
+            cached = [
+                rule
+                for rule in self.assignment_rules
+                if rule.spec.globs == is_glob and self._applicable(rule, key)
+            ]
+            self._rules_by_key[(key, is_glob)] = cached
+        return cached
+
+    def _verdicts(
+        self, key: str, value: str, ignore_failure: bool, is_glob: bool
+    ) -> list[tuple[CheckRule, str]]:
+        """The rules a line breaks, with their messages. What a rule sees of a line is its key,
+        value and prefix, never where it is: a line that recurs (the same setting in a
+        thousand files) is judged once."""
+        memo_key = (key, value, ignore_failure, is_glob)
+        cached = self._memo.get(memo_key)
+        if cached is not None:
+            return cached
+        verdicts: list[tuple[CheckRule, str]] = []
+        rules = self._rules_for(key, is_glob)
+        if rules:
+            scope = self._scope(key, value, ignore_failure)
+            if is_glob:
+                scope["glob"] = self._glob(key)
+        for rule in rules:
+            # one context for the rule's lets, `when` and message (building one copies the
+            # variables, which costs more than most expressions)
+            ctx = self.kb.compiler.context(scope)
+            try:
+                for name, expr in rule.let:
+                    ctx.vars[name] = expr.run(ctx)
+                assert rule.when is not None
+                if not rule.when.run(ctx):
+                    continue
+                message = _PROSE_SPACE.sub(" ", rule.message.render_in(ctx)).strip(" ")
+            except (ExpressionError, ValueError, TypeError) as exc:
+                raise InputError(str(exc), path=rule.path, field="when") from None
+            verdicts.append((rule, message))
+        if len(self._memo) < _MEMO_LINES:
+            self._memo[memo_key] = verdicts
+        return verdicts
+
     def _assignments(self, display: str, text: str) -> list[CheckFinding]:
         found: list[CheckFinding] = []
         assignments, _exclusions, _bad = parse_conf_lines(text)
         for item in assignments:
-            scope = self._scope(item.key, item.value, item.ignore_failure)
-            if item.is_glob:
-                scope["glob"] = self._glob(item.key)
-            for rule in self.assignment_rules:
-                if rule.spec.globs != item.is_glob or not self._applicable(rule, item.key):
-                    continue
-                # one context for the rule's lets, `when` and message (building one copies
-                # the variables, which costs more than most expressions)
-                ctx = self.kb.compiler.context(scope)
-                try:
-                    for name, expr in rule.let:
-                        ctx.vars[name] = expr.run(ctx)
-                    assert rule.when is not None
-                    if not rule.when.run(ctx):
-                        continue
-                    message = _PROSE_SPACE.sub(" ", rule.message.render_in(ctx)).strip(" ")
-                except (ExpressionError, ValueError, TypeError) as exc:
-                    raise InputError(str(exc), path=rule.path, field="when") from None
+            for rule, message in self._verdicts(
+                item.key, item.value, item.ignore_failure, item.is_glob
+            ):
                 found.append(
                     CheckFinding(rule.id, rule.spec.severity, display, item.line, item.key, message)
                 )

@@ -262,3 +262,30 @@ def test_a_sysctl_a_dump_is_judged_by_its_values_only(workdir: Path) -> None:
         real.write_text(subprocess.run(["sysctl", "-a"], capture_output=True, text=True).stdout)
         result = CliRunner().invoke(app, ["check", str(real), "--format", "json"])
         assert result.exit_code == 0 and json.loads(result.stdout)["findings"] == [], result.stdout
+
+
+def test_a_recurring_line_is_judged_once_and_reported_everywhere(
+    kb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Verdicts are kept per distinct (key, value, prefix) line: the report is the same as
+    when every line is judged afresh, each file and line still named."""
+    import advisor.engine.lint as lint
+    from advisor.commands.check import check_paths
+    from advisor.engine.lint import CheckContext, Checker
+    from advisor.model.kernel_version import KernelVersion
+
+    root = tmp_path / "sysctl.d"
+    root.mkdir()
+    lines = ["net.ipv4.tcp_tw_recycle = 1", "net.core.somaxconn = 70000", "-net.ipv4.tcp_mem = 1 2"]
+    for i in range(30):
+        (root / f"{i:02d}.conf").write_text("\n".join(lines[i % 3 :] + lines[: i % 3]) + "\n")
+
+    def report() -> object:
+        context = CheckContext(kernel=KernelVersion.parse("3.10.0"))
+        return check_paths(Checker(kb, kb.check_rules, context), [root])
+
+    kept = report()
+    monkeypatch.setattr(lint, "_MEMO_LINES", 0)
+    fresh = report()
+    assert kept == fresh
+    assert len({f.file for f in kept.findings}) == 30  # type: ignore[attr-defined]
