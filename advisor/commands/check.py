@@ -82,7 +82,9 @@ def check_paths(checker: Checker, paths: list[Path], whole_directory: bool = Fal
         usable += len(config.documents)
         found = checker.check_config(config)
         from_here = _FromHere(config.base)  # tree paths: make them paths from here again
-        found = [replace(f, file=from_here(f.file)) for f in found]
+        found = [
+            f if f.file == (name := from_here(f.file)) else replace(f, file=name) for f in found
+        ]
         tree = config.base is not None
         files += [from_here(f.split(" -> ")[0] if tree else f) for f in config.files]
         findings += found

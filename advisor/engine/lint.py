@@ -27,7 +27,7 @@ from advisor.model.host_facts import HostFacts
 from advisor.model.kernel_version import KernelVersion
 from advisor.model.kernel_write import kernel_int, kernel_write
 from advisor.model.plan import Plan
-from advisor.model.sysctl_conf import is_sysctl_key, parse_conf_lines
+from advisor.model.sysctl_conf import Assignment, is_sysctl_key
 
 
 @dataclass(frozen=True)
@@ -237,9 +237,8 @@ class Checker:
             self._memo[memo_key] = verdicts
         return verdicts
 
-    def _assignments(self, display: str, text: str) -> list[CheckFinding]:
+    def _assignments(self, display: str, assignments: list[Assignment]) -> list[CheckFinding]:
         found: list[CheckFinding] = []
-        assignments, _exclusions, _bad = parse_conf_lines(text)
         for item in assignments:
             for rule, message in self._verdicts(
                 item.key, item.value, item.ignore_failure, item.is_glob
@@ -292,9 +291,9 @@ class Checker:
 
     def check_config(self, config: CurrentConfig) -> list[CheckFinding]:
         found = self._structural(config)
-        for display, text in config.documents:
+        for display, assignments in config.documents:
             new_budget()  # the work check rules may do for one file
-            found += self._assignments(display, text)
+            found += self._assignments(display, assignments)
         if config.kind == "dump":  # the kernel's own values: nothing about how a file is written
             judged = {rule.id for rule in self.rules.values() if rule.spec.in_dumps}
             found = [f for f in found if f.id in judged]

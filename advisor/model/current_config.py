@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from advisor.model.sysctl_conf import Assignment
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -46,7 +48,8 @@ class CurrentConfig:
     overrides: list[Override] = field(default_factory=list)
     files: list[str] = field(default_factory=list)  # applied, in order
     masked: list[str] = field(default_factory=list)
-    documents: list[tuple[str, str]] = field(default_factory=list)  # (shown path, text) applied
+    # (shown path, its assignments in file order), for each file applied: read once, here
+    documents: list[tuple[str, list[Assignment]]] = field(default_factory=list)
     base: Path | None = None  # tree paths are shown relative to this directory
 
     @property

@@ -21,7 +21,8 @@ class Assignment:
 
     @property
     def is_glob(self) -> bool:
-        return any(c in self.key for c in "*?[")
+        key = self.key
+        return "*" in key or "?" in key or "[" in key
 
 
 @dataclass(frozen=True)

@@ -168,13 +168,18 @@ def _counts(report: CheckReport) -> str:
 def _text(report: CheckReport, color: bool) -> str:
     lines = []
     columns = _Lines()
+    names: dict[str, str] = {}  # file names and rule ids recur: escaped once
     for f in report.findings:
         span = columns.span(f)
-        where = one_line(f.file) + (
+        if f.file not in names:
+            names[f.file] = one_line(f.file)
+        where = names[f.file] + (
             f":{f.line}:{span[0] if span else 1}:" if f.line is not None else ":"
         )
         severity = _paint(f.severity, _SEVERITY_COLOR[f.severity], color)
-        rule = _paint(one_line(f.id), _RULE_COLOR, color)
+        if f.id not in names:
+            names[f.id] = one_line(f.id)
+        rule = _paint(names[f.id], _RULE_COLOR, color)
         lines.append(f"{where} [{severity}] {one_line(f.message)} ({rule})")
     files = len(report.files)
     lines.append(f"{files} {'file' if files == 1 else 'files'} checked: {_counts(report)}.")

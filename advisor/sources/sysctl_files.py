@@ -55,7 +55,7 @@ class _Collector:
 
     def add_text(self, text: str, display: str) -> None:
         assignments, exclusions, bad = parse_conf_lines(text)
-        self.config.documents.append((display, text))
+        self.config.documents.append((display, assignments))
         for line in bad:
             self.config.problems.append(
                 Problem(f"{display}:{line.line}", line.reason, "error", line.code)
