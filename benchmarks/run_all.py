@@ -1,0 +1,175 @@
+"""Every performance figure of issue 19, each as a ratio with its peer or against its target.
+
+    python benchmarks/run_all.py [--runs 15] [--quick]
+
+Whole processes, medians over alternating runs (a pair at a time, so a slow moment of the
+machine falls on both sides), on the package byte-compiled as `pip install` leaves it:
+
+1. `recommend` (dcache-32bit, gridftp) against `python -c "import pydantic, jinja2, yaml, typer"`
+   (target <= 1.3);
+2. `check` and `diff` of this machine's `sysctl -a` dump against kernel-hardening-checker on the
+   same dump, wall time and peak RSS (target <= 2 each). The peer is installed from
+   ../shared/peers/kernel-hardening-checker into a throwaway venv; without it the line says so;
+3. `check` of 1,000 sysctl.d files (target <= 0.5 s) and of one 100,000-line file (<= 1.5 s);
+4. `fleet`: benchmarks/fleet_throughput.py (target >= 1,000 hosts/s on distinct hosts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PEER = ROOT.parent / "shared" / "peers" / "kernel-hardening-checker"
+ADVISOR = [sys.executable, "-m", "advisor"]
+IMPORTS = [sys.executable, "-c", "import pydantic, jinja2, yaml, typer"]
+
+
+def measure_rss(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of one child process (wait4's rusage is the child's
+    own, so each figure is that process's alone)."""
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
+    _, _, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    process.returncode = 0
+    return wall, usage.ru_maxrss / 1024
+
+
+Samples = list[tuple[float, float]]
+
+
+def pairs(a: list[str], b: list[str], runs: int, env: dict[str, str]) -> tuple[Samples, Samples]:
+    first: Samples = []
+    second: Samples = []
+    measure_rss(a, env), measure_rss(b, env)  # warm caches and the page cache
+    for _ in range(runs):
+        first.append(measure_rss(a, env))
+        second.append(measure_rss(b, env))
+    return first, second
+
+
+def median(samples: list[tuple[float, float]], index: int) -> float:
+    return statistics.median(s[index] for s in samples)
+
+
+def line(label: str, value: float, peer: float, target: float, unit: str = "ms") -> str:
+    ratio = value / peer if peer else float("inf")
+    scale = 1000 if unit == "ms" else 1
+    verdict = "ok" if ratio <= target else "over"
+    return (
+        f"{label:44s} {value * scale:8.1f} {unit} vs {peer * scale:8.1f} {unit}"
+        f"  ratio {ratio:5.2f} (target <= {target}) {verdict}"
+    )
+
+
+def peer_command(work: Path, dump: Path) -> list[str] | None:
+    if not PEER.is_dir():
+        return None
+    venv = work / "khc-venv"
+    if not venv.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        installed = subprocess.run(
+            [str(venv / "bin" / "pip"), "install", "-q", str(PEER)], capture_output=True
+        )
+        if installed.returncode != 0:
+            return None
+    return [str(venv / "bin" / "kernel-hardening-checker"), "-s", str(dump)]
+
+
+def synthetic_files(directory: Path, files: int) -> None:
+    rng = random.Random(7)
+    lines = [
+        "net.core.somaxconn = {n}",
+        "net.ipv4.tcp_rmem = 4096 87380 {big}",
+        "net.ipv4.tcp_fin_timeout = 30",
+        "vm.swappiness = 10",
+        "kernel.pid_max = 4194304",
+        "# a comment",
+        "net.ipv4.tcp_tw_recycle = 1",
+    ]
+    directory.mkdir(parents=True)
+    for i in range(files):
+        body = "\n".join(
+            rng.choice(lines).format(n=rng.choice([1024, 4096]), big=2 ** rng.randint(20, 26))
+            for _ in range(12)
+        )
+        (directory / f"{i:04d}-generated.conf").write_text(body + "\n")
+
+
+def big_file(path: Path, lines: int) -> None:
+    rng = random.Random(3)
+    keys = ["net.core.somaxconn", "net.ipv4.tcp_fin_timeout", "vm.swappiness", "kernel.pid_max"]
+    with path.open("w") as out:
+        for _ in range(lines):
+            out.write(f"{rng.choice(keys)} = {rng.choice([10, 30, 60, 4096, 65535])}\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--quick", action="store_true", help="5 runs, no fleet")
+    args = parser.parse_args()
+    runs = 5 if args.quick else args.runs
+    compileall.compile_dir(ROOT / "advisor", quiet=1)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    with tempfile.TemporaryDirectory(prefix="sysctl-advisor-bench-") as tmp:
+        work = Path(tmp)
+        facts = ROOT / "examples" / "dcache-32bit.yaml"
+        recommend = [*ADVISOR, "recommend", "--facts", str(facts), "--profile", "gridftp"]
+        ours, imports = pairs(recommend, IMPORTS, runs, env)
+        print(
+            line("recommend vs the four library imports", median(ours, 0), median(imports, 0), 1.3)
+        )
+
+        dump = work / "sysctl-a.txt"
+        with dump.open("w") as out:
+            subprocess.run(["sysctl", "-a"], stdout=out, stderr=subprocess.DEVNULL)
+        peer = peer_command(work, dump)
+        check = [*ADVISOR, "check", str(dump)]
+        diff = [*ADVISOR, "diff", "--profile", "base", "--current", str(dump)]
+        if peer is None:
+            print("check/diff vs kernel-hardening-checker: the peer is not in ../shared/peers")
+        else:
+            for label, command in (("check", check), ("diff", diff)):
+                ours, theirs = pairs(command, peer, runs, env)
+                print(line(f"{label} of sysctl -a vs the peer: wall", median(ours, 0),
+                           median(theirs, 0), 2.0))  # fmt: skip
+                print(line(f"{label} of sysctl -a vs the peer: peak RSS", median(ours, 1),
+                           median(theirs, 1), 2.0, unit="MiB"))  # fmt: skip
+
+        many = work / "many" / "sysctl.d"
+        synthetic_files(many, 1000)
+        big = work / "big.conf"
+        big_file(big, 100_000)
+        for label, command, target in (
+            ("check of 1,000 sysctl.d files", [*ADVISOR, "check", str(many)], 0.5),
+            ("check of one 100,000-line file", [*ADVISOR, "check", str(big)], 1.5),
+        ):
+            samples = [measure_rss(command, env) for _ in range(max(3, runs // 3))]
+            wall = median(samples, 0)
+            verdict = "ok" if wall <= target else "over"
+            print(f"{label:44s} {wall:8.2f} s  (target <= {target} s) {verdict}")
+
+    if not args.quick:
+        print("fleet (benchmarks/fleet_throughput.py, distinct synthetic hosts):")
+        subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "fleet_throughput.py"), "--hosts",
+             "1000", "5000"],
+            env=env,
+            check=False,
+        )  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
