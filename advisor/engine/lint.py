@@ -119,23 +119,20 @@ class Checker:
             else {}
         )
         self._rules_by_key: dict[tuple[str, bool], list[CheckRule]] = {}
+        self._usable: list[CheckRule] | None = None
         self._memo: dict[tuple[str, str, bool, bool], list[tuple[CheckRule, str]]] = {}
         # What the file reader noticed, by kind, and the structural rule that reports it.
         self.reported_by: dict[str, CheckRule] = {
             str(code): r for r in rules.values() for code in r.spec.reports
         }
 
-    def _applicable(self, rule: CheckRule, key: str) -> bool:
+    def _needs_met(self, rule: CheckRule) -> bool:
         needs = rule.spec.needs
         if "facts" in needs and self.context.facts is None:
             return False
         if "kernel" in needs and self.context.kernel is None:
             return False
-        if "profile" in needs and self.context.plan is None:
-            return False
-        if rule.spec.globs:
-            return True
-        return any(fnmatch.fnmatchcase(key, pattern) for pattern in rule.spec.keys)
+        return not ("profile" in needs and self.context.plan is None)
 
     def _scope(self, key: str, value: str, ignore_failure: bool) -> dict[str, Any]:
         catalog = self.kb.catalog
@@ -192,13 +189,19 @@ class Checker:
         }
 
     def _rules_for(self, key: str, is_glob: bool) -> list[CheckRule]:
-        """The assignment rules that look at a key (or a glob line), worked out once per key."""
+        """The assignment rules that look at a key (or a glob line), worked out once per key;
+        the rules whose needs this check cannot meet are set aside once for all keys."""
         cached = self._rules_by_key.get((key, is_glob))
         if cached is None:
+            if self._usable is None:
+                self._usable = [r for r in self.assignment_rules if self._needs_met(r)]
+            known = key in self.kb.catalog.keys
             cached = [
                 rule
-                for rule in self.assignment_rules
-                if rule.spec.globs == is_glob and self._applicable(rule, key)
+                for rule in self._usable
+                if rule.spec.globs == is_glob
+                and (is_glob or known or not rule.spec.catalog_keys)
+                and (is_glob or any(fnmatch.fnmatchcase(key, k) for k in rule.spec.keys))
             ]
             self._rules_by_key[(key, is_glob)] = cached
         return cached

@@ -74,6 +74,11 @@ class CheckRuleSpec(_Model):
         "written (syntax, comments, duplicates, unknown keys), which a dump of the kernel's "
         "own values never is",
     )
+    catalog_keys: bool = Field(
+        False,
+        description="judge only keys in the key catalog (its `when` needs `spec`): lines of "
+        "other keys skip the rule without evaluating it (a `sysctl -a` dump is mostly such)",
+    )
     let: dict[str, str] = Field(default_factory=dict)
     message: str
     rationale: str

@@ -289,3 +289,19 @@ def test_a_recurring_line_is_judged_once_and_reported_everywhere(
     fresh = report()
     assert kept == fresh
     assert len({f.file for f in kept.findings}) == 30  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("value", ["1", "4096 87380 6291456", "abc", "1 # c", "-5", "0x10", ""])
+def test_rules_marked_catalog_keys_never_fire_on_other_keys(kb: KnowledgeBase, value: str) -> None:
+    """`catalog_keys: true` lets the checker skip a rule for a key outside the catalog: that
+    must never hide a finding, so each such rule's `when` is false for such a key."""
+    context = CheckContext(kernel=KernelVersion.parse("5.15.0"))
+    checker = Checker(kb, kb.check_rules, context)
+    marked = [r for r in kb.check_rules.values() if r.spec.catalog_keys]
+    assert len(marked) >= 5
+    for rule in marked:
+        scope = checker._scope("net.ipv4.not_in_the_catalog", value, False)
+        ctx = kb.compiler.context(scope)
+        for name, expr in rule.let:
+            ctx.vars[name] = expr.run(ctx)
+        assert rule.when is not None and not rule.when.run(ctx), rule.id
