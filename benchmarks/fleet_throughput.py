@@ -2,6 +2,7 @@
 
     python benchmarks/fleet_throughput.py                 # 1,000 / 5,000 / 10,000 hosts
     python benchmarks/fleet_throughput.py --hosts 10000 --jobs 2
+    python benchmarks/fleet_throughput.py --hosts 10000 --shapes 0 20   # distinct, then 20 kinds
 
 Each host file is a realistic `ansible -m setup --tree` document (about 14 KB: the facts the
 advisor reads plus the mounts, addresses and environment it ignores) with varied memory, CPUs,
@@ -68,10 +69,19 @@ def host_document(i: int, rng: random.Random) -> dict[str, object]:
     return {"ansible_facts": facts, "changed": False}
 
 
-def generate(directory: Path, hosts: int) -> None:
+def generate(directory: Path, hosts: int, shapes: int = 0) -> None:
+    """Distinct hosts, or (shapes > 0) a realistic fleet: each host one of `shapes` kinds of
+    machine (the same hardware, kernel and NICs), and one in ten with a little less memory than
+    its kind (firmware reserving a few MiB more), which makes it a shape of its own."""
     rng = random.Random(1234)
+    vary = random.Random(99)
     for i in range(hosts):
-        (directory / f"host-{i:05d}").write_text(json.dumps(host_document(i, rng)))
+        document = host_document(i, random.Random(1234 + i % shapes) if shapes else rng)
+        if shapes and vary.random() < 0.1:
+            facts = document["ansible_facts"]
+            assert isinstance(facts, dict)
+            facts["ansible_memtotal_mb"] -= vary.randint(1, 64)
+        (directory / f"host-{i:05d}").write_text(json.dumps(document))
 
 
 def profile_map(directory: Path) -> Path:
@@ -84,12 +94,12 @@ def profile_map(directory: Path) -> Path:
     return path
 
 
-def run(hosts: int, jobs: int, work: Path) -> tuple[float, float]:
-    facts = work / f"facts-{hosts}"
+def run(hosts: int, jobs: int, work: Path, shapes: int = 0) -> tuple[float, float]:
+    facts = work / f"facts-{hosts}-{shapes}"
     if not facts.exists():
         facts.mkdir()
-        generate(facts, hosts)
-    out = work / f"out-{hosts}"
+        generate(facts, hosts, shapes)
+    out = work / f"out-{hosts}-{shapes}"
     shutil.rmtree(out, ignore_errors=True)
     command = [
         sys.executable, "-m", "advisor", "fleet", "--ansible-facts", str(facts),
@@ -122,14 +132,28 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, nargs="*", default=[1000, 5000, 10000])
     parser.add_argument("--jobs", type=int, default=0, help="0: one worker per CPU")
     parser.add_argument("--keep", type=Path, help="generate into (and keep) this directory")
+    parser.add_argument(
+        "--shapes",
+        type=int,
+        nargs="*",
+        default=[0],
+        help="0: every host distinct; N: a fleet of N kinds of machine (several: each)",
+    )
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="fleet-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        print(f"{'hosts':>7} {'seconds':>8} {'hosts/s':>8} {'peak RSS (largest process)':>28}")
-        for hosts in args.hosts:
-            wall, peak_mib = run(hosts, args.jobs, work)
-            print(f"{hosts:>7} {wall:>8.2f} {hosts / wall:>8.0f} {peak_mib:>24.1f} MiB")
+        print(
+            f"{'fleet':>12} {'hosts':>7} {'seconds':>8} {'hosts/s':>8} "
+            f"{'peak RSS (largest process)':>28}"
+        )
+        for shapes in args.shapes:
+            kind = f"{shapes} shapes" if shapes else "distinct"
+            for hosts in args.hosts:
+                wall, peak_mib = run(hosts, args.jobs, work, shapes)
+                print(
+                    f"{kind:>12} {hosts:>7} {wall:>8.2f} {hosts / wall:>8.0f} {peak_mib:>24.1f} MiB"
+                )
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

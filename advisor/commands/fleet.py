@@ -27,7 +27,7 @@ from pathlib import Path
 
 from advisor import __version__
 from advisor.commands.common import Quiet, load_knowledge, note, say
-from advisor.engine.plan_builder import build_plan
+from advisor.engine.plan_cache import PlanCache
 from advisor.knowledge.knowledge_base import KnowledgeBase
 from advisor.knowledge.profile_map import ProfileMap, load_profile_map
 from advisor.model.errors import InputError
@@ -83,6 +83,7 @@ class FleetJob:
     profile_map: ProfileMap
     staging: Path
     history: FleetHistory | None = None
+    plans: PlanCache | None = None  # plans by host shape (process-local)
 
     def advise(self, path: Path) -> HostOutcome:
         host = path.name
@@ -109,7 +110,9 @@ class FleetJob:
         facts = load_ansible_facts(path)
         if self.history is not None:
             facts = self.history.add_to(facts, host)
-        plan = build_plan(self.kb, facts, choice.profile, choice.overrides)
+        if self.plans is None:
+            self.plans = PlanCache(self.kb)
+        plan = self.plans.plan(self.kb, facts, choice.profile, choice.overrides)
         command = rebuild_command(choice.profile, path, choice.overrides)
         if self.history is not None:  # the peaks are not in the Ansible facts: say so
             command += (

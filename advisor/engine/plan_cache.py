@@ -1,0 +1,76 @@
+"""Plans by host shape, for fleets: real fleets are a few kinds of machine, and hosts of one
+kind (the same facts but for the name, the same profile and parameters) get the same plan.
+
+In memory only, per process (nothing is written or read back), bounded, and self-disabling:
+once enough hosts have been seen, a hit rate below `min_hit_rate` turns it off, so an
+all-distinct fleet pays for the key of its first hosts only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections import OrderedDict
+
+from advisor.engine.plan_builder import build_plan
+from advisor.knowledge.knowledge_base import KnowledgeBase
+from advisor.model.host_facts import HostFacts
+from advisor.model.plan import Plan
+
+
+class PlanCache:
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        max_entries: int = 256,
+        min_hit_rate: float = 0.2,
+        trial: int = 200,
+    ) -> None:
+        self.max_entries = max_entries
+        self.min_hit_rate = min_hit_rate
+        self.trial = trial
+        self.entries: OrderedDict[str, Plan] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+        # A rule or profile that reads the host's name (a --rules-dir one may) makes the name
+        # part of the shape: then every host is planned on its own.
+        knowledge = [r.spec.model_dump_json() for r in kb.rules.values()]
+        knowledge += [
+            str(param.default_expr) for p in kb.profiles.values() for param in p.parameters.values()
+        ]
+        self.enabled = not any("hostname" in text for text in knowledge)
+
+    @staticmethod
+    def shape(facts: HostFacts, profile: str, overrides: dict[str, str] | None) -> str:
+        """What a plan depends on: every fact but the host's name, the profile, the overrides."""
+        data = facts.model_dump_json(exclude={"hostname"})
+        params = json.dumps(sorted((overrides or {}).items()))
+        return hashlib.sha256(f"{profile}\0{params}\0{data}".encode()).hexdigest()
+
+    def plan(
+        self,
+        kb: KnowledgeBase,
+        facts: HostFacts,
+        profile: str,
+        overrides: dict[str, str] | None = None,
+    ) -> Plan:
+        if not self.enabled:
+            return build_plan(kb, facts, profile, overrides)
+        key = self.shape(facts, profile, overrides)
+        cached = self.entries.get(key)
+        if cached is not None:
+            self.hits += 1
+            self.entries.move_to_end(key)
+            host = dataclasses.replace(cached.host, hostname=facts.hostname)
+            return dataclasses.replace(cached, host=host)
+        self.misses += 1
+        plan = build_plan(kb, facts, profile, overrides)
+        self.entries[key] = plan
+        if len(self.entries) > self.max_entries:
+            self.entries.popitem(last=False)
+        seen = self.hits + self.misses
+        if seen >= self.trial and self.hits < self.min_hit_rate * seen:
+            self.enabled = False  # a fleet of distinct hosts: stop paying for the keys
+            self.entries.clear()
+        return plan
