@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 from pathlib import Path
@@ -66,6 +67,7 @@ def _finalize(value: Any) -> Any:
     return value if isinstance(value, Lines) else one_line(value)
 
 
+@functools.lru_cache(maxsize=4096)  # a fleet wraps the same rationales for every host of a kind
 def _comment(text: str, indent: str = "#   ", width: int = 96) -> str:
     """Wrap prose into comment lines; every line starts with `indent`."""
     lines: list[str] = []
@@ -74,6 +76,7 @@ def _comment(text: str, indent: str = "#   ", width: int = 96) -> str:
     return Lines("\n".join(lines))
 
 
+@functools.lru_cache(maxsize=4096)
 def _yaml_comment(text: str, indent: str = "#   ", first: str | None = None) -> str:
     """Comment lines for YAML outputs, each at most 80 characters (yamllint's default
     line-length). A word too long for a line stands alone after "# ", the form yamllint's
