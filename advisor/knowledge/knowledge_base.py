@@ -5,18 +5,21 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from advisor.knowledge.catalog import Catalog
 from advisor.knowledge.check_rules import CheckRule, load_check_rules
 from advisor.knowledge.expressions import Compiler
 from advisor.knowledge.kernel_messages import MessageFamily, load_message_families, matchers
-from advisor.knowledge.kubernetes import Kubernetes
 from advisor.knowledge.profiles import Profile, load_profiles
 from advisor.knowledge.resources import data_dir
 from advisor.knowledge.rules import Rule, load_rules
 from advisor.knowledge.servers import ServerTable
 from advisor.knowledge.spec_cache import SpecCache
 from advisor.model.errors import InputError
+
+if TYPE_CHECKING:
+    from advisor.knowledge.kubernetes import Kubernetes
 
 
 @dataclass
@@ -51,6 +54,8 @@ class KnowledgeBase:
     @functools.cached_property
     def kubernetes(self) -> Kubernetes:
         """What Kubernetes lets a pod set, by release (loaded when a command needs it)."""
+        from advisor.knowledge.kubernetes import Kubernetes
+
         return Kubernetes.load(data_dir("rules") / "catalog" / "kubernetes.yaml")
 
     @functools.cached_property
