@@ -173,27 +173,26 @@ def run_direct(call: Callable[[], int]) -> NoReturn:
 
 def run_cli(app: Callable[..., Any]) -> None:
     """Run the typer app and turn every way it can end into an exit code: a usage error is one
-    line and exit 2 (not click's usage text and a box), Ctrl-C is one line and 130, a closed
-    pipe is 2."""
-    try:
-        code = app(standalone_mode=False)
-    except KeyboardInterrupt:
-        discard_stdout()
-        error_line("interrupted")
-        raise SystemExit(130) from None
-    except BrokenPipeError:
-        discard_stdout()
-        raise SystemExit(2) from None
-    except Exception as exc:
-        describe = getattr(exc, "format_message", None)
-        if type(exc).__name__ == "NoArgsIsHelpError" and callable(describe):
-            sys.stderr.write(f"{describe()}\n")  # no command: the help, as before
-            raise SystemExit(2) from None
-        if callable(describe) and hasattr(exc, "exit_code"):
-            error_line(f"error: {' '.join(str(describe()).split())}")
-            raise SystemExit(2) from None
-        raise
-    if code == 130:  # typer turns Ctrl-C into a silent Exit(130)
-        discard_stdout()
-        error_line("interrupted")
-    raise SystemExit(code if isinstance(code, int) else 0)
+    line and exit 2 (not click's usage text and a box); Ctrl-C and a closed pipe end as in
+    run_direct."""
+
+    def call() -> int:
+        try:
+            code = app(standalone_mode=False)
+        except BrokenPipeError:
+            raise
+        except Exception as exc:
+            describe = getattr(exc, "format_message", None)
+            if type(exc).__name__ == "NoArgsIsHelpError" and callable(describe):
+                sys.stderr.write(f"{describe()}\n")  # no command: the help, as before
+                raise SystemExit(2) from None
+            if callable(describe) and hasattr(exc, "exit_code"):
+                error_line(f"error: {' '.join(str(describe()).split())}")
+                raise SystemExit(2) from None
+            raise
+        if code == 130:  # typer turns Ctrl-C into a silent Exit(130)
+            discard_stdout()
+            error_line("interrupted")
+        return code if isinstance(code, int) else 0
+
+    run_direct(call)
