@@ -117,7 +117,11 @@ def _covers(held: str, final: str) -> bool:
 def test_model_error_is_not_drift(
     kb: KnowledgeBase, host: dict[str, Any], pp: tuple[str, dict[str, Any]], data: st.DataObject
 ) -> None:
-    host = {k: v for k, v in host.items() if k != "sysctl"}
+    # Model error alone: no observed peaks either. Evidence is judged against the value in
+    # force, and rightly so: a tcp_mem peak of 1,287 pages is 84% of the modelled max (1,524)
+    # but 90% of a max 6% lower that the kernel really holds, and only the latter is close
+    # enough to the limit to ask for more (hypothesis found this host).
+    host = {k: v for k, v in host.items() if k not in ("sysctl", "observed")}
     facts, reference = _plan(kb, host, pp)
     in_force: dict[str, str] = {}
     for name, text in host_defaults(kb, facts).items():
