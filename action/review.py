@@ -33,9 +33,13 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-# The directories systemd-sysctl reads, as the advisor resolves a tree (installed in the same
-# environment: the action's venv).
+# The advisor's own pieces (installed in the same environment, the action's venv): the
+# directories systemd-sysctl reads, and the escaping its outputs use.
+from advisor.model.text_escape import one_line
+from advisor.outputs.check_report import escape_workflow_data
+from advisor.outputs.markdown_text import md_text
 from advisor.sources.sysctl_files import SYSCTL_D_DIRS
+from advisor.sources.tree_paths import inside
 
 MAX_EVENT_BYTES = 16 * 1024 * 1024
 MAX_TARGETS = 1000
@@ -73,13 +77,9 @@ def add_summary(markdown: str) -> None:
             out.write(markdown if markdown.endswith("\n") else markdown + "\n")
 
 
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
 def notice(level: str, message: str) -> None:
     """A workflow command (::notice:: / ::warning:: / ::error::) with the runner's escapes."""
-    print(f"::{level}::{_escape_data(message)}", flush=True)
+    print(f"::{level}::{escape_workflow_data(one_line(message))}", flush=True)
 
 
 def temp_dir() -> Path:
@@ -216,14 +216,6 @@ def tracked_files(workspace: Path) -> list[str]:
 # --- what to check ---------------------------------------------------------------------------
 
 
-def _inside(workspace: Path, path: Path) -> bool:
-    try:
-        path.resolve().relative_to(workspace.resolve())
-    except (ValueError, OSError):
-        return False
-    return True
-
-
 def targets(files: list[str], workspace: Path) -> list[str]:
     """What `check` reads for each changed file: the tree holding it when the file sits in one
     of systemd-sysctl's directories under a common root (etc/sysctl.d, usr/lib/sysctl.d, ...:
@@ -246,7 +238,7 @@ def targets(files: list[str], workspace: Path) -> list[str]:
         if target is None:
             target = path
         full = workspace / target
-        if not full.exists() or not _inside(workspace, full):
+        if not full.exists() or not inside(workspace, full):
             continue
         shown = target.as_posix()
         shown = shown if not shown.startswith("-") else f"./{shown}"
@@ -289,7 +281,7 @@ def _input_path(name: str, workspace: Path) -> str:
     if not value:
         return ""
     path = workspace / value
-    if not _inside(workspace, path) or _into_git(workspace, path):
+    if not inside(workspace, path) or _into_git(workspace, path):
         raise ReviewError(f"{name.lower()}: {value!r} is not a file of the repository")
     return value
 
@@ -365,7 +357,7 @@ def review(workspace: Path) -> int:
     if not chosen:
         message = f"No sysctl files to review ({how}; paths: {', '.join(patterns)})."
         notice("notice", message)
-        add_summary(f"### sysctl-advisor check\n\n{_md_plain(message)}\n")
+        add_summary(f"### sysctl-advisor check\n\n{md_text(message)}\n")
         for name, value in (("findings", "0"), ("worst", "none"), ("exit-code", "0")):
             set_output(name, value)
         set_output("sarif-file", "")
@@ -396,7 +388,7 @@ def review(workspace: Path) -> int:
     annotations = run_advisor([*base, "--format", "github"], workspace)
     sys.stdout.write(annotations.stdout)
     summary = run_advisor([*base, "--format", "markdown"], workspace)
-    add_summary(summary.stdout + f"\nReviewed: {_md_plain(how)}.\n")
+    add_summary(summary.stdout + f"\nReviewed: {md_text(how)}.\n")
     failed = fail_on != "never" and worst != "none" and order[worst] <= order[fail_on]
 
     comment_file = ""
@@ -450,12 +442,6 @@ def _single_tree(chosen: list[str]) -> str:
 def _first_line(text: str) -> str:
     lines = [line for line in text.splitlines() if line.strip()]
     return lines[0] if lines else ""
-
-
-def _md_plain(text: str) -> str:
-    """Text for the summary: Markdown and HTML syntax escaped (file names come from the pull
-    request)."""
-    return re.sub(r"([\\`*_{}\[\]()<>#+\-.!|~&])", r"\\\1", " ".join(text.split()))
 
 
 # --- the pull-request comment ----------------------------------------------------------------

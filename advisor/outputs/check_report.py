@@ -41,7 +41,14 @@ from advisor.outputs.markdown_text import (
     md_text_clipped,
 )
 
-__all__ = ["CHECK_FORMATS", "CHECK_SCHEMA", "render_check", "rule_url", "wants_color"]
+__all__ = [
+    "CHECK_FORMATS",
+    "CHECK_SCHEMA",
+    "escape_workflow_data",
+    "render_check",
+    "rule_url",
+    "wants_color",
+]
 
 CHECK_FORMATS = ("text", "json", "github", "sarif", "markdown")
 SARIF_LEVELS = {"error": "error", "warning": "warning", "info": "note"}
@@ -266,12 +273,13 @@ def check_document(report: CheckReport) -> CheckDocument:
 # --- GitHub workflow commands ----------------------------------------------------------------
 
 
-def _escape_data(text: str) -> str:
+def escape_workflow_data(text: str) -> str:
+    """A workflow command's message, as the runner unescapes it (%, CR, LF)."""
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+    return escape_workflow_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def _annotated_name(path: str) -> str:
@@ -298,7 +306,7 @@ def _github(report: CheckReport) -> str:
         props.append(f"title={_escape_property(f.id)}")
         # The message quotes the file's text: control characters (an ESC sequence) shown
         # escaped, as in the text format, so a pull request cannot restyle the CI log.
-        message = _escape_data(one_line(f.message))
+        message = escape_workflow_data(one_line(f.message))
         lines.append(f"::{command[f.severity]} {','.join(props)}::{message}")
     return "\n".join(lines) + ("\n" if lines else "")
 
