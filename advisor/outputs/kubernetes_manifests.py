@@ -20,6 +20,7 @@ import yaml
 
 from advisor import __version__
 from advisor.engine.kubernetes_placement import Placement
+from advisor.knowledge.catalog import Catalog
 from advisor.model.errors import InputError
 from advisor.outputs.plan_render import RenderCheckError, Renderer, _param, _yaml_comment
 
@@ -63,7 +64,7 @@ def _list(title: str, items: list[str]) -> list[str]:
     return lines
 
 
-def _header(placement: Placement, command: str) -> list[str]:
+def _header(placement: Placement, catalog: Catalog, command: str) -> list[str]:
     plan = placement.node
     h = plan.host
     kernel = h.kernel or "unknown"
@@ -95,21 +96,26 @@ def _header(placement: Placement, command: str) -> list[str]:
         "values: a per-namespace key set in the node's /etc/sysctl.d, by tuned or by the "
         "operator below changes the node's own namespace only. "
     )
-    if placement.kernel >= "4.15":
+    # Which keys a new namespace copies from the node, and why some stay the node's: the
+    # catalog's netns_copies_init_since and netns_restricted, for this kernel.
+    copying = [
+        name
+        for name, spec in catalog.keys.items()
+        if spec.netns_copies_init_since and placement.kernel >= spec.netns_copies_init_since
+    ]
+    if copying:
         trap += (
-            "The exceptions, from kernel 4.15: tcp_rmem, tcp_wmem and tcp_congestion_control "
-            "are copied from the node when a namespace is created, so a pod started before "
-            "the node was tuned keeps the old values"
+            f"The exceptions on this kernel: {', '.join(copying)} are copied from the node "
+            "when a namespace is created, so a pod started before the node was tuned keeps "
+            "the old values"
             + (f" (here: {', '.join(copied)}, set in the pod too)" if copied else "")
             + ". "
         )
-    if placement.inherited:
+    for key in placement.inherited:
+        restriction = " ".join(str(catalog.keys[key].netns_restricted).split())
         trap += (
-            f"{', '.join(placement.inherited)} is set on the node even so (document 3): in "
-            "another namespace the kernel accepts only what the node allows (for the "
-            "congestion control, the algorithms in tcp_allowed_congestion_control, from 5.13 "
-            "and in 5.10/5.4 stable; a pod asking for another would not start), and new pods "
-            "copy the node's value. "
+            f"{key} is set on the node even so (document 3), and new pods copy it. "
+            f"{restriction} A pod asking for another value would not start. "
         )
     trap += (
         "So the per-namespace keys are the pod's (document 1, planned for a fresh namespace), "
@@ -268,7 +274,7 @@ def render_kubernetes(renderer: Renderer, placement: Placement, command: str) ->
             "is at most 63 characters and starts and ends with a letter or digit",
             field="--profile",
         )
-    parts = ["\n".join(_header(placement, command))]
+    parts = ["\n".join(_header(placement, renderer.catalog, command))]
     documents: list[tuple[list[str], dict[str, Any]]] = []
     if placement.pod:
         needs_nodes = bool(placement.unsafe) or bool(plan.settings)
