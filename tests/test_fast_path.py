@@ -166,3 +166,17 @@ def test_the_entry_point_does_not_import_typer() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(FACTS).parent
     )
     assert result.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_its_choices_are_the_clis() -> None:
+    """The closed choices the fast path accepts are exactly the renderers' and severities (a
+    format added to the CLI and not here would only ever go the slow way; one here and not
+    there would skip typer's refusal)."""
+    from advisor.fast_path import _FORMATS, _SEVERITIES
+    from advisor.knowledge.rules import SEVERITY_ORDER
+    from advisor.outputs.check_report import CHECK_FORMATS
+    from advisor.outputs.diff_report import DIFF_FORMATS
+    from advisor.outputs.plan_render import FORMATS
+
+    assert _FORMATS == {"recommend": FORMATS, "diff": DIFF_FORMATS, "check": CHECK_FORMATS}
+    assert set(_SEVERITIES) == set(SEVERITY_ORDER)
