@@ -30,7 +30,7 @@ class KubernetesVersion:
         """`1.29`, `v1.29` or `1.29.3` (the patch release does not change the lists)."""
         match = re.fullmatch(r"v?([0-9]{1,3})\.([0-9]{1,3})(?:\.[0-9]{1,4})?", text.strip())
         if match is None:
-            raise ValueError(f"{text!r} is not a Kubernetes version such as 1.31")
+            raise ValueError(f"{text[:40]!r} is not a Kubernetes version such as 1.31")
         return cls(int(match[1]), int(match[2]))
 
     def __str__(self) -> str:
