@@ -112,14 +112,15 @@ class FleetJob:
             facts = self.history.add_to(facts, host)
         if self.plans is None:
             self.plans = PlanCache(self.kb)
-        plan = self.plans.plan(self.kb, facts, choice.profile, choice.overrides)
+        shape = self.plans.lookup(self.kb, facts, choice.profile, choice.overrides)
+        plan = shape.plan
         command = rebuild_command(choice.profile, path, choice.overrides)
         if self.history is not None:  # the peaks are not in the Ansible facts: say so
             command += (
                 f"  (observed peaks: Prometheus over {self.history.since}, not in these facts)"
             )
-        conf = self.renderer.render(plan, "conf", command)
-        host_vars = self.renderer.render(plan, "ansible", command)
+        conf = self.renderer.render_for_shape(plan, "conf", command, shape.rendered)
+        host_vars = self.renderer.render_for_shape(plan, "ansible", command, shape.rendered)
         _write(self.staging / HOST_FILES / f"{host}.conf", conf)
         _write(self.staging / HOST_VARS / f"{host}.yml", host_vars)
         return HostOutcome(

@@ -1,6 +1,9 @@
 """Plans by host shape, for fleets: real fleets are a few kinds of machine, and hosts of one
 kind (the same facts but for the name, the same profile and parameters) get the same plan.
 
+Each shape also keeps what the renderers worked out for its plan (the parts of a file that do
+not name the host: Renderer.render_for_shape), so a fleet renders a kind of machine once.
+
 In memory only, per process (nothing is written or read back), bounded, and self-disabling:
 once enough hosts have been seen, a hit rate below `min_hit_rate` turns it off, so an
 all-distinct fleet pays for the key of its first hosts only.
@@ -12,11 +15,22 @@ import dataclasses
 import hashlib
 import json
 from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
 
 from advisor.engine.plan_builder import build_plan
 from advisor.knowledge.knowledge_base import KnowledgeBase
 from advisor.model.host_facts import HostFacts
 from advisor.model.plan import Plan
+
+
+@dataclass
+class HostShape:
+    """One host's plan, and the renderers' memo shared by every host of its shape (empty and
+    private to the host when the cache is off)."""
+
+    plan: Plan
+    rendered: dict[str, Any] = field(default_factory=dict)
 
 
 class PlanCache:
@@ -30,7 +44,7 @@ class PlanCache:
         self.max_entries = max_entries
         self.min_hit_rate = min_hit_rate
         self.trial = trial
-        self.entries: OrderedDict[str, Plan] = OrderedDict()
+        self.entries: OrderedDict[str, HostShape] = OrderedDict()
         self.hits = 0
         self.misses = 0
         # A rule or profile that reads the host's name (a --rules-dir one may) makes the name
@@ -55,22 +69,32 @@ class PlanCache:
         profile: str,
         overrides: dict[str, str] | None = None,
     ) -> Plan:
+        return self.lookup(kb, facts, profile, overrides).plan
+
+    def lookup(
+        self,
+        kb: KnowledgeBase,
+        facts: HostFacts,
+        profile: str,
+        overrides: dict[str, str] | None = None,
+    ) -> HostShape:
+        """The host's plan (its own name in it) and its shape's render memo."""
         if not self.enabled:
-            return build_plan(kb, facts, profile, overrides)
+            return HostShape(build_plan(kb, facts, profile, overrides))
         key = self.shape(facts, profile, overrides)
         cached = self.entries.get(key)
         if cached is not None:
             self.hits += 1
             self.entries.move_to_end(key)
-            host = dataclasses.replace(cached.host, hostname=facts.hostname)
-            return dataclasses.replace(cached, host=host)
+            host = dataclasses.replace(cached.plan.host, hostname=facts.hostname)
+            return HostShape(dataclasses.replace(cached.plan, host=host), cached.rendered)
         self.misses += 1
-        plan = build_plan(kb, facts, profile, overrides)
-        self.entries[key] = plan
+        entry = HostShape(build_plan(kb, facts, profile, overrides))
+        self.entries[key] = entry
         if len(self.entries) > self.max_entries:
             self.entries.popitem(last=False)
         seen = self.hits + self.misses
         if seen >= self.trial and self.hits < self.min_hit_rate * seen:
             self.enabled = False  # a fleet of distinct hosts: stop paying for the keys
             self.entries.clear()
-        return plan
+        return entry

@@ -314,6 +314,27 @@ class Renderer:
         check_rendered(plan, fmt, text)
         return text
 
+    def render_for_shape(self, plan: Plan, fmt: str, command: str, memo: dict[str, Any]) -> str:
+        """`render(plan, fmt, command)` for a fleet host whose shape's other hosts share `memo`
+        (engine.plan_cache): the template's `body` block, which does not name the host, is
+        rendered once per shape; the `head` (host name, rebuild command) for each host. The
+        whole text is read back for every host, as `render` does."""
+        template = self.env.get_template(TEMPLATES[fmt])
+        base = memo.get("context")
+        if base is None:
+            base = memo["context"] = self._context(plan, command)
+        context = template.new_context({**base, "plan": plan, "command": command})
+        head = "".join(template.blocks["head"](context))
+        body = memo.get(f"body:{fmt}")
+        if body is None:
+            body = "".join(template.blocks["body"](context))
+            if fmt == "ansible":
+                body += _host_vars(plan)
+            memo[f"body:{fmt}"] = body
+        text = head + body
+        check_rendered(plan, fmt, text)
+        return text
+
     def tuned_for_operator(self, plan: Plan, command: str) -> str:
         """The tuned profile the Node Tuning Operator embeds: the tuned output, told it runs
         under the operator (on top of openshift-node), its findings left to the manifest."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from advisor.engine.plan_builder import build_plan
@@ -63,3 +65,47 @@ def test_a_rule_that_reads_the_hostname_keeps_every_host_apart(
     custom = KnowledgeBase.load(rules_dirs=[tmp_path])
     assert not PlanCache(custom).enabled
     assert PlanCache(kb).enabled
+
+
+@pytest.mark.parametrize(("host", "profile"), list(EXAMPLE_PROFILES.items()))
+@pytest.mark.parametrize("fmt", ["conf", "ansible"])
+def test_a_shape_is_rendered_once_and_reads_as_each_hosts_own_file(
+    kb: KnowledgeBase, host: str, profile: str, fmt: str
+) -> None:
+    """What a fleet writes for the second host of a shape (the body rendered for the first) is
+    byte for byte what rendering its own plan gives, its name and rebuild command included."""
+    from advisor.outputs.plan_render import Renderer
+
+    renderer = Renderer(kb.catalog)
+    cache = PlanCache(kb)
+    first = load_facts(EXAMPLES / f"{host}.yaml")
+    # a twin whose name and facts path are long enough to wrap the YAML header differently
+    twin = first.model_copy(update={"hostname": "twin-" + "x" * 70})
+    for facts, command in ((first, "sysctl-advisor recommend a"), (twin, "b " + "y" * 120)):
+        shape = cache.lookup(kb, facts, profile)
+        shared = renderer.render_for_shape(shape.plan, fmt, command, shape.rendered)
+        assert shared == renderer.render(build_plan(kb, facts, profile), fmt, command)
+    assert cache.hits == 1 and f"body:{fmt}" in shape.rendered
+
+
+def test_the_head_is_all_that_names_the_host(kb: KnowledgeBase) -> None:
+    """The body block of each fleet template is the same whatever the host is called and
+    however it is rebuilt: the head holds every mention of either."""
+    from advisor.outputs.plan_render import TEMPLATES, Renderer
+
+    renderer = Renderer(kb.catalog)
+    facts = load_facts(EXAMPLES / "ec2-nginx-frontend.yaml")
+    plan = build_plan(kb, facts, "frontend-proxy")
+    for fmt in ("conf", "ansible"):
+        template = renderer.env.get_template(TEMPLATES[fmt])
+        assert set(template.blocks) == {"head", "body"}
+        bodies = set()
+        for name, command in (("alpha", "cmd-one"), ("beta.example.net", "cmd two")):
+            renamed = dataclasses.replace(plan, host=dataclasses.replace(plan.host, hostname=name))
+            memo: dict[str, object] = {}
+            text = renderer.render_for_shape(renamed, fmt, command, memo)
+            body = memo[f"body:{fmt}"]
+            assert isinstance(body, str) and text.endswith(body)
+            assert name not in body and command not in body
+            bodies.add(body)
+        assert len(bodies) == 1
