@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from advisor.commands.common import choose, emit, load_knowledge, read_facts, to_stdout
@@ -83,7 +82,7 @@ def check_paths(checker: Checker, paths: list[Path], whole_directory: bool = Fal
         found = checker.check_config(config)
         from_here = _FromHere(config.base)  # tree paths: make them paths from here again
         found = [
-            f if f.file == (name := from_here(f.file)) else replace(f, file=name) for f in found
+            f if f.file == (name := from_here(f.file)) else f._replace(file=name) for f in found
         ]
         tree = config.base is not None
         files += [from_here(f.split(" -> ")[0] if tree else f) for f in config.files]

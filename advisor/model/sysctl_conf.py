@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Assignment:
+class Assignment(NamedTuple):
+    """One `key = value` line; immutable (a tuple: a long file makes one per line)."""
+
     key: str
     value: str
     line: int
@@ -106,8 +108,10 @@ def parse_conf_lines(text: str) -> tuple[list[Assignment], list[Exclusion], list
             continue
         # Fields are separated by spaces and tabs only, as the kernel separates them; any
         # other character stays in the value for the checks to see.
-        fields = _FIELD_SEPARATOR.split(value.strip(C_SPACE))
-        assignments.append(Assignment(normalise_key(key), " ".join(fields), number, ignore))
+        value = value.strip(C_SPACE)
+        if "\t" in value or "  " in value:
+            value = " ".join(_FIELD_SEPARATOR.split(value))
+        assignments.append(Assignment(normalise_key(key), value, number, ignore))
     return assignments, exclusions, bad
 
 

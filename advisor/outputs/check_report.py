@@ -175,19 +175,31 @@ def _counts(report: CheckReport) -> str:
 def _text(report: CheckReport, color: bool) -> str:
     lines = []
     columns = _Lines()
-    names: dict[str, str] = {}  # file names and rule ids recur: escaped once
+    # File names, rule ids and messages recur (a long file repeats a few lines): each is
+    # escaped once; so is the place of a line with several findings.
+    names: dict[str, str] = {}
+    places: dict[tuple[str, int], str] = {}
     for f in report.findings:
-        span = columns.span(f)
         if f.file not in names:
             names[f.file] = one_line(f.file)
-        where = names[f.file] + (
-            f":{f.line}:{span[0] if span else 1}:" if f.line is not None else ":"
-        )
-        severity = _paint(f.severity, _SEVERITY_COLOR[f.severity], color)
+        if f.line is None:
+            where = names[f.file] + ":"
+        else:
+            where = places.get((f.file, f.line), "")
+            if not where:
+                span = columns.span(f)
+                where = f"{names[f.file]}:{f.line}:{span[0] if span else 1}:"
+                places[(f.file, f.line)] = where
         if f.id not in names:
             names[f.id] = one_line(f.id)
-        rule = _paint(names[f.id], _RULE_COLOR, color)
-        lines.append(f"{where} [{severity}] {one_line(f.message)} ({rule})")
+        severity, rule = f.severity, names[f.id]
+        if color:
+            severity = _paint(severity, _SEVERITY_COLOR[severity], color)
+            rule = _paint(rule, _RULE_COLOR, color)
+        message = names.get(f.message)
+        if message is None:
+            message = names[f.message] = one_line(f.message)
+        lines.append(f"{where} [{severity}] {message} ({rule})")
     files = len(report.files)
     lines.append(f"{files} {'file' if files == 1 else 'files'} checked: {_counts(report)}.")
     return "\n".join(lines) + "\n"
