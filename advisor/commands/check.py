@@ -28,7 +28,6 @@ def check(
     whole_directory: bool = False,
     output: Path | None = None,
 ) -> int:
-    from advisor.engine.plan_builder import build_plan, host_variables
     from advisor.outputs.check_report import CHECK_FORMATS, render_check, wants_color
 
     choose(fmt, CHECK_FORMATS, "--format")
@@ -37,7 +36,9 @@ def check(
         raise InputError("--profile needs --facts", field="--profile")
     kb = load_knowledge()
     context = CheckContext()
-    if facts is not None:
+    if facts is not None:  # the planner (and the facts model) only for a known host
+        from advisor.engine.plan_builder import build_plan, host_variables
+
         host = read_facts(facts, kb)
         variables, defaults, _ = host_variables(kb, host)
         context.facts, context.host, context.defaults = host, variables["host"], defaults

@@ -14,7 +14,7 @@ import fnmatch
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from advisor.knowledge.catalog import KernelContext
 from advisor.knowledge.check_rules import CheckRule
@@ -24,11 +24,13 @@ from advisor.knowledge.rules import SEVERITY_ORDER
 from advisor.knowledge.values import parse_text
 from advisor.model.current_config import CurrentConfig
 from advisor.model.errors import InputError
-from advisor.model.host_facts import HostFacts
 from advisor.model.kernel_version import KernelVersion
 from advisor.model.kernel_write import kernel_int, kernel_write
-from advisor.model.plan import Plan
 from advisor.model.sysctl_conf import Assignment, is_sysctl_key
+
+if TYPE_CHECKING:
+    from advisor.model.host_facts import HostFacts
+    from advisor.model.plan import Plan
 
 
 class CheckFinding(NamedTuple):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from jinja2.runtime import Context
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -23,9 +23,11 @@ from advisor.knowledge.expressions import (
 )
 from advisor.knowledge.spec_cache import SpecCache
 from advisor.model.errors import InputError
-from advisor.model.host_facts import HostFacts
 from advisor.model.kernel_version import KernelRange, KernelVersion
 from advisor.model.kernel_write import kernel_int
+
+if TYPE_CHECKING:
+    from advisor.model.host_facts import HostFacts
 
 Unit = Literal[
     "bytes", "pages", "kbytes", "count", "seconds", "boolean", "choice", "port", "name", "ports"

@@ -16,8 +16,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from advisor.knowledge.spec_cache import SpecCache
 from advisor.model.documents import line_of, parse_document, read_text, validation_error
 from advisor.model.errors import InputError
-from advisor.model.host_facts import plain_line
-from advisor.model.text_escape import refuse_control_characters
+from advisor.model.text_escape import plain_line, refuse_control_characters
 
 # The same rule as a KernelEvent's `family` in model/host_facts.py.
 FAMILY_ID = r"^[a-z0-9][a-z0-9.-]{0,63}$"

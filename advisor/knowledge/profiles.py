@@ -12,7 +12,7 @@ from advisor.knowledge.expressions import Compiler, Expression, ExpressionError,
 from advisor.knowledge.rules import Rule, SpecModel, matches
 from advisor.knowledge.spec_cache import SpecCache
 from advisor.model.errors import InputError
-from advisor.model.host_facts import plain_line
+from advisor.model.text_escape import plain_line
 
 ParamType = Literal["int", "float", "bool", "str"]
 _TRUE = {"true", "yes", "on", "1"}

@@ -21,6 +21,7 @@ from pydantic import (
 from advisor.model.documents import validation_error
 from advisor.model.errors import InputError
 from advisor.model.kernel_version import KernelVersion
+from advisor.model.text_escape import plain_line
 from advisor.model.units import parse_size
 
 # `uname -m` values of 32-bit kernels. Anything else (x86_64, aarch64, ppc64le, s390x…) is 64-bit.
@@ -72,7 +73,6 @@ _ARCH = re.compile(r"^[A-Za-z0-9_]{1,32}$")
 _DRIVER = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _SYSCTL_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.*/:-]{0,255}$")
 _SERVICE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-MAX_TEXT = 4096
 MAX_COUNT = 10**15  # above any counter a host reports; a bigger number is not a measurement
 MAX_KERNEL_NUMBER = 2**64  # no sysctl holds a larger integer
 MAX_KERNEL_LOG = 768 * 1024  # characters of observed.kernel_messages, all lines together
@@ -80,17 +80,6 @@ MAX_KERNEL_LOG = 768 * 1024  # characters of observed.kernel_messages, all lines
 
 # The longest value a sysctl prints: a port bitmap of every other port is about 190 KB.
 MAX_SYSCTL_TEXT = 256 * 1024
-
-
-def plain_line(value: str, what: str = "text", limit: int = MAX_TEXT) -> str:
-    """`value` when it is one line of printable text of at most `limit` characters; else
-    ValueError naming the first offending character."""
-    if len(value) > limit:
-        raise ValueError(f"{what} longer than {limit} characters")
-    if not value.isprintable():
-        bad = next(c for c in value if not c.isprintable())
-        raise ValueError(f"{what} contains a control or separator character (U+{ord(bad):04X})")
-    return value
 
 
 def _pattern(regex: re.Pattern[str], what: str) -> Any:

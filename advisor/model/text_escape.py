@@ -39,3 +39,17 @@ def refuse_control_characters(value: Any, where: str = "") -> None:
     elif isinstance(value, list | tuple):
         for item in value:
             refuse_control_characters(item, where)
+
+
+MAX_TEXT = 4096  # characters of a text field in facts, profiles and catalogs
+
+
+def plain_line(value: str, what: str = "text", limit: int = MAX_TEXT) -> str:
+    """`value` when it is one line of printable text of at most `limit` characters; else
+    ValueError naming the first offending character."""
+    if len(value) > limit:
+        raise ValueError(f"{what} longer than {limit} characters")
+    if not value.isprintable():
+        bad = next(c for c in value if not c.isprintable())
+        raise ValueError(f"{what} contains a control or separator character (U+{ord(bad):04X})")
+    return value

@@ -14,7 +14,7 @@ import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import quote, quote_from_bytes, urlsplit
 
 from advisor import __version__
@@ -26,11 +26,6 @@ from advisor.model.documents import dump_json, read_bytes
 from advisor.model.errors import InputError
 from advisor.model.sysctl_conf import C_SPACE
 from advisor.model.text_escape import one_line
-from advisor.outputs.check_document import (
-    CHECK_SCHEMA,
-    CheckDocument,
-    CheckFindingDocument,
-)
 from advisor.outputs.markdown_text import (
     FOLD_ROWS,
     Limits,
@@ -41,9 +36,11 @@ from advisor.outputs.markdown_text import (
     md_text_clipped,
 )
 
+if TYPE_CHECKING:
+    from advisor.outputs.check_document import CheckDocument
+
 __all__ = [
     "CHECK_FORMATS",
-    "CHECK_SCHEMA",
     "escape_workflow_data",
     "render_check",
     "rule_url",
@@ -263,6 +260,10 @@ def _markdown(report: CheckReport) -> str:
 
 
 def check_document(report: CheckReport) -> CheckDocument:
+    # The JSON models (pydantic) only for the JSON format: text, SARIF and Markdown runs skip
+    # building them.
+    from advisor.outputs.check_document import CheckDocument, CheckFindingDocument
+
     base = docs_url()
     return CheckDocument(
         version=__version__,

@@ -17,8 +17,8 @@ from typing import Any
 import crossplane
 from pydantic import ValidationError
 
-from advisor.model.host_facts import MAX_TEXT, Listen
-from advisor.model.text_escape import one_line
+from advisor.model.host_facts import Listen
+from advisor.model.text_escape import MAX_TEXT, one_line
 from advisor.sources.tree_paths import inside
 
 MAX_INCLUDE_DEPTH = 16

@@ -143,16 +143,21 @@ def _outside(shown: str) -> Problem:
     return Problem(shown, "a symlink out of the tree; not read", "error", "outside-link")
 
 
-def _resolve_link(root: Path, path: Path) -> Path | str | None:
+def _resolve_link(
+    root: Path, path: Path, checked: frozenset[Path] = frozenset()
+) -> Path | str | None:
     """Follow symlinks inside `root` (absolute targets are re-rooted there). Returns the file,
     "mask" for /dev/null, "outside" for a link that leaves the tree (never read: a pull
     request must not get a repository's secrets quoted back), or None when the link is broken
-    or loops."""
+    or loops. `checked` holds directories already resolved inside the tree: an entry of one
+    that is not a link is inside too, without resolving its path again."""
     current = path
     for _ in range(MAX_LINK_HOPS):
         if not current.is_symlink():
             if not current.exists():
                 return None
+            if current is path and current.parent in checked:
+                return current
             return current if inside(root, current) else "outside"
         target = os.readlink(current)
         if target == "/dev/null":
@@ -198,12 +203,14 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
     config.base = relative_to
     tree = root  # every file read must lie inside it once links are resolved
     chosen: dict[str, Path] = {}
+    inside_tree: set[Path] = set()
     for directory in directories:
         if not directory.is_dir():
             continue
         if not inside(tree, directory):
             config.problems.append(_outside(shown(directory)))
             continue
+        inside_tree.add(directory)
         try:
             entries = sorted(directory.iterdir())
         except OSError as exc:
@@ -217,36 +224,40 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
             if entry.suffix == ".conf" and entry.name not in chosen:
                 chosen[entry.name] = entry  # an earlier directory hides the same name
 
+    checked = frozenset(inside_tree)
     collector = _Collector(config, tuple(known_keys))
     main_conf = root / SYSCTL_CONF
+    main_conf_real = main_conf.resolve() if main_conf.exists() else None
     main_conf_linked = False
     for name in sorted(chosen):
         entry = chosen[name]
-        target = _resolve_link(root, entry)
+        entry_shown = shown(entry)
+        target = _resolve_link(root, entry, checked)
         if target == "mask":
-            config.masked.append(shown(entry))
+            config.masked.append(entry_shown)
             continue
         if target == "outside":
-            config.problems.append(_outside(shown(entry)))
+            config.problems.append(_outside(entry_shown))
             continue
         if target is None:
             config.problems.append(
-                Problem(shown(entry), "broken symlink, skipped", "error", "broken-link")
+                Problem(entry_shown, "broken symlink, skipped", "error", "broken-link")
             )
             continue
         assert isinstance(target, Path)
         if target.is_dir():
             continue
-        if main_conf.exists() and target.resolve() == main_conf.resolve():
+        linked = target is not entry  # _resolve_link returns the entry itself unless a link
+        if main_conf_real is not None and target.resolve() == main_conf_real:
             main_conf_linked = True
         # A link (99-sysctl.conf -> ../sysctl.conf) is applied at its own name's position, but
         # values are attributed to the file an operator would edit.
-        display = shown(target) if entry.is_symlink() else shown(entry)
+        display = shown(target) if linked else entry_shown
         text = _read(target, display, config.problems)
         if text is not None:
             collector.add_text(text, display)
             config.files.append(
-                shown(entry) if display == shown(entry) else f"{shown(entry)} -> {display}"
+                entry_shown if display == entry_shown else f"{entry_shown} -> {display}"
             )
     if main_conf.is_file() and not main_conf_linked and not inside(tree, main_conf):
         config.problems.append(
