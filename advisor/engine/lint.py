@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import functools
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -70,7 +69,6 @@ class CheckReport:
 _MEMO_LINES = 100_000
 
 
-@functools.lru_cache(maxsize=4096)  # the winner of many overrides is one line
 def _split_source(source: str) -> tuple[str, int | None]:
     path, sep, line = source.rpartition(":")
     if sep and line.isascii() and line.isdigit():
@@ -272,10 +270,19 @@ class Checker:
             self.reported_by.get("override"),
         )
         quoted_keys: dict[str, bool] = {}  # a long file repeats a few keys many times
-        split = _split_source
         for override in config.overrides:
-            hidden_path, hidden_line = split(override.hidden.source)
-            winner_path, winner_line = split(override.winner.source)
+            hidden, winner = override.hidden, override.winner
+            # file lines carry their file and number; anything else names its place in source
+            hidden_path, hidden_line = (
+                (hidden.file, hidden.line)
+                if hidden.file is not None
+                else _split_source(hidden.source)
+            )
+            winner_path, winner_line = (
+                (winner.file, winner.line)
+                if winner.file is not None
+                else _split_source(winner.source)
+            )
             same_file = hidden_path == winner_path
             rule = duplicate if same_file else override_rule
             if rule is None:

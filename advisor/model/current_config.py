@@ -31,6 +31,9 @@ class CurrentValue(NamedTuple):
     value: str
     source: str  # "path:line", "/proc/sys/...", "facts file …"
     ignore_failure: bool = False
+    # for a file's line: the file as shown and the line number (`source` joins them)
+    file: str | None = None
+    line: int | None = None
 
 
 class Override(NamedTuple):

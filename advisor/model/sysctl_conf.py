@@ -59,8 +59,11 @@ def normalise_key(token: str) -> str:
     """Dotted form. If the first separator is '/', every '/' is a separator (net/ipv4/tcp_mem);
     if it is '.', a later '/' is a literal dot inside a name (eth0/100 is interface eth0.100)
     and is kept as written."""
-    first_dot, first_slash = token.find("."), token.find("/")
-    if first_slash != -1 and (first_dot == -1 or first_slash < first_dot):
+    first_slash = token.find("/")
+    if first_slash == -1:  # the common case: nothing to change
+        return token
+    first_dot = token.find(".")
+    if first_dot == -1 or first_slash < first_dot:
         return token.replace("/", ".")
     return token
 

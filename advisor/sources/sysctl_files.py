@@ -67,7 +67,7 @@ class _Collector:
 
     def _add(self, item: Assignment, display: str) -> None:
         where = f"{display}:{item.line}"
-        value = CurrentValue(item.key, item.value, where, item.ignore_failure)
+        value = CurrentValue(item.key, item.value, where, item.ignore_failure, display, item.line)
         if item.is_glob:
             self.globs.append(value)
             return
