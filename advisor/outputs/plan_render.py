@@ -317,8 +317,8 @@ class Renderer:
     def render_for_shape(self, plan: Plan, fmt: str, command: str, memo: dict[str, Any]) -> str:
         """`render(plan, fmt, command)` for a fleet host whose shape's other hosts share `memo`
         (engine.plan_cache): the template's `body` block, which does not name the host, is
-        rendered once per shape; the `head` (host name, rebuild command) for each host. The
-        whole text is read back for every host, as `render` does."""
+        rendered once per shape; the `head` (host name, rebuild command) for each host. Every
+        host's file is read back, as `render` does, in two parts (see below)."""
         template = self.env.get_template(TEMPLATES[fmt])
         base = memo.get("context")
         if base is None:
@@ -331,9 +331,15 @@ class Renderer:
             if fmt == "ansible":
                 body += _host_vars(plan)
             memo[f"body:{fmt}"] = body
-        text = head + body
-        check_rendered(plan, fmt, text)
-        return text
+        # The read-back of `render`, in two parts: the head holds only comment lines (so the
+        # file reads as its body does) and the body, the same text for the whole shape, reads
+        # back as the plan (rendered_settings memoizes it).
+        if not head.endswith("\n") or any(
+            line and line[0] != "#" for line in head[:-1].split("\n")
+        ):
+            raise RenderCheckError(f"the {fmt} head holds more than comment lines")
+        check_rendered(plan, fmt, body)
+        return head + body
 
     def tuned_for_operator(self, plan: Plan, command: str) -> str:
         """The tuned profile the Node Tuning Operator embeds: the tuned output, told it runs

@@ -109,3 +109,27 @@ def test_the_head_is_all_that_names_the_host(kb: KnowledgeBase) -> None:
             assert name not in body and command not in body
             bodies.add(body)
         assert len(bodies) == 1
+
+
+@pytest.mark.parametrize("fmt", ["conf", "ansible"])
+def test_a_head_that_would_set_something_is_never_written(
+    kb: KnowledgeBase, tmp_path: object, fmt: str
+) -> None:
+    """The head is read back on its own for every host: a template whose head holds anything
+    but comments (here an assignment a consumer would apply) fails the render."""
+    import shutil
+    from pathlib import Path
+
+    from advisor.knowledge.resources import data_dir
+    from advisor.outputs.plan_render import TEMPLATES, RenderCheckError, Renderer
+
+    assert isinstance(tmp_path, Path)
+    templates = tmp_path / "templates"
+    shutil.copytree(data_dir("templates"), templates)
+    name = templates / TEMPLATES[fmt]
+    text = name.read_text()
+    name.write_text(text.replace("{% endblock %}", "net.core.somaxconn = 1\n{% endblock %}", 1))
+    renderer = Renderer(kb.catalog, templates)
+    plan = build_plan(kb, load_facts(EXAMPLES / "ec2-nginx-frontend.yaml"), "frontend-proxy")
+    with pytest.raises(RenderCheckError, match="head holds more than comment lines"):
+        renderer.render_for_shape(plan, fmt, "cmd", {})
