@@ -21,7 +21,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,7 +161,9 @@ def _ignore_interrupts() -> None:
         os._exit(1)
 
 
-def advise_all(job: FleetJob, paths: list[Path], jobs: int) -> Generator[HostOutcome, None, None]:
+def advise_all(
+    job: FleetJob, paths: Sequence[Path], jobs: int
+) -> Generator[HostOutcome, None, None]:
     """Outcomes in input order; with jobs > 1, computed by forked workers."""
     global _JOB
     if jobs <= 1 or len(paths) < 64 or "fork" not in multiprocessing.get_all_start_methods():
@@ -182,7 +184,7 @@ def advise_all(job: FleetJob, paths: list[Path], jobs: int) -> Generator[HostOut
 
 def run_fleet(
     kb: KnowledgeBase,
-    paths: list[Path],
+    paths: Sequence[Path],
     profile_map: ProfileMap,
     outdir: Path,
     jobs: int,

@@ -11,8 +11,10 @@ What Ansible does not gather, the facts leave unknown: page size (4 KiB assumed)
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from advisor.model.documents import parse_json, read_text
 from advisor.model.errors import InputError
@@ -136,22 +138,54 @@ def load_ansible_facts(path: Path) -> HostFacts:
     return host_facts_from_document(document, str(path))
 
 
-def fact_files(source: Path) -> list[Path]:
-    """The hosts' files: a --tree directory (hidden files skipped) or one host's file."""
+class FactFiles(Sequence[Path]):
+    """The hosts' files in name order, kept as names (a 50,000-host tree holds 50,000 short
+    strings, not 50,000 Path objects); each Path is made when it is used."""
+
+    def __init__(self, directory: Path, names: list[str]) -> None:
+        self.directory = directory
+        self.names = names
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @overload
+    def __getitem__(self, index: int) -> Path: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Path]: ...
+
+    def __getitem__(self, index: int | slice) -> Path | list[Path]:
+        if isinstance(index, slice):
+            return [self.directory / name for name in self.names[index]]
+        return self.directory / self.names[index]
+
+    def __iter__(self) -> Iterator[Path]:
+        directory = self.directory
+        return (directory / name for name in self.names)
+
+
+def fact_files(source: Path) -> Sequence[Path]:
+    """The hosts' files: a --tree directory (hidden files skipped, and anything that is not a
+    regular file or a link to one) or one host's file."""
     if source.is_file():
         return [source]
     if not source.is_dir():
         reason = "not a regular file" if source.exists() else "no such file or directory"
         raise InputError(reason, path=source, field="--ansible-facts")
+    names: list[str] = []
     try:
-        entries = sorted(source.iterdir())
+        with os.scandir(source) as entries:
+            for entry in entries:
+                if not entry.name.startswith(".") and entry.is_file():
+                    names.append(entry.name)
     except OSError as exc:
         raise InputError(f"cannot list: {exc.strerror}", path=source) from None
-    files = [p for p in entries if not p.name.startswith(".") and p.is_file()]
-    if not files:
+    if not names:
         raise InputError(
             "no facts files here (write them with `ansible all -m setup --tree DIR`)",
             path=source,
             field="--ansible-facts",
         )
-    return files
+    names.sort()
+    return FactFiles(source, names)

@@ -190,3 +190,21 @@ def test_arbitrary_documents_give_facts_or_one_line_errors(document: Any) -> Non
         assert "\n" not in str(exc) and str(exc).startswith("host")
     else:
         assert facts.memory.total > 0
+
+
+def test_a_facts_tree_is_listed_as_names_in_order(tmp_path: Path) -> None:
+    """fleet streams the hosts: the listing keeps names (not a Path per host), in the order
+    sorted Paths would have, without hidden files, directories or dangling links."""
+    from advisor.sources.ansible_facts import FactFiles, fact_files
+
+    for name in ("web-10", "web-2", "Web-1", "db.example.net", ".hidden"):
+        (tmp_path / name).write_text("{}")
+    (tmp_path / "a-directory").mkdir()
+    (tmp_path / "linked").symlink_to(tmp_path / "web-2")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    listed = fact_files(tmp_path)
+    assert isinstance(listed, FactFiles)
+    assert all(isinstance(name, str) for name in listed.names)
+    expected = sorted(p for p in tmp_path.iterdir() if not p.name.startswith(".") and p.is_file())
+    assert list(listed) == expected == [listed[i] for i in range(len(listed))]
+    assert listed[1:3] == expected[1:3]
