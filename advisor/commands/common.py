@@ -124,9 +124,10 @@ def read_facts(path: Path | None, kb: KnowledgeBase, nginx_conf: Path | None = N
     from advisor.sources.service_configs import with_service_configs
 
     if path is not None:
-        from advisor.sources.facts_file import load_facts
+        from advisor.knowledge.facts_cache import cached_facts
+        from advisor.sources.facts_file import facts_from_text
 
-        return with_service_configs(load_facts(path), path.parent, nginx_conf)
+        return with_service_configs(cached_facts(path, facts_from_text), path.parent, nginx_conf)
     from advisor.sources.local_host import DEFAULT_WINDOW, collect
 
     host = collect(

@@ -798,18 +798,12 @@ class _CodeCache:
         )
         return base / f"expressions-{tag}.marshal"
 
-    def get(self, key: str) -> CodeType | None:
+    def get(self, key: str) -> bytes | None:
+        """The marshalled code for `key` (unmarshalled by whoever runs it), marked as used."""
         raw = self._codes.get(key)
-        if raw is None:
-            return None
-        try:
-            code = marshal.loads(raw)
-        except (ValueError, EOFError, TypeError):
-            return None
-        if not isinstance(code, CodeType):
-            return None
-        self._used.add(key)
-        return code
+        if raw is not None:
+            self._used.add(key)
+        return raw
 
     def put(self, key: str, code: CodeType) -> None:
         self._codes[key] = marshal.dumps(code)
@@ -826,6 +820,41 @@ class _CodeCache:
             self._dirty = not write_cache(self._path, marshal.dumps(self._codes))
 
 
+class _Compiled:
+    """A template's generated code, made into a jinja2.Template on first use."""
+
+    __slots__ = ("_build", "_code", "_compiler", "_raw", "_template")
+
+    def __init__(
+        self,
+        compiler: Compiler,
+        build: Callable[[], CodeType],
+        code: CodeType | None = None,
+        raw: bytes | None = None,
+    ) -> None:
+        self._compiler = compiler
+        self._build = build
+        self._code = code
+        self._raw = raw
+        self._template: jinja2.Template | None = None
+
+    @property
+    def template(self) -> jinja2.Template:
+        template = self._template
+        if template is None:
+            template = self._template = self._compiler.from_code(self._load())
+        return template
+
+    def _load(self) -> CodeType:
+        if self._code is not None:
+            return self._code
+        try:
+            code = marshal.loads(self._raw or b"")
+        except (ValueError, EOFError, TypeError):
+            code = None
+        return code if isinstance(code, CodeType) else self._build()
+
+
 class Compiler:
     """Compiles expressions and templates once per process, through the code cache."""
 
@@ -835,26 +864,35 @@ class Compiler:
         # A flat dict, not jinja's ChainMap: every evaluation copies the globals into its
         # context, and copying a ChainMap costs a lookup per name through both maps.
         self._globals: dict[str, Any] = dict(self.env.globals)
-        self._memo: dict[tuple[str, str], jinja2.Template] = {}
+        self._memo: dict[tuple[str, str], _Compiled] = {}
 
-    def _template(self, kind: str, source: str, build: Callable[[], CodeType]) -> jinja2.Template:
+    def _template(self, kind: str, source: str, build: Callable[[], CodeType]) -> _Compiled:
+        """The compiled template for `source`. Generated code not in the cache is built now
+        (length and nesting checked first), so a source that does not compile is refused when
+        the knowledge is loaded; cached code (its source passed the same checks and compiled
+        before: the cache file is named after this module's source) is unmarshalled when the
+        template first runs, since a run evaluates only the expressions of its rules."""
         memo_key = (kind, source)
-        template = self._memo.get(memo_key)
-        if template is not None:
-            return template
+        compiled = self._memo.get(memo_key)
+        if compiled is not None:
+            return compiled
         key = hashlib.sha1(f"{kind}\0{_CODE_SALT}\0{source}".encode()).hexdigest()
-        code = self._cache.get(key)
-        if code is None:
+        raw = self._cache.get(key)
+        if raw is None:
             code = build()
             self._cache.put(key, code)
-        template = self.env.template_class.from_code(self.env, code, self._globals)
-        self._memo[memo_key] = template
-        return template
+            compiled = _Compiled(self, build, code=code)
+        else:
+            compiled = _Compiled(self, build, raw=raw)
+        self._memo[memo_key] = compiled
+        return compiled
+
+    def from_code(self, code: CodeType) -> jinja2.Template:
+        return self.env.template_class.from_code(self.env, code, self._globals)
 
     def expression(self, source: str) -> Expression:
-        _check_source(source, MAX_EXPRESSION_SOURCE, "expression")
-
         def build() -> CodeType:
+            _check_source(source, MAX_EXPRESSION_SOURCE, "expression")
             try:
                 parser = Parser(self.env, source, state="variable")
                 expr = parser.parse_expression()
@@ -871,9 +909,8 @@ class Compiler:
         return Expression(source, self._template("expr", source, build))
 
     def template(self, source: str) -> Text:
-        _check_source(source, MAX_TEMPLATE_SOURCE, "template")
-
         def build() -> CodeType:
+            _check_source(source, MAX_TEMPLATE_SOURCE, "template")
             try:
                 return self._compile(_Bounded().visit(self.env.parse(source)))
             except TemplateSyntaxError as exc:
@@ -944,18 +981,18 @@ def _explain(exc: BaseException) -> str:
 class Expression:
     """A compiled expression; evaluate() returns a native Python value."""
 
-    def __init__(self, source: str, template: jinja2.Template) -> None:
+    def __init__(self, source: str, compiled: _Compiled) -> None:
         self.source = source
-        self._template = template
+        self._compiled = compiled
 
     def evaluate(self, variables: dict[str, Any]) -> Any:
-        return self.run(self._template.new_context(variables))  # copies the variables
+        return self.run(self._compiled.template.new_context(variables))  # copies the variables
 
     def run(self, ctx: Context) -> Any:
         """Evaluate in a context from Compiler.context (shared with the rule's other
         expressions)."""
         try:
-            for _ in self._template.root_render_func(ctx):
+            for _ in self._compiled.template.root_render_func(ctx):
                 pass
             value = ctx.vars.pop(_RESULT)
             ctx.exported_vars.discard(_RESULT)
@@ -969,16 +1006,17 @@ class Expression:
 class Text:
     """A compiled rationale/message template."""
 
-    def __init__(self, source: str, template: jinja2.Template) -> None:
+    def __init__(self, source: str, compiled: _Compiled) -> None:
         self.source = source
-        self._template = template
+        self._compiled = compiled
 
     def render(self, variables: dict[str, Any]) -> str:
-        return self._collect(self._template.root_render_func(self._template.new_context(variables)))
+        template = self._compiled.template
+        return self._collect(template.root_render_func(template.new_context(variables)))
 
     def render_in(self, ctx: Context) -> str:
         """Render over a shared context; a `{% set %}` in the template stays in the template."""
-        return self._collect(self._template.root_render_func(ctx.derived()))
+        return self._collect(self._compiled.template.root_render_func(ctx.derived()))
 
     @staticmethod
     def _collect(parts: Iterable[str]) -> str:

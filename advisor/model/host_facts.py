@@ -155,7 +155,9 @@ def _sysctl_value(value: Any) -> str:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # The schema is built when a facts file is first validated, not at import: a run that
+    # takes its facts from the validated-facts cache (sources/facts_file) never builds it.
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Memory(_Model):
@@ -333,7 +335,7 @@ class Observed(_Model):
 class ListenerProcess(_Model):
     """The process holding a listening socket (the lowest pid among those sharing it)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
     pid: int = Field(ge=1, le=2**22)
     command: Text = Field(max_length=64, description="/proc/PID/comm")
@@ -357,7 +359,7 @@ def _ip_address(value: str) -> str:
 class Listener(_Model):
     """One listening TCP socket as the kernel reports it (netlink sock_diag, as `ss -ltn`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
     address: Annotated[str, AfterValidator(_ip_address)]
     port: int = Field(ge=0, le=65535)
@@ -494,7 +496,7 @@ class HostFacts(_Model):
         """The facts as rule expressions see them: plain mappings, lists, strings and numbers
         (nothing callable), plus the derived figures `bits`, `lowmem`, `has_highmem`,
         `arch_family` and `fastest_nic_mbps`."""
-        data = self.model_dump(mode="python")
+        data: dict[str, Any] = plain_data(self)
         data["observed"].update(self._evidence_basis())
         data.update(
             bits=self.bits,
@@ -504,6 +506,20 @@ class HostFacts(_Model):
             fastest_nic_mbps=self.fastest_nic_mbps,
         )
         return data
+
+
+def plain_data(value: Any) -> Any:
+    """What model_dump(mode="python") returns for these models (fields in declaration order,
+    containers of the same kind), walked by hand: dumping asks pydantic for the model's
+    serializer, and building that costs more than the rest of a one-shot run (the models
+    here have no serializers, aliases or computed fields; a test compares the two)."""
+    if isinstance(value, BaseModel):
+        return {name: plain_data(getattr(value, name)) for name in type(value).model_fields}
+    if isinstance(value, dict):
+        return {key: plain_data(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return type(value)(plain_data(item) for item in value)
+    return value
 
 
 def _duration_words(seconds: int) -> str:

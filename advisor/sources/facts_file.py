@@ -11,7 +11,11 @@ from advisor.sources.ansible_facts import host_facts_from_document
 
 def load_facts(path: Path) -> HostFacts:
     """Read a facts file (YAML or JSON), or one host's `ansible -m setup --tree` file."""
-    text = read_text(path)
+    return facts_from_text(path, read_text(path))
+
+
+def facts_from_text(path: Path, text: str) -> HostFacts:
+    """The facts in `text`, read from `path` (named in errors)."""
     data = parse_document(text, path)
     if isinstance(data, dict) and "ansible_facts" in data:
         return host_facts_from_document(data, str(path))

@@ -492,3 +492,37 @@ def test_rule_and_profile_text_holds_no_control_characters(
     assert character not in result.stdout + result.stderr
     assert "control or separator character" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_cached_code_runs_only_when_used_and_a_damaged_entry_is_rebuilt(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 19: code from the cache is unmarshalled when the expression first runs (a run
+    evaluates only its selected rules); an entry that no longer unmarshals is compiled again
+    instead of failing, and a source new to the cache is compiled (and checked) at once."""
+    from advisor.knowledge import expressions
+
+    monkeypatch.setenv("SYSCTL_ADVISOR_CACHE", str(workdir / "cache"))
+    first = Compiler()
+    first.expression("x * 2")
+    first.save()
+    loads: list[bytes] = []
+    real_loads = expressions.marshal.loads
+
+    def counted(data: bytes) -> object:
+        loads.append(data)
+        return real_loads(data)
+
+    monkeypatch.setattr(expressions.marshal, "loads", counted)
+    second = Compiler()
+    opened = len(loads)  # the cache file itself
+    expression = second.expression("x * 2")
+    assert len(loads) == opened  # not yet
+    assert expression.evaluate({"x": 21}) == 42
+    assert len(loads) == opened + 1
+    third = Compiler()
+    key = next(iter(third._cache._codes))
+    third._cache._codes[key] = b"\x00damaged"
+    assert third.expression("x * 2").evaluate({"x": 4}) == 8
+    with pytest.raises(ExpressionError, match="invalid expression"):
+        third.expression("x *")  # not in the cache: compiled, and refused, when loaded

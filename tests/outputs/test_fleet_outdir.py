@@ -115,10 +115,15 @@ def test_concurrent_runs_are_serialized(workdir: Path) -> None:
 
 
 def test_ctrl_c_is_one_line_and_exit_130(workdir: Path) -> None:
-    tree = tree_of(workdir, GOOD, copies=2000)
+    tree = tree_of(workdir, GOOD, copies=4000)
     out = workdir / "out"
     process = _fleet_process(tree, out, "base")
-    time.sleep(1.0)
+    # interrupt once hosts are being written (a fleet of one shape runs ~2,000 hosts/s, so a
+    # fixed delay could miss the run on a quiet machine)
+    deadline = time.monotonic() + 30
+    while not list(workdir.glob(".out.staging-*/*")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert process.poll() is None, "the run ended before it could be interrupted"
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130, err

@@ -1,0 +1,143 @@
+"""Issue 19: a facts file validated once is taken from the validated-facts cache afterwards,
+and the hand walk that replaces model_dump for rule expressions gives the same data."""
+
+from __future__ import annotations
+
+import glob
+import os
+import pickle
+from pathlib import Path
+
+import pytest
+import yaml
+
+from advisor.knowledge.facts_cache import MAX_ENTRIES, FactsCache, cached_facts, facts_key
+from advisor.model.host_facts import HostFacts, facts_from_data, plain_data
+from advisor.sources import facts_file
+from advisor.sources.facts_file import facts_from_text
+from tests.conftest import ROOT
+
+
+def _case_facts() -> list[dict[str, object]]:
+    found = []
+    for name in sorted(glob.glob(str(ROOT / "tests" / "cases" / "*.yaml"))):
+        for case in yaml.safe_load(Path(name).read_text()).get("cases", []):
+            if isinstance(case.get("facts"), dict):
+                found.append(case["facts"])
+    return found
+
+
+EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.yaml") if "memory" in p.read_text())
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_plain_data_is_model_dump_for_every_example(path: Path) -> None:
+    facts = facts_file.load_facts(path)
+    assert plain_data(facts) == facts.model_dump(mode="python")
+    assert list(plain_data(facts)) == list(facts.model_dump(mode="python"))
+
+
+def test_plain_data_is_model_dump_for_every_rule_case() -> None:
+    checked = 0
+    for data in _case_facts():
+        try:
+            facts = facts_from_data(data)
+        except Exception:  # a case about refused facts
+            continue
+        dumped = facts.model_dump(mode="python")
+        walked = plain_data(facts)
+        assert walked == dumped
+        assert [type(v) for v in walked.values()] == [type(v) for v in dumped.values()]
+        checked += 1
+    assert checked > 50
+
+
+@pytest.fixture
+def cache_dir(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SYSCTL_ADVISOR_CACHE", str(workdir / "cache"))
+    return workdir / "cache"
+
+
+def _refused(path: Path, text: str) -> HostFacts:
+    raise AssertionError(f"validated again: {path}")
+
+
+def test_an_unchanged_facts_file_is_validated_once(cache_dir: Path, workdir: Path) -> None:
+    path = workdir / "host.yaml"
+    path.write_text((ROOT / "examples" / "dcache-32bit.yaml").read_text())
+    first = cached_facts(path, facts_from_text)
+    assert list((cache_dir / "private").glob("facts-*.marshal"))
+    again = cached_facts(path, _refused)
+    assert again == first and again is not first
+    # any edit, or the same text under another name, is validated afresh
+    path.write_text(path.read_text() + "\n# edited\n")
+    with pytest.raises(AssertionError, match="validated again"):
+        cached_facts(path, _refused)
+    twin = workdir / "twin.yaml"
+    twin.write_text((ROOT / "examples" / "dcache-32bit.yaml").read_text())
+    with pytest.raises(AssertionError, match="validated again"):
+        cached_facts(twin, _refused)
+
+
+def test_a_refused_facts_file_is_not_cached(cache_dir: Path, workdir: Path) -> None:
+    from advisor.model.errors import InputError
+
+    path = workdir / "bad.yaml"
+    path.write_text("memory: {total: lots}\n")
+    for _ in range(2):
+        with pytest.raises(InputError):
+            cached_facts(path, facts_from_text)
+    assert not list((cache_dir / "private").glob("facts-*.marshal"))
+
+
+def test_the_cache_keeps_at_most_max_entries(cache_dir: Path, workdir: Path) -> None:
+    text = (ROOT / "examples" / "dcache-32bit.yaml").read_text()
+    paths = [workdir / f"host{i}.yaml" for i in range(MAX_ENTRIES + 3)]
+    for path in paths:
+        path.write_text(text)
+        cached_facts(path, facts_from_text)
+    cache = FactsCache()
+    assert len(cache._entries) == MAX_ENTRIES
+    assert cache.get(paths[0], text) is None  # the oldest went first
+    assert cache.get(paths[-1], text) is not None
+
+
+def test_cache_off_reads_and_writes_nothing(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SYSCTL_ADVISOR_CACHE", "off")
+    path = ROOT / "examples" / "dcache-32bit.yaml"
+    assert cached_facts(path, facts_from_text) == facts_file.load_facts(path)
+    assert FactsCache().get(path, path.read_text()) is None
+
+
+class _Plant:
+    """Unpickling this creates the marker file: proof that a planted pickle was loaded."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (open, (str(self.marker), "w"))
+
+
+def test_a_planted_entry_in_a_cache_others_can_write_is_never_unpickled(
+    cache_dir: Path, workdir: Path
+) -> None:
+    """The entry sits under the very key the next read looks up; only the file's mode is
+    wrong (group- and world-writable), so cache_files refuses the whole file."""
+    import marshal
+
+    path = ROOT / "examples" / "dcache-32bit.yaml"
+    cached_facts(path, facts_from_text)  # creates the private directory and the file
+    cache_file = next((cache_dir / "private").glob("facts-*.marshal"))
+    marker = workdir / "MARKER"
+    planted = {facts_key(path, path.read_text()): pickle.dumps(_Plant(marker))}
+    cache_file.write_bytes(marshal.dumps(planted))
+    os.chmod(cache_file, 0o666)
+    facts = cached_facts(path, facts_from_text)
+    assert isinstance(facts, HostFacts) and not marker.exists()
+    # the same file, private again, is loaded: the check above is what stopped it
+    os.chmod(cache_file, 0o600)
+    cache_file.write_bytes(marshal.dumps(planted))
+    os.chmod(cache_file, 0o600)
+    assert FactsCache().get(path, path.read_text()) is None  # not a HostFacts: refused
+    assert marker.exists()
