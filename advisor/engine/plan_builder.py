@@ -146,8 +146,9 @@ def build_plan(
     variables["params"] = params = profile.resolve(overrides or {}, variables)
 
     results: list[RuleResult] = []
+    screen = kb.compiler.context(variables)  # the rules' `when`s, read-only
     for rule_id in profile.rule_ids:
-        result = kb.rules[rule_id].evaluate(variables)
+        result = kb.rules[rule_id].evaluate(variables, screen=screen)
         if result is not None:
             results.append(result)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from jinja2.runtime import Context
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -253,9 +253,8 @@ class _CompiledEra:
         except ExpressionError as exc:
             raise as_input_error(exc, path, field) from None
 
-    def matches(self, version: KernelVersion, ctx: Context) -> bool:
-        if not self.range.contains(version):
-            return False
+    def applies(self, ctx: Context) -> bool:
+        """The era's `when` (its kernel range already known to hold)."""
         return self.when is None or bool(self.when.run(ctx))
 
     def evaluate(self, ctx: Context) -> Any:
@@ -269,6 +268,14 @@ class _CompiledEra:
         finally:
             for name, _ in self.let:
                 ctx.vars.pop(name, None)
+
+
+_KERNELS_REMEMBERED = 256  # distinct kernel versions whose eras a catalog keeps worked out
+
+
+class _KernelEras(NamedTuple):
+    defaults: list[tuple[str, list[tuple[int, _CompiledEra]]]]
+    quantities: list[tuple[str, list[_CompiledEra]]]
 
 
 class Catalog:
@@ -305,6 +312,7 @@ class Catalog:
             ]
             for name, key in self.keys.items()
         }
+        self._by_kernel: dict[tuple[int, int, int, int], _KernelEras] = {}
 
     def read_keys(self) -> list[str]:
         """Every key the collector reads from the host: the catalog's, then the readable ones."""
@@ -379,10 +387,10 @@ class Catalog:
             except ExpressionError as exc:
                 raise as_input_error(exc, self.model_path, f"derived.{name}") from None
         quantities: dict[str, Any] = {}
-        for name, eras in self._quantities.items():
+        for name, eras in self._eras_for(version).quantities:
             try:
                 for era in eras:
-                    if era.matches(version, ctx):
+                    if era.applies(ctx):
                         quantities[name] = era.evaluate(ctx)
                         break
             except ExpressionError as exc:
@@ -390,6 +398,29 @@ class Catalog:
         kernel._quantities.update(quantities)
         kernel.fields = kernel.BASE_FIELDS | frozenset(quantities)
         return host, kernel
+
+    def _eras_for(self, version: KernelVersion) -> _KernelEras:
+        """The keys that exist on this kernel and the eras whose kernel range holds it, by key
+        and quantity, in catalog order: worked out once per kernel version, since a fleet has
+        few versions and every host would otherwise test each era's range again."""
+        found = self._by_kernel.get(version.numbers)
+        if found is None:
+            if len(self._by_kernel) >= _KERNELS_REMEMBERED:
+                self._by_kernel.clear()
+            modelled = version >= self.oldest
+            defaults = [
+                (name, [(i, e) for i, e in enumerate(eras) if e.range.contains(version)])
+                if modelled
+                else (name, [])
+                for name, eras in self._defaults.items()
+                if self.exists(name, version)
+            ]
+            quantities = [
+                (name, [e for e in eras if e.range.contains(version)])
+                for name, eras in self._quantities.items()
+            ]
+            found = self._by_kernel[version.numbers] = _KernelEras(defaults, quantities)
+        return found
 
     def defaults(self, variables: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str | None]]:
         """Boot default of every key that exists on this kernel (None when unknown), by key,
@@ -399,16 +430,13 @@ class Catalog:
         values: dict[str, Any] = {}
         notes: dict[str, str | None] = {}
         by_alias: dict[str, Any] = variables.setdefault("default", {})
-        modelled = version >= self.oldest
         ctx = self.compiler.context(variables)  # `default` fills in as keys are computed
-        for name, eras in self._defaults.items():
-            if not self.exists(name, version):
-                continue
+        for name, eras in self._eras_for(version).defaults:
             value: Any = None
             note: str | None = None
-            for i, era in enumerate(eras if modelled else []):
+            for i, era in eras:
                 try:
-                    if era.matches(version, ctx):
+                    if era.applies(ctx):
                         value = era.evaluate(ctx)
                         if value is not None:
                             value = normalise(value, self.keys[name])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -25,6 +25,9 @@ from advisor.knowledge.expressions import (
 from advisor.knowledge.spec_cache import SpecCache
 from advisor.model.errors import InputError
 from advisor.model.text_escape import refuse_control_characters
+
+if TYPE_CHECKING:
+    from jinja2.runtime import Context
 
 Severity = Literal["error", "warning", "info"]
 SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
@@ -218,17 +221,28 @@ class Rule:
         return InputError(str(exc), path=self.path, field=where)
 
     def evaluate(
-        self, variables: dict[str, Any], compiler: Compiler | None = None
+        self,
+        variables: dict[str, Any],
+        compiler: Compiler | None = None,
+        screen: Context | None = None,
     ) -> RuleResult | None:
-        """Apply the rule to one host; None when its `when` is false. With the compiler, all
-        of the rule's expressions run in one shared context (much cheaper than one each)."""
+        """Apply the rule to one host; None when its `when` is false. All of the rule's
+        expressions run in one context (much cheaper than one each). `screen`: a context over
+        the same variables that several rules' `when` share (most rules do not apply to a
+        given host, and a `when` cannot change a context), so a rule whose `when` is false
+        costs no context of its own."""
         if compiler is None:
             compiler = self.compiler
-        ctx = compiler.context(variables)
         where = "when"
+        ctx: Context | None = None
         try:
-            if self.when is not None and not self.when.run(ctx):
-                return None
+            if self.when is not None:
+                if screen is None:
+                    screen = ctx = compiler.context(variables)
+                if not self.when.run(screen):
+                    return None
+            if ctx is None:
+                ctx = compiler.context(variables)
             result = RuleResult(self)
             for name, expr in self.let:
                 where = f"let.{name}"

@@ -224,3 +224,20 @@ def test_lowmem_of_other_32bit_arches_must_be_given() -> None:
 def test_ram_within_lowmem_has_no_highmem() -> None:
     facts = facts_from_data({"arch": "armv7l", "memory": {"total": 512 * 2**20}})
     assert facts.lowmem == 512 * 2**20 and not facts.has_highmem
+
+
+def test_eras_worked_out_per_kernel_give_what_a_fresh_catalog_gives() -> None:
+    """Issue 19: the catalog keeps, per kernel version, which eras' ranges hold (bounded); a
+    catalog that has seen many versions computes the same defaults as a fresh one."""
+    from advisor.knowledge import catalog as catalog_module
+
+    kernels = ["2.6.32-642.el6.x86_64", "3.10.0-1160.el7.x86_64", "4.15.0-20-generic", "6.1.0"]
+    seasoned = KnowledgeBase.load()
+    for minor in range(catalog_module._KERNELS_REMEMBERED + 20):  # past the bound: cleared
+        host_defaults(
+            seasoned, facts_from_data({"kernel": f"5.{minor}.0", "memory": {"total": 1 << 33}})
+        )
+    assert len(seasoned.catalog._by_kernel) <= catalog_module._KERNELS_REMEMBERED
+    for kernel in kernels:
+        facts = facts_from_data({"kernel": kernel, "memory": {"total": 1 << 34}})
+        assert host_defaults(seasoned, facts) == host_defaults(KnowledgeBase.load(), facts)
