@@ -9,12 +9,14 @@ enforced.
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from advisor.knowledge.catalog import (
     MAX_TEXT_VALUE,
     CatalogKey,
+    KernelContext,
     merge_ranges,
     parse_ports,
     ports_text,
@@ -35,14 +37,41 @@ class _KeyWork:
     caps: list[tuple[str, Any]] = field(default_factory=list)
 
 
+class KernelDefaults(NamedTuple):
+    """What the kernel model works out for a host: derived quantities, kernel context and
+    boot defaults (by key, and by alias as expressions see them)."""
+
+    host: dict[str, Any]
+    kernel: KernelContext
+    defaults: dict[str, Any]
+    by_alias: dict[str, Any]
+
+    def copy(self) -> KernelDefaults:
+        """Copies a host can change (the plan replaces a default by the value in force)."""
+        return KernelDefaults(
+            dict(self.host), self.kernel, _copied(self.defaults), _copied(self.by_alias)
+        )
+
+
+def _copied(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, list) else v for k, v in values.items()}
+
+
 def host_variables(
-    kb: KnowledgeBase, facts: HostFacts
+    kb: KnowledgeBase, facts: HostFacts, memo: MutableMapping[str, KernelDefaults] | None = None
 ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    """What every expression sees about the host, its kernel defaults, and notes."""
+    """What every expression sees about the host, its kernel defaults, and notes. `memo`: the
+    kernel model's results by Catalog.host_key, shared by hosts of the same kernel and
+    hardware (a fleet's)."""
     new_budget()  # the work every expression and template may do for this host
     version, distro, known, notes = kb.catalog.kernel_for(facts)
     data = facts.expression_data()  # plain data only: expressions never see a model object
-    host, kernel = kb.catalog.evaluate_host(facts, version, distro, known, data)
+    key = kb.catalog.host_key(facts, data) if memo is not None else None
+    saved = memo.get(key) if memo is not None and key is not None else None
+    if saved is not None:
+        host, kernel = saved.host, saved.kernel
+    else:
+        host, kernel = kb.catalog.evaluate_host(facts, version, distro, known, data)
     listeners, distinct = kb.servers.annotate(data["listeners"])
     if listeners is not None and distinct > len(listeners):
         notes.append(
@@ -60,7 +89,13 @@ def host_variables(
         "listeners": listeners,
         "message_families": kb.message_texts,
     }
+    if saved is not None:
+        copy = saved.copy()
+        variables["host"], variables["default"] = copy.host, copy.by_alias
+        return variables, copy.defaults, notes
     defaults, _ = kb.catalog.defaults(variables)
+    if memo is not None and key is not None:
+        memo[key] = KernelDefaults(host, kernel, defaults, variables["default"]).copy()
     return variables, defaults, notes
 
 
@@ -124,11 +159,16 @@ def _within(held: Value, modelled: Value, tolerance: float) -> bool:
 
 
 def build_plan(
-    kb: KnowledgeBase, facts: HostFacts, profile_name: str, overrides: dict[str, str] | None = None
+    kb: KnowledgeBase,
+    facts: HostFacts,
+    profile_name: str,
+    overrides: dict[str, str] | None = None,
+    memo: MutableMapping[str, KernelDefaults] | None = None,
 ) -> Plan:
+    """The host's plan; `memo` as for host_variables."""
     catalog = kb.catalog
     profile = kb.profile(profile_name)
-    variables, defaults, notes = host_variables(kb, facts)
+    variables, defaults, notes = host_variables(kb, facts, memo)
     version = variables["kernel"].version
     current: dict[str, Value | None] = {}
     current_text: dict[str, str] = {}

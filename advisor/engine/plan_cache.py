@@ -4,6 +4,12 @@ kind (the same facts but for the name, the same profile and parameters) get the 
 Each shape also keeps what the renderers worked out for its plan (the parts of a file that do
 not name the host: Renderer.render_for_shape), so a fleet renders a kind of machine once.
 
+Below the shapes, hosts of different shapes often run the same kernel on the same hardware:
+what the kernel model works out for them (derived quantities, boot defaults) is the same, since
+it reads only the kernel release, the page size and the facts fields Catalog.host_fields names.
+That is kept too (KernelDefaultsMemo), so a fleet of distinct hosts evaluates the kernel model
+once per kind of machine.
+
 In memory only, per process (nothing is written or read back), bounded, and self-disabling:
 once enough hosts have been seen, a hit rate below `min_hit_rate` turns it off, so an
 all-distinct fleet pays for the key of its first hosts only.
@@ -15,10 +21,11 @@ import dataclasses
 import hashlib
 import json
 from collections import OrderedDict
+from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor.engine.plan_builder import build_plan
+from advisor.engine.plan_builder import KernelDefaults, build_plan
 from advisor.knowledge.knowledge_base import KnowledgeBase
 from advisor.model.host_facts import HostFacts
 from advisor.model.plan import Plan
@@ -31,6 +38,49 @@ class HostShape:
 
     plan: Plan
     rendered: dict[str, Any] = field(default_factory=dict)
+
+
+class KernelDefaultsMemo(MutableMapping[str, KernelDefaults]):
+    """The kernel model's results by Catalog.host_key: bounded (the oldest go), and off once
+    `trial` hosts have been seen with a hit rate below `min_hit_rate`."""
+
+    def __init__(self, max_entries: int = 256, min_hit_rate: float = 0.2, trial: int = 200):
+        self.max_entries = max_entries
+        self.min_hit_rate = min_hit_rate
+        self.trial = trial
+        self.entries: OrderedDict[str, KernelDefaults] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+        self.enabled = True
+
+    def __getitem__(self, key: str) -> KernelDefaults:
+        found = self.entries.get(key)
+        if found is None:
+            self.misses += 1
+            seen = self.hits + self.misses
+            if seen >= self.trial and self.hits < self.min_hit_rate * seen:
+                self.enabled = False
+                self.entries.clear()
+            raise KeyError(key)
+        self.hits += 1
+        self.entries.move_to_end(key)
+        return found
+
+    def __setitem__(self, key: str, value: KernelDefaults) -> None:
+        if not self.enabled:
+            return
+        self.entries[key] = value
+        if len(self.entries) > self.max_entries:
+            self.entries.popitem(last=False)
+
+    def __delitem__(self, key: str) -> None:
+        del self.entries[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
 
 
 class PlanCache:
@@ -54,6 +104,13 @@ class PlanCache:
             str(param.default_expr) for p in kb.profiles.values() for param in p.parameters.values()
         ]
         self.enabled = not any("hostname" in text for text in knowledge)
+        self.kernel_defaults = KernelDefaultsMemo(max_entries, min_hit_rate, trial)
+
+    def _build(
+        self, kb: KnowledgeBase, facts: HostFacts, profile: str, overrides: dict[str, str] | None
+    ) -> Plan:
+        memo = self.kernel_defaults if self.kernel_defaults.enabled else None
+        return build_plan(kb, facts, profile, overrides, memo)
 
     @staticmethod
     def shape(facts: HostFacts, profile: str, overrides: dict[str, str] | None) -> str:
@@ -80,7 +137,7 @@ class PlanCache:
     ) -> HostShape:
         """The host's plan (its own name in it) and its shape's render memo."""
         if not self.enabled:
-            return HostShape(build_plan(kb, facts, profile, overrides))
+            return HostShape(self._build(kb, facts, profile, overrides))
         key = self.shape(facts, profile, overrides)
         cached = self.entries.get(key)
         if cached is not None:
@@ -89,7 +146,7 @@ class PlanCache:
             host = dataclasses.replace(cached.plan.host, hostname=facts.hostname)
             return HostShape(dataclasses.replace(cached.plan, host=host), cached.rendered)
         self.misses += 1
-        entry = HostShape(build_plan(kb, facts, profile, overrides))
+        entry = HostShape(self._build(kb, facts, profile, overrides))
         self.entries[key] = entry
         if len(self.entries) > self.max_entries:
             self.entries.popitem(last=False)

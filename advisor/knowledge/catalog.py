@@ -7,6 +7,7 @@ the kernel (version plus era-dependent behaviour) and the kernel's boot default 
 from __future__ import annotations
 
 import functools
+import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -270,6 +271,8 @@ class _CompiledEra:
                 ctx.vars.pop(name, None)
 
 
+# What the kernel model's formulas may read besides facts fields, globals and their own lets.
+_HOST_NAMES = frozenset({"facts", "host", "kernel", "page_size", "default"})
 _KERNELS_REMEMBERED = 256  # distinct kernel versions whose eras a catalog keeps worked out
 
 
@@ -421,6 +424,41 @@ class Catalog:
             ]
             found = self._by_kernel[version.numbers] = _KernelEras(defaults, quantities)
         return found
+
+    @functools.cached_property
+    def host_fields(self) -> frozenset[str] | None:
+        """The facts fields the kernel model reads (its derived quantities, eras and default
+        formulas): the only facts a host's boot defaults depend on, with the kernel release and
+        the page size. None when a formula reads anything else about the host (observed
+        figures, services, the whole facts mapping): then no two hosts are known to share
+        their defaults. Worked out from the formulas' syntax, when a fleet first asks."""
+        sources = list(self.model.derived.values())
+        lets: set[str] = set()
+        for eras in (*self._quantities.values(), *self._defaults.values()):
+            for compiled in eras:
+                era = compiled.era
+                sources += [era.when or "", *era.let.values()]
+                lets |= set(era.let)
+                if isinstance(era.value, str):
+                    sources.append(era.value)
+        allowed = _HOST_NAMES | lets | set(self.compiler.env.globals)
+        fields: set[str] = set()
+        for source in filter(None, sources):
+            names, read = self.compiler.reads(source, "facts")
+            if read is None or not names <= allowed:
+                return None
+            fields |= read
+        return frozenset(fields)
+
+    def host_key(self, facts: HostFacts, data: dict[str, Any]) -> str | None:
+        """A key two hosts share exactly when their boot defaults (and derived quantities)
+        are the same by construction: the kernel release, the page size and the facts fields
+        the model reads (host_fields). None when that is not known."""
+        fields = self.host_fields
+        if fields is None:
+            return None
+        read = {name: data.get(name) for name in sorted(fields)}
+        return json.dumps([facts.kernel, facts.page_size, read], sort_keys=True, default=repr)
 
     def defaults(self, variables: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str | None]]:
         """Boot default of every key that exists on this kernel (None when unknown), by key,

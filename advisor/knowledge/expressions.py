@@ -929,6 +929,38 @@ class Compiler:
         assert isinstance(code, CodeType)
         return code
 
+    def reads(self, source: str, mapping: str) -> tuple[frozenset[str], frozenset[str] | None]:
+        """What an expression reads: the names it looks up, and the fields of the variable
+        `mapping` it reads by constant name (`facts.memory`, `facts['bits']`); None for the
+        fields when it uses `mapping` any other way (passes it whole, indexes it by a value).
+        Parsed afresh, so only for callers that need it (a fleet's kernel-defaults memo)."""
+        tree = Parser(self.env, source, state="variable").parse_expression()
+        names: set[str] = set()
+        fields: set[str] = set()
+        whole = False
+
+        def walk(node: nodes.Node) -> None:
+            nonlocal whole
+            target = getattr(node, "node", None)
+            if isinstance(target, nodes.Name) and target.name == mapping:
+                if isinstance(node, nodes.Getattr):
+                    fields.add(node.attr)
+                    names.add(mapping)
+                    return
+                key = node.arg if isinstance(node, nodes.Getitem) else None
+                if isinstance(key, nodes.Const) and isinstance(key.value, str):
+                    fields.add(key.value)
+                    names.add(mapping)
+                    return
+            if isinstance(node, nodes.Name):
+                names.add(node.name)
+                whole = whole or node.name == mapping
+            for child in node.iter_child_nodes():
+                walk(child)
+
+        walk(tree)
+        return frozenset(names), None if whole else frozenset(fields)
+
     def save(self) -> None:
         self._cache.save()
 
@@ -984,6 +1016,7 @@ class Expression:
     def __init__(self, source: str, compiled: _Compiled) -> None:
         self.source = source
         self._compiled = compiled
+        self._root: Callable[[Context], Iterator[str]] | None = None
 
     def evaluate(self, variables: dict[str, Any]) -> Any:
         return self.run(self._compiled.template.new_context(variables))  # copies the variables
@@ -991,8 +1024,11 @@ class Expression:
     def run(self, ctx: Context) -> Any:
         """Evaluate in a context from Compiler.context (shared with the rule's other
         expressions)."""
+        root = self._root
+        if root is None:  # a fleet runs each expression per host: look it up once
+            root = self._root = self._compiled.template.root_render_func
         try:
-            for _ in self._compiled.template.root_render_func(ctx):
+            for _ in root(ctx):
                 pass
             value = ctx.vars.pop(_RESULT)
             ctx.exported_vars.discard(_RESULT)

@@ -133,3 +133,65 @@ def test_a_head_that_would_set_something_is_never_written(
     plan = build_plan(kb, load_facts(EXAMPLES / "ec2-nginx-frontend.yaml"), "frontend-proxy")
     with pytest.raises(RenderCheckError, match="head holds more than comment lines"):
         renderer.render_for_shape(plan, fmt, "cmd", {})
+
+
+@pytest.mark.parametrize(("host", "profile"), list(EXAMPLE_PROFILES.items()))
+def test_kernel_defaults_shared_by_hardware_give_each_hosts_own_plan(
+    kb: KnowledgeBase, host: str, profile: str
+) -> None:
+    """Issue 19: hosts of one kernel and hardware share the kernel model's results; a host
+    whose values in force differ (which replace modelled defaults in its own plan) neither
+    gets another host's nor changes what the next host gets."""
+    from advisor.engine.plan_cache import KernelDefaultsMemo
+
+    memo = KernelDefaultsMemo()
+    first = load_facts(EXAMPLES / f"{host}.yaml")
+    in_force = dict(first.sysctl)
+    in_force["net.core.somaxconn"] = "4097"
+    in_force["net.ipv4.tcp_rmem"] = "4096 131071 6291455"
+    drifted = first.model_copy(update={"sysctl": in_force, "hostname": "drifted"})
+    for facts in (first, drifted, first, drifted):
+        assert build_plan(kb, facts, profile, memo=memo) == build_plan(kb, facts, profile)
+    assert (memo.misses, memo.hits) == (1, 3)
+
+
+def test_the_kernel_model_reads_only_kernel_and_hardware_facts(kb: KnowledgeBase) -> None:
+    fields = kb.catalog.host_fields
+    assert fields is not None
+    assert fields <= {
+        "kernel", "arch", "bits", "lowmem", "memory", "cpu", "page_size", "calibration",
+        "transparent_hugepage", "fastest_nic_mbps",
+    }  # fmt: skip
+    assert "observed" not in fields and "sysctl" not in fields and "services" not in fields
+
+
+@pytest.mark.parametrize(
+    ("source", "names", "fields"),
+    [
+        ("facts.memory.total // page_size", {"facts", "page_size"}, {"memory"}),
+        ("facts['bits'] == 32 and host.x", {"facts", "host"}, {"bits"}),
+        ("observed.orphans_peak", {"observed"}, set()),
+        ("facts | length", {"facts"}, None),  # the whole mapping: any field
+        ("facts[name]", {"facts", "name"}, None),  # a field chosen at run time
+        ("[facts][0].sysctl", {"facts"}, None),
+    ],
+)
+def test_what_an_expression_reads(
+    kb: KnowledgeBase, source: str, names: set[str], fields: set[str] | None
+) -> None:
+    read_names, read_fields = kb.compiler.reads(source, "facts")
+    assert read_names == names
+    assert read_fields == (None if fields is None else frozenset(fields))
+
+
+def test_the_kernel_defaults_memo_is_bounded_and_turns_itself_off(kb: KnowledgeBase) -> None:
+    from advisor.engine.plan_cache import KernelDefaultsMemo
+
+    memo = KernelDefaultsMemo(max_entries=4, trial=10)
+    facts = load_facts(EXAMPLES / "dtn-10g.yaml")
+    for i in range(12):
+        memory = facts.memory.model_copy(update={"total": 2**33 + i * 2**20})
+        varied = facts.model_copy(update={"memory": memory})
+        assert build_plan(kb, varied, "base", memo=memo) == build_plan(kb, varied, "base")
+        assert len(memo) <= 4
+    assert not memo.enabled and len(memo) == 0
