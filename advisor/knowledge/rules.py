@@ -135,10 +135,24 @@ class RuleResult:
     caps: dict[str, Any] = field(default_factory=dict)
     findings: list[FindingResult] = field(default_factory=list)
     companions: list[CompanionResult] = field(default_factory=list)
+    # The rule's context after its evaluation: rationales are rendered in it when a setting
+    # asks for one (about half the rules that apply to a host end up setting nothing).
+    context: Context | None = None
     rationale: dict[str, str] = field(default_factory=dict)
 
     def rationale_for(self, key: str) -> str:
-        return self.rationale.get(key, self.rationale.get("default", ""))
+        """The rule's rationale for `key` (its own, else the rule's default, else none)."""
+        templates = self.rule.rationale
+        name = key if key in templates else "default"
+        if name not in templates or self.context is None:
+            return ""
+        text = self.rationale.get(name)
+        if text is None:
+            try:
+                text = self.rationale[name] = templates[name].render_in(self.context)
+            except ExpressionError as exc:
+                raise self.rule.fail(exc, f"rationale.{name}") from None
+        return text
 
 
 class Rule:
@@ -217,7 +231,7 @@ class Rule:
                     )
             self.rationale = {k: text(v, f"rationale.{k}") for k, v in spec.rationale.items()}
 
-    def _fail(self, exc: ExpressionError | ValueError, where: str) -> InputError:
+    def fail(self, exc: ExpressionError | ValueError, where: str) -> InputError:
         return InputError(str(exc), path=self.path, field=where)
 
     def evaluate(
@@ -285,11 +299,9 @@ class Rule:
                         )
                     )
                 ctx.vars.pop("item", None)
-            for name, template in self.rationale.items():
-                where = f"rationale.{name}"
-                result.rationale[name] = template.render_in(ctx)
+            result.context = ctx
         except (ExpressionError, ValueError) as exc:
-            raise self._fail(exc, where) from None
+            raise self.fail(exc, where) from None
         return result
 
 

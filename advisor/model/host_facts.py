@@ -513,8 +513,8 @@ def plain_data(value: Any) -> Any:
     containers of the same kind), walked by hand: dumping asks pydantic for the model's
     serializer, and building that costs more than the rest of a one-shot run (the models
     here have no serializers, aliases or computed fields; a test compares the two)."""
-    if isinstance(value, BaseModel):
-        return {name: plain_data(getattr(value, name)) for name in type(value).model_fields}
+    if isinstance(value, BaseModel):  # its fields, in declaration order (extra="forbid")
+        return {name: plain_data(item) for name, item in value.__dict__.items()}
     if isinstance(value, dict):
         return {key: plain_data(item) for key, item in value.items()}
     if isinstance(value, list | tuple | set | frozenset):

@@ -130,6 +130,7 @@ def _yaml_string(value: Any) -> str:
     return json.dumps(str(value))
 
 
+@functools.lru_cache(maxsize=4096)  # a fleet shows the same findings for many hosts
 def first_sentence(text: str, drop_tag: bool = True) -> str:
     """The first sentence of prose, flattened; `drop_tag` removes a leading "[rule-id] "."""
     flat = " ".join(text.split())
@@ -257,9 +258,13 @@ def check_rendered(plan: Plan, fmt: str, text: str) -> None:
         )
 
 
+_HUMANS_REMEMBERED = 4096
+
+
 class Renderer:
     def __init__(self, catalog: Catalog, templates: Path | None = None) -> None:
         self.catalog = catalog
+        self._humans: dict[tuple[str, str, int], str | None] = {}
         # Bytecode of the shipped templates, in a private subdirectory named after this module's
         # source: Jinja keys its cache by template text only, not by environment options such
         # as `finalize`, so code from another version of the renderer must never be loaded.
@@ -292,8 +297,18 @@ class Renderer:
         self.env.filters["yaml_string"] = _yaml_string
 
     def _human(self, key: str, text: str | None, page_size: int) -> str | None:
+        """A value's human form; remembered (bounded), since a fleet's hosts share values."""
         if text is None or key not in self.catalog.keys:
             return None
+        memo_key = (key, text, page_size)
+        if memo_key in self._humans:
+            return self._humans[memo_key]
+        if len(self._humans) >= _HUMANS_REMEMBERED:
+            self._humans.clear()
+        found = self._humans[memo_key] = self._human_form(key, text, page_size)
+        return found
+
+    def _human_form(self, key: str, text: str, page_size: int) -> str | None:
         spec = self.catalog.keys[key]
         if spec.unit in ("count", "port", "name"):
             return None  # the number is already the human form

@@ -294,7 +294,8 @@ def _rules_dir(tmp: Path, where: str, payload: str) -> Path:
         "description": "A rule that tries to escape the sandbox.",
         "rationale": "text",
         "references": ["test"],
-        "set": {"net.core.somaxconn": "100"},
+        # above 2.6.32's default (128), so the setting is shown and its rationale rendered
+        "set": {"net.core.somaxconn": "1024"},
     }
     if where == "let":
         rule["let"] = {"x": payload}
@@ -526,3 +527,25 @@ def test_cached_code_runs_only_when_used_and_a_damaged_entry_is_rebuilt(
     assert third.expression("x * 2").evaluate({"x": 4}) == 8
     with pytest.raises(ExpressionError, match="invalid expression"):
         third.expression("x *")  # not in the cache: compiled, and refused, when loaded
+
+
+def test_a_rationale_no_setting_shows_is_never_rendered(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 19: a rule's rationale is rendered when a setting it explains is shown. A rule
+    that wants less than the default (an unchanged key) never runs its rationale, so even a
+    payload there does nothing and the plan is made."""
+    monkeypatch.chdir(workdir)
+    rules = _rules_dir(workdir, "rationale", "lipsum.__globals__['os'].system('touch MARKER')")
+    payload = rules / "evil" / "payload.yaml"
+    payload.write_text(payload.read_text().replace("'1024'", "'100'"))
+    assert "'100'" in payload.read_text()
+    result = CliRunner().invoke(
+        app,
+        [
+            *["recommend", "--facts", DCACHE, "-p", "evil", "--rules-dir", str(rules)],
+            *["--profiles-dir", str(_profiles_dir(workdir)), "--format", "json"],
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "net.core.somaxconn" in result.stdout and not (workdir / "MARKER").exists()
