@@ -271,3 +271,71 @@ def test_a_crafted_section_table_is_refused_before_it_is_read(
         reader.handle.close()
     assert reader.read_bytes <= 64, why
     assert not is_go_binary(path)
+
+
+class _Datagrams:
+    """A stand-in netlink socket that answers with the datagrams given."""
+
+    def __init__(self, datagrams: list[bytes]) -> None:
+        self.datagrams = list(datagrams)
+
+    def recv(self, size: int) -> bytes:
+        return self.datagrams.pop(0) if self.datagrams else b""
+
+
+def _message(kind: int, seq: int, payload: bytes) -> bytes:
+    from advisor.sources.listeners import _HEADER
+
+    body = _HEADER.pack(_HEADER.size + len(payload), kind, 0, seq, 0) + payload
+    return body + b"\0" * (-len(body) % 4)
+
+
+def _listen_record(port: int, backlog: int, queue: int, inode: int) -> bytes:
+    from advisor.sources.listeners import _MESSAGE
+
+    src = bytes([127, 0, 0, 1]) + bytes(12)
+    return _MESSAGE.pack(
+        2, 10, 0, 0, port.to_bytes(2, "big"), bytes(2), src, bytes(16), 0, bytes(8),
+        0, queue, backlog, 0, inode,
+    )  # fmt: skip
+
+
+def test_the_sock_diag_reader_parses_records_across_datagrams_and_stops_at_done() -> None:
+    from advisor.sources.listeners import NLMSG_DONE, SOCK_DIAG_BY_FAMILY, _dump, _listener
+
+    first = _message(SOCK_DIAG_BY_FAMILY, 1, _listen_record(80, 511, 3, 77))
+    first += _message(SOCK_DIAG_BY_FAMILY, 9, _listen_record(1, 1, 1, 1))  # another dump's
+    second = _message(SOCK_DIAG_BY_FAMILY, 1, _listen_record(443, 4096, 0, 78))
+    second += _message(NLMSG_DONE, 1, bytes(4))
+    payloads = list(_dump(_Datagrams([first, second]), 1))  # type: ignore[arg-type]
+    assert [_listener(p) for p in payloads] == [
+        (77, {"address": "127.0.0.1", "port": 80, "backlog": 511, "queue": 3}),
+        (78, {"address": "127.0.0.1", "port": 443, "backlog": 4096, "queue": 0}),
+    ]
+
+
+@pytest.mark.parametrize(
+    "datagrams",
+    [
+        [],  # the socket closed before NLMSG_DONE
+        [b"\xff\x00\x00\x00" + bytes(12)],  # a length past the datagram
+        [b"\x04\x00\x00\x00" + bytes(12)],  # a length shorter than the header
+    ],
+)
+def test_a_broken_dump_is_an_error_not_a_hang(datagrams: list[bytes]) -> None:
+    from advisor.sources.listeners import _dump
+
+    with pytest.raises(ValueError):
+        list(_dump(_Datagrams(datagrams), 1))  # type: ignore[arg-type]
+
+
+def test_a_netlink_error_is_raised_with_its_errno() -> None:
+    import errno
+    import struct
+
+    from advisor.sources.listeners import NLMSG_ERROR, _dump
+
+    error = _message(NLMSG_ERROR, 1, struct.pack("=i", -errno.ENOENT) + bytes(16))
+    with pytest.raises(OSError) as caught:
+        list(_dump(_Datagrams([error]), 1))  # type: ignore[arg-type]
+    assert caught.value.errno == errno.ENOENT
