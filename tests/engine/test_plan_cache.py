@@ -135,6 +135,48 @@ def test_a_head_that_would_set_something_is_never_written(
         renderer.render_for_shape(plan, fmt, "cmd", {})
 
 
+@pytest.mark.parametrize("fmt", ["conf", "ansible"])
+def test_a_shapes_body_is_read_back_once_and_a_body_that_would_set_more_is_refused(
+    kb: KnowledgeBase, tmp_path: object, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The body (the same text and settings for every host of a shape) is read back for the
+    first host of the shape; a template whose body sets more than the plan fails there."""
+    import shutil
+    from pathlib import Path
+
+    from advisor.knowledge.resources import data_dir
+    from advisor.outputs import plan_render
+    from advisor.outputs.plan_render import TEMPLATES, RenderCheckError, Renderer
+
+    checked: list[str] = []
+    real_check = plan_render.check_rendered
+
+    def counted(plan: object, fmt: str, text: str) -> None:
+        checked.append(fmt)
+        real_check(plan, fmt, text)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(plan_render, "check_rendered", counted)
+    cache = PlanCache(kb)
+    renderer = Renderer(kb.catalog)
+    facts = load_facts(EXAMPLES / "ec2-nginx-frontend.yaml")
+    for name in ("web-1", "web-2", "web-3"):
+        shape = cache.lookup(kb, facts.model_copy(update={"hostname": name}), "frontend-proxy")
+        renderer.render_for_shape(shape.plan, fmt, f"cmd {name}", shape.rendered)
+    assert checked == [fmt]
+
+    assert isinstance(tmp_path, Path)
+    templates = tmp_path / "templates"
+    shutil.copytree(data_dir("templates"), templates)
+    template = templates / TEMPLATES[fmt]
+    text = template.read_text()
+    extra = "net.core.somaxconn = 1\n" if fmt == "conf" else "x: 1\n"
+    template.write_text(text.replace("{% block body %}", "{% block body %}" + extra, 1))
+    tampered = Renderer(kb.catalog, templates)
+    plan = build_plan(kb, facts, "frontend-proxy")
+    with pytest.raises(RenderCheckError):
+        tampered.render_for_shape(plan, fmt, "cmd", {})
+
+
 @pytest.mark.parametrize(("host", "profile"), list(EXAMPLE_PROFILES.items()))
 def test_kernel_defaults_shared_by_hardware_give_each_hosts_own_plan(
     kb: KnowledgeBase, host: str, profile: str
