@@ -94,12 +94,14 @@ def profile_map(directory: Path) -> Path:
     return path
 
 
-def run(hosts: int, jobs: int, work: Path, shapes: int = 0) -> tuple[float, float]:
+def run(
+    hosts: int, jobs: int, work: Path, shapes: int = 0, outputs: Path | None = None
+) -> tuple[float, float]:
     facts = work / f"facts-{hosts}-{shapes}"
     if not facts.exists():
         facts.mkdir()
         generate(facts, hosts, shapes)
-    out = work / f"out-{hosts}-{shapes}"
+    out = (outputs or work) / f"out-{hosts}-{shapes}"
     shutil.rmtree(out, ignore_errors=True)
     command = [
         sys.executable, "-m", "advisor", "fleet", "--ansible-facts", str(facts),
@@ -133,6 +135,12 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=0, help="0: one worker per CPU")
     parser.add_argument("--keep", type=Path, help="generate into (and keep) this directory")
     parser.add_argument(
+        "--outputs",
+        type=Path,
+        help="write the fleet's files under this directory instead (e.g. /dev/shm: the "
+        "advisor's own cost without the disk's, which on a shared VM varies tenfold)",
+    )
+    parser.add_argument(
         "--shapes",
         type=int,
         nargs="*",
@@ -150,7 +158,9 @@ def main() -> None:
         for shapes in args.shapes:
             kind = f"{shapes} shapes" if shapes else "distinct"
             for hosts in args.hosts:
-                wall, peak_mib = run(hosts, args.jobs, work, shapes)
+                wall, peak_mib = run(hosts, args.jobs, work, shapes, args.outputs)
+                if args.outputs is not None:  # the directory this run wrote, nothing else
+                    shutil.rmtree(args.outputs / f"out-{hosts}-{shapes}", ignore_errors=True)
                 print(
                     f"{kind:>12} {hosts:>7} {wall:>8.2f} {hosts / wall:>8.0f} {peak_mib:>24.1f} MiB"
                 )
