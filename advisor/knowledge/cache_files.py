@@ -14,10 +14,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import marshal
 import os
 import stat
+import sys
 import tempfile
 from pathlib import Path
+from typing import Any
+
+from advisor import __version__
 
 MAX_CACHE_BYTES = 32 * 1024 * 1024
 _OFF = {"off", "0", "no", "false"}
@@ -76,6 +81,28 @@ def cache_directory(subdirectory: str | None = None) -> Path | None:
     if base is None or subdirectory is None:
         return base
     return private_directory(base / subdirectory)
+
+
+def versioned_cache_file(name: str, suffix: str) -> Path | None:
+    """`NAME-pyXY-VERSION.SUFFIX` in the private cache directory (one file per Python and
+    advisor version); None when there is no usable cache directory."""
+    base = cache_directory()
+    if base is None:
+        return None
+    return base / f"{name}-py{sys.version_info[0]}{sys.version_info[1]}-{__version__}.{suffix}"
+
+
+def read_marshalled_dict(path: Path | None) -> dict[Any, Any]:
+    """The mapping a marshal cache file holds: empty when there is no file, when it fails
+    read_cache's checks or when it does not unmarshal to a dict."""
+    raw = read_cache(path) if path is not None else None
+    if raw is None:
+        return {}
+    try:
+        loaded = marshal.loads(raw)
+    except (ValueError, EOFError, TypeError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
 
 
 def read_cache(path: Path) -> bytes | None:

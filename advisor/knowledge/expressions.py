@@ -32,7 +32,7 @@ from jinja2.visitor import NodeTransformer
 from advisor import __version__
 from advisor.knowledge.cache_files import (
     cache_directory,
-    read_cache,
+    read_marshalled_dict,
     source_fingerprint,
     write_cache,
 )
@@ -778,14 +778,7 @@ class _CodeCache:
         self._used: set[str] = set()
         self._dirty = False
         self._path = self._locate()
-        if self._path is not None:
-            raw = read_cache(self._path)
-            try:
-                loaded = marshal.loads(raw) if raw is not None else None
-            except (ValueError, EOFError, TypeError):
-                loaded = None
-            if isinstance(loaded, dict):
-                self._codes = loaded
+        self._codes = read_marshalled_dict(self._path)
 
     @staticmethod
     def _locate() -> Path | None:

@@ -19,15 +19,13 @@ import functools
 import hashlib
 import marshal
 import pickle
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from advisor import __version__
 from advisor.knowledge.cache_files import (
-    cache_directory,
     files_fingerprint,
-    read_cache,
+    read_marshalled_dict,
+    versioned_cache_file,
     write_cache,
 )
 from advisor.model.documents import read_text
@@ -56,20 +54,12 @@ def facts_key(path: Path, text: str) -> str:
 
 class FactsCache:
     def __init__(self) -> None:
-        base = cache_directory()
-        tag = f"py{sys.version_info[0]}{sys.version_info[1]}-{__version__}"
-        self._path = base / f"facts-{tag}.marshal" if base is not None else None
-        self._entries: dict[str, bytes] = {}
-        if self._path is not None:
-            raw = read_cache(self._path)
-            try:
-                loaded = marshal.loads(raw) if raw is not None else None
-            except (ValueError, EOFError, TypeError):
-                loaded = None
-            if isinstance(loaded, dict) and all(
-                isinstance(k, str) and isinstance(v, bytes) for k, v in loaded.items()
-            ):
-                self._entries = loaded
+        self._path = versioned_cache_file("facts", "marshal")
+        self._entries: dict[str, bytes] = {
+            key: value
+            for key, value in read_marshalled_dict(self._path).items()
+            if isinstance(key, str) and isinstance(value, bytes)
+        }
 
     def get(self, path: Path, text: str) -> HostFacts | None:
         """The facts validated before from this path and text, else None."""

@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import pickle
-import sys
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from advisor import __version__
 from advisor.knowledge.cache_files import (
-    cache_directory,
     read_cache,
     source_fingerprint,
+    versioned_cache_file,
     write_cache,
 )
 from advisor.model.documents import parse_document, read_text, validation_error
@@ -32,9 +30,7 @@ M = TypeVar("M", bound=BaseModel)
 
 class SpecCache:
     def __init__(self) -> None:
-        base = cache_directory()
-        tag = f"py{sys.version_info[0]}{sys.version_info[1]}-{__version__}"
-        self._path = base / f"specs-{tag}.pickle" if base is not None else None
+        self._path = versioned_cache_file("specs", "pickle")
         # Loaded only from the user's private cache directory, from a file that passes
         # cache_files' checks: never a pickle another user could have written.
         self._entries: dict[str, Any] = {}
