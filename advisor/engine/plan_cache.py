@@ -23,7 +23,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from advisor.engine.plan_builder import KernelDefaults, build_plan
 from advisor.knowledge.knowledge_base import KnowledgeBase
@@ -40,20 +40,24 @@ class HostShape:
     rendered: dict[str, Any] = field(default_factory=dict)
 
 
-class KernelDefaultsMemo(MutableMapping[str, KernelDefaults]):
-    """The kernel model's results by Catalog.host_key: bounded (the oldest go), and off once
-    `trial` hosts have been seen with a hit rate below `min_hit_rate`."""
+V = TypeVar("V")
+
+
+class BoundedMemo(MutableMapping[str, V]):
+    """Values by key: bounded (the least recently used go first), and off for good once
+    `trial` lookups have been made with a hit rate below `min_hit_rate` (then it holds and
+    keeps nothing, so a fleet whose hosts share nothing stops paying for it)."""
 
     def __init__(self, max_entries: int = 256, min_hit_rate: float = 0.2, trial: int = 200):
         self.max_entries = max_entries
         self.min_hit_rate = min_hit_rate
         self.trial = trial
-        self.entries: OrderedDict[str, KernelDefaults] = OrderedDict()
+        self.entries: OrderedDict[str, V] = OrderedDict()
         self.hits = 0
         self.misses = 0
         self.enabled = True
 
-    def __getitem__(self, key: str) -> KernelDefaults:
+    def __getitem__(self, key: str) -> V:
         found = self.entries.get(key)
         if found is None:
             self.misses += 1
@@ -66,7 +70,7 @@ class KernelDefaultsMemo(MutableMapping[str, KernelDefaults]):
         self.entries.move_to_end(key)
         return found
 
-    def __setitem__(self, key: str, value: KernelDefaults) -> None:
+    def __setitem__(self, key: str, value: V) -> None:
         if not self.enabled:
             return
         self.entries[key] = value
@@ -83,6 +87,10 @@ class KernelDefaultsMemo(MutableMapping[str, KernelDefaults]):
         return len(self.entries)
 
 
+# The kernel model's results by Catalog.host_key.
+KernelDefaultsMemo = BoundedMemo[KernelDefaults]
+
+
 class PlanCache:
     def __init__(
         self,
@@ -91,20 +99,31 @@ class PlanCache:
         min_hit_rate: float = 0.2,
         trial: int = 200,
     ) -> None:
-        self.max_entries = max_entries
-        self.min_hit_rate = min_hit_rate
-        self.trial = trial
-        self.entries: OrderedDict[str, HostShape] = OrderedDict()
-        self.hits = 0
-        self.misses = 0
+        self.shapes = BoundedMemo[HostShape](max_entries, min_hit_rate, trial)
         # A rule or profile that reads the host's name (a --rules-dir one may) makes the name
         # part of the shape: then every host is planned on its own.
         knowledge = [r.spec.model_dump_json() for r in kb.rules.values()]
         knowledge += [
             str(param.default_expr) for p in kb.profiles.values() for param in p.parameters.values()
         ]
-        self.enabled = not any("hostname" in text for text in knowledge)
+        self.reads_hostname = any("hostname" in text for text in knowledge)
         self.kernel_defaults = KernelDefaultsMemo(max_entries, min_hit_rate, trial)
+
+    @property
+    def enabled(self) -> bool:
+        return not self.reads_hostname and self.shapes.enabled
+
+    @property
+    def entries(self) -> OrderedDict[str, HostShape]:
+        return self.shapes.entries
+
+    @property
+    def hits(self) -> int:
+        return self.shapes.hits
+
+    @property
+    def misses(self) -> int:
+        return self.shapes.misses
 
     def _build(
         self, kb: KnowledgeBase, facts: HostFacts, profile: str, overrides: dict[str, str] | None
@@ -139,19 +158,10 @@ class PlanCache:
         if not self.enabled:
             return HostShape(self._build(kb, facts, profile, overrides))
         key = self.shape(facts, profile, overrides)
-        cached = self.entries.get(key)
+        cached = self.shapes.get(key)
         if cached is not None:
-            self.hits += 1
-            self.entries.move_to_end(key)
             host = dataclasses.replace(cached.plan.host, hostname=facts.hostname)
             return HostShape(dataclasses.replace(cached.plan, host=host), cached.rendered)
-        self.misses += 1
         entry = HostShape(self._build(kb, facts, profile, overrides))
-        self.entries[key] = entry
-        if len(self.entries) > self.max_entries:
-            self.entries.popitem(last=False)
-        seen = self.hits + self.misses
-        if seen >= self.trial and self.hits < self.min_hit_rate * seen:
-            self.enabled = False  # a fleet of distinct hosts: stop paying for the keys
-            self.entries.clear()
+        self.shapes[key] = entry
         return entry

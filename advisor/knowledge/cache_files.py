@@ -25,6 +25,18 @@ from typing import Any
 from advisor import __version__
 
 MAX_CACHE_BYTES = 32 * 1024 * 1024
+# What unpickling a damaged or outdated entry of our own can raise (a class renamed since, a
+# truncated file): each means "not cached", never an error.
+UNPICKLING_ERRORS = (
+    OSError,
+    EOFError,
+    AttributeError,
+    ImportError,
+    TypeError,
+    ValueError,
+    IndexError,
+    KeyError,
+)
 _OFF = {"off", "0", "no", "false"}
 
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from advisor.knowledge.cache_files import (
+    UNPICKLING_ERRORS,
     files_fingerprint,
     read_marshalled_dict,
     versioned_cache_file,
@@ -70,14 +71,7 @@ class FactsCache:
             return None
         try:
             facts = pickle.loads(raw)
-        except (
-            pickle.UnpicklingError,
-            EOFError,
-            AttributeError,
-            ImportError,
-            TypeError,
-            ValueError,
-        ):
+        except (pickle.UnpicklingError, *UNPICKLING_ERRORS):
             return None
         return facts if isinstance(facts, HostFacts) else None
 

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from advisor.knowledge.cache_files import (
+    UNPICKLING_ERRORS,
     read_cache,
     source_fingerprint,
     versioned_cache_file,
@@ -43,15 +44,7 @@ class SpecCache:
                 loaded = pickle.loads(raw) if raw is not None else None
                 if isinstance(loaded, dict):
                     self._entries = loaded
-            except (
-                OSError,
-                pickle.UnpicklingError,
-                EOFError,
-                AttributeError,
-                ImportError,
-                TypeError,
-                ValueError,
-            ):
+            except (pickle.UnpicklingError, *UNPICKLING_ERRORS):
                 self._entries = {}
 
     def load(self, path: Path, model: type[M], what: str) -> M:
