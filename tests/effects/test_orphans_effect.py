@@ -64,7 +64,7 @@ FIN_TIMEOUT = 3
 WINDOW_S = 6.0
 FINDING = "time-wait.fin-timeout-not-timewait"
 CLAIMS = {  # the finding's words, and the case below that shows each
-    "fin_wait2_in_tw": "(those count in sockstat's tw, so that count does drop)",
+    "fin_wait2_in_tw": "(most count in sockstat's tw, so that count does drop)",
     "time_wait_stays": "TIME_WAIT itself still lasts 60 s",
     "late_fin_reset": "A peer that sends its FIN later than this gets a reset",
 }
@@ -166,7 +166,8 @@ def test_orphans_count_host_wide_and_the_advisor_wants_four_times_the_peak(
 
 # --------------------------------------------------------------------------- part 2: FIN_WAIT2
 def fin_wait2(fin_timeout: int | None, server_closes: bool) -> dict[str, Any]:
-    """The client closes FIN_WAIT2 connections first; sockstat tw every 0.25 s for WINDOW_S."""
+    """The client closes FIN_WAIT2 connections first; the sockets counted every 0.25 s for
+    WINDOW_S (see below)."""
     if fin_timeout is not None:
         lab.write_sysctl("net.ipv4.tcp_fin_timeout", fin_timeout)
     listener = listen()
@@ -182,9 +183,17 @@ def fin_wait2(fin_timeout: int | None, server_closes: bool) -> dict[str, Any]:
         time.sleep(0.05)
         for server in servers:
             server.close()  # both FINs: real TIME_WAIT on the client
+    # What is counted: the FIN_WAIT2 orphans as ss lists them, or the TIME_WAIT sockets in
+    # sockstat's tw. sockstat's tw alone misses FIN_WAIT2 orphans whose last ACK the kernel
+    # took while close() still owned the socket: those stay full sockets on the keepalive
+    # timer (tcp_rcv_state_process, TCP_FIN_WAIT1, `sock_owned_by_user`) and count as
+    # orphans, not tw; ss shows both kinds in FIN-WAIT-2 (seen once: tw 199 of 200 for 6 s).
     samples: list[tuple[float, int]] = []
+    tw: list[tuple[float, int]] = []  # sockstat's tw beside it
     while (now := time.monotonic() - start) < WINDOW_S:
-        samples.append((now, lab.sockstat()["tw"]))
+        tw.append((now, lab.sockstat()["tw"]))
+        counted = tw[-1][1] if server_closes else in_state("fin-wait-2")
+        samples.append((now, counted))
         if not states and now >= 1.0:
             states = {state: in_state(state) for state in ("fin-wait-2", "time-wait")}
         time.sleep(0.25)
@@ -199,6 +208,7 @@ def fin_wait2(fin_timeout: int | None, server_closes: bool) -> dict[str, Any]:
     return {
         "fin_timeout": int(lab.read_sysctl("net.ipv4.tcp_fin_timeout")),
         "samples": samples,
+        "tw": tw,
         "first_full": full[0] if full else None,
         "last_full": full[-1] if full else None,
         "first_gone": next((t for t, tw in samples if full and t > full[0] and tw == 0), None),
@@ -230,10 +240,10 @@ def summary(case: str, result: dict[str, Any]) -> str:
 
     gone, resets = result["first_gone"], result["late_fin_resets"]
     return (
-        f"\nfin_timeout: {case}, tcp_fin_timeout {result['fin_timeout']}: all {FIN_WAIT2} in tw "
+        f"\nfin_timeout: {case}, tcp_fin_timeout {result['fin_timeout']}: all {FIN_WAIT2} counted "
         f"from {at(result['first_full'])} to {at(result['last_full'])}, "
         f"{'none gone' if gone is None else f'all gone at {gone:.2f} s'}, "
-        f"tw {result['samples'][-1][1]} at {WINDOW_S:g} s; "
+        f"{result['samples'][-1][1]} at {WINDOW_S:g} s; "
         f"ss at 1 s {result['states_at_1s']}; "
         + (
             "the server closed too"
@@ -274,9 +284,14 @@ def test_fin_timeout_3_clears_fin_wait2_after_3_s_and_a_late_fin_is_reset(
         f"FIN_WAIT2 orphans left before {FIN_TIMEOUT - 0.5} s: {result['samples']}"
     )
     assert result["first_gone"] is not None and result["first_gone"] <= FIN_TIMEOUT + 1.0, (
-        f"FIN_WAIT2 orphans still counted in tw after {FIN_TIMEOUT + 1.0} s: {result['samples']}"
+        f"FIN_WAIT2 orphans still listed after {FIN_TIMEOUT + 1.0} s: {result['samples']}"
     )
     assert result["samples"][-1][1] == 0, result["samples"]
+    # most of them were counted in sockstat's tw, and that count dropped with them
+    tw_early = max(count for t, count in result["tw"] if t <= 1.0)
+    assert tw_early >= 0.9 * FIN_WAIT2 and result["tw"][-1][1] == 0, (
+        f"{CLAIMS['fin_wait2_in_tw']}: {result['tw']}"
+    )
     assert result["late_fin_resets"] == FIN_WAIT2, (
         f"{result['late_fin_resets']} resets for {FIN_WAIT2} late FINs ({CLAIMS['late_fin_reset']})"
     )
