@@ -27,6 +27,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterable
@@ -465,6 +466,31 @@ def _api(method: str, url: str, token: str, body: dict[str, Any] | None = None) 
     return json.loads(data) if data else None
 
 
+def _post_or_edit(
+    api: str, comments_url: str, repository: str, token: str, author: str, body: str
+) -> None:
+    """Edit our comment (found by its marker and author) or create one."""
+    existing = None
+    for page in range(1, 11):
+        batch = _api("GET", f"{comments_url}?per_page=100&page={page}", token) or []
+        for item in batch if isinstance(batch, list) else []:
+            item = _mapping(item)
+            user = _mapping(item.get("user")).get("login")
+            if user == author and str(item.get("body", "")).startswith(MARKER):
+                existing = item
+        if len(batch) < 100:
+            break
+    if existing is not None:
+        _api(
+            "PATCH",
+            f"{api}/repos/{repository}/issues/comments/{int(existing['id'])}",
+            token,
+            {"body": body},
+        )
+    else:
+        _api("POST", comments_url, token, {"body": body})
+
+
 def comment(body_path: str) -> int:
     """Post the report as the pull request's sysctl-advisor comment: the previous one (ours,
     found by its marker and author) is edited, else one is created. A token that may not write
@@ -484,34 +510,24 @@ def comment(body_path: str) -> int:
     api = os.environ.get("GITHUB_API_URL", "https://api.github.com").rstrip("/")
     comments_url = f"{api}/repos/{repository}/issues/{number}/comments"
     author = _input("COMMENT_AUTHOR") or COMMENT_AUTHOR
-    try:
-        existing = None
-        for page in range(1, 11):
-            batch = _api("GET", f"{comments_url}?per_page=100&page={page}", token) or []
-            for item in batch if isinstance(batch, list) else []:
-                item = _mapping(item)
-                user = _mapping(item.get("user")).get("login")
-                if user == author and str(item.get("body", "")).startswith(MARKER):
-                    existing = item
-            if len(batch) < 100:
-                break
-        if existing is not None:
-            _api(
-                "PATCH",
-                f"{api}/repos/{repository}/issues/comments/{int(existing['id'])}",
-                token,
-                {"body": body},
+    for attempt in (1, 2):
+        try:
+            _post_or_edit(api, comments_url, repository, token, author, body)
+        except urllib.error.HTTPError as exc:
+            notice(
+                "warning",
+                f"could not comment on the pull request: HTTP {exc.code} (a pull "
+                "request from a fork gets a read-only token)",
             )
-        else:
-            _api("POST", comments_url, token, {"body": body})
-    except urllib.error.HTTPError as exc:
-        notice(
-            "warning",
-            f"could not comment on the pull request: HTTP {exc.code} (a pull "
-            "request from a fork gets a read-only token)",
-        )
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        notice("warning", f"could not comment on the pull request: {exc}")
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            if attempt == 1:
+                # A dropped connection: look again and edit or create once more. A comment the
+                # first try created is found by its marker then, and edited, not doubled.
+                notice("notice", f"commenting on the pull request: {exc}; trying once more")
+                time.sleep(1)
+                continue
+            notice("warning", f"could not comment on the pull request: {exc}")
+        break
     return 0
 
 

@@ -444,9 +444,10 @@ def test_the_diff_comment_is_posted_once_and_then_edited(
     methods = [m for m, _ in _FakeGitHub.requests]
     # (what each run printed and which steps it ran, should this ever differ)
     said = [
-        (run.ran, [line for line in run.stdout.splitlines() if line.startswith("::")])
+        [line for line in run.stdout.splitlines() if line.startswith(("::warning", "::error"))]
         for run in (first, second)
     ]
+    print("requests:", _FakeGitHub.requests, "warnings and errors of each run:", said)
     assert methods == ["GET", "POST", "GET", "PATCH"], said
     assert all("/repos/example/infra/issues/42/comments" in p for m, p in _FakeGitHub.requests[:2])
     forged, ours = _FakeGitHub.comments
@@ -477,7 +478,9 @@ def test_a_comment_the_token_may_not_write_is_a_warning(tmp_path: Path) -> None:
         text=True,
     )
     assert result.returncode == 0
-    assert result.stdout.startswith("::warning::could not comment on the pull request")
+    first, last = result.stdout.splitlines()  # refused twice: one more try, then a warning
+    assert first.startswith("::notice::commenting on the pull request") and "once more" in first
+    assert last.startswith("::warning::could not comment on the pull request")
 
 
 def test_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
@@ -609,3 +612,54 @@ def test_globs() -> None:
     assert glob_match("[0-9][0-9]-*.conf", "10-x.conf") and not glob_match("?.conf", "ab.conf")
     # Many stars in one name: fnmatch does not backtrack, so this answers at once.
     assert not glob_match("*a*a*a*a*a*b", "a" * 250)
+
+
+class _FlakyGitHub(_FakeGitHub):
+    """Drops the connection of the first request of each method in `drop` (after the server
+    did its work, as a lost response would look to the client)."""
+
+    drop: set[str] = set()  # noqa: RUF012
+
+    def _reply(self, code: int, body: Any) -> None:
+        method = self.command
+        if method in self.drop:
+            self.drop.discard(method)
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+        super()._reply(code, body)
+
+
+@pytest.mark.parametrize("lost", ["GET", "POST"])
+def test_a_dropped_connection_is_tried_once_more_and_never_doubles_the_comment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lost: str
+) -> None:
+    """A lost listing is listed again; a lost answer to the POST that did create the comment
+    finds it on the second try and edits it instead of posting a second one."""
+    sys.path.insert(0, str(ROOT / "action"))
+    try:
+        import review  # type: ignore[import-not-found]
+    finally:
+        sys.path.pop(0)
+    monkeypatch.setattr(review.time, "sleep", lambda seconds: None)
+    _FlakyGitHub.comments = []
+    _FlakyGitHub.requests = []
+    _FlakyGitHub.drop = {lost}
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FlakyGitHub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 42}}))
+    body = tmp_path / "comment.md"
+    body.write_text("the diff\n")
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
+    monkeypatch.setenv("GITHUB_REPOSITORY", "example/infra")
+    monkeypatch.setenv("GITHUB_API_URL", f"http://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.setenv("INPUT_TOKEN", "test-token")
+    try:
+        assert review.comment(str(body)) == 0
+    finally:
+        server.shutdown()
+    methods = [m for m, _ in _FlakyGitHub.requests]
+    expected = {"GET": ["GET", "GET", "POST"], "POST": ["GET", "POST", "GET", "PATCH"]}[lost]
+    assert methods == expected
+    assert len(_FlakyGitHub.comments) == 1 and _FlakyGitHub.comments[0]["body"].endswith("diff\n")
