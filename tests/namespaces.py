@@ -19,6 +19,17 @@ VOLATILE = {"fs/dentry-state", "fs/file-nr", "fs/inode-nr", "fs/inode-state", "f
 HOST_TREES = ("fs", "vm", "net/core", "net/ipv4", "net/ipv6", "net/netfilter")
 
 
+# The scratch paths of an unprivileged test nginx, all inside its own prefix (a format
+# template: `{prefix}`), for the `http` block of the configs the tests write.
+NGINX_SCRATCH_PATHS = """\
+    client_body_temp_path {prefix}/body;
+    proxy_temp_path {prefix}/proxy;
+    fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi;
+    scgi_temp_path {prefix}/scgi;
+"""
+
+
 def namespace_problem() -> str | None:
     """Why namespace tests cannot run here, or None."""
     if not Path("/proc/sys/net").is_dir():

@@ -156,7 +156,7 @@ def _sysctl_value(value: Any) -> str:
 
 class _Model(BaseModel):
     # The schema is built when a facts file is first validated, not at import: a run that
-    # takes its facts from the validated-facts cache (sources/facts_file) never builds it.
+    # takes its facts from the validated-facts cache (knowledge/facts_cache) never builds it.
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 

@@ -283,6 +283,9 @@ class Renderer:
             keep_trailing_newline=True,
             undefined=jinja2.StrictUndefined,
             bytecode_cache=bytecode_cache,
+            # the shipped templates do not change under a run: no stat of the file each time
+            # a template is fetched (a fleet fetches two per host)
+            auto_reload=False,
         )
         self.env.filters["comment"] = _comment
         self.env.filters["yaml_comment"] = _yaml_comment

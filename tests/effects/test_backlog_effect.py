@@ -65,7 +65,7 @@ from advisor.sources.local_host import collect
 from advisor.sources.service_configs import with_service_configs
 from tests.conftest import EXAMPLES
 from tests.effects import netns_lab as lab
-from tests.namespaces import host_sysctls
+from tests.namespaces import NGINX_SCRATCH_PATHS, host_sysctls
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 needs_nginx = pytest.mark.skipif(not Path(NGINX).exists(), reason="nginx is not installed")
@@ -75,21 +75,21 @@ NGINX_DEFAULT_BACKLOG = 511  # NGX_LISTEN_BACKLOG on Linux
 BURST = 5000
 STALL_S = 0.5  # after the burst starts; the first SYN retransmission is at 1 s
 SYSCTLS = ("net.core.somaxconn", "net.ipv4.tcp_max_syn_backlog", "net.ipv4.tcp_syncookies")
-CONFIG = """\
+CONFIG = (
+    """\
 master_process off;
 pid {prefix}/nginx.pid;
 error_log {prefix}/error.log;
 events {{ worker_connections 15000; multi_accept on; }}
 http {{
     access_log off;
-    client_body_temp_path {prefix}/body;
-    proxy_temp_path {prefix}/proxy;
-    fastcgi_temp_path {prefix}/fastcgi;
-    uwsgi_temp_path {prefix}/uwsgi;
-    scgi_temp_path {prefix}/scgi;
+"""
+    + NGINX_SCRATCH_PATHS
+    + """\
     server {{ {listen} return 204; }}
 }}
 """
+)
 
 
 @dataclass(frozen=True)

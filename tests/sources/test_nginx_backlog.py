@@ -23,7 +23,7 @@ from advisor.engine.plan_builder import build_plan
 from advisor.knowledge.knowledge_base import KnowledgeBase
 from advisor.sources.local_host import collect
 from advisor.sources.service_configs import with_service_configs
-from tests.namespaces import in_namespace, needs_netns, processes_with
+from tests.namespaces import NGINX_SCRATCH_PATHS, in_namespace, needs_netns, processes_with
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 pytestmark = [
@@ -32,23 +32,23 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("ss") is None, reason="needs iproute2 ss"),
 ]
 
-CONFIG = """\
+CONFIG = (
+    """\
 worker_processes 1;
 pid {prefix}/nginx.pid;
 error_log {prefix}/error.log;
 events {{ worker_connections 64; }}
 http {{
     access_log off;
-    client_body_temp_path {prefix}/body;
-    proxy_temp_path {prefix}/proxy;
-    fastcgi_temp_path {prefix}/fastcgi;
-    uwsgi_temp_path {prefix}/uwsgi;
-    scgi_temp_path {prefix}/scgi;
+"""
+    + NGINX_SCRATCH_PATHS
+    + """\
     server {{ listen 127.0.0.1:8080; return 204; }}
     server {{ listen 127.0.0.1:8081; return 204; }}
     server {{ listen 127.0.0.1:8082 backlog={above}; return 204; }}
 }}
 """
+)
 
 # Start nginx, wait for its three listeners, print them; optionally edit the config and reload.
 SCRIPT = """
