@@ -25,6 +25,7 @@ from advisor.model.current_config import CurrentConfig
 from advisor.model.errors import InputError
 from advisor.model.kernel_version import KernelVersion
 from advisor.model.kernel_write import kernel_int, kernel_write
+from advisor.model.model_base import plain_data
 from advisor.model.sysctl_conf import Assignment, is_sysctl_key
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ class Checker:
             if context.kernel is not None
             else None
         )
-        self._specs = {name: key.model_dump() for name, key in kb.catalog.keys.items()}
+        self._specs = {name: plain_data(key) for name, key in kb.catalog.keys.items()}
         self._recommended = (
             {s.key: dataclasses.asdict(s) for s in context.plan.settings}
             if context.plan is not None

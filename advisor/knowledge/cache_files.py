@@ -13,6 +13,7 @@ therefore runs without a cache instead of running that user's files as root.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import marshal
 import os
@@ -191,3 +192,40 @@ def files_fingerprint(paths: list[Path]) -> str:
         except OSError:
             digest.update(b"unreadable")
     return digest.hexdigest()[:12]
+
+
+_PACKAGE = Path(__file__).resolve().parent.parent
+
+
+def _pydantic_version_file() -> Path | None:
+    """pydantic/version.py, found on sys.path as the import system would find the package
+    (without importing it: a warm run never does)."""
+    for entry in sys.path:
+        candidate = Path(entry or ".") / "pydantic" / "version.py"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@functools.cache
+def validating_code() -> str:
+    """A fingerprint of the code that validates knowledge and facts files: the models
+    (advisor/model), the spec models and their loaders (advisor/knowledge), the two facts
+    readers and pydantic's version. Objects validated by other code are never taken from a
+    cache keyed on it."""
+    paths = [
+        *sorted((_PACKAGE / "model").glob("*.py")),
+        *sorted((_PACKAGE / "knowledge").glob("*.py")),
+        *[_PACKAGE / "sources" / name for name in ("facts_file.py", "ansible_facts.py")],
+    ]
+    version = _pydantic_version_file()
+    return files_fingerprint([*paths, version] if version is not None else paths)
+
+
+def content_key(*parts: str) -> str:
+    """A SHA-256 over the parts, each length-prefixed (so no two splits of one text collide)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        encoded = part.encode("utf-8", "surrogatepass")
+        digest.update(len(encoded).to_bytes(8, "big") + encoded)
+    return digest.hexdigest()

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from jinja2.runtime import Context
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from advisor.knowledge.expressions import (
     Compiler,
@@ -22,10 +21,12 @@ from advisor.knowledge.expressions import (
     KernelData,
     as_input_error,
 )
+from advisor.knowledge.knowledge_files import KERNEL_MODEL, KEY_CATALOG
 from advisor.knowledge.spec_cache import SpecCache
 from advisor.model.errors import InputError
 from advisor.model.kernel_version import KernelRange, KernelVersion
 from advisor.model.kernel_write import kernel_int
+from advisor.model.model_base import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 if TYPE_CHECKING:
     from advisor.model.host_facts import HostFacts
@@ -287,8 +288,8 @@ class Catalog:
     def __init__(self, directory: Path, compiler: Compiler, specs: SpecCache) -> None:
         self.directory = directory
         self.compiler = compiler
-        keys_path = directory / "keys.yaml"
-        model_path = directory / "kernel-model.yaml"
+        keys_path = directory / KEY_CATALOG
+        model_path = directory / KERNEL_MODEL
         keys_file = specs.load(keys_path, CatalogFile, "the key catalog")
         self.model = specs.load(model_path, KernelModelFile, "the kernel model")
         self.sections = keys_file.sections

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
 from advisor.knowledge.expressions import (
     Compiler,
     Expression,
@@ -22,9 +20,11 @@ from advisor.knowledge.expressions import (
     Text,
     as_input_error,
 )
+from advisor.knowledge.knowledge_files import check_rule_files
 from advisor.knowledge.rules import RULE_ID, Severity
 from advisor.knowledge.spec_cache import SpecCache
 from advisor.model.errors import InputError
+from advisor.model.model_base import BaseModel, ConfigDict, Field, model_validator
 
 
 class _Model(BaseModel):
@@ -109,7 +109,7 @@ class CheckRule:
 
 def load_check_rules(directory: Path, compiler: Compiler, specs: SpecCache) -> dict[str, CheckRule]:
     rules: dict[str, CheckRule] = {}
-    for path in sorted(directory.glob("*.yaml")):
+    for path in check_rule_files(directory):
         spec = specs.load(path, CheckRuleSpec, "a check rule file")
         if spec.id in rules:
             raise InputError(f"duplicate check rule id {spec.id!r}", path=path, field="id")

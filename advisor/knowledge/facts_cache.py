@@ -4,9 +4,11 @@ The first validation of a facts file in a process builds HostFacts' pydantic sch
 12 ms of a one-shot `recommend` on this project's reference machine, measured interleaved: a
 facts file seen before against one not seen). A facts file that was validated before is
 therefore taken from a small cache (`cached_facts`, used by the single-host commands): the
-key is a SHA-256 of its path, its text and the source of the code that validates it
-(advisor/model and the facts readers), so any edit to the file or to that code validates it
-afresh. At most MAX_ENTRIES files are kept (the oldest go first); a fleet never passes here.
+key is a SHA-256 of its path, its text and the code that validates it (cache_files.
+validating_code: the models, the facts readers, pydantic's version), so any edit to the file
+or to that code validates it afresh. At most MAX_ENTRIES files are kept (the oldest go
+first); a fleet never passes here. Each entry also says whether the facts name a service's
+config file (parsed and validated after loading), which warm_start needs to know.
 
 The cache pickles HostFacts, so it is loaded only through cache_files' checks (the user's own
 0700 directory, a regular file owned by the user and writable by no one else); a cache that
@@ -15,62 +17,67 @@ fails them is ignored. SYSCTL_ADVISOR_CACHE=off disables it.
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import marshal
 import pickle
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from advisor.knowledge.cache_files import (
     UNPICKLING_ERRORS,
-    files_fingerprint,
+    content_key,
     read_marshalled_dict,
+    validating_code,
     versioned_cache_file,
     write_cache,
 )
 from advisor.model.documents import read_text
-from advisor.model.host_facts import HostFacts
+
+if TYPE_CHECKING:  # imported when a facts file is read: warm_start uses this module before
+    from advisor.model.host_facts import HostFacts  # any model is defined
 
 MAX_ENTRIES = 32
-_PACKAGE = Path(__file__).resolve().parent.parent
-
-
-@functools.cache
-def _validating_code() -> str:
-    """A fingerprint of the code a facts file goes through: the models and the two readers."""
-    model = sorted((_PACKAGE / "model").glob("*.py"))
-    readers = [_PACKAGE / "sources" / name for name in ("facts_file.py", "ansible_facts.py")]
-    return files_fingerprint([*model, *readers])
 
 
 def facts_key(path: Path, text: str) -> str:
     """The cache key of a facts file read from `path` with this text."""
-    digest = hashlib.sha256()
-    for part in (_validating_code(), str(path), text):
-        encoded = part.encode("utf-8", "surrogatepass")
-        digest.update(len(encoded).to_bytes(8, "big") + encoded)
-    return digest.hexdigest()
+    return content_key(validating_code(), str(path), text)
+
+
+def facts_cache_file() -> Path | None:
+    return versioned_cache_file("facts", "marshal")
+
+
+def read_entries(cache_file: Path | None) -> dict[str, tuple[bytes, bool]]:
+    """key -> (the pickled HostFacts, whether a service in them names a config file to
+    parse), nothing unpickled."""
+    return {
+        key: (value[0], value[1])
+        for key, value in read_marshalled_dict(cache_file).items()
+        if isinstance(key, str)
+        and isinstance(value, tuple)
+        and len(value) == 2
+        and isinstance(value[0], bytes)
+        and isinstance(value[1], bool)
+    }
 
 
 class FactsCache:
     def __init__(self) -> None:
-        self._path = versioned_cache_file("facts", "marshal")
-        self._entries: dict[str, bytes] = {
-            key: value
-            for key, value in read_marshalled_dict(self._path).items()
-            if isinstance(key, str) and isinstance(value, bytes)
-        }
+        self._path = facts_cache_file()
+        self._entries = read_entries(self._path)
 
     def get(self, path: Path, text: str) -> HostFacts | None:
         """The facts validated before from this path and text, else None."""
+        from advisor.model.host_facts import HostFacts
+
         if self._path is None:
             return None
-        raw = self._entries.get(facts_key(path, text))
-        if raw is None:
+        entry = self._entries.get(facts_key(path, text))
+        if entry is None:
             return None
         try:
-            facts = pickle.loads(raw)
+            facts = pickle.loads(entry[0])
         except (pickle.UnpicklingError, *UNPICKLING_ERRORS):
             return None
         return facts if isinstance(facts, HostFacts) else None
@@ -81,7 +88,9 @@ class FactsCache:
             return
         key = facts_key(path, text)
         self._entries.pop(key, None)
-        self._entries[key] = pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL)
+        names_configs = any(s.config is not None for s in facts.services.values())
+        pickled = pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL)
+        self._entries[key] = (pickled, names_configs)
         while len(self._entries) > MAX_ENTRIES:
             del self._entries[next(iter(self._entries))]
         write_cache(self._path, marshal.dumps(self._entries))
@@ -94,6 +103,14 @@ def cached_facts(path: Path, validate: Callable[[Path, str], HostFacts]) -> Host
     cache = FactsCache()
     facts = cache.get(path, text)
     if facts is None:
+        from advisor.model.plain_models import plain_chosen
+
+        if plain_chosen():  # warm_start found this text in the cache a moment ago
+            from advisor.model.errors import InputError
+
+            raise InputError(
+                "the facts file changed while the advisor read it: run it again", path=path
+            )
         facts = validate(path, text)
         cache.put(path, text, facts)
     return facts

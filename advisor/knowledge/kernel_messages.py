@@ -11,11 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
-
 from advisor.knowledge.spec_cache import SpecCache
 from advisor.model.documents import line_of, parse_document, read_text, validation_error
 from advisor.model.errors import InputError
+from advisor.model.model_base import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from advisor.model.text_escape import plain_line, refuse_control_characters
 
 # The same rule as a KernelEvent's `family` in model/host_facts.py.

@@ -11,6 +11,7 @@ from advisor.knowledge.catalog import Catalog
 from advisor.knowledge.check_rules import CheckRule, load_check_rules
 from advisor.knowledge.expressions import Compiler
 from advisor.knowledge.kernel_messages import MessageFamily, load_message_families, matchers
+from advisor.knowledge.knowledge_files import MESSAGE_CATALOG, SERVER_TABLE
 from advisor.knowledge.profiles import Profile, load_profiles
 from advisor.knowledge.resources import data_dir
 from advisor.knowledge.rules import Rule, load_rules
@@ -45,8 +46,8 @@ class KnowledgeBase:
             [data_dir("profiles"), *(profiles_dirs or [])], rules, compiler, specs
         )
         check_rules = load_check_rules(shipped_rules / "check", compiler, specs)
-        servers = ServerTable.load(shipped_rules / "catalog" / "servers.yaml", specs)
-        families = load_message_families(shipped_rules / "catalog" / "kernel-messages.yaml", specs)
+        servers = ServerTable.load(shipped_rules / "catalog" / SERVER_TABLE, specs)
+        families = load_message_families(shipped_rules / "catalog" / MESSAGE_CATALOG, specs)
         compiler.save()
         specs.save()
         return cls(compiler, catalog, rules, profiles, check_rules, servers, families)

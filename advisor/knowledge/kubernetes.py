@@ -9,12 +9,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import Field, model_validator
-
 from advisor.knowledge.rules import SpecModel
 from advisor.knowledge.spec_cache import SpecCache
 from advisor.model.errors import InputError
 from advisor.model.kernel_version import KernelVersion
+from advisor.model.model_base import Field, model_validator
 
 _MINOR = r"^1\.[0-9]{1,3}$"
 _SYSCTL = r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$"

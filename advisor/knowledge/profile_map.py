@@ -21,12 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
 from advisor.knowledge.host_patterns import PatternError, compile_pattern, matches
 from advisor.knowledge.profiles import Profile, coerce
 from advisor.model.documents import parse_document, parse_json, read_text, validation_error
 from advisor.model.errors import InputError
+from advisor.model.model_base import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 
 def _as_list(value: Any) -> Any:

@@ -6,12 +6,12 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
-
 from advisor.knowledge.expressions import Compiler, Expression, ExpressionError, as_input_error
+from advisor.knowledge.knowledge_files import profile_files
 from advisor.knowledge.rules import Rule, SpecModel, matches
 from advisor.knowledge.spec_cache import SpecCache
 from advisor.model.errors import InputError
+from advisor.model.model_base import Field, model_validator
 from advisor.model.text_escape import plain_line
 
 ParamType = Literal["int", "float", "bool", "str"]
@@ -175,7 +175,7 @@ def load_profiles(
     for directory in directories:
         if not directory.is_dir():
             raise InputError("profiles directory not found", path=directory)
-        for path in sorted(directory.glob("*.yaml")):
+        for path in profile_files(directory):
             spec = specs.load(path, ProfileSpec, "a profile file")
             if path.stem != spec.name:
                 raise InputError(

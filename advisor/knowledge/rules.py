@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
 from advisor.knowledge.catalog import Catalog, CatalogKey, normalise
 from advisor.knowledge.expressions import (
     Compiler,
@@ -22,8 +20,10 @@ from advisor.knowledge.expressions import (
     as_input_error,
     each,
 )
+from advisor.knowledge.knowledge_files import rule_files
 from advisor.knowledge.spec_cache import SpecCache
 from advisor.model.errors import InputError
+from advisor.model.model_base import BaseModel, ConfigDict, Field, field_validator, model_validator
 from advisor.model.text_escape import refuse_control_characters
 
 if TYPE_CHECKING:
@@ -318,9 +318,7 @@ def load_rules(
         if not directory.is_dir():
             raise InputError("rules directory not found", path=directory)
         local: dict[str, Rule] = {}
-        for path in sorted(directory.rglob("*.yaml")):
-            if {"catalog", "check"} & set(path.relative_to(directory).parts[:-1]):
-                continue  # the key catalog and the `check` linter's rules have their own schemas
+        for path in rule_files(directory):
             rule = Rule(specs.load(path, RuleSpec, "a rule file"), path, compiler, catalog)
             if rule.id in local:
                 raise InputError(

@@ -10,11 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
-
 from advisor.knowledge.rules import SpecModel
 from advisor.knowledge.spec_cache import SpecCache
 from advisor.model.errors import InputError
+from advisor.model.model_base import Field
 
 _ID = r"^[a-z0-9][a-z0-9-]{0,63}$"
 # Listeners the rules see. A host with more distinct ones (after merging SO_REUSEPORT groups)
@@ -59,6 +58,10 @@ class ServerSpec(_Model):
         description="what makes an open listening socket take the new backlog"
     )
     references: list[str] = Field(min_length=1)
+
+
+# What rules see of a recognised server (scalar fields, in declaration order).
+_SHOWN = ("id", "name", "default_backlog", "follows_somaxconn", "setting", "where", "applies")
 
 
 class ServerTableSpec(_Model):
@@ -128,10 +131,7 @@ class ServerTable:
                 entry["queue_share"] = max(entry["queue_share"], share)
                 continue
             if server is not None and server.id not in known:
-                known[server.id] = server.model_dump(
-                    include={"id", "name", "default_backlog", "follows_somaxconn", "setting",
-                             "where", "applies"}
-                )  # fmt: skip
+                known[server.id] = {name: getattr(server, name) for name in _SHOWN}
             merged[key] = {
                 **listener,
                 "queue": queue,

@@ -1,61 +1,90 @@
-"""Validated knowledge files (catalog, rules, profiles), cached by content hash.
+"""Validated knowledge files (catalog, rules, profiles), cached by content.
 
 Validating ~40 YAML files needs pydantic to build every spec model's schema, which costs more
-than the rest of a run. The validated objects are pickled in the user's cache directory keyed
-by the file's content hash and the model's source (so a changed model invalidates its entries),
-and an unchanged file is validated once. Any edit changes the hash and is validated again. The
-cache holds only what the advisor wrote itself, and only the entries the last run used.
+than the rest of a run. Each validated spec is pickled in the user's cache directory under a
+key over the model's name, the code that validates it (cache_files.validating_code) and the
+file's text, so an unchanged file is validated once and any edit, of the file or of that code,
+validates it afresh. The key needs no model class: warm_start computes the same keys to find
+out, before any model is defined, whether a run can take every file from here.
+
+This module defines no model (nor imports one) until it validates, so warm_start can use it
+before the choice of pydantic or plain models is made.
+
+The entries are kept as pickled bytes in a marshal mapping: a lookup unpickles only the entry
+it returns, and pruning the entries a run did not use rewrites bytes without re-pickling them
+(so a run on plain models never writes its objects here). The cache holds only what the
+advisor wrote itself, and only the entries the last run used.
 """
 
 from __future__ import annotations
 
-import hashlib
+import marshal
 import pickle
 from pathlib import Path
-from typing import Any, TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from advisor.knowledge.cache_files import (
     UNPICKLING_ERRORS,
-    read_cache,
-    source_fingerprint,
+    content_key,
+    read_marshalled_dict,
+    validating_code,
     versioned_cache_file,
     write_cache,
 )
 from advisor.model.documents import parse_document, read_text, validation_error
 from advisor.model.errors import InputError
+from advisor.model.plain_models import plain_chosen
 
-M = TypeVar("M", bound=BaseModel)
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
+
+
+def spec_cache_file() -> Path | None:
+    return versioned_cache_file("specs", "marshal")
+
+
+def spec_key(kind: str, text: str) -> str:
+    """The cache key of a file with this text validated as `kind` (module.ClassName)."""
+    return content_key(kind, validating_code(), text)
+
+
+def model_kind(model: type[Any]) -> str:
+    return f"{model.__module__}.{model.__qualname__}"
+
+
+def cached_spec_keys() -> set[str]:
+    """The keys the spec cache holds (nothing is unpickled)."""
+    return {k for k, v in read_marshalled_dict(spec_cache_file()).items() if isinstance(v, bytes)}
 
 
 class SpecCache:
     def __init__(self) -> None:
-        self._path = versioned_cache_file("specs", "pickle")
+        self._path = spec_cache_file()
         # Loaded only from the user's private cache directory, from a file that passes
         # cache_files' checks: never a pickle another user could have written.
-        self._entries: dict[str, Any] = {}
+        self._entries: dict[str, bytes] = {
+            key: value
+            for key, value in read_marshalled_dict(self._path).items()
+            if isinstance(key, str) and isinstance(value, bytes)
+        }
         self._used: set[str] = set()
-        self._fingerprints: dict[str, str] = {}
         self._dirty = False
-        if self._path is not None:
-            raw = read_cache(self._path)
-            try:
-                loaded = pickle.loads(raw) if raw is not None else None
-                if isinstance(loaded, dict):
-                    self._entries = loaded
-            except (pickle.UnpicklingError, *UNPICKLING_ERRORS):
-                self._entries = {}
 
     def load(self, path: Path, model: type[M], what: str) -> M:
         """The file validated as `model`; `what` names the file's kind in errors."""
         text = read_text(path)
-        model_id = f"{model.__module__}.{model.__qualname__}:{self._fingerprint(model)}"
-        key = hashlib.sha1(f"{model_id}\0{text}".encode()).hexdigest()
+        key = spec_key(model_kind(model), text)
         self._used.add(key)
-        cached = self._entries.get(key)
-        if isinstance(cached, model):
+        cached = self._cached(key, model)
+        if cached is not None:
             return cached
+        if plain_chosen():
+            # warm_start found this file's text in the cache a moment ago
+            raise InputError(f"{what} changed while the advisor read it: run it again", path=path)
+        from advisor.model.model_base import ValidationError
+
         data = parse_document(text, path)
         if not isinstance(data, dict):
             raise InputError(f"{what} must be a mapping", path=path)
@@ -63,20 +92,19 @@ class SpecCache:
             spec = model.model_validate(data)
         except ValidationError as exc:
             raise validation_error(exc, path, text) from None
-        self._entries[key] = spec
+        self._entries[key] = pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL)
         self._dirty = True
         return spec
 
-    def _fingerprint(self, model: type[BaseModel]) -> str:
-        """Hash of the source files defining the model and the project's models it is built on
-        (a shared base such as rules.SpecModel): editing any of them retires its entries."""
-        modules = sorted(
-            {klass.__module__ for klass in model.__mro__ if klass.__module__.startswith("advisor.")}
-        )
-        key = ",".join(modules)
-        if key not in self._fingerprints:
-            self._fingerprints[key] = source_fingerprint(*modules)
-        return self._fingerprints[key]
+    def _cached(self, key: str, model: type[M]) -> M | None:
+        raw = self._entries.get(key)
+        if raw is None:
+            return None
+        try:
+            spec = pickle.loads(raw)
+        except (pickle.UnpicklingError, *UNPICKLING_ERRORS):
+            return None
+        return spec if isinstance(spec, model) else None
 
     def save(self) -> None:
         stale = set(self._entries) - self._used
@@ -85,5 +113,4 @@ class SpecCache:
                 del self._entries[key]
             self._dirty = True
         if self._dirty and self._path is not None:
-            data = pickle.dumps(self._entries, protocol=pickle.HIGHEST_PROTOCOL)
-            self._dirty = not write_cache(self._path, data)
+            self._dirty = not write_cache(self._path, marshal.dumps(self._entries))

@@ -7,12 +7,14 @@ import os
 import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import ValidationError
 
 from advisor.model.errors import InputError
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 # libyaml is several times faster; fall back to the pure-Python loader.
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -7,7 +7,10 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (
+from advisor.model.documents import validation_error
+from advisor.model.errors import InputError
+from advisor.model.kernel_version import KernelVersion
+from advisor.model.model_base import (
     AfterValidator,
     BaseModel,
     BeforeValidator,
@@ -16,11 +19,8 @@ from pydantic import (
     ValidationError,
     field_validator,
     model_validator,
+    plain_data,
 )
-
-from advisor.model.documents import validation_error
-from advisor.model.errors import InputError
-from advisor.model.kernel_version import KernelVersion
 from advisor.model.text_escape import plain_line
 from advisor.model.units import parse_size
 
@@ -506,20 +506,6 @@ class HostFacts(_Model):
             fastest_nic_mbps=self.fastest_nic_mbps,
         )
         return data
-
-
-def plain_data(value: Any) -> Any:
-    """What model_dump(mode="python") returns for these models (fields in declaration order,
-    containers of the same kind), walked by hand: dumping asks pydantic for the model's
-    serializer, and building that costs more than the rest of a one-shot run (the models
-    here have no serializers, aliases or computed fields; a test compares the two)."""
-    if isinstance(value, BaseModel):  # its fields, in declaration order (extra="forbid")
-        return {name: plain_data(item) for name, item in value.__dict__.items()}
-    if isinstance(value, dict):
-        return {key: plain_data(item) for key, item in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return type(value)(plain_data(item) for item in value)
-    return value
 
 
 def _duration_words(seconds: int) -> str:

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import crossplane
-from pydantic import ValidationError
 
 from advisor.model.host_facts import Listen
+from advisor.model.model_base import ValidationError
 from advisor.model.text_escape import MAX_TEXT, one_line
 from advisor.sources.tree_paths import inside
 

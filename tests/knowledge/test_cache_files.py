@@ -135,13 +135,36 @@ def test_temporary_names_are_not_predictable(workdir: Path) -> None:
     assert all(oct(p.stat().st_mode & 0o777) == "0o600" for p in private.iterdir() if p.is_file())
 
 
-def test_a_spec_cache_entry_depends_on_the_base_models_source_too() -> None:
-    """The server table's model is built on rules.SpecModel: an edit of either module retires
-    the cached specs (validated with the old checks) of both."""
-    from advisor.knowledge.cache_files import source_fingerprint
-    from advisor.knowledge.servers import ServerTableSpec
-    from advisor.knowledge.spec_cache import SpecCache
+def test_a_spec_cache_key_depends_on_every_model_module_and_on_pydantic(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The server table's model is built on rules.SpecModel, facts on model/: an edit of any
+    module that defines or checks a model (or another pydantic) retires every cached spec
+    and facts file validated with the old checks."""
+    from advisor.knowledge import cache_files
+    from advisor.knowledge.spec_cache import spec_key
 
-    fingerprint = SpecCache()._fingerprint(ServerTableSpec)
-    assert fingerprint == source_fingerprint("advisor.knowledge.rules", "advisor.knowledge.servers")
-    assert fingerprint != source_fingerprint("advisor.knowledge.servers")
+    package = ROOT / "advisor"
+    covered = {
+        package / "knowledge" / "rules.py",
+        package / "knowledge" / "servers.py",
+        package / "model" / "host_facts.py",
+        package / "model" / "model_base.py",
+        package / "sources" / "facts_file.py",
+    }
+    seen: list[Path] = []
+
+    def recording(paths: list[Path]) -> str:
+        seen.extend(paths)
+        return "fingerprint-" + str(len(seen))
+
+    monkeypatch.setattr(cache_files, "files_fingerprint", recording)
+    cache_files.validating_code.cache_clear()
+    try:
+        key = spec_key("advisor.knowledge.servers.ServerTableSpec", "servers: []\n")
+        assert covered <= set(seen)
+        assert any(p.name == "version.py" and p.parent.name == "pydantic" for p in seen)
+        cache_files.validating_code.cache_clear()
+        assert spec_key("advisor.knowledge.servers.ServerTableSpec", "servers: []\n") != key
+    finally:
+        cache_files.validating_code.cache_clear()

@@ -130,7 +130,7 @@ def test_a_planted_entry_in_a_cache_others_can_write_is_never_unpickled(
     cached_facts(path, facts_from_text)  # creates the private directory and the file
     cache_file = next((cache_dir / "private").glob("facts-*.marshal"))
     marker = workdir / "MARKER"
-    planted = {facts_key(path, path.read_text()): pickle.dumps(_Plant(marker))}
+    planted = {facts_key(path, path.read_text()): (pickle.dumps(_Plant(marker)), False)}
     cache_file.write_bytes(marshal.dumps(planted))
     os.chmod(cache_file, 0o666)
     facts = cached_facts(path, facts_from_text)
@@ -141,3 +141,18 @@ def test_a_planted_entry_in_a_cache_others_can_write_is_never_unpickled(
     os.chmod(cache_file, 0o600)
     assert FactsCache().get(path, path.read_text()) is None  # not a HostFacts: refused
     assert marker.exists()
+
+
+def test_plain_data_is_model_dump_for_every_catalog_key_and_server() -> None:
+    """What `check` rules see of a key's spec, and what backlog rules see of a server, is
+    walked by hand (plain models have no model_dump): the same data pydantic dumps."""
+    from advisor.knowledge.knowledge_base import KnowledgeBase
+    from advisor.knowledge.servers import _SHOWN
+
+    kb = KnowledgeBase.load()
+    for key in kb.catalog.keys.values():
+        assert plain_data(key) == key.model_dump()
+        assert list(plain_data(key)) == list(key.model_dump())
+    for server in kb.servers.servers:
+        shown = {name: getattr(server, name) for name in _SHOWN}
+        assert list(shown.items()) == list(server.model_dump(include=set(_SHOWN)).items())
