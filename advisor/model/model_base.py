@@ -14,42 +14,19 @@ from advisor.model import plain_models
 from advisor.model.plain_models import plain_chosen
 
 if TYPE_CHECKING or not plain_chosen():
-    from pydantic import (
-        AfterValidator,
-        BaseModel,
-        BeforeValidator,
-        ConfigDict,
-        Field,
-        JsonValue,
-        ValidationError,
-        field_validator,
-        model_validator,
+    from pydantic import (  # noqa: I001 - re-exported (`X as X`), as one statement
+        AfterValidator as AfterValidator,
+        BaseModel as BaseModel,
+        BeforeValidator as BeforeValidator,
+        ConfigDict as ConfigDict,
+        Field as Field,
+        JsonValue as JsonValue,
+        ValidationError as ValidationError,
+        field_validator as field_validator,
+        model_validator as model_validator,
     )
-else:
-    from advisor.model.plain_models import (
-        AfterValidator,
-        BaseModel,
-        BeforeValidator,
-        ConfigDict,
-        Field,
-        JsonValue,
-        ValidationError,
-        field_validator,
-        model_validator,
-    )
-
-__all__ = [
-    "AfterValidator",
-    "BaseModel",
-    "BeforeValidator",
-    "ConfigDict",
-    "Field",
-    "JsonValue",
-    "ValidationError",
-    "field_validator",
-    "model_validator",
-    "plain_data",
-]
+else:  # the same names (plain_models.__all__)
+    from advisor.model.plain_models import *  # noqa: F403
 
 
 def plain_data(value: Any) -> Any:

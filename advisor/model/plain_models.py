@@ -20,6 +20,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+# What model_base takes from here in place of pydantic's names.
+__all__ = [
+    "AfterValidator",
+    "BaseModel",
+    "BeforeValidator",
+    "ConfigDict",
+    "Field",
+    "JsonValue",
+    "ValidationError",
+    "field_validator",
+    "model_validator",
+]
+
 _state = {"plain": False, "chosen": False}
 
 

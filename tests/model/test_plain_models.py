@@ -154,3 +154,13 @@ def test_the_choice_is_made_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert plain_models.choose_plain() is True
     assert plain_models.plain_chosen() is True
     assert plain_models.choose_plain() is True
+
+
+def test_model_base_offers_the_same_names_from_either_source() -> None:
+    import pydantic
+
+    import advisor.model.model_base as model_base
+
+    for name in plain_models.__all__:
+        assert hasattr(plain_models, name) and hasattr(pydantic, name), name
+        assert getattr(model_base, name) is getattr(pydantic, name)  # this process: pydantic
