@@ -62,6 +62,15 @@ def read_entries(cache_file: Path | None) -> dict[str, tuple[bytes, bool]]:
     }
 
 
+# The entry warm_start judged a run on plain models by: another run of the same user may rewrite
+# the cache file meanwhile (dropping the oldest entry), and the run still has what it was judged on.
+_judged: dict[str, tuple[bytes, bool]] = {}
+
+
+def keep_judged_facts(entries: dict[str, tuple[bytes, bool]]) -> None:
+    _judged.update(entries)
+
+
 class FactsCache:
     def __init__(self) -> None:
         self._path = facts_cache_file()
@@ -73,7 +82,8 @@ class FactsCache:
 
         if self._path is None:
             return None
-        entry = self._entries.get(facts_key(path, text))
+        key = facts_key(path, text)
+        entry = self._entries.get(key, _judged.get(key))
         if entry is None:
             return None
         try:
@@ -105,7 +115,7 @@ def cached_facts(path: Path, validate: Callable[[Path, str], HostFacts]) -> Host
     if facts is None:
         from advisor.model.plain_models import plain_chosen
 
-        if plain_chosen():  # warm_start found this text in the cache a moment ago
+        if plain_chosen():  # warm_start judged the run by this file a moment ago: edited since
             from advisor.model.errors import InputError
 
             raise InputError(

@@ -54,9 +54,22 @@ def model_kind(model: type[Any]) -> str:
     return f"{model.__module__}.{model.__qualname__}"
 
 
-def cached_spec_keys() -> set[str]:
-    """The keys the spec cache holds (nothing is unpickled)."""
-    return {k for k, v in read_marshalled_dict(spec_cache_file()).items() if isinstance(v, bytes)}
+def cached_spec_entries() -> dict[str, bytes]:
+    """The entries the spec cache holds, still pickled."""
+    return {
+        key: value
+        for key, value in read_marshalled_dict(spec_cache_file()).items()
+        if isinstance(key, str) and isinstance(value, bytes)
+    }
+
+
+# The entries warm_start judged a run on plain models by: if another run of the same user
+# rewrites the cache file meanwhile (pruning them, say), the run still has what it was judged on.
+_judged: dict[str, bytes] = {}
+
+
+def keep_judged_specs(entries: dict[str, bytes]) -> None:
+    _judged.update(entries)
 
 
 class SpecCache:
@@ -64,11 +77,7 @@ class SpecCache:
         self._path = spec_cache_file()
         # Loaded only from the user's private cache directory, from a file that passes
         # cache_files' checks: never a pickle another user could have written.
-        self._entries: dict[str, bytes] = {
-            key: value
-            for key, value in read_marshalled_dict(self._path).items()
-            if isinstance(key, str) and isinstance(value, bytes)
-        }
+        self._entries = cached_spec_entries() if self._path is not None else {}
         self._used: set[str] = set()
         self._dirty = False
 
@@ -81,7 +90,7 @@ class SpecCache:
         if cached is not None:
             return cached
         if plain_chosen():
-            # warm_start found this file's text in the cache a moment ago
+            # warm_start judged the run by this file's text a moment ago: it was edited since
             raise InputError(f"{what} changed while the advisor read it: run it again", path=path)
         from advisor.model.model_base import ValidationError
 
@@ -97,7 +106,7 @@ class SpecCache:
         return spec
 
     def _cached(self, key: str, model: type[M]) -> M | None:
-        raw = self._entries.get(key)
+        raw = self._entries.get(key, _judged.get(key))
         if raw is None:
             return None
         try:

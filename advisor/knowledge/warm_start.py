@@ -21,9 +21,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from advisor.knowledge.facts_cache import facts_cache_file, facts_key, read_entries
+from advisor.knowledge.facts_cache import (
+    facts_cache_file,
+    facts_key,
+    keep_judged_facts,
+    read_entries,
+)
 from advisor.knowledge.knowledge_files import spec_files
-from advisor.knowledge.spec_cache import cached_spec_keys, spec_key
+from advisor.knowledge.spec_cache import cached_spec_entries, keep_judged_specs, spec_key
 from advisor.model.documents import read_text
 from advisor.model.plain_models import choose_plain
 
@@ -37,36 +42,58 @@ PLAIN_FORMATS = {
 
 def choose_models(command: str, options: dict[str, Any]) -> bool:
     """Choose plain models for this process when the run only loads validated objects;
-    True when chosen."""
-    return only_loads_validated(command, options) and choose_plain()
+    True when chosen. The cache entries judged are kept for the run (judged_entries), so a
+    run of the same user that rewrites a cache meanwhile cannot take them away."""
+    judged = _judge(command, options)
+    if judged is None or not choose_plain():
+        return False
+    specs, facts = judged
+    keep_judged_specs(specs)
+    keep_judged_facts(facts)
+    return True
 
 
 def only_loads_validated(command: str, options: dict[str, Any]) -> bool:
+    return _judge(command, options) is not None
+
+
+_Judged = tuple[dict[str, bytes], dict[str, tuple[bytes, bool]]]
+
+
+def _judge(command: str, options: dict[str, Any]) -> _Judged | None:
+    """The spec and facts cache entries the run needs, when it needs nothing else; else None."""
     if options.get("fmt") not in PLAIN_FORMATS.get(command, ()):
-        return False
+        return None
     if options.get("nginx_conf") is not None:
-        return False
+        return None
     facts = options.get("facts")
     if facts is None and command != "check":
-        return False  # this host, read live: its facts are validated as they are read
+        return None  # this host, read live: its facts are validated as they are read
     try:
-        if facts is not None and not _facts_cached(Path(facts)):
-            return False
-        return _knowledge_cached(options.get("rules_dir") or [], options.get("profiles_dir") or [])
+        facts_entries = _facts_entries(Path(facts)) if facts is not None else {}
+        specs = _spec_entries(options.get("rules_dir") or [], options.get("profiles_dir") or [])
     except Exception:  # unreadable, missing, refused: the pydantic run says what is wrong
-        return False
+        return None
+    if facts_entries is None or specs is None:
+        return None
+    return specs, facts_entries
 
 
-def _facts_cached(path: Path) -> bool:
-    entry = read_entries(facts_cache_file()).get(facts_key(path, read_text(path)))
-    return entry is not None and not entry[1]  # cached, and names no config file to parse
+def _facts_entries(path: Path) -> dict[str, tuple[bytes, bool]] | None:
+    key = facts_key(path, read_text(path))
+    entry = read_entries(facts_cache_file()).get(key)
+    if entry is None or entry[1]:  # not cached, or it names a config file to parse
+        return None
+    return {key: entry}
 
 
-def _knowledge_cached(rules_dirs: list[Path], profiles_dirs: list[Path]) -> bool:
+def _spec_entries(rules_dirs: list[Path], profiles_dirs: list[Path]) -> dict[str, bytes] | None:
     if not all(d.is_dir() for d in [*rules_dirs, *profiles_dirs]):
-        return False
-    cached = cached_spec_keys()
-    return bool(cached) and all(
-        spec_key(kind, read_text(path)) in cached
-        for path, kind in spec_files(rules_dirs, profiles_dirs)
-    )
+        return None
+    cached = cached_spec_entries()
+    needed = {
+        spec_key(kind, read_text(path)) for path, kind in spec_files(rules_dirs, profiles_dirs)
+    }
+    if not needed <= cached.keys():
+        return None
+    return {key: cached[key] for key in needed}

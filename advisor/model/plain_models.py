@@ -9,10 +9,10 @@ chooses once per process, before any model is defined, and `advisor.knowledge.wa
 which decides whether a run is such a run).
 
 What the plain base supports is exactly what those runs use of a validated model: unpickling
-an object pydantic pickled, reading its fields, `model_copy(update=...)`, equality and (for
-frozen models) hashing as pydantic defines them. Everything that would validate refuses with
-PlainModelError: a run that reached it was wrongly judged warm, and must not go on as if it
-had validated something.
+an object pydantic pickled, reading its fields, `model_copy(update=...)`, equality, str() and
+repr(), and (for frozen models) hashing, each as pydantic defines them. Everything that would
+validate, serialize or iterate refuses with PlainModelError: a run that reached it was wrongly
+judged warm, and must not go on as if it had validated something.
 """
 
 from __future__ import annotations
@@ -119,12 +119,21 @@ class BaseModel:
 
     __hash__ = None  # type: ignore[assignment]  # as pydantic: only frozen models hash
 
-    def _frozen_hash(self) -> int:
-        return hash(tuple(self.__dict__.values()))
+    def _frozen_hash(self) -> int:  # as pydantic: hash(itemgetter(*fields)(__dict__))
+        values = tuple(self.__dict__.values())
+        return hash(values[0] if len(values) == 1 else values) if values else 0
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={value!r}" for name, value in self.__dict__.items())
-        return f"{type(self).__name__}({fields})"
+        return f"{type(self).__name__}({self.__repr_fields(', ')})"
+
+    def __str__(self) -> str:
+        return self.__repr_fields(" ")
+
+    def __repr_fields(self, separator: str) -> str:
+        return separator.join(f"{name}={value!r}" for name, value in self.__dict__.items())
+
+    def __iter__(self) -> Any:
+        raise PlainModelError(f"{type(self).__name__}: iterating a model needs pydantic")
 
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Any:
         if deep:

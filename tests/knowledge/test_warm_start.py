@@ -169,3 +169,30 @@ def test_a_process_that_defined_models_keeps_pydantic(warm: Path) -> None:
     """This test process imported pydantic models long ago: the choice is no longer open."""
     assert only_loads_validated("recommend", _recommend())
     assert choose_models("recommend", _recommend()) is False
+
+
+def test_the_entries_a_run_was_judged_by_survive_another_run_rewriting_the_cache(
+    warm: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another run of the same user may rewrite a cache file between the judgement and the
+    load (a run with another --rules-dir prunes the specs it did not use; 32 other facts files
+    push this one out). The run uses the entries it was judged by instead of stopping."""
+    import marshal
+
+    from advisor.knowledge import facts_cache, warm_start
+    from advisor.knowledge.cache_files import write_cache
+    from advisor.model import plain_models
+
+    judged = warm_start._judge("recommend", _recommend())
+    assert judged is not None
+    monkeypatch.setattr(spec_cache, "_judged", {})
+    monkeypatch.setattr(facts_cache, "_judged", {})
+    spec_cache.keep_judged_specs(judged[0])
+    facts_cache.keep_judged_facts(judged[1])
+    for path in (warm / "cache" / "private").glob("*.marshal"):
+        assert write_cache(path, marshal.dumps({}))
+    monkeypatch.setattr(spec_cache, "plain_chosen", lambda: True)  # a miss would stop the run
+    monkeypatch.setattr(plain_models, "plain_chosen", lambda: True)
+    kb = KnowledgeBase.load()
+    assert "gridftp" in kb.profiles
+    assert cached_facts(DCACHE, facts_from_text).hostname

@@ -164,3 +164,22 @@ def test_model_base_offers_the_same_names_from_either_source() -> None:
     for name in plain_models.__all__:
         assert hasattr(plain_models, name) and hasattr(pydantic, name), name
         assert getattr(model_base, name) is getattr(pydantic, name)  # this process: pydantic
+
+
+def test_str_repr_and_single_field_hash_are_pydantic_s() -> None:
+    class One(BaseModel):
+        model_config = ConfigDict(frozen=True)
+        value: int
+
+    class PlainOne(plain_models.BaseModel):
+        model_config = plain_models.ConfigDict(frozen=True)
+        value: int
+
+    model = Inner(name="a", size=2)
+    plain = as_plain(model)
+    assert (str(plain), repr(plain)) == (str(model), repr(model).replace("Inner", "PlainInner"))
+    one = object.__new__(PlainOne)
+    one.__setstate__(One(value=7).__getstate__())
+    assert hash(one) == hash(One(value=7)) == hash(7)
+    with pytest.raises(PlainModelError, match="iterating"):
+        dict(plain)
