@@ -29,9 +29,10 @@ so each client socket waits in FIN_WAIT2, kept as a timewait mini-socket counted
 `tw`. With the default tcp_fin_timeout (60) all 200 stay for the whole 6 s window, and the
 server's late FIN closes them normally. With tcp_fin_timeout 3 they are gone after about 3 s
 (the timer has 256 ms of slack at HZ=250), not before 2.5 s, and every peer is reset: by its
-late FIN, or, for an orphan kept as a full socket, by the kernel when the timeout runs out. Real TIME_WAIT (both sides closed) with tcp_fin_timeout 3 stays for the whole window: the
-60 s of TCP_TIMEWAIT_LEN are not shortened. These are the three claims of the rule's finding,
-which the last test quotes.
+late FIN, or, for an orphan kept as a full socket, by the kernel when the timeout runs out.
+Real TIME_WAIT (both sides closed) with tcp_fin_timeout 3 stays for the whole window: the 60 s
+of TCP_TIMEWAIT_LEN are not shortened. These are the three claims of the rule's finding, which
+the last test quotes.
 
 Part 1 runs alone (a concurrent test's orphans would count in its figures); Part 2 after it.
 Each case prints one line (`pytest -s`). The host's own /proc/sys is compared before and after.
