@@ -21,7 +21,7 @@ import stat
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from advisor import __version__
 
@@ -39,6 +39,7 @@ UNPICKLING_ERRORS = (
     KeyError,
 )
 _OFF = {"off", "0", "no", "false"}
+T = TypeVar("T")
 
 
 def cache_root() -> Path | None:
@@ -116,6 +117,18 @@ def read_marshalled_dict(path: Path | None) -> dict[Any, Any]:
     except (ValueError, EOFError, TypeError):
         return {}
     return loaded if isinstance(loaded, dict) else {}
+
+
+def unpickled(raw: bytes, kind: type[T]) -> T | None:
+    """An entry of our own cache (read through read_cache's checks) unpickled, if it unpickles
+    to a `kind`; None for a damaged or outdated entry or anything else."""
+    import pickle
+
+    try:
+        value = pickle.loads(raw)
+    except (pickle.UnpicklingError, *UNPICKLING_ERRORS):
+        return None
+    return value if isinstance(value, kind) else None
 
 
 def read_cache(path: Path) -> bytes | None:

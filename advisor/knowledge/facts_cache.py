@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.knowledge.cache_files import (
-    UNPICKLING_ERRORS,
     content_key,
     read_marshalled_dict,
+    unpickled,
     validating_code,
     versioned_cache_file,
     write_cache,
@@ -84,13 +84,7 @@ class FactsCache:
             return None
         key = facts_key(path, text)
         entry = self._entries.get(key, _judged.get(key))
-        if entry is None:
-            return None
-        try:
-            facts = pickle.loads(entry[0])
-        except (pickle.UnpicklingError, *UNPICKLING_ERRORS):
-            return None
-        return facts if isinstance(facts, HostFacts) else None
+        return unpickled(entry[0], HostFacts) if entry is not None else None
 
     def put(self, path: Path, text: str, facts: HostFacts) -> None:
         """Keep the facts validated from this path and text (the oldest entry goes)."""

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from advisor.knowledge.cache_files import (
-    UNPICKLING_ERRORS,
     content_key,
     read_marshalled_dict,
+    unpickled,
     validating_code,
     versioned_cache_file,
     write_cache,
@@ -107,13 +107,7 @@ class SpecCache:
 
     def _cached(self, key: str, model: type[M]) -> M | None:
         raw = self._entries.get(key, _judged.get(key))
-        if raw is None:
-            return None
-        try:
-            spec = pickle.loads(raw)
-        except (pickle.UnpicklingError, *UNPICKLING_ERRORS):
-            return None
-        return spec if isinstance(spec, model) else None
+        return unpickled(raw, model) if raw is not None else None
 
     def save(self) -> None:
         stale = set(self._entries) - self._used
