@@ -105,6 +105,9 @@ def start(work: Path) -> dict[str, subprocess.Popen[bytes]]:
     }
     for name, port in PORTS.items():
         wait_for(lambda port=port: listening(port), f"{name} on port {port}")
+    # nginx listens before it installs its signal handlers and writes its pid file (main() in
+    # src/core/nginx.c): a reload or stop before the pid file exists could kill or miss it
+    wait_for(lambda: (work / "nginx.pid").exists(), "nginx's pid file")
     return servers
 
 

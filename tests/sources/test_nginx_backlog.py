@@ -55,9 +55,13 @@ SCRIPT = """
 sysctl -q -w net.core.somaxconn="$1"
 nginx -p "$2" -c "$2/nginx.conf" -g 'daemon off;' &
 pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null' EXIT
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
 listeners() { ss -Hltn | grep -c '127.0.0.1:808' || true; }
-i=0; while [ "$(listeners)" -lt 3 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+# nginx opens its listeners before it installs its signal handlers and writes its pid file
+# (src/core/nginx.c main: ngx_init_cycle, ngx_init_signals, ngx_create_pidfile): a signal sent
+# in between kills it, so wait for the pid file as well.
+i=0; while { [ "$(listeners)" -lt 3 ] || [ ! -s "$2/nginx.pid" ]; } && [ $i -lt 100 ]; do
+    sleep 0.1; i=$((i+1)); done
 echo "== started"; ss -Hltn
 if [ -n "${3:-}" ]; then
     cp "$3" "$2/nginx.conf"
