@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from advisor import __version__
+from advisor.knowledge.cache_pruning import mark_used, prune_unused
 
 MAX_CACHE_BYTES = 32 * 1024 * 1024
 # What unpickling a damaged or outdated entry of our own can raise (a class renamed since, a
@@ -94,7 +95,10 @@ def cache_directory(subdirectory: str | None = None) -> Path | None:
     base = private_directory(root / "private")
     if base is None or subdirectory is None:
         return base
-    return private_directory(base / subdirectory)
+    directory = private_directory(base / subdirectory)
+    if directory is not None:
+        mark_used(directory)
+    return directory
 
 
 def versioned_cache_file(name: str, suffix: str) -> Path | None:
@@ -153,6 +157,7 @@ def read_cache(path: Path) -> bytes | None:
             if size > MAX_CACHE_BYTES:
                 return None
             chunks.append(chunk)
+        mark_used(fd, info)
         return b"".join(chunks)
     except OSError:
         return None
@@ -176,6 +181,7 @@ def write_cache(path: Path, data: bytes) -> bool:
     except OSError:
         Path(tmp).unlink(missing_ok=True)
         return False
+    prune_unused(path.parent)
     return True
 
 
