@@ -330,3 +330,14 @@ def test_check_text_is_coloured_only_when_asked(
     assert "\x1b[" not in runner.invoke(app, ["check", str(conf), "-f", "json"]).stdout
     monkeypatch.setenv("NO_COLOR", "1")
     assert "\x1b[" not in runner.invoke(app, ["check", str(conf)]).stdout
+
+
+def test_check_knows_rhel6_backported_reserved_ports(workdir: Path) -> None:
+    """ip_local_reserved_ports is 2.6.35 upstream, and in RHEL 6's 2.6.32 from its first
+    release: an error for a vanilla 2.6.32, nothing for RHEL 6."""
+    conf = workdir / "ports.conf"
+    conf.write_text("net.ipv4.ip_local_reserved_ports = 11211\n")
+    code, out, _ = run("check", "--kernel", "2.6.32-754.el6.x86_64", str(conf))
+    assert code == 0 and "no findings" in out
+    code, out, _ = run("check", "--kernel", "2.6.32.61", str(conf))
+    assert code == 1 and "check.key-not-in-kernel" in out

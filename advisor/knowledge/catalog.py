@@ -160,6 +160,9 @@ class DistroKernel(_Model):
     distro: str
     behaves_as: str
     note: str
+    # keys these kernels have although the upstream release they behave as does not (a
+    # distribution backport), each checked against the catalog when it loads
+    backports: list[str] = Field(default_factory=list)
 
 
 class KernelModelFile(_Model):
@@ -316,14 +319,35 @@ class Catalog:
             ]
             for name, key in self.keys.items()
         }
-        self._by_kernel: dict[tuple[int, int, int, int], _KernelEras] = {}
+        for distro in self.model.distro_kernels:
+            unknown = sorted(set(distro.backports) - set(self.keys))
+            if unknown:
+                raise InputError(
+                    f"{model_path}: distro_kernels ({distro.distro}): backports: "
+                    f"not in the key catalog: {', '.join(unknown)}"
+                )
+        self._backports_by_release: dict[str, frozenset[str]] = {}
+        self._by_kernel: dict[tuple[tuple[int, int, int, int], frozenset[str]], _KernelEras] = {}
 
     def read_keys(self) -> list[str]:
         """Every key the collector reads from the host: the catalog's, then the readable ones."""
         return [*self.keys, *self.readable]
 
+    def backports(self, release: str) -> frozenset[str]:
+        """The keys a distribution kernel has beyond the upstream release it behaves as."""
+        found = self._backports_by_release.get(release)
+        if found is None:
+            if len(self._backports_by_release) >= _KERNELS_REMEMBERED:
+                self._backports_by_release.clear()
+            match = next(
+                (d for d in self.model.distro_kernels if re.search(d.pattern, release)), None
+            )
+            found = frozenset(match.backports) if match is not None else frozenset()
+            self._backports_by_release[release] = found
+        return found
+
     def exists(self, key: str, version: KernelVersion) -> bool:
-        return self._exists[key].contains(version)
+        return self._exists[key].contains(version) or key in self.backports(version.release)
 
     def is_per_netns(self, key: str, version: KernelVersion) -> bool:
         since = self.keys[key].netns_since
@@ -407,7 +431,8 @@ class Catalog:
         """The keys that exist on this kernel and the eras whose kernel range holds it, by key
         and quantity, in catalog order: worked out once per kernel version, since a fleet has
         few versions and every host would otherwise test each era's range again."""
-        found = self._by_kernel.get(version.numbers)
+        cache_key = (version.numbers, self.backports(version.release))
+        found = self._by_kernel.get(cache_key)
         if found is None:
             if len(self._by_kernel) >= _KERNELS_REMEMBERED:
                 self._by_kernel.clear()
@@ -423,7 +448,7 @@ class Catalog:
                 (name, [e for e in eras if e.range.contains(version)])
                 for name, eras in self._quantities.items()
             ]
-            found = self._by_kernel[version.numbers] = _KernelEras(defaults, quantities)
+            found = self._by_kernel[cache_key] = _KernelEras(defaults, quantities)
         return found
 
     @functools.cached_property

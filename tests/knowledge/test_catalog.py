@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from advisor.engine.plan_builder import host_defaults
+from advisor.knowledge.catalog import Catalog
+from advisor.knowledge.expressions import Compiler
 from advisor.knowledge.knowledge_base import KnowledgeBase
+from advisor.knowledge.spec_cache import SpecCache
+from advisor.model.errors import InputError
 from advisor.model.host_facts import facts_from_data
+from tests.conftest import ROOT
 
 GiB = 2**30
 
@@ -69,6 +77,29 @@ def test_rhel6_orphans_and_syn_backlog(kb: KnowledgeBase) -> None:
     assert d["net.ipv4.tcp_max_orphans"] == "262144"
     assert d["net.ipv4.tcp_max_syn_backlog"] == "2048"
     assert d["net.ipv4.tcp_syncookies"] == "0"
+
+
+def test_a_distribution_backport_is_a_key_of_that_kernel_only(kb: KnowledgeBase) -> None:
+    """RHEL 6 has ip_local_reserved_ports (2.6.35 upstream) and behaves as 2.6.32.28; a
+    vanilla 2.6.32.28 has the same version numbers and not the key, in either order of asking
+    (the per-version memo must not mix them up)."""
+    key = "net.ipv4.ip_local_reserved_ports"
+    assert key not in defaults(kb, "2.6.32.28", 4 * GiB)
+    assert defaults(kb, "2.6.32-754.el6.x86_64", 4 * GiB)[key] == ""
+    assert key not in defaults(kb, "2.6.32.28", 4 * GiB)
+
+
+def test_a_backport_of_an_unknown_key_is_refused(workdir: Path) -> None:
+    catalog = workdir / "catalog"
+    shutil.copytree(ROOT / "rules" / "catalog", catalog)
+    model = catalog / "kernel-model.yaml"
+    model.write_text(
+        model.read_text().replace(
+            "backports: [net.ipv4.ip_local_reserved_ports]", "backports: [net.ipv4.no_such_key]"
+        )
+    )
+    with pytest.raises(InputError, match=r"backports: not in the key catalog: net.ipv4.no_such"):
+        Catalog(catalog, Compiler(), SpecCache())
 
 
 def test_32bit_lowmem_basis(kb: KnowledgeBase) -> None:
