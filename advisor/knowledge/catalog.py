@@ -339,10 +339,8 @@ class Catalog:
         if found is None:
             if len(self._backports_by_release) >= _KERNELS_REMEMBERED:
                 self._backports_by_release.clear()
-            match = next(
-                (d for d in self.model.distro_kernels if re.search(d.pattern, release)), None
-            )
-            found = frozenset(match.backports) if match is not None else frozenset()
+            distro = self._distro(release)
+            found = frozenset(distro[0].backports) if distro is not None else frozenset()
             self._backports_by_release[release] = found
         return found
 
@@ -363,11 +361,12 @@ class Catalog:
             )
             return self.newest, None, False, notes
         version = KernelVersion.parse(facts.kernel)
-        for distro in self.model.distro_kernels:
-            if re.search(distro.pattern, facts.kernel):
-                notes.append(distro.note)
-                effective = KernelVersion.parse(distro.behaves_as)
-                return KernelVersion(effective.numbers, facts.kernel), distro.distro, True, notes
+        found = self._distro(facts.kernel)
+        if found is not None:
+            distro = found[0]
+            notes.append(distro.note)
+            effective = KernelVersion.parse(distro.behaves_as)
+            return KernelVersion(effective.numbers, facts.kernel), distro.distro, True, notes
         if version > self.newest and version.numbers[:2] != self.newest.numbers[:2]:
             notes.append(
                 f"kernel {version.short} is newer than the newest verified ({self.newest.short}): "
@@ -380,14 +379,19 @@ class Catalog:
             )
         return version, None, True, notes
 
+    def _distro(self, release: str) -> tuple[DistroKernel, re.Match[str]] | None:
+        """The first distro_kernels entry whose pattern the release matches, with the match."""
+        for distro in self.model.distro_kernels:
+            match = re.search(distro.pattern, release)
+            if match:
+                return distro, match
+        return None
+
     def _abi(self, release: str | None) -> int | None:
         """The package ABI number a distro pattern captures (`(?P<abi>...)`), if any."""
-        for distro in self.model.distro_kernels:
-            match = re.search(distro.pattern, release or "")
-            if match:
-                abi = match.groupdict().get("abi")
-                return int(abi) if abi is not None and abi.isdigit() else None
-        return None
+        found = self._distro(release or "")
+        abi = found[1].groupdict().get("abi") if found is not None else None
+        return int(abi) if abi is not None and abi.isdigit() else None
 
     def evaluate_host(
         self,
