@@ -57,6 +57,7 @@ def _pruned_template_directory(parent: int, name: str) -> bool:
     """Remove a template-code directory that holds only Jinja's bytecode files of ours."""
     fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
     try:
+        names = []
         for entry in os.scandir(fd):
             info = entry.stat(follow_symlinks=False)
             if not (
@@ -65,8 +66,9 @@ def _pruned_template_directory(parent: int, name: str) -> bool:
                 and info.st_uid == os.geteuid()
             ):
                 return False  # not only ours: the directory stays as it is
-        for entry in os.scandir(fd):
-            os.unlink(entry.name, dir_fd=fd)
+            names.append(entry.name)
+        for checked in names:  # only what was checked; anything new since keeps the directory
+            os.unlink(checked, dir_fd=fd)
     finally:
         os.close(fd)
     os.rmdir(name, dir_fd=parent)

@@ -114,7 +114,12 @@ def test_a_run_that_uses_a_cache_keeps_it(private: Path) -> None:
     assert prune_unused(private) == 0
 
 
-def test_the_real_runs_prune_and_keep_their_own(workdir: Path) -> None:
+def test_a_real_run_that_writes_removes_the_stale_and_ends_with_its_own_set(
+    workdir: Path,
+) -> None:
+    """Even when everything is older than the limit, a run that writes its cache ends with
+    the same cache files as before (those it uses are refreshed or rebuilt) and the stale
+    one of another version is gone; its output is unchanged."""
     cache = workdir / "cache"
     env = {**os.environ, "SYSCTL_ADVISOR_CACHE": str(cache)}
     command = [sys.executable, "-m", "advisor", "recommend", "-p", "gridftp", "--facts"]
