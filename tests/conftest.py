@@ -19,6 +19,9 @@ from tests.sarif.validate import validate_check_outputs  # noqa: F401  (autouse:
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 EXAMPLES = ROOT / "examples"
+# A bound on work that must end (a bomb refused, a timeout that fires): a guard against a
+# hang, never a speed target. What a test asserts is the behaviour (the error, its one line).
+HANG_SECONDS = 120.0
 
 # Which profile each example host is for (golden files and self-checks use these pairs).
 EXAMPLE_PROFILES = {

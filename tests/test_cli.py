@@ -112,11 +112,11 @@ def test_bad_arguments(args: list[str], fragments: list[str]) -> None:
     ("text", "fragments"),
     [
         ("memory: {total: 8 GiB\n", ["facts.yaml:", "invalid YAML"]),
-        ("hostname: x\n", ["facts.yaml", "memory", "Field required"]),
+        ("hostname: x\n", ["facts.yaml", "memory", "required field missing"]),
         ("memory:\n  total: -5\n", ["facts.yaml:2", "memory.total", "positive"]),
         ("memory:\n  total: lots\n", ["facts.yaml:2", "memory.total", "cannot read 'lots'"]),
         ("memory:\n  total: 8 GiB\nkernel: banana\n", ["kernel version", "banana"]),
-        ("memory: {total: 8 GiB}\nmemroy: 1\n", ["facts.yaml:2", "memroy", "Extra inputs"]),
+        ("memory: {total: 8 GiB}\nmemroy: 1\n", ["facts.yaml:2", "memroy", "unknown field"]),
         ("- 1\n- 2\n", ["facts.yaml", "mapping"]),
     ],
 )
@@ -188,7 +188,7 @@ def test_rule_schema_error_names_file_and_line(workdir: Path) -> None:
         "id: custom.broken\ntitle: t\ndescription: d\nrationale: r\nreferences: [x]\nsett: {}\n"
     )
     code, _, err = run("rules", "--rules-dir", str(workdir))
-    assert_one_line_error(code, err, "broken.yaml:6", "sett", "Extra inputs")
+    assert_one_line_error(code, err, "broken.yaml:6", "sett", "unknown field")
 
 
 def test_rule_unknown_key(workdir: Path) -> None:

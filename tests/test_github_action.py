@@ -12,6 +12,7 @@ is installed here already; installing it again would need the network).
 from __future__ import annotations
 
 import http.server
+import importlib.metadata
 import json
 import os
 import re
@@ -48,6 +49,23 @@ def test_no_input_is_spliced_into_a_script() -> None:
     bash. Every value reaches the scripts through `env:`."""
     for step in _action()["runs"]["steps"]:
         assert "${{" not in step.get("run", ""), step["name"]
+
+
+def test_the_action_installs_from_the_lock() -> None:
+    """The action installs the libraries CI passed with (constraints.txt), which ships with it,
+    pinning every runtime dependency of the package."""
+    (install,) = [s for s in _action()["runs"]["steps"] if s["name"] == "Install sysctl-advisor"]
+    assert '-c "$GITHUB_ACTION_PATH/constraints.txt" "$GITHUB_ACTION_PATH"' in install["run"]
+    pinned = {
+        line.split("==")[0].lower().replace("_", "-")
+        for line in (ROOT / "constraints.txt").read_text().splitlines()
+        if "==" in line
+    }
+    for requirement in importlib.metadata.requires("sysctl-advisor") or []:
+        if "extra ==" in requirement:
+            continue
+        name = re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+        assert name in pinned, requirement
 
 
 # --- a small runner ---------------------------------------------------------------------------

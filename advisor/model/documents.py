@@ -245,12 +245,22 @@ def line_of(text: str, loc: Sequence[int | str]) -> int | None:
     return line
 
 
+# The advisor's own words for the errors every reader of a contract meets; the rest keep
+# pydantic's message (tests name the file, line and field, never a library's wording).
+_OWN_WORDS = {
+    "extra_forbidden": "unknown field (not in the contract; a misspelt name?)",
+    "unexpected_keyword_argument": "unknown field (not in the contract; a misspelt name?)",
+    "missing": "required field missing",
+    "missing_keyword_only_argument": "required field missing",
+}
+
+
 def validation_error(exc: ValidationError, path: Path | None, text: str | None) -> InputError:
     """The first pydantic error as an InputError with the field path and, if known, the line."""
     err = exc.errors(include_url=False)[0]
     loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
     field = ".".join(str(p) for p in loc) or None
-    message = err["msg"]
+    message = _OWN_WORDS.get(err["type"], err["msg"])
     if message.startswith("Value error, "):
         message = message[len("Value error, ") :]
     line = line_of(text, loc) if text is not None and loc else None

@@ -28,7 +28,7 @@ from advisor.knowledge.expressions import (
 )
 from advisor.knowledge.knowledge_base import KnowledgeBase
 from advisor.model.host_facts import facts_from_data
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, HANG_SECONDS
 
 DCACHE = str(EXAMPLES / "dcache-32bit.yaml")
 
@@ -215,7 +215,7 @@ def test_bomb_is_bounded(payload: str, variables: dict[str, Any]) -> None:
     started = time.monotonic()
     message = _refused(payload, variables)
     assert "\n" not in message
-    assert time.monotonic() - started < 2, payload
+    assert time.monotonic() - started < HANG_SECONDS, payload
 
 
 @pytest.mark.parametrize("payload", TEMPLATE_BOMBS)
@@ -224,7 +224,7 @@ def test_template_bomb_is_bounded(payload: str, variables: dict[str, Any]) -> No
     started = time.monotonic()
     message = _refused(payload, variables, template=True)
     assert "\n" not in message
-    assert time.monotonic() - started < 5, payload
+    assert time.monotonic() - started < HANG_SECONDS, payload
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mib < 200, grown_mib
 
@@ -353,7 +353,7 @@ def test_rules_dir_payload_exits_2_with_one_line(
     assert len(lines) == 1 and "refused by the sandbox" in lines[0], lines
     assert "payload.yaml" in lines[0]
     assert not (workdir / "MARKER").exists()
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < HANG_SECONDS
 
 
 def test_profile_default_expr_payload(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -401,7 +401,7 @@ def test_companion_renders_share_the_hosts_budget(workdir: Path) -> None:
     code, lines, seconds = _run_rule(workdir, {"companions": [companion]})
     assert code == 2 and len(lines) == 1, lines
     assert "more work than one host may take" in lines[0] and "payload.yaml" in lines[0]
-    assert seconds < 10
+    assert seconds < HANG_SECONDS
 
 
 def test_lets_cannot_double_a_value_into_a_bomb(workdir: Path) -> None:
@@ -411,7 +411,7 @@ def test_lets_cannot_double_a_value_into_a_bomb(workdir: Path) -> None:
     lets["a13"] = "[a12, a12, a12, a12]"
     code, lines, seconds = _run_rule(workdir, {"let": lets, "rationale": "{{ a13 }}"})
     assert code == 2 and len(lines) == 1 and "refused by the sandbox" in lines[0], lines
-    assert seconds < 10
+    assert seconds < HANG_SECONDS
 
 
 @pytest.mark.parametrize(
@@ -437,8 +437,8 @@ def test_weight_counts_shared_parts_and_stops_early() -> None:
     for _ in range(40):  # 2**40 copies of the text through shared references
         shared = [shared, shared]
     started = time.monotonic()
-    assert weight(shared) > MAX_BUILD
-    assert time.monotonic() - started < 1
+    assert weight(shared) > MAX_BUILD  # a walk of 2**40 copies would not end
+    assert time.monotonic() - started < HANG_SECONDS
 
 
 def test_jinja_sum_with_an_attribute_still_works(variables: dict[str, Any]) -> None:

@@ -19,7 +19,7 @@ from advisor.model.errors import InputError
 from advisor.model.host_facts import Observed
 from advisor.sources import kernel_log
 from advisor.sources.kernel_log import read_kernel_log
-from tests.conftest import TESTS
+from tests.conftest import HANG_SECONDS, TESTS
 
 FIXTURES = TESTS / "fixtures" / "kernel-log"
 MATCHERS = matchers(load_message_families(data_dir("rules") / "catalog" / "kernel-messages.yaml"))
@@ -244,7 +244,7 @@ def test_a_fifo_is_refused_without_blocking(workdir: Path) -> None:
     started = time.monotonic()
     with pytest.raises(InputError) as caught:
         read_kernel_log(MATCHERS, path=fifo)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < HANG_SECONDS
     assert caught.value.field == "--kernel-log"
     assert "not a regular file" in str(caught.value)
 
@@ -302,7 +302,7 @@ def test_a_huge_line_is_cut_before_matching(workdir: Path) -> None:
         out.write(b"[3.0] TCP: too many orphaned sockets\n")
     started = time.monotonic()
     result = read(path)
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < HANG_SECONDS
     found = events(result)
     assert found["mm.page-allocation-failure"]["count"] == 1
     assert len(found["mm.page-allocation-failure"]["example"]) <= kernel_log.MAX_EXAMPLE
@@ -319,7 +319,7 @@ def test_counting_is_linear_in_near_misses(workdir: Path) -> None:
     path.write_text(("[1.0] " + line[: kernel_log.MAX_LINE] + "\n") * 10_000)
     started = time.monotonic()
     result = read(path)
-    assert time.monotonic() - started < 20
+    assert time.monotonic() - started < HANG_SECONDS
     assert result["kernel_events"] == []
     assert result["kernel_log"]["lines"] == 10_000
 
@@ -598,8 +598,8 @@ def test_commands_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert output is not None and 0 < len(output) <= 10_000 and output.endswith(b"\n")
     monkeypatch.setattr(kernel_log, "COMMAND_TIMEOUT", 0.5)
     started = time.monotonic()
-    assert kernel_log._run(["sleep", "30"]) is None
-    assert time.monotonic() - started < 10
+    assert kernel_log._run(["sleep", "600"]) is None  # killed at the timeout, not at its end
+    assert time.monotonic() - started < HANG_SECONDS
 
 
 def test_this_machines_kernel_log() -> None:

@@ -186,10 +186,10 @@ def test_read_and_empty_survives_the_facts_file() -> None:
     [
         ({"address": "fe80::1%a b\"c'd=e]: f", "port": 1}, "zone id"),
         ({"address": "localhost", "port": 1}, "not an IP address"),
-        ({"address": "0.0.0.0", "port": True}, "valid integer"),
-        ({"address": "0.0.0.0", "port": "80"}, "valid integer"),
+        ({"address": "0.0.0.0", "port": True}, "listeners.0.port"),
+        ({"address": "0.0.0.0", "port": "80"}, "listeners.0.port"),
         ({"address": "0.0.0.0", "port": 1, "process": {"pid": 1, "command": "x", "go": "yes"}},
-         "valid boolean"),
+         "listeners.0.process.go"),
     ],
 )  # fmt: skip
 def test_hostile_listener_fields_are_refused(listener: dict[str, object], why: str) -> None:

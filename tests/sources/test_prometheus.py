@@ -41,7 +41,7 @@ from advisor.sources.prometheus import (
     read_history,
     regex_literal,
 )
-from tests.conftest import ROOT
+from tests.conftest import HANG_SECONDS, ROOT
 from tests.namespaces import in_namespace, needs_netns, processes_with
 
 NOW = datetime(2026, 11, 22, 10, 0, 0, tzinfo=timezone.utc).timestamp()
@@ -669,7 +669,7 @@ def test_a_server_that_never_answers_times_out() -> None:
         for connection in accepted:
             connection.close()
     assert accepted, "the request reached the server"
-    assert 0.45 <= elapsed < 3
+    assert 0.45 <= elapsed < HANG_SECONDS
     assert one_line(caught.value) == f"--prometheus: Prometheus at {url}: no answer within 0.5 s"
 
 
@@ -678,7 +678,8 @@ def test_a_slow_trickle_is_bounded_by_the_timeout(fake: FakePrometheus) -> None:
         handler.send_response(200)
         handler.end_headers()
         try:
-            for _ in range(40):  # a byte every 0.1 s: never idle for the socket timeout
+            for _ in range(int(HANG_SECONDS * 20)):  # a byte every 0.1 s: never idle for the
+                # socket timeout, and trickling for twice HANG_SECONDS
                 handler.wfile.write(b" ")
                 handler.wfile.flush()
                 time.sleep(0.1)
@@ -689,7 +690,7 @@ def test_a_slow_trickle_is_bounded_by_the_timeout(fake: FakePrometheus) -> None:
     started = time.monotonic()
     with pytest.raises(InputError) as caught:
         read_history(fake.url, instance="web-01:9100", hostname=None, since="7d", timeout=0.5)
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < HANG_SECONDS  # the 0.5 s timeout, not the trickle
     assert "no complete answer within 0.5 s" in one_line(caught.value)
 
 
@@ -971,7 +972,7 @@ def test_real_prometheus_peaks_window_and_gap(real_prometheus: RealRun) -> None:
     assert out["36h"]["time_wait_peak"] == 30000 and out["36h"]["orphans_peak"] == 21564
     assert out["36h"]["period"]["window_seconds"] == 36 * 3600
     assert out["hostname"] == exact  # web-01 -> web-01:9100, not web-01.example.com:9100
-    assert run.seconds < 20, f"the real Prometheus test took {run.seconds:.1f} s"
+    assert run.seconds < HANG_SECONDS, f"the real Prometheus test took {run.seconds:.1f} s"
 
 
 @needs_netns
