@@ -36,11 +36,11 @@ from typing import Any
 
 # The advisor's own pieces (installed in the same environment, the action's venv): the
 # directories systemd-sysctl reads, and the escaping its outputs use.
-from advisor.model.text_escape import one_line
-from advisor.outputs.check_report import escape_workflow_data
-from advisor.outputs.markdown_text import md_text
-from advisor.sources.sysctl_files import SYSCTL_D_DIRS
-from advisor.sources.tree_paths import inside
+from sysctl_advisor.model.text_escape import one_line
+from sysctl_advisor.outputs.check_report import escape_workflow_data
+from sysctl_advisor.outputs.markdown_text import md_text
+from sysctl_advisor.sources.sysctl_files import SYSCTL_D_DIRS
+from sysctl_advisor.sources.tree_paths import inside
 
 MAX_EVENT_BYTES = 16 * 1024 * 1024
 MAX_TARGETS = 1000
@@ -294,9 +294,9 @@ def advisor_command() -> list[str]:
     configured = os.environ.get("SYSCTL_ADVISOR")
     if configured:
         return [configured]
-    # -I: the working directory is the repository under review; without it `-m advisor`
-    # would import an advisor/ package the pull request adds there.
-    return [sys.executable, "-I", "-m", "advisor"]
+    # -I: the working directory is the repository under review; without it `-m sysctl_advisor`
+    # would import an sysctl_advisor/ package the pull request adds there.
+    return [sys.executable, "-I", "-m", "sysctl_advisor"]
 
 
 def advisor_environment() -> dict[str, str]:

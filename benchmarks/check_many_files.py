@@ -45,7 +45,7 @@ def main() -> None:
             )
             (root / f"{i:04d}-generated.conf").write_text(body + "\n")
         env = dict(os.environ)
-        command = [sys.executable, "-m", "advisor", "check", str(root), "--kernel", "5.15.0"]
+        command = [sys.executable, "-m", "sysctl_advisor", "check", str(root), "--kernel", "5.15.0"]
         subprocess.run(command, stdout=subprocess.DEVNULL, env=env)  # warm the caches
         times = []
         for _ in range(3):

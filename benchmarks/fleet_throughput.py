@@ -104,7 +104,7 @@ def run(
     out = (outputs or work) / f"out-{hosts}-{shapes}"
     shutil.rmtree(out, ignore_errors=True)
     command = [
-        sys.executable, "-m", "advisor", "fleet", "--ansible-facts", str(facts),
+        sys.executable, "-m", "sysctl_advisor", "fleet", "--ansible-facts", str(facts),
         "--profile", "frontend-proxy", "--profile-map", str(profile_map(work)),
         "--out", str(out), "--jobs", str(jobs),
     ]  # fmt: skip

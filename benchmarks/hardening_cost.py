@@ -40,7 +40,7 @@ def _env(tree: Path, cache: Path) -> dict[str, str]:
 def _recommend(tree: Path, cache: Path) -> float:
     started = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "advisor", "recommend", "--facts",
+        [sys.executable, "-m", "sysctl_advisor", "recommend", "--facts",
          str(ROOT / "examples/dcache-32bit.yaml"), "--profile", "gridftp"],
         env=_env(tree, cache), check=True, stdout=subprocess.DEVNULL, cwd=tree,
     )  # fmt: skip
@@ -51,7 +51,7 @@ def _fleet(tree: Path, cache: Path, facts: Path, mapping: Path, out: Path) -> fl
     shutil.rmtree(out, ignore_errors=True)
     started = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "advisor", "fleet", "--ansible-facts", str(facts),
+        [sys.executable, "-m", "sysctl_advisor", "fleet", "--ansible-facts", str(facts),
          "--profile", "frontend-proxy", "--profile-map", str(mapping), "--out", str(out)],
         env=_env(tree, cache), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         cwd=tree,

@@ -11,12 +11,12 @@ The package is byte-compiled first, as `pip install` does, so a checkout under
 PYTHONDONTWRITEBYTECODE is not charged for compiling its own sources on every run.
 
 Two floors are measured beside it. A warm run (everything it validates already in the caches)
-builds its models on plain records and never imports pydantic (advisor/model/plain_models.py,
-advisor/knowledge/warm_start.py): its floor is `import jinja2.sandbox, yaml` (the Jinja2
+builds its models on plain records and never imports pydantic (sysctl_advisor/model/plain_models.py,
+sysctl_advisor/knowledge/warm_start.py): its floor is `import jinja2.sandbox, yaml` (the Jinja2
 sandbox for rule expressions, PyYAML for the files). A run that validates a file (a facts file
 not seen before, an edited rule) also imports pydantic's model machinery; its floor adds that
 and one pydantic model built lazily, as the advisor's are. typer is in neither: the common
-command lines skip it (advisor/fast_path.py).
+command lines skip it (sysctl_advisor/fast_path.py).
 
 `--breakdown` times one recommend run in a fresh interpreter stage by stage (medians), so the
 part that is the advisor's own can be told from the part that is its libraries'.
@@ -39,7 +39,7 @@ IMPORTS = [sys.executable, "-c", "import pydantic, jinja2, yaml, typer"]
 RECOMMEND = [
     sys.executable,
     "-m",
-    "advisor",
+    "sysctl_advisor",
     "recommend",
     "--facts",
     str(ROOT / "examples" / "dcache-32bit.yaml"),
@@ -61,8 +61,8 @@ FLOOR = [sys.executable, "-c", FLOOR_SCRIPT]
 
 BREAKDOWN_SCRIPT = """
 import contextlib, io, sys, time
-import advisor.commands.recommend as command, advisor.engine.plan_builder as engine
-import advisor.outputs.plan_render as render
+import sysctl_advisor.commands.recommend as command, sysctl_advisor.engine.plan_builder as engine
+import sysctl_advisor.outputs.plan_render as render
 marks = []
 def mark(name):
     marks.append((name, time.perf_counter()))
@@ -83,7 +83,7 @@ sys.argv = ["sysctl-advisor", *sys.argv[1:]]
 mark("start")
 with contextlib.redirect_stdout(io.StringIO()):
     try:
-        __import__("advisor.entry").entry.main()
+        __import__("sysctl_advisor.entry").entry.main()
     except SystemExit:
         pass
 mark("end")
@@ -104,9 +104,10 @@ STAGES = [
         [
             sys.executable,
             "-c",
-            "from advisor.model.plain_models import choose_plain; choose_plain()\n"
-            "import jinja2.sandbox, yaml, advisor.entry, advisor.fast_path, "
-            "advisor.engine.plan_builder, advisor.outputs.plan_render, advisor.commands.common",
+            "from sysctl_advisor.model.plain_models import choose_plain; choose_plain()\n"
+            "import jinja2.sandbox, yaml, sysctl_advisor.entry, sysctl_advisor.fast_path, "
+            "sysctl_advisor.engine.plan_builder, sysctl_advisor.outputs.plan_render, "
+            "sysctl_advisor.commands.common",
         ],
     ),
 ]
@@ -149,7 +150,7 @@ def main() -> None:
         "--breakdown", action="store_true", help="time each stage of one run instead"
     )
     args = parser.parse_args()
-    compileall.compile_dir(ROOT / "advisor", quiet=1)
+    compileall.compile_dir(ROOT / "sysctl_advisor", quiet=1)
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, SYSCTL_ADVISOR_CACHE=cache)
         env.pop("PYTHONDONTWRITEBYTECODE", None)

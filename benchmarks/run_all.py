@@ -36,7 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PEER = ROOT.parent / "shared" / "peers" / "kernel-hardening-checker"
-ADVISOR = [sys.executable, "-m", "advisor"]
+ADVISOR = [sys.executable, "-m", "sysctl_advisor"]
 IMPORTS = [sys.executable, "-c", "import pydantic, jinja2, yaml, typer"]
 # What a warm run imports of its libraries: the Jinja2 sandbox (rule expressions) and PyYAML.
 NO_PYDANTIC = [sys.executable, "-c", "import jinja2.sandbox, yaml"]
@@ -141,7 +141,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="5 runs, no fleet")
     args = parser.parse_args()
     runs = 5 if args.quick else args.runs
-    compileall.compile_dir(ROOT / "advisor", quiet=1)
+    compileall.compile_dir(ROOT / "sysctl_advisor", quiet=1)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory(prefix="sysctl-advisor-bench-") as tmp:
         work = Path(tmp)

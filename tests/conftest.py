@@ -12,8 +12,8 @@ os.environ.setdefault("SYSCTL_ADVISOR_CACHE", tempfile.mkdtemp(prefix="sysctl-ad
 
 # In-process tests validate input, so this process defines its models on pydantic (and can
 # no longer choose plain ones); warm runs on plain models are tested in subprocesses.
-import advisor.model.model_base  # noqa: F401
-from advisor.knowledge.knowledge_base import KnowledgeBase
+import sysctl_advisor.model.model_base  # noqa: F401
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from tests.sarif.validate import validate_check_outputs  # noqa: F401  (autouse: every check SARIF/JSON is validated)
 
 TESTS = Path(__file__).resolve().parent

@@ -4,7 +4,7 @@ checking only) runs down the stages, and no module imports itself back through o
     commands -> outputs -> engine -> knowledge -> model
     commands -> sources -> model
 
-`cli` (typer) sits on top and calls only `commands`; `advisor/__init__.py` (the version) is
+`cli` (typer) sits on top and calls only `commands`; `sysctl_advisor/__init__.py` (the version) is
 importable from anywhere. The engine does no I/O: no open(), no os, subprocess or sockets.
 See docs/architecture.md."""
 
@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-PACKAGE = ROOT / "advisor"
+PACKAGE = ROOT / "sysctl_advisor"
 STAGES = ("model", "sources", "knowledge", "engine", "outputs", "commands")
 # What each stage may import, besides itself and the package root.
 ALLOWED = {
@@ -63,7 +63,7 @@ def imports(path: Path, package: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module.split(".")[0] != package.name:
                 continue
-            for alias in node.names:  # `from advisor.x import y` may name the module x.y
+            for alias in node.names:  # `from sysctl_advisor.x import y` may name the module x.y
                 candidate = f"{node.module}.{alias.name}"
                 is_module = (package.parent / candidate.replace(".", "/")).with_suffix(".py")
                 found.add(candidate if is_module.exists() else node.module)
@@ -163,7 +163,7 @@ def test_the_cli_holds_only_options() -> None:
     text = (PACKAGE / "cli.py").read_text(encoding="utf-8")
     assert len(text.splitlines()) < 200
     assert {t for t in imports(PACKAGE / "cli.py", PACKAGE) if stage_of(t) != "cli"} <= {
-        t for t in graph(PACKAGE) if t.startswith("advisor.commands")
+        t for t in graph(PACKAGE) if t.startswith("sysctl_advisor.commands")
     }
 
 
@@ -171,11 +171,11 @@ def test_the_cli_holds_only_options() -> None:
     ("file", "line", "expect"),
     [
         # a cycle: the model reaching back into a source that imports it
-        ("model/units.py", "from advisor.sources import proc_readers", "cycle"),
+        ("model/units.py", "from sysctl_advisor.sources import proc_readers", "cycle"),
         # against the flow without a cycle: knowledge reading the host
-        ("knowledge/values.py", "from advisor.sources import local_host", "flow"),
+        ("knowledge/values.py", "from sysctl_advisor.sources import local_host", "flow"),
         # a lazy import counts as much as one at the top
-        ("engine/diff.py", "def f():\n    from advisor.outputs import diff_report", "flow"),
+        ("engine/diff.py", "def f():\n    from sysctl_advisor.outputs import diff_report", "flow"),
         ("engine/lint.py", "import subprocess", "io"),
     ],
 )
@@ -183,7 +183,7 @@ def test_the_checks_catch_what_they_are_for(
     tmp_path: Path, file: str, line: str, expect: str
 ) -> None:
     """The checks fail when a cycle or a backward import is introduced on purpose."""
-    package = tmp_path / "advisor"
+    package = tmp_path / "sysctl_advisor"
     shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__", "schemas"))
     target = package / file
     target.write_text(target.read_text(encoding="utf-8") + "\n" + line + "\n", encoding="utf-8")

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from advisor import __version__
-from advisor.cli import app
+from sysctl_advisor import __version__
+from sysctl_advisor.cli import app
 from tests.conftest import EXAMPLES
 
 runner = CliRunner()
@@ -241,7 +241,7 @@ def _entry(
     """Through the real entry point (usage errors become one line there)."""
     import sys
 
-    from advisor.cli import main
+    from sysctl_advisor.cli import main
 
     monkeypatch.setattr(sys, "argv", ["sysctl-advisor", *args])
     with pytest.raises(SystemExit) as stopped:
@@ -255,11 +255,11 @@ def test_closed_choices_are_listed_and_refused_in_one_line(
 ) -> None:
     """Issue 14, item 13: --format and --fail-on are Enums; help lists them, a wrong one is
     one line and exit 2; the Enums hold exactly what the renderers produce."""
-    from advisor import cli_options as cli
-    from advisor.knowledge.rules import SEVERITY_ORDER
-    from advisor.outputs.check_report import CHECK_FORMATS
-    from advisor.outputs.diff_report import DIFF_FORMATS
-    from advisor.outputs.plan_render import FORMATS
+    from sysctl_advisor import cli_options as cli
+    from sysctl_advisor.knowledge.rules import SEVERITY_ORDER
+    from sysctl_advisor.outputs.check_report import CHECK_FORMATS
+    from sysctl_advisor.outputs.diff_report import DIFF_FORMATS
+    from sysctl_advisor.outputs.plan_render import FORMATS
 
     assert [f.value for f in cli.RecommendFormat] == list(FORMATS)
     assert [f.value for f in cli.DiffFormat] == list(DIFF_FORMATS)

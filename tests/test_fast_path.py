@@ -1,5 +1,5 @@
-"""advisor.fast_path: the command lines it accepts, it reads exactly as the typer CLI does (the
-same options to the same command function), and it leaves every other one to typer.
+"""sysctl_advisor.fast_path: the command lines it accepts, it reads exactly as the typer CLI
+does (the same options to the same command function), and it leaves every other one to typer.
 
 The comparison uses the CLI's own click command (`make_context`) to parse, so any command line
 hypothesis builds from the options' vocabulary is checked against the parser it stands in for.
@@ -17,8 +17,8 @@ import typer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.cli import app
-from advisor.fast_path import parse
+from sysctl_advisor.cli import app
+from sysctl_advisor.fast_path import parse
 from tests.conftest import EXAMPLES
 
 COMMAND = typer.main.get_command(app)
@@ -138,7 +138,7 @@ CASES = [
 def test_the_same_output_and_exit_code_either_way(
     argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from advisor import cli, entry
+    from sysctl_advisor import cli, entry
 
     def run(main: Any) -> tuple[int, str, str]:
         monkeypatch.setattr(sys, "argv", ["sysctl-advisor", *argv])
@@ -157,7 +157,7 @@ def test_the_entry_point_does_not_import_typer() -> None:
     code = (
         "import sys, runpy\n"
         f"sys.argv = ['sysctl-advisor', 'recommend', '--facts', {FACTS!r}, '-p', 'gridftp']\n"
-        "try:\n    runpy.run_module('advisor', run_name='__main__')\n"
+        "try:\n    runpy.run_module('sysctl_advisor', run_name='__main__')\n"
         "except SystemExit:\n    pass\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('typer', 'click', 'rich') or m == 'importlib.metadata'), file=sys.stderr)\n"
@@ -172,11 +172,11 @@ def test_its_choices_are_the_clis() -> None:
     """The closed choices the fast path accepts are exactly the renderers' and severities (a
     format added to the CLI and not here would only ever go the slow way; one here and not
     there would skip typer's refusal)."""
-    from advisor.fast_path import _FORMATS, _SEVERITIES
-    from advisor.knowledge.rules import SEVERITY_ORDER
-    from advisor.outputs.check_report import CHECK_FORMATS
-    from advisor.outputs.diff_report import DIFF_FORMATS
-    from advisor.outputs.plan_render import FORMATS
+    from sysctl_advisor.fast_path import _FORMATS, _SEVERITIES
+    from sysctl_advisor.knowledge.rules import SEVERITY_ORDER
+    from sysctl_advisor.outputs.check_report import CHECK_FORMATS
+    from sysctl_advisor.outputs.diff_report import DIFF_FORMATS
+    from sysctl_advisor.outputs.plan_render import FORMATS
 
     assert _FORMATS == {"recommend": FORMATS, "diff": DIFF_FORMATS, "check": CHECK_FORMATS}
     assert set(_SEVERITIES) == set(SEVERITY_ORDER)

@@ -553,8 +553,8 @@ def test_the_readme_workflow_uses_the_action_as_it_is() -> None:
 
 
 def test_a_pull_request_cannot_replace_the_advisor(tmp_path: Path) -> None:
-    """The review runs in the checkout of the pull request: an advisor/ package it adds at the
-    top of the repository must not be what runs (python -I: the working directory is not on
+    """The review runs in the checkout of the pull request: a sysctl_advisor/ package it adds at
+    the top of the repository must not be what runs (python -I: the working directory is not on
     the path)."""
     workspace = tmp_path / "repo"
     marker = tmp_path / "PWNED"
@@ -563,8 +563,8 @@ def test_a_pull_request_cannot_replace_the_advisor(tmp_path: Path) -> None:
         workspace,
         {"README.md": "x\n"},
         {
-            "advisor/__init__.py": "",
-            "advisor/__main__.py": fake,
+            "sysctl_advisor/__init__.py": "",
+            "sysctl_advisor/__main__.py": fake,
             "sysctl.d/90-bad.conf": "net.ipv4.tcp_tw_recycle = 1\n",
         },
     )

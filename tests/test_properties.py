@@ -12,14 +12,14 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.engine.plan_builder import build_plan
-from advisor.knowledge.catalog import text_value
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.model.errors import InputError
-from advisor.model.host_facts import facts_from_data
-from advisor.model.kernel_version import KernelVersion
-from advisor.model.sysctl_conf import parse_conf
-from advisor.outputs.plan_render import Renderer, wrap_words
+from sysctl_advisor.engine.plan_builder import build_plan
+from sysctl_advisor.knowledge.catalog import text_value
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.host_facts import facts_from_data
+from sysctl_advisor.model.kernel_version import KernelVersion
+from sysctl_advisor.model.sysctl_conf import parse_conf
+from sysctl_advisor.outputs.plan_render import Renderer, wrap_words
 
 KERNELS = [
     "2.6.32",
@@ -198,9 +198,9 @@ def test_kubernetes_places_each_key_once_where_its_namespace_says(
     """Any host, profile and release: the manifests read back as the two plans (the node's
     global keys, the pod's per-namespace keys), no key in both, the kubelet list exactly the
     pod's unsafe keys, and the same bytes twice."""
-    from advisor.engine.kubernetes_placement import placement_for
-    from advisor.knowledge.kubernetes import KubernetesVersion
-    from advisor.outputs.kubernetes_manifests import manifest_settings, render_kubernetes
+    from sysctl_advisor.engine.kubernetes_placement import placement_for
+    from sysctl_advisor.knowledge.kubernetes import KubernetesVersion
+    from sysctl_advisor.outputs.kubernetes_manifests import manifest_settings, render_kubernetes
 
     profile, params = pp
     facts = facts_from_data(host)

@@ -20,7 +20,7 @@ def run(
     *args: str, env: dict[str, str] | None = None, timeout: float = HANG_SECONDS
 ) -> tuple[int, str]:
     result = subprocess.run(
-        [sys.executable, "-m", "advisor", *args],
+        [sys.executable, "-m", "sysctl_advisor", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -205,8 +205,8 @@ def test_a_path_too_long_for_the_system_is_one_line(command: list[str], workdir:
 
 @pytest.mark.parametrize("group", [{"hosts": 5}, {"hosts": "ab"}, {"children": [1, 2]}])
 def test_inventory_groups_must_list_names(group: dict[str, object], workdir: Path) -> None:
-    from advisor.knowledge.profile_map import load_inventory_groups
-    from advisor.model.errors import InputError
+    from sysctl_advisor.knowledge.profile_map import load_inventory_groups
+    from sysctl_advisor.model.errors import InputError
 
     inventory = workdir / "inventory.json"
     inventory.write_text(json.dumps({"web": group}))
@@ -216,7 +216,7 @@ def test_inventory_groups_must_list_names(group: dict[str, object], workdir: Pat
 
 
 def test_a_deep_chain_of_inventory_groups_needs_no_recursion(workdir: Path) -> None:
-    from advisor.knowledge.profile_map import load_inventory_groups
+    from sysctl_advisor.knowledge.profile_map import load_inventory_groups
 
     depth = 5000
     groups = {f"g{i}": {"children": [f"g{i + 1}"]} for i in range(depth)}
@@ -228,7 +228,7 @@ def test_a_deep_chain_of_inventory_groups_needs_no_recursion(workdir: Path) -> N
 
 
 def test_a_doubled_minus_in_proc_counters_is_not_a_number(workdir: Path) -> None:
-    from advisor.sources.proc_readers import parse_netstat
+    from sysctl_advisor.sources.proc_readers import parse_netstat
 
     table = parse_netstat("TcpExt: ListenOverflows ListenDrops\nTcpExt: --5 3\n")
     assert table == {"TcpExt": {"ListenDrops": 3}}
@@ -245,11 +245,11 @@ def test_a_doubled_minus_in_proc_counters_is_not_a_number(workdir: Path) -> None
     ],
 )
 def test_commands_called_without_typer_check_their_choices(call: str, field: str) -> None:
-    from advisor.commands.check import check  # noqa: F401
-    from advisor.commands.diff import diff  # noqa: F401
-    from advisor.commands.facts import facts  # noqa: F401
-    from advisor.commands.recommend import recommend  # noqa: F401
-    from advisor.model.errors import InputError
+    from sysctl_advisor.commands.check import check  # noqa: F401
+    from sysctl_advisor.commands.diff import diff  # noqa: F401
+    from sysctl_advisor.commands.facts import facts  # noqa: F401
+    from sysctl_advisor.commands.recommend import recommend  # noqa: F401
+    from sysctl_advisor.model.errors import InputError
 
     with pytest.raises(InputError) as caught:
         eval(call)  # the literal calls written above

@@ -14,8 +14,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from advisor.cli import app
-from advisor.model.sysctl_conf import parse_conf
+from sysctl_advisor.cli import app
+from sysctl_advisor.model.sysctl_conf import parse_conf
 from tests.conftest import TESTS
 
 FIXTURES = TESTS / "fixtures" / "ansible"
@@ -307,8 +307,8 @@ def test_progress_bar_counts_hosts_and_skips(capsys: pytest.CaptureFixture[str])
 
     from rich.console import Console
 
-    from advisor.outputs.fleet_summary import HostOutcome
-    from advisor.outputs.progress import progress_reporter
+    from sysctl_advisor.outputs.fleet_summary import HostOutcome
+    from sysctl_advisor.outputs.progress import progress_reporter
 
     screen = io.StringIO()
     console = Console(file=screen, force_terminal=True, width=100)

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 import yaml
 
-from advisor.commands.check import check_paths
-from advisor.engine.lint import CheckContext, Checker
-from advisor.engine.plan_builder import build_plan, host_variables
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.model.host_facts import facts_from_data
-from advisor.outputs.plan_render import Renderer
-from advisor.sources.facts_file import load_facts
+from sysctl_advisor.commands.check import check_paths
+from sysctl_advisor.engine.lint import CheckContext, Checker
+from sysctl_advisor.engine.plan_builder import build_plan, host_variables
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.host_facts import facts_from_data
+from sysctl_advisor.outputs.plan_render import Renderer
+from sysctl_advisor.sources.facts_file import load_facts
 from tests.conftest import EXAMPLES
 
 GiB = 2**30

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.fast_path import parse, run
-from advisor.knowledge.warm_start import PLAIN_FORMATS, only_loads_validated
+from sysctl_advisor.fast_path import parse, run
+from sysctl_advisor.knowledge.warm_start import PLAIN_FORMATS, only_loads_validated
 from tests.conftest import ROOT
 
 EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.yaml"))
@@ -33,9 +33,9 @@ CHECKED = [
 # and the pydantic modules the process imported.
 DRIVER = """
 import json, sys
-from advisor.fast_path import parse, run
-from advisor.knowledge.warm_start import only_loads_validated
-from advisor.model.plain_models import choose_plain
+from sysctl_advisor.fast_path import parse, run
+from sysctl_advisor.knowledge.warm_start import only_loads_validated
+from sysctl_advisor.model.plain_models import choose_plain
 
 lines = json.loads(sys.argv[1])
 for argv in lines:
@@ -97,7 +97,9 @@ def test_a_warm_run_on_plain_models_writes_what_pydantic_models_write(
     )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.splitlines()[-1])
-    assert report["pydantic"] == ["pydantic.plugin._loader"]  # advisor/__init__'s empty stand-in
+    assert report["pydantic"] == [
+        "pydantic.plugin._loader"
+    ]  # sysctl_advisor/__init__'s empty stand-in
     for index, argv in enumerate(lines):
         code, text = expected[index]
         assert report["codes"][index] == code, argv
@@ -112,7 +114,7 @@ def test_the_console_command_chooses_plain_models_only_when_warm(workdir: Path) 
         "said = lambda: sys.stderr.write('PYDANTIC=%s' % ('pydantic.main' in sys.modules))\n"
         "atexit.register(said)\n"
         "sys.argv = ['sysctl-advisor', *sys.argv[1:]]\n"
-        "from advisor.entry import main\n"
+        "from sysctl_advisor.entry import main\n"
         "main()\n"
     )
     argv = ["recommend", "--facts", str(ROOT / "examples" / "c1m-server.yaml"), "-p", "c1m-server"]

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from advisor.commands.check import check
-from advisor.commands.common import guarded
-from advisor.commands.diff import diff
-from advisor.commands.explain import explain, profiles, rules
-from advisor.commands.facts import facts
-from advisor.commands.recommend import recommend
-from advisor.model.errors import InputError
-from advisor.sources.facts_file import load_facts
+from sysctl_advisor.commands.check import check
+from sysctl_advisor.commands.common import guarded
+from sysctl_advisor.commands.diff import diff
+from sysctl_advisor.commands.explain import explain, profiles, rules
+from sysctl_advisor.commands.facts import facts
+from sysctl_advisor.commands.recommend import recommend
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.sources.facts_file import load_facts
 from tests.conftest import EXAMPLES, TESTS
 
 DCACHE = EXAMPLES / "dcache-32bit.yaml"

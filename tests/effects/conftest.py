@@ -23,7 +23,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     if namespace_problem() is not None or shutil.which("ip") is None:
         return  # the tests skip, with the reason
-    from advisor.knowledge.knowledge_base import KnowledgeBase
+    from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
     from tests.effects import test_port_range_effect as module
 
     module.EARLY.append(module.start_timed_runs(module.advice_for(KnowledgeBase.load())))

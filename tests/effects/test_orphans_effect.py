@@ -48,11 +48,11 @@ from typing import Any
 
 import pytest
 
-from advisor.engine.plan_builder import build_plan, host_variables
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.model.host_facts import facts_from_data
-from advisor.model.units import tidy_ceil
-from advisor.sources.local_host import collect
+from sysctl_advisor.engine.plan_builder import build_plan, host_variables
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.host_facts import facts_from_data
+from sysctl_advisor.model.units import tidy_ceil
+from sysctl_advisor.sources.local_host import collect
 from tests.effects import netns_lab as lab
 from tests.namespaces import host_sysctls
 

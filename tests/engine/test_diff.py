@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from advisor.cli import app
+from sysctl_advisor.cli import app
 from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, TESTS
 
 FIXTURES = TESTS / "fixtures"
@@ -127,8 +127,8 @@ def test_text_is_plain_when_piped_and_markdown_is_a_table() -> None:
 
 
 def test_rich_table_on_a_terminal() -> None:
-    from advisor.engine.diff import DiffEntry, DiffReport
-    from advisor.outputs.diff_report import render_rich
+    from sysctl_advisor.engine.diff import DiffEntry, DiffReport
+    from sysctl_advisor.outputs.diff_report import render_rich
 
     report = DiffReport(
         "h",
@@ -168,7 +168,7 @@ def test_the_terminal_table_never_breaks_a_key_or_a_number(
 ) -> None:
     """On an 80-column terminal every key and every number is read whole on one line, each
     value's elements, and the table fits the terminal; the source file is still shown."""
-    import advisor.outputs.diff_report as diff_render
+    import sysctl_advisor.outputs.diff_report as diff_render
 
     doc = _report_for(facts, profile, current)
     monkeypatch.setattr(
@@ -234,7 +234,7 @@ def test_the_terminal_table_shows_emoji_codes_in_file_names_as_written(
 ) -> None:
     """A file named `:white_check_mark:ok.conf` stays that name on the terminal: rich would
     draw an emoji for the code, and the operator would look for a file that does not exist."""
-    import advisor.outputs.diff_report as diff_render
+    import sysctl_advisor.outputs.diff_report as diff_render
 
     conf = workdir / ":white_check_mark:ok.conf"
     conf.write_text("net.ipv4.tcp_tw_recycle = 1\n")

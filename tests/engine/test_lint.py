@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from advisor.cli import app
-from advisor.commands.check import check_paths
-from advisor.engine.lint import CheckContext, Checker
-from advisor.engine.plan_builder import build_plan, host_variables
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.model.host_facts import facts_from_data
-from advisor.model.kernel_version import KernelVersion
-from advisor.sources.sysctl_files import read_file, read_tree
+from sysctl_advisor.cli import app
+from sysctl_advisor.commands.check import check_paths
+from sysctl_advisor.engine.lint import CheckContext, Checker
+from sysctl_advisor.engine.plan_builder import build_plan, host_variables
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.host_facts import facts_from_data
+from sysctl_advisor.model.kernel_version import KernelVersion
+from sysctl_advisor.sources.sysctl_files import read_file, read_tree
 from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, ROOT, TESTS
 
 FIXTURES = TESTS / "fixtures" / "check"
@@ -182,11 +182,11 @@ def test_advisor_passes_its_own_check(host: str, profile: str, tmp_path: Path) -
 
 
 def test_rules_reference_is_current(kb: KnowledgeBase) -> None:
-    from advisor.outputs.check_rules_reference import render_reference
+    from sysctl_advisor.outputs.check_rules_reference import render_reference
 
     committed = (ROOT / "docs" / "rules.md").read_text()
     assert committed == render_reference(kb.check_rules), (
-        "regenerate: python -m advisor.outputs.check_rules_reference > docs/rules.md"
+        "regenerate: python -m sysctl_advisor.outputs.check_rules_reference > docs/rules.md"
     )
 
 
@@ -211,7 +211,7 @@ def test_tree_findings_point_at_real_paths() -> None:
     ],
 )  # fmt: skip
 def test_numbers_are_read_as_proc_get_long_reads_them(field: str, kernel_reads: int | None) -> None:
-    from advisor.model.kernel_write import kernel_int as _kernel_int
+    from sysctl_advisor.model.kernel_write import kernel_int as _kernel_int
 
     assert _kernel_int(field) == kernel_reads
 
@@ -269,10 +269,10 @@ def test_a_recurring_line_is_judged_once_and_reported_everywhere(
 ) -> None:
     """Verdicts are kept per distinct (key, value, prefix) line: the report is the same as
     when every line is judged afresh, each file and line still named."""
-    import advisor.engine.lint as lint
-    from advisor.commands.check import check_paths
-    from advisor.engine.lint import CheckContext, Checker
-    from advisor.model.kernel_version import KernelVersion
+    import sysctl_advisor.engine.lint as lint
+    from sysctl_advisor.commands.check import check_paths
+    from sysctl_advisor.engine.lint import CheckContext, Checker
+    from sysctl_advisor.model.kernel_version import KernelVersion
 
     root = tmp_path / "sysctl.d"
     root.mkdir()

@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
-from advisor.engine.plan_builder import build_plan
-from advisor.engine.plan_cache import PlanCache
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.sources.facts_file import load_facts
+from sysctl_advisor.engine.plan_builder import build_plan
+from sysctl_advisor.engine.plan_cache import PlanCache
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.sources.facts_file import load_facts
 from tests.conftest import EXAMPLE_PROFILES, EXAMPLES
 
 
@@ -74,7 +74,7 @@ def test_a_shape_is_rendered_once_and_reads_as_each_hosts_own_file(
 ) -> None:
     """What a fleet writes for the second host of a shape (the body rendered for the first) is
     byte for byte what rendering its own plan gives, its name and rebuild command included."""
-    from advisor.outputs.plan_render import Renderer
+    from sysctl_advisor.outputs.plan_render import Renderer
 
     renderer = Renderer(kb.catalog)
     cache = PlanCache(kb)
@@ -91,7 +91,7 @@ def test_a_shape_is_rendered_once_and_reads_as_each_hosts_own_file(
 def test_the_head_is_all_that_names_the_host(kb: KnowledgeBase) -> None:
     """The body block of each fleet template is the same whatever the host is called and
     however it is rebuilt: the head holds every mention of either."""
-    from advisor.outputs.plan_render import TEMPLATES, Renderer
+    from sysctl_advisor.outputs.plan_render import TEMPLATES, Renderer
 
     renderer = Renderer(kb.catalog)
     facts = load_facts(EXAMPLES / "ec2-nginx-frontend.yaml")
@@ -120,8 +120,8 @@ def test_a_head_that_would_set_something_is_never_written(
     import shutil
     from pathlib import Path
 
-    from advisor.knowledge.resources import data_dir
-    from advisor.outputs.plan_render import TEMPLATES, RenderCheckError, Renderer
+    from sysctl_advisor.knowledge.resources import data_dir
+    from sysctl_advisor.outputs.plan_render import TEMPLATES, RenderCheckError, Renderer
 
     assert isinstance(tmp_path, Path)
     templates = tmp_path / "templates"
@@ -144,9 +144,9 @@ def test_a_shapes_body_is_read_back_once_and_a_body_that_would_set_more_is_refus
     import shutil
     from pathlib import Path
 
-    from advisor.knowledge.resources import data_dir
-    from advisor.outputs import plan_render
-    from advisor.outputs.plan_render import TEMPLATES, RenderCheckError, Renderer
+    from sysctl_advisor.knowledge.resources import data_dir
+    from sysctl_advisor.outputs import plan_render
+    from sysctl_advisor.outputs.plan_render import TEMPLATES, RenderCheckError, Renderer
 
     checked: list[str] = []
     real_check = plan_render.check_rendered
@@ -184,7 +184,7 @@ def test_kernel_defaults_shared_by_hardware_give_each_hosts_own_plan(
     """Issue 19: hosts of one kernel and hardware share the kernel model's results; a host
     whose values in force differ (which replace modelled defaults in its own plan) neither
     gets another host's nor changes what the next host gets."""
-    from advisor.engine.plan_cache import KernelDefaultsMemo
+    from sysctl_advisor.engine.plan_cache import KernelDefaultsMemo
 
     memo = KernelDefaultsMemo()
     first = load_facts(EXAMPLES / f"{host}.yaml")
@@ -227,7 +227,7 @@ def test_what_an_expression_reads(
 
 
 def test_the_kernel_defaults_memo_is_bounded_and_turns_itself_off(kb: KnowledgeBase) -> None:
-    from advisor.engine.plan_cache import KernelDefaultsMemo
+    from sysctl_advisor.engine.plan_cache import KernelDefaultsMemo
 
     memo = KernelDefaultsMemo(max_entries=4, trial=10)
     facts = load_facts(EXAMPLES / "dtn-10g.yaml")

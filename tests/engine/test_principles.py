@@ -16,13 +16,13 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.engine.diff import build_diff
-from advisor.engine.plan_builder import build_plan, host_defaults
-from advisor.knowledge.catalog import parse_ports
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.knowledge.values import parse_current
-from advisor.model.current_config import from_values
-from advisor.model.host_facts import facts_from_data
+from sysctl_advisor.engine.diff import build_diff
+from sysctl_advisor.engine.plan_builder import build_plan, host_defaults
+from sysctl_advisor.knowledge.catalog import parse_ports
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.knowledge.values import parse_current
+from sysctl_advisor.model.current_config import from_values
+from sysctl_advisor.model.host_facts import facts_from_data
 from tests.test_properties import PROFILE_PARAMS, hosts, profile_and_params
 
 SETTINGS = settings(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.knowledge.cache_files import MAX_CACHE_BYTES, read_cache, write_cache
+from sysctl_advisor.knowledge.cache_files import MAX_CACHE_BYTES, read_cache, write_cache
 from tests.conftest import ROOT
 
 DCACHE = str(ROOT / "examples" / "dcache-32bit.yaml")
@@ -30,7 +30,7 @@ class _Plant:
 def _run(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SYSCTL_ADVISOR_CACHE": str(cache)}
     return subprocess.run(
-        [sys.executable, "-m", "advisor", *args], env=env, capture_output=True, text=True
+        [sys.executable, "-m", "sysctl_advisor", *args], env=env, capture_output=True, text=True
     )
 
 
@@ -138,10 +138,10 @@ def test_a_spec_cache_key_depends_on_every_model_module_and_on_pydantic(
     """The server table's model is built on rules.SpecModel, facts on model/: an edit of any
     module that defines or checks a model (or another pydantic) retires every cached spec
     and facts file validated with the old checks."""
-    from advisor.knowledge import cache_files
-    from advisor.knowledge.spec_cache import spec_key
+    from sysctl_advisor.knowledge import cache_files
+    from sysctl_advisor.knowledge.spec_cache import spec_key
 
-    package = ROOT / "advisor"
+    package = ROOT / "sysctl_advisor"
     covered = {
         package / "knowledge" / "rules.py",
         package / "knowledge" / "servers.py",
@@ -158,10 +158,10 @@ def test_a_spec_cache_key_depends_on_every_model_module_and_on_pydantic(
     monkeypatch.setattr(cache_files, "files_fingerprint", recording)
     cache_files.validating_code.cache_clear()
     try:
-        key = spec_key("advisor.knowledge.servers.ServerTableSpec", "servers: []\n")
+        key = spec_key("sysctl_advisor.knowledge.servers.ServerTableSpec", "servers: []\n")
         assert covered <= set(seen)
         assert any(p.name == "version.py" and p.parent.name == "pydantic" for p in seen)
         cache_files.validating_code.cache_clear()
-        assert spec_key("advisor.knowledge.servers.ServerTableSpec", "servers: []\n") != key
+        assert spec_key("sysctl_advisor.knowledge.servers.ServerTableSpec", "servers: []\n") != key
     finally:
         cache_files.validating_code.cache_clear()

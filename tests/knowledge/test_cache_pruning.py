@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.knowledge.cache_files import cache_directory, read_cache, write_cache
-from advisor.knowledge.cache_pruning import UNUSED_SECONDS, prune_unused
+from sysctl_advisor.knowledge.cache_files import cache_directory, read_cache, write_cache
+from sysctl_advisor.knowledge.cache_pruning import UNUSED_SECONDS, prune_unused
 from tests.conftest import ROOT
 
 OLD = time.time() - UNUSED_SECONDS - 3600
@@ -122,7 +122,7 @@ def test_a_real_run_that_writes_removes_the_stale_and_ends_with_its_own_set(
     one of another version is gone; its output is unchanged."""
     cache = workdir / "cache"
     env = {**os.environ, "SYSCTL_ADVISOR_CACHE": str(cache)}
-    command = [sys.executable, "-m", "advisor", "recommend", "-p", "gridftp", "--facts"]
+    command = [sys.executable, "-m", "sysctl_advisor", "recommend", "-p", "gridftp", "--facts"]
     command.append(str(ROOT / "examples" / "dcache-32bit.yaml"))
     first = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     private = cache / "private"

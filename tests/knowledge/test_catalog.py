@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from advisor.engine.plan_builder import host_defaults
-from advisor.knowledge.catalog import Catalog
-from advisor.knowledge.expressions import Compiler
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.knowledge.spec_cache import SpecCache
-from advisor.model.errors import InputError
-from advisor.model.host_facts import facts_from_data
+from sysctl_advisor.engine.plan_builder import host_defaults
+from sysctl_advisor.knowledge.catalog import Catalog
+from sysctl_advisor.knowledge.expressions import Compiler
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.knowledge.spec_cache import SpecCache
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.host_facts import facts_from_data
 from tests.conftest import ROOT
 
 GiB = 2**30
@@ -244,7 +244,7 @@ def test_default_lowmem_by_architecture(arch: str, total: int, lowmem: int) -> N
 
 
 def test_lowmem_of_other_32bit_arches_must_be_given() -> None:
-    from advisor.model.errors import InputError
+    from sysctl_advisor.model.errors import InputError
 
     with pytest.raises(InputError, match=r"memory\.lowmem"):
         facts_from_data({"arch": "ppc", "memory": {"total": 2 * GiB}})
@@ -260,7 +260,7 @@ def test_ram_within_lowmem_has_no_highmem() -> None:
 def test_eras_worked_out_per_kernel_give_what_a_fresh_catalog_gives() -> None:
     """Issue 19: the catalog keeps, per kernel version, which eras' ranges hold (bounded); a
     catalog that has seen many versions computes the same defaults as a fresh one."""
-    from advisor.knowledge import catalog as catalog_module
+    from sysctl_advisor.knowledge import catalog as catalog_module
 
     kernels = ["2.6.32-642.el6.x86_64", "3.10.0-1160.el7.x86_64", "4.15.0-20-generic", "6.1.0"]
     seasoned = KnowledgeBase.load()

@@ -16,9 +16,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from advisor.cli import app
-from advisor.engine.plan_builder import host_variables
-from advisor.knowledge.expressions import (
+from sysctl_advisor.cli import app
+from sysctl_advisor.engine.plan_builder import host_variables
+from sysctl_advisor.knowledge.expressions import (
     MAX_BUILD,
     Compiler,
     ExpressionError,
@@ -26,8 +26,8 @@ from advisor.knowledge.expressions import (
     new_budget,
     weight,
 )
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.model.host_facts import facts_from_data
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.host_facts import facts_from_data
 from tests.conftest import EXAMPLES, HANG_SECONDS
 
 DCACHE = str(EXAMPLES / "dcache-32bit.yaml")
@@ -453,7 +453,7 @@ def test_jinja_sum_with_an_attribute_still_works(variables: dict[str, Any]) -> N
 def test_reading_a_number_pays_for_its_digits(reader: str, variables: dict[str, Any]) -> None:
     """CPython reads a long number in quadratic time, so `s | int` in a loop pays for the
     digits it reads each time, not only once for building `s`."""
-    from advisor.knowledge import expressions
+    from sysctl_advisor.knowledge import expressions
 
     compiler = Compiler()
     built = compiler.expression("('9' * 4000) | length")
@@ -501,7 +501,7 @@ def test_cached_code_runs_only_when_used_and_a_damaged_entry_is_rebuilt(
     """Issue 19: code from the cache is unmarshalled when the expression first runs (a run
     evaluates only its selected rules); an entry that no longer unmarshals is compiled again
     instead of failing, and a source new to the cache is compiled (and checked) at once."""
-    from advisor.knowledge import expressions
+    from sysctl_advisor.knowledge import expressions
 
     monkeypatch.setenv("SYSCTL_ADVISOR_CACHE", str(workdir / "cache"))
     first = Compiler()

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.knowledge.facts_cache import MAX_ENTRIES, FactsCache, cached_facts, facts_key
-from advisor.model.host_facts import HostFacts, facts_from_data, plain_data
-from advisor.sources import facts_file
-from advisor.sources.facts_file import facts_from_text
+from sysctl_advisor.knowledge.facts_cache import MAX_ENTRIES, FactsCache, cached_facts, facts_key
+from sysctl_advisor.model.host_facts import HostFacts, facts_from_data, plain_data
+from sysctl_advisor.sources import facts_file
+from sysctl_advisor.sources.facts_file import facts_from_text
 from tests.conftest import ROOT
 
 
@@ -80,7 +80,7 @@ def test_an_unchanged_facts_file_is_validated_once(cache_dir: Path, workdir: Pat
 
 
 def test_a_refused_facts_file_is_not_cached(cache_dir: Path, workdir: Path) -> None:
-    from advisor.model.errors import InputError
+    from sysctl_advisor.model.errors import InputError
 
     path = workdir / "bad.yaml"
     path.write_text("memory: {total: lots}\n")
@@ -146,8 +146,8 @@ def test_a_planted_entry_in_a_cache_others_can_write_is_never_unpickled(
 def test_plain_data_is_model_dump_for_every_catalog_key_and_server() -> None:
     """What `check` rules see of a key's spec, and what backlog rules see of a server, is
     walked by hand (plain models have no model_dump): the same data pydantic dumps."""
-    from advisor.knowledge.knowledge_base import KnowledgeBase
-    from advisor.knowledge.servers import _SHOWN
+    from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+    from sysctl_advisor.knowledge.servers import _SHOWN
 
     kb = KnowledgeBase.load()
     for key in kb.catalog.keys.values():

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.knowledge.host_patterns import PatternError, compile_pattern, matches
+from sysctl_advisor.knowledge.host_patterns import PatternError, compile_pattern, matches
 from tests.commands.test_fleet import FIXTURES, TREE, fleet
 
 inventory_plugins = pytest.importorskip("ansible.plugins.inventory", reason="needs ansible-core")

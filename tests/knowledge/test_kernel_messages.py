@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from advisor.knowledge.kernel_messages import (
+from sysctl_advisor.knowledge.kernel_messages import (
     MessageFamily,
     load_message_families,
     matchers,
 )
-from advisor.knowledge.resources import data_dir
-from advisor.knowledge.spec_cache import SpecCache
-from advisor.model.errors import InputError
+from sysctl_advisor.knowledge.resources import data_dir
+from sysctl_advisor.knowledge.spec_cache import SpecCache
+from sysctl_advisor.model.errors import InputError
 
 SHIPPED = data_dir("rules") / "catalog" / "kernel-messages.yaml"
 

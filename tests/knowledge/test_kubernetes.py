@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.knowledge.kubernetes import KubernetesVersion
-from advisor.model.errors import InputError
-from advisor.model.kernel_version import KernelVersion
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.knowledge.kubernetes import KubernetesVersion
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.kernel_version import KernelVersion
 
 
 @pytest.mark.parametrize(

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from advisor.engine.plan_builder import build_plan
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.model.host_facts import facts_from_data
+from sysctl_advisor.engine.plan_builder import build_plan
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.host_facts import facts_from_data
 from tests.conftest import TESTS
 
 CASES_DIR = TESTS / "cases"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.engine.plan_builder import build_plan
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.knowledge.servers import MAX_RULE_LISTENERS
-from advisor.model.host_facts import facts_from_data
+from sysctl_advisor.engine.plan_builder import build_plan
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.knowledge.servers import MAX_RULE_LISTENERS
+from sysctl_advisor.model.host_facts import facts_from_data
 
 
 def _host(listeners: list[dict[str, Any]]) -> dict[str, Any]:

@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from advisor.engine.plan_builder import build_plan
-from advisor.knowledge.catalog import merge_ranges, parse_ports, ports_text, text_value
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.knowledge.values import same_value
-from advisor.model.errors import InputError
-from advisor.model.host_facts import facts_from_data
-from advisor.sources.local_host import collect_data
-from advisor.sources.proc_readers import parse_module_list
+from sysctl_advisor.engine.plan_builder import build_plan
+from sysctl_advisor.knowledge.catalog import merge_ranges, parse_ports, ports_text, text_value
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.knowledge.values import same_value
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.host_facts import facts_from_data
+from sysctl_advisor.sources.local_host import collect_data
+from sysctl_advisor.sources.proc_readers import parse_module_list
 from tests.conftest import TESTS
 
 PORTS = "net.ipv4.ip_local_reserved_ports"

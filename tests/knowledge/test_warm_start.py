@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from advisor.knowledge import spec_cache
-from advisor.knowledge.facts_cache import cached_facts
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.knowledge.knowledge_files import spec_files
-from advisor.knowledge.spec_cache import SpecCache, model_kind
-from advisor.knowledge.warm_start import PLAIN_FORMATS, choose_models, only_loads_validated
-from advisor.model.errors import InputError
-from advisor.sources.facts_file import facts_from_text
+from sysctl_advisor.knowledge import spec_cache
+from sysctl_advisor.knowledge.facts_cache import cached_facts
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.knowledge.knowledge_files import spec_files
+from sysctl_advisor.knowledge.spec_cache import SpecCache, model_kind
+from sysctl_advisor.knowledge.warm_start import PLAIN_FORMATS, choose_models, only_loads_validated
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.sources.facts_file import facts_from_text
 from tests.conftest import ROOT
 
 DCACHE = ROOT / "examples" / "dcache-32bit.yaml"
@@ -147,7 +147,7 @@ def test_the_listing_names_each_file_the_loaders_validate_and_its_model(
     KnowledgeBase.load([rules], [profiles])
     listed = spec_files([rules], [profiles])
     assert sorted(loaded) == sorted(listed)
-    assert (rules / "nested" / "x.yaml", "advisor.knowledge.rules.RuleSpec") in listed
+    assert (rules / "nested" / "x.yaml", "sysctl_advisor.knowledge.rules.RuleSpec") in listed
     assert all(path.name != "ignored.yaml" for path, _ in listed)
 
 
@@ -159,7 +159,7 @@ def test_a_file_that_changes_after_the_check_stops_a_plain_run(
     monkeypatch.setattr(spec_cache, "plain_chosen", lambda: True)
     edited = warm / "edited.yaml"
     edited.write_text((ROOT / "rules" / "catalog" / "servers.yaml").read_text() + "# new\n")
-    from advisor.knowledge.servers import ServerTableSpec
+    from sysctl_advisor.knowledge.servers import ServerTableSpec
 
     with pytest.raises(InputError, match="changed while the advisor read it"):
         SpecCache().load(edited, ServerTableSpec, "a server table")
@@ -179,9 +179,9 @@ def test_the_entries_a_run_was_judged_by_survive_another_run_rewriting_the_cache
     push this one out). The run uses the entries it was judged by instead of stopping."""
     import marshal
 
-    from advisor.knowledge import facts_cache, warm_start
-    from advisor.knowledge.cache_files import write_cache
-    from advisor.model import plain_models
+    from sysctl_advisor.knowledge import facts_cache, warm_start
+    from sysctl_advisor.knowledge.cache_files import write_cache
+    from sysctl_advisor.model import plain_models
 
     judged = warm_start._judge("recommend", _recommend())
     assert judged is not None

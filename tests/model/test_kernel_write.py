@@ -9,8 +9,8 @@ the verdict `check` must give the same line:
   a short vector, an octal number): a warning;
 * accepted as written: no finding about the value's syntax.
 
-The model behind check (advisor/model/kernel_write.py) must also predict which elements the kernel
-stored. The cases run on whatever kernel the suite runs on; measured first on 6.18 with
+The model behind check (sysctl_advisor/model/kernel_write.py) must also predict which elements
+the kernel stored. The cases run on whatever kernel the suite runs on; measured first on 6.18 with
 procps 4.0.2.
 """
 
@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from advisor.cli import app
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.model.kernel_write import kernel_write
+from sysctl_advisor.cli import app
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.kernel_write import kernel_write
 from tests.namespaces import in_namespace, needs_netns
 
 pytestmark = [

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from advisor.model import plain_models
-from advisor.model.plain_models import PlainModelError
+from sysctl_advisor.model import plain_models
+from sysctl_advisor.model.plain_models import PlainModelError
 
 
 class Inner(BaseModel):
@@ -84,7 +84,7 @@ def test_a_pickled_model_reads_the_same_fields_in_the_same_order() -> None:
 
 
 def test_plain_data_walks_plain_models_as_model_dump_does_pydantic_ones() -> None:
-    from advisor.model.model_base import plain_data
+    from sysctl_advisor.model.model_base import plain_data
 
     model = _outer()
     assert plain_data(as_plain(model)) == model.model_dump(mode="python")
@@ -146,7 +146,7 @@ def test_declarations_keep_defaults_and_validators_as_plain_functions() -> None:
 def test_the_choice_is_made_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Once model_base has asked (any model defined), plain models can no longer be chosen:
     the test process, like any process that validated something, stays on pydantic."""
-    import advisor.model.model_base  # noqa: F401
+    import sysctl_advisor.model.model_base  # noqa: F401
 
     assert plain_models.plain_chosen() is False
     assert plain_models.choose_plain() is False
@@ -159,7 +159,7 @@ def test_the_choice_is_made_once(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_model_base_offers_the_same_names_from_either_source() -> None:
     import pydantic
 
-    import advisor.model.model_base as model_base
+    import sysctl_advisor.model.model_base as model_base
 
     for name in plain_models.__all__:
         assert hasattr(plain_models, name) and hasattr(pydantic, name), name

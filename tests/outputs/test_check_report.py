@@ -18,15 +18,15 @@ from urllib.parse import unquote_to_bytes, urlsplit
 import pytest
 from typer.testing import CliRunner
 
-import advisor.outputs.check_report as check_render
-from advisor import __version__
-from advisor.cli import app
-from advisor.commands.check import check_paths
-from advisor.engine.lint import CheckReport
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.model.text_escape import one_line
-from advisor.outputs.check_document import CheckDocument
-from advisor.outputs.json_documents import model_schema
+import sysctl_advisor.outputs.check_report as check_render
+from sysctl_advisor import __version__
+from sysctl_advisor.cli import app
+from sysctl_advisor.commands.check import check_paths
+from sysctl_advisor.engine.lint import CheckReport
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.text_escape import one_line
+from sysctl_advisor.outputs.check_document import CheckDocument
+from sysctl_advisor.outputs.json_documents import model_schema
 from tests.conftest import TESTS
 from tests.sarif.validate import (
     CHECK_SCHEMA,
@@ -110,8 +110,8 @@ def test_format_checking_rejects_what_github_would_misread() -> None:
 
 
 def _report_for(path: Path) -> CheckReport:
-    from advisor.engine.lint import CheckContext, Checker
-    from advisor.model.kernel_version import KernelVersion
+    from sysctl_advisor.engine.lint import CheckContext, Checker
+    from sysctl_advisor.model.kernel_version import KernelVersion
 
     kb = KnowledgeBase.load()
     context = CheckContext(kernel=KernelVersion.parse("5.15"))
@@ -459,7 +459,7 @@ def test_markdown_links_rules_only_on_the_web(
 
 
 def test_markdown_fits_a_comment_with_many_findings(tmp_path: Path) -> None:
-    from advisor.outputs.markdown_text import BUDGET, md_length
+    from sysctl_advisor.outputs.markdown_text import BUDGET, md_length
 
     conf = tmp_path / "many.conf"
     conf.write_text(TW_RECYCLE * 3000)

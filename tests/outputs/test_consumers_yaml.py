@@ -14,10 +14,10 @@ import yaml
 from yamllint import linter
 from yamllint.config import YamlLintConfig
 
-from advisor.engine.plan_builder import build_plan
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.outputs.plan_render import Renderer, rendered_settings
-from advisor.sources.facts_file import load_facts
+from sysctl_advisor.engine.plan_builder import build_plan
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.outputs.plan_render import Renderer, rendered_settings
+from sysctl_advisor.sources.facts_file import load_facts
 from tests.commands.test_fleet import TREE, fleet
 from tests.conftest import EXAMPLE_PROFILES, EXAMPLES
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from advisor.cli import app
-from advisor.model.errors import InputError
-from advisor.outputs.files import write_atomic
+from sysctl_advisor.cli import app
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.outputs.files import write_atomic
 from tests.conftest import EXAMPLES
 
 RECOMMEND = ["recommend", "--facts", str(EXAMPLES / "dcache-32bit.yaml"), "-p", "gridftp"]
@@ -117,7 +117,7 @@ def test_an_unwritable_directory_is_one_line(workdir: Path) -> None:
 def test_stdout_to_dev_full_is_exit_2_with_one_line(command: list[str]) -> None:
     with open("/dev/full", "w") as full:
         result = subprocess.run(
-            [sys.executable, "-m", "advisor", *command],
+            [sys.executable, "-m", "sysctl_advisor", *command],
             stdout=full,
             stderr=subprocess.PIPE,
             text=True,

@@ -22,7 +22,7 @@ from tests.conftest import ROOT
 def _fleet_process(tree: Path, out: Path, profile: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
-            *[sys.executable, "-m", "advisor", "fleet", "--ansible-facts", str(tree)],
+            *[sys.executable, "-m", "sysctl_advisor", "fleet", "--ansible-facts", str(tree)],
             *["-p", profile, "--out", str(out), "-j", "2"],
         ],
         stdout=subprocess.DEVNULL,
@@ -174,7 +174,7 @@ def test_the_output_directory_keeps_its_mode_and_group(workdir: Path) -> None:
 def test_a_doctored_marker_deletes_nothing_outside(workdir: Path) -> None:
     """The marker is in a directory others may write: a listed `../victim` or a listed file
     under a directory that has become a link must not delete anything outside OUTDIR."""
-    from advisor.outputs.fleet_outdir import MARKER, MARKER_HEADER, _remove_run
+    from sysctl_advisor.outputs.fleet_outdir import MARKER, MARKER_HEADER, _remove_run
 
     victim = workdir / "victim"
     victim.write_text("keep me\n")
@@ -200,7 +200,7 @@ def test_a_file_that_appears_during_publishing_is_kept(
 ) -> None:
     """Between the last check and the swap a user adds a file: the previous run is kept, with
     it, and the run says where."""
-    from advisor.outputs import fleet_outdir
+    from sysctl_advisor.outputs import fleet_outdir
 
     out = workdir / "out"
     assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
@@ -223,13 +223,13 @@ def test_ctrl_c_while_loading_is_one_line(
 ) -> None:
     """Ctrl-C while typer and the CLI are still being imported (a signal sent in the first
     tenth of a second) used to print an import traceback."""
-    from advisor import entry
+    from sysctl_advisor import entry
 
     class Loading:
         def __getattr__(self, name: str) -> None:
             raise KeyboardInterrupt
 
-    monkeypatch.setitem(sys.modules, "advisor.cli", Loading())
+    monkeypatch.setitem(sys.modules, "sysctl_advisor.cli", Loading())
     with pytest.raises(SystemExit) as stopped:
         entry.main()
     assert stopped.value.code == 130

@@ -9,12 +9,12 @@ import os
 
 import pytest
 
-from advisor.engine.kubernetes_placement import placement_for
-from advisor.engine.plan_builder import build_plan
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.outputs.kubernetes_manifests import render_kubernetes
-from advisor.outputs.plan_render import FORMATS, Renderer
-from advisor.sources.facts_file import load_facts
+from sysctl_advisor.engine.kubernetes_placement import placement_for
+from sysctl_advisor.engine.plan_builder import build_plan
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.outputs.kubernetes_manifests import render_kubernetes
+from sysctl_advisor.outputs.plan_render import FORMATS, Renderer
+from sysctl_advisor.sources.facts_file import load_facts
 from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, TESTS
 
 GOLDEN = TESTS / "golden"

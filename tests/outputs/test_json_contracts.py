@@ -18,15 +18,15 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-import advisor
-from advisor.cli import app
-from advisor.engine import diff
-from advisor.model import plan
-from advisor.outputs import fleet_summary
-from advisor.outputs.check_document import CHECK_SCHEMA
-from advisor.outputs.fleet_summary import HostOutcome
-from advisor.outputs.json_documents import DIFF_SCHEMA, FLEET_SCHEMA, PLAN_SCHEMA
-from advisor.outputs.json_schemas import SCHEMAS, load_schema, schema_path, schema_text
+import sysctl_advisor
+from sysctl_advisor.cli import app
+from sysctl_advisor.engine import diff
+from sysctl_advisor.model import plan
+from sysctl_advisor.outputs import fleet_summary
+from sysctl_advisor.outputs.check_document import CHECK_SCHEMA
+from sysctl_advisor.outputs.fleet_summary import HostOutcome
+from sysctl_advisor.outputs.json_documents import DIFF_SCHEMA, FLEET_SCHEMA, PLAN_SCHEMA
+from sysctl_advisor.outputs.json_schemas import SCHEMAS, load_schema, schema_path, schema_text
 from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, ROOT, TESTS
 
 FIXTURES = TESTS / "fixtures"
@@ -48,7 +48,7 @@ def validate(name: str, document: Any) -> None:
     errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
     assert not errors, [f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]]
     assert document["schema"] == schema["$id"]
-    assert document["version"] == advisor.__version__
+    assert document["version"] == sysctl_advisor.__version__
 
 
 def cli_json(*args: str | Path) -> Any:
@@ -59,7 +59,7 @@ def cli_json(*args: str | Path) -> Any:
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
 def test_shipped_schemas_are_generated_from_the_models(name: str) -> None:
-    """`python -m advisor.outputs.json_schemas` regenerates them; a model change without it
+    """`python -m sysctl_advisor.outputs.json_schemas` regenerates them; a model change without it
     fails."""
     assert schema_path(name).read_text(encoding="utf-8") == schema_text(name)
     jsonschema.Draft202012Validator.check_schema(load_schema(name))
@@ -80,7 +80,7 @@ def test_schema_ids_are_the_documents_schema_fields() -> None:
 
 def test_the_regeneration_command_reports_no_change() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "advisor.outputs.json_schemas", "--check"],
+        [sys.executable, "-m", "sysctl_advisor.outputs.json_schemas", "--check"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -170,7 +170,7 @@ def test_hostile_fleet_summary_is_schema_valid(workdir: Path) -> None:
 
 
 def test_schemas_ship_in_the_wheel(workdir: Path) -> None:
-    """hatch puts every file inside advisor/ into the wheel: the schemas are found beside the
+    """hatch puts every file inside sysctl_advisor/ into the wheel: the schemas are found beside the
     module installed, not only in a checkout."""
     if shutil.which("pip") is None and not _has_pip():
         pytest.skip("pip is not available to build the wheel")
@@ -185,7 +185,7 @@ def test_schemas_ship_in_the_wheel(workdir: Path) -> None:
     (wheel,) = workdir.glob("sysctl_advisor-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in SCHEMAS:
-        assert f"advisor/schemas/{name}.schema.json" in names
+        assert f"sysctl_advisor/schemas/{name}.schema.json" in names
 
 
 def _has_pip() -> bool:

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from advisor.cli import app
-from advisor.engine.plan_builder import build_plan
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.model.kernel_version import KernelRange, KernelVersion
-from advisor.outputs.plan_render import Renderer, removed_in, rendered_settings
-from advisor.sources.facts_file import load_facts
+from sysctl_advisor.cli import app
+from sysctl_advisor.engine.plan_builder import build_plan
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.kernel_version import KernelRange, KernelVersion
+from sysctl_advisor.outputs.plan_render import Renderer, removed_in, rendered_settings
+from sysctl_advisor.sources.facts_file import load_facts
 from tests.conftest import EXAMPLES
 from tests.namespaces import in_namespace, needs_netns
 

@@ -24,13 +24,13 @@ import pytest
 import yaml
 from referencing import Registry, Resource
 
-from advisor.engine.kubernetes_placement import Placement, placement_for
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.knowledge.kubernetes import KubernetesVersion
-from advisor.model.host_facts import HostFacts
-from advisor.outputs.kubernetes_manifests import manifest_settings, render_kubernetes
-from advisor.outputs.plan_render import Renderer
-from advisor.sources.facts_file import load_facts
+from sysctl_advisor.engine.kubernetes_placement import Placement, placement_for
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.knowledge.kubernetes import KubernetesVersion
+from sysctl_advisor.model.host_facts import HostFacts
+from sysctl_advisor.outputs.kubernetes_manifests import manifest_settings, render_kubernetes
+from sysctl_advisor.outputs.plan_render import Renderer
+from sysctl_advisor.sources.facts_file import load_facts
 from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, TESTS
 
 CRD = TESTS / "fixtures" / "schemas" / "tuned.openshift.io_tuneds.crd.yaml"
@@ -278,7 +278,7 @@ def test_manifests_are_deterministic(kb: KnowledgeBase) -> None:
 def test_cli(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from advisor.cli import app
+    from sysctl_advisor.cli import app
 
     runner = CliRunner()
     facts = str(EXAMPLES / "c1m-server.yaml")

@@ -22,18 +22,18 @@ import pytest
 import yaml
 from cmarkgfm.cmark import Options  # type: ignore[import-untyped]
 
-from advisor.engine.diff import DiffEntry, DiffReport
-from advisor.engine.plan_builder import build_plan
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.model.current_config import Problem
-from advisor.model.plan import Companion, Finding, Plan, Unchanged
-from advisor.model.text_escape import one_line
-from advisor.outputs.diff_report import render_diff
-from advisor.outputs.fleet_summary import HostOutcome, SummaryWriter
-from advisor.outputs.markdown_text import COMMENT_LIMIT, md_length
-from advisor.outputs.plan_render import Renderer, first_sentence
-from advisor.sources.facts_file import load_facts
-from advisor.sources.service_configs import with_service_configs
+from sysctl_advisor.engine.diff import DiffEntry, DiffReport
+from sysctl_advisor.engine.plan_builder import build_plan
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.current_config import Problem
+from sysctl_advisor.model.plan import Companion, Finding, Plan, Unchanged
+from sysctl_advisor.model.text_escape import one_line
+from sysctl_advisor.outputs.diff_report import render_diff
+from sysctl_advisor.outputs.fleet_summary import HostOutcome, SummaryWriter
+from sysctl_advisor.outputs.markdown_text import COMMENT_LIMIT, md_length
+from sysctl_advisor.outputs.plan_render import Renderer, first_sentence
+from sysctl_advisor.sources.facts_file import load_facts
+from sysctl_advisor.sources.service_configs import with_service_configs
 from tests.conftest import EXAMPLES
 
 # What GitHub's renderer reads as syntax, in every position: alone, leading, trailing, mixed.
@@ -146,7 +146,7 @@ def base_plan(kb: KnowledgeBase) -> Plan:
 
 def test_md_text_and_code_read_back_as_the_value() -> None:
     """Each payload alone, in a table cell, in a heading and in a list item."""
-    from advisor.outputs.markdown_text import md_code, md_code_cell, md_text
+    from sysctl_advisor.outputs.markdown_text import md_code, md_code_cell, md_text
 
     for value in PAYLOADS:
         markdown = (

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from advisor.engine.plan_builder import build_plan
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.model.sysctl_conf import parse_conf
-from advisor.outputs.plan_render import Renderer
-from advisor.sources.local_host import collect
+from sysctl_advisor.engine.plan_builder import build_plan
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.sysctl_conf import parse_conf
+from sysctl_advisor.outputs.plan_render import Renderer
+from sysctl_advisor.sources.local_host import collect
 from tests.namespaces import host_sysctls, in_namespace, needs_netns
 
 pytestmark = [
@@ -37,7 +37,7 @@ def host_facts(kb: KnowledgeBase) -> object:
 def test_per_namespace_values_are_held_exactly(
     kb: KnowledgeBase, host_facts: object, workdir: Path, profile: str
 ) -> None:
-    from advisor.model.host_facts import HostFacts
+    from sysctl_advisor.model.host_facts import HostFacts
 
     assert isinstance(host_facts, HostFacts)
     # frontend-proxy and c1m-server settings would be the same as the host's own on a host
@@ -74,7 +74,7 @@ def test_global_keys_cannot_be_set_from_a_namespace(kb: KnowledgeBase, host_fact
     """The catalog's other half: a `net.*` key it marks global on this kernel is hidden in a
     namespace, or shown read-only (6.x shows net.core.rmem_max and friends that way). /proc/sys
     judges even root by the owner bits, so `test -w` answers without writing anything."""
-    from advisor.model.host_facts import HostFacts
+    from sysctl_advisor.model.host_facts import HostFacts
 
     assert isinstance(host_facts, HostFacts)
     version = kb.catalog.kernel_for(host_facts)[0]
@@ -103,7 +103,7 @@ def test_global_keys_cannot_be_set_from_a_namespace(kb: KnowledgeBase, host_fact
 
 def _other_value(spec: object, default: str) -> str | None:
     """A valid value other than the default, within the catalog's bounds."""
-    from advisor.knowledge.catalog import CatalogKey
+    from sysctl_advisor.knowledge.catalog import CatalogKey
 
     assert isinstance(spec, CatalogKey)
     if spec.unit == "name":  # reno is built into every kernel (the fallback algorithm)
@@ -127,7 +127,7 @@ def test_every_per_namespace_key_takes_a_value_in_a_namespace(
     """Each key the catalog marks per-namespace on this kernel (the new keepalive, MTU-probing
     keys with the rest) is written with a value other than its default inside a fresh network
     namespace and read back exactly; the host's settings do not move."""
-    from advisor.model.host_facts import HostFacts
+    from sysctl_advisor.model.host_facts import HostFacts
 
     assert isinstance(host_facts, HostFacts)
     version = kb.catalog.kernel_for(host_facts)[0]
@@ -176,9 +176,9 @@ def test_the_pod_sysctls_take_effect_in_a_new_namespace(
     safe ones on the newest release first among them) is written with `sysctl -w` inside a
     fresh network namespace, as the container runtime writes a pod's sysctls, and read back
     exactly; the host's settings do not move."""
-    from advisor.engine.kubernetes_placement import placement_for
-    from advisor.model.host_facts import HostFacts
-    from advisor.outputs.kubernetes_manifests import manifest_settings, render_kubernetes
+    from sysctl_advisor.engine.kubernetes_placement import placement_for
+    from sysctl_advisor.model.host_facts import HostFacts
+    from sysctl_advisor.outputs.kubernetes_manifests import manifest_settings, render_kubernetes
 
     assert isinstance(host_facts, HostFacts)
     version = kb.kubernetes.version(None)

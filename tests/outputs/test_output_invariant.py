@@ -15,18 +15,18 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.engine.plan_builder import build_plan
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.model.errors import InputError
-from advisor.model.host_facts import facts_from_data
-from advisor.model.plan import Plan
-from advisor.outputs.plan_render import (
+from sysctl_advisor.engine.plan_builder import build_plan
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.host_facts import facts_from_data
+from sysctl_advisor.model.plan import Plan
+from sysctl_advisor.outputs.plan_render import (
     RenderCheckError,
     Renderer,
     check_rendered,
     rendered_settings,
 )
-from advisor.sources.facts_file import load_facts
+from sysctl_advisor.sources.facts_file import load_facts
 from tests.conftest import EXAMPLES
 
 _PIECES = [
@@ -138,7 +138,7 @@ def test_hostile_facts_text_is_refused_or_harmless(
 def test_injection_through_facts_is_exit_2(field: str, value: str, workdir: Path) -> None:
     from typer.testing import CliRunner
 
-    from advisor.cli import app
+    from sysctl_advisor.cli import app
 
     facts = workdir / "facts.yaml"
     facts.write_text(yaml.safe_dump({"memory": {"total": "8 GiB"}, field: value}))
@@ -162,7 +162,7 @@ def test_fleet_summaries_hold_one_row_per_host(data: st.DataObject, workdir: Pat
     """summary.md keeps its tables whatever the hosts' texts hold; summary.json stays JSON."""
     import json
 
-    from advisor.outputs.fleet_summary import HostOutcome, SummaryWriter
+    from sysctl_advisor.outputs.fleet_summary import HostOutcome, SummaryWriter
 
     outcomes = [
         HostOutcome(

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from advisor.engine.plan_builder import build_plan
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.outputs.plan_render import Renderer
-from advisor.sources.facts_file import load_facts
+from sysctl_advisor.engine.plan_builder import build_plan
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.outputs.plan_render import Renderer
+from sysctl_advisor.sources.facts_file import load_facts
 from tests.conftest import EXAMPLE_PROFILES, EXAMPLES
 from tests.namespaces import in_namespace, needs_netns
 

@@ -1,12 +1,13 @@
 """Validation of every `check` output the suite produces, by the real consumers' schemas.
 
 SARIF against the official OASIS SARIF 2.1.0 schema vendored beside this file (README.md),
-check JSON against the schema the package ships (advisor/schemas/check.schema.json), both with
-format checking on: `uri` and `uri-reference` are checked by rfc3987 (jsonschema[format]).
+check JSON against the schema the package ships (sysctl_advisor/schemas/check.schema.json),
+both with format checking on: `uri` and `uri-reference` are checked by rfc3987 (jsonschema[format]).
 
-`validate_check_outputs` wraps advisor.outputs.check_report.render_check so that every SARIF and
-JSON document rendered while it is active (CLI runs included) is validated; registered as a plugin
-(`pytest_plugins = ["tests.sarif.validate"]` in conftest.py) it does so for the whole suite.
+`validate_check_outputs` wraps sysctl_advisor.outputs.check_report.render_check so that every
+SARIF and JSON document rendered while it is active (CLI runs included) is validated;
+registered as a plugin (`pytest_plugins = ["tests.sarif.validate"]` in conftest.py) it does so
+for the whole suite.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from jsonschema.validators import validator_for
 
 HERE = Path(__file__).resolve().parent
 SARIF_SCHEMA = HERE / "sarif-schema-2.1.0.json"
-CHECK_SCHEMA = HERE.parent.parent / "advisor" / "schemas" / "check.schema.json"
+CHECK_SCHEMA = HERE.parent.parent / "sysctl_advisor" / "schemas" / "check.schema.json"
 
 
 @cache
@@ -77,7 +78,7 @@ VALIDATED: dict[str, int] = {"sarif": 0, "json": 0}
 def validate_check_outputs(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every SARIF and check JSON rendered during the test is validated; failures are
     collected (the CLI's own error handling never sees them) and fail the test at teardown."""
-    import advisor.outputs.check_report as check_render
+    import sysctl_advisor.outputs.check_report as check_render
 
     original: Callable[..., str] = check_render.render_check
     failures: list[str] = []

@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from advisor.engine.plan_builder import build_plan
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.sources.facts_file import load_facts
-from advisor.sources.service_configs import with_service_configs
+from sysctl_advisor.engine.plan_builder import build_plan
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.sources.facts_file import load_facts
+from sysctl_advisor.sources.service_configs import with_service_configs
 
 PORTS = {"nginx": 80, "haproxy": 8090, "redis": 6379}
 
@@ -118,7 +118,7 @@ def main(work: Path) -> None:
         before = ss_listeners()
         facts_path = work / "facts.json"
         subprocess.run(
-            [sys.executable, "-m", "advisor", "facts", "--format", "json",
+            [sys.executable, "-m", "sysctl_advisor", "facts", "--format", "json",
              "--output", str(facts_path)],
             check=True,
         )  # fmt: skip

@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from advisor.cli import app
-from advisor.model.errors import InputError
-from advisor.sources.ansible_facts import host_facts_from_document, load_ansible_facts
-from advisor.sources.facts_file import load_facts
+from sysctl_advisor.cli import app
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.sources.ansible_facts import host_facts_from_document, load_ansible_facts
+from sysctl_advisor.sources.facts_file import load_facts
 from tests.conftest import ROOT, TESTS
 
 TREE = TESTS / "fixtures" / "ansible" / "tree"
@@ -112,7 +112,7 @@ def live_facts(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_live_ansible_facts_agree_with_our_collector(live_facts: Path) -> None:
-    from advisor.sources.local_host import collect
+    from sysctl_advisor.sources.local_host import collect
 
     ours = collect([])
     theirs = load_ansible_facts(live_facts)
@@ -195,7 +195,7 @@ def test_arbitrary_documents_give_facts_or_one_line_errors(document: Any) -> Non
 def test_a_facts_tree_is_listed_as_names_in_order(tmp_path: Path) -> None:
     """fleet streams the hosts: the listing keeps names (not a Path per host), in the order
     sorted Paths would have, without hidden files, directories or dangling links."""
-    from advisor.sources.ansible_facts import FactFiles, fact_files
+    from sysctl_advisor.sources.ansible_facts import FactFiles, fact_files
 
     for name in ("web-10", "web-2", "Web-1", "db.example.net", ".hidden"):
         (tmp_path / name).write_text("{}")

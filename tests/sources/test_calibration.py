@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from advisor.cli import app
-from advisor.model.errors import InputError
-from advisor.model.host_facts import Calibration
-from advisor.outputs.calibration_report import write_calibration
-from advisor.sources import calibration as calibration_module
-from advisor.sources.calibration import summarise
-from advisor.sources.facts_file import load_facts
+from sysctl_advisor.cli import app
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.host_facts import Calibration
+from sysctl_advisor.outputs.calibration_report import write_calibration
+from sysctl_advisor.sources import calibration as calibration_module
+from sysctl_advisor.sources.calibration import summarise
+from sysctl_advisor.sources.facts_file import load_facts
 from tests.conftest import EXAMPLES
 from tests.namespaces import host_sysctls, needs_netns, processes_with
 
@@ -129,7 +129,7 @@ def test_calibrate_measures_this_kernel_and_feeds_the_c1m_rules(workdir: Path) -
     )
     assert result.exit_code == 0, result.stderr
     assert host_sysctls() == before
-    assert processes_with("advisor.sources.calibration_probe") == []
+    assert processes_with("sysctl_advisor.sources.calibration_probe") == []
     assert "in a private network namespace" in result.stdout
     c = load_facts(facts).calibration
     assert c is not None and c.kernel == platform.release()

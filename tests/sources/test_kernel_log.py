@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from advisor.knowledge.kernel_messages import load_message_families, matchers
-from advisor.knowledge.resources import data_dir
-from advisor.model.errors import InputError
-from advisor.model.host_facts import Observed
-from advisor.sources import kernel_log
-from advisor.sources.kernel_log import read_kernel_log
+from sysctl_advisor.knowledge.kernel_messages import load_message_families, matchers
+from sysctl_advisor.knowledge.resources import data_dir
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.host_facts import Observed
+from sysctl_advisor.sources import kernel_log
+from sysctl_advisor.sources.kernel_log import read_kernel_log
 from tests.conftest import HANG_SECONDS, TESTS
 
 FIXTURES = TESTS / "fixtures" / "kernel-log"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.model.host_facts import HostFacts
-from advisor.sources.listeners import _owners, describe_process, is_go_binary, java_main
+from sysctl_advisor.model.host_facts import HostFacts
+from sysctl_advisor.sources.listeners import _owners, describe_process, is_go_binary, java_main
 from tests.conftest import ROOT
 from tests.namespaces import in_namespace, needs_netns
 
@@ -136,7 +136,7 @@ trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true' EXIT
 i=0; while [ ! -e "{ready}" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
 echo "== ss"; ss -Hltn
 echo "== advisor"; cd "{root}" && "{python}" -c '
-import json; from advisor.sources.listeners import read_listeners
+import json; from sysctl_advisor.sources.listeners import read_listeners
 print(json.dumps(read_listeners()))'
 """
 
@@ -169,7 +169,7 @@ def test_listeners_match_ss_in_a_private_namespace(workdir: Path) -> None:
 def test_read_and_empty_survives_the_facts_file() -> None:
     """`listeners: []` (read: nothing listens) and `kernel_events: []` (read: no known message)
     are evidence; only an absent field means "not read"."""
-    from advisor.model.host_facts import facts_from_data, facts_to_data
+    from sysctl_advisor.model.host_facts import facts_from_data, facts_to_data
 
     data = {
         "memory": {"total": "1 GiB"},
@@ -193,8 +193,8 @@ def test_read_and_empty_survives_the_facts_file() -> None:
     ],
 )  # fmt: skip
 def test_hostile_listener_fields_are_refused(listener: dict[str, object], why: str) -> None:
-    from advisor.model.errors import InputError
-    from advisor.model.host_facts import facts_from_data
+    from sysctl_advisor.model.errors import InputError
+    from sysctl_advisor.model.host_facts import facts_from_data
 
     entry = {"backlog": 1, "queue": 0, **listener}
     with pytest.raises(InputError, match=why):
@@ -210,8 +210,8 @@ def test_hostile_listener_fields_are_refused(listener: dict[str, object], why: s
     ],
 )
 def test_bad_observed_periods_are_refused(period: dict[str, object]) -> None:
-    from advisor.model.errors import InputError
-    from advisor.model.host_facts import facts_from_data
+    from sysctl_advisor.model.errors import InputError
+    from sysctl_advisor.model.host_facts import facts_from_data
 
     with pytest.raises(InputError):
         facts_from_data({"memory": {"total": "1 GiB"}, "observed": {"period": period}})
@@ -260,7 +260,7 @@ def test_a_crafted_section_table_is_refused_before_it_is_read(
 ) -> None:
     """The Go check reads at most the 64-byte ELF header of a crafted executable (an
     unprivileged user's listener could otherwise make root's `facts` read megabytes)."""
-    from advisor.sources.listeners import _has_go_section
+    from sysctl_advisor.sources.listeners import _has_go_section
 
     path = workdir / "crafted"
     _crafted_elf(path, shoff, shentsize, shnum, size=8 * 1024 * 1024)
@@ -284,14 +284,14 @@ class _Datagrams:
 
 
 def _message(kind: int, seq: int, payload: bytes) -> bytes:
-    from advisor.sources.listeners import _HEADER
+    from sysctl_advisor.sources.listeners import _HEADER
 
     body = _HEADER.pack(_HEADER.size + len(payload), kind, 0, seq, 0) + payload
     return body + b"\0" * (-len(body) % 4)
 
 
 def _listen_record(port: int, backlog: int, queue: int, inode: int) -> bytes:
-    from advisor.sources.listeners import _MESSAGE
+    from sysctl_advisor.sources.listeners import _MESSAGE
 
     src = bytes([127, 0, 0, 1]) + bytes(12)
     return _MESSAGE.pack(
@@ -301,7 +301,7 @@ def _listen_record(port: int, backlog: int, queue: int, inode: int) -> bytes:
 
 
 def test_the_sock_diag_reader_parses_records_across_datagrams_and_stops_at_done() -> None:
-    from advisor.sources.listeners import NLMSG_DONE, SOCK_DIAG_BY_FAMILY, _dump, _listener
+    from sysctl_advisor.sources.listeners import NLMSG_DONE, SOCK_DIAG_BY_FAMILY, _dump, _listener
 
     first = _message(SOCK_DIAG_BY_FAMILY, 1, _listen_record(80, 511, 3, 77))
     first += _message(SOCK_DIAG_BY_FAMILY, 9, _listen_record(1, 1, 1, 1))  # another dump's
@@ -323,7 +323,7 @@ def test_the_sock_diag_reader_parses_records_across_datagrams_and_stops_at_done(
     ],
 )
 def test_a_broken_dump_is_an_error_not_a_hang(datagrams: list[bytes]) -> None:
-    from advisor.sources.listeners import _dump
+    from sysctl_advisor.sources.listeners import _dump
 
     with pytest.raises(ValueError):
         list(_dump(_Datagrams(datagrams), 1))  # type: ignore[arg-type]
@@ -333,7 +333,7 @@ def test_a_netlink_error_is_raised_with_its_errno() -> None:
     import errno
     import struct
 
-    from advisor.sources.listeners import NLMSG_ERROR, _dump
+    from sysctl_advisor.sources.listeners import NLMSG_ERROR, _dump
 
     error = _message(NLMSG_ERROR, 1, struct.pack("=i", -errno.ENOENT) + bytes(16))
     with pytest.raises(OSError) as caught:

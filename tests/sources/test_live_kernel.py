@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from advisor.engine.plan_builder import host_defaults
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.model.errors import InputError
-from advisor.sources.local_host import collect
-from advisor.sources.sysctl_files import read_tree
+from sysctl_advisor.engine.plan_builder import host_defaults
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.sources.local_host import collect
+from sysctl_advisor.sources.sysctl_files import read_tree
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/sys/net/ipv4/tcp_mem").exists(), reason="needs a Linux /proc/sys"
@@ -100,9 +100,9 @@ def test_untouched_kernel_values_are_never_drift(kb: KnowledgeBase, profile: str
     itself (no sysctl.d file sets it), when the only reason would be the model's own figure.
     Whatever diff proposes for such a key must differ from the value in force by more than the
     catalog's tolerance, i.e. be real advice; base proposes nothing at all here."""
-    from advisor.engine.diff import build_diff
-    from advisor.engine.plan_builder import build_plan
-    from advisor.model.current_config import from_values
+    from sysctl_advisor.engine.diff import build_diff
+    from sysctl_advisor.engine.plan_builder import build_plan
+    from sysctl_advisor.model.current_config import from_values
 
     facts = collect(list(kb.catalog.keys))
     configured = _configured_keys(kb)

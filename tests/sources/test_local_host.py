@@ -10,11 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from advisor.cli import app
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.model.host_facts import facts_from_data
-from advisor.sources.local_host import collect, collect_data
-from advisor.sources.proc_readers import (
+from sysctl_advisor.cli import app
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.host_facts import facts_from_data
+from sysctl_advisor.sources.local_host import collect, collect_data
+from sysctl_advisor.sources.proc_readers import (
     count_cpu_list,
     parse_meminfo,
     parse_net_dev,
@@ -77,8 +77,8 @@ def test_busy_frontend_observed_and_nginx(kb: KnowledgeBase) -> None:
 
 
 def test_evidence_rules_fire_from_collected_facts(kb: KnowledgeBase) -> None:
-    from advisor.engine.plan_builder import build_plan
-    from advisor.sources.service_configs import with_service_configs
+    from sysctl_advisor.engine.plan_builder import build_plan
+    from sysctl_advisor.sources.service_configs import with_service_configs
 
     facts = with_service_configs(collect(list(kb.catalog.keys), HOSTS / "busy-frontend"))
     plan = build_plan(kb, facts, "frontend-proxy")
@@ -91,7 +91,7 @@ def test_evidence_rules_fire_from_collected_facts(kb: KnowledgeBase) -> None:
 
 
 def test_dtn_overruns_give_ring_companion(kb: KnowledgeBase) -> None:
-    from advisor.engine.plan_builder import build_plan
+    from sysctl_advisor.engine.plan_builder import build_plan
 
     facts = collect(list(kb.catalog.keys), HOSTS / "e1000-bnx2")
     plan = build_plan(kb, facts, "gridftp")
@@ -163,7 +163,7 @@ def test_softnet_per_cpu_lines_and_their_totals() -> None:
     """6.x prints the CPU id in column 13 (offline CPUs are skipped, so line 2 is CPU 3);
     2.6.32 prints 10 columns (received_rps last), 2.6.18 only 9: numbered by line. The totals
     are the same lines summed; lines that are not hex counters are skipped by both."""
-    from advisor.sources.proc_readers import parse_softnet_cpus, softnet_totals
+    from sysctl_advisor.sources.proc_readers import parse_softnet_cpus, softnet_totals
 
     modern = (
         "000f2b5d 00000010 00000002 00000000 00000000 00000000 00000000 00000000 00000000 "

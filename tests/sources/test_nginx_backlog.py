@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from advisor.engine.plan_builder import build_plan
-from advisor.knowledge.knowledge_base import KnowledgeBase
-from advisor.sources.local_host import collect
-from advisor.sources.service_configs import with_service_configs
+from sysctl_advisor.engine.plan_builder import build_plan
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.sources.local_host import collect
+from sysctl_advisor.sources.service_configs import with_service_configs
 from tests.namespaces import NGINX_SCRATCH_PATHS, in_namespace, needs_netns, processes_with
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from advisor.cli import app
-from advisor.sources.nginx_conf import read_nginx, socket_address
+from sysctl_advisor.cli import app
+from sysctl_advisor.sources.nginx_conf import read_nginx, socket_address
 from tests.conftest import EXAMPLES, TESTS
 
 FIXTURES = TESTS / "fixtures"

@@ -30,11 +30,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from advisor.commands.common import guarded
-from advisor.model.errors import InputError
-from advisor.model.host_facts import Observed
-from advisor.sources import prometheus
-from advisor.sources.prometheus import (
+from sysctl_advisor.commands.common import guarded
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.host_facts import Observed
+from sysctl_advisor.sources import prometheus
+from sysctl_advisor.sources.prometheus import (
     FIGURES,
     parse_duration,
     promql_string,
@@ -207,7 +207,7 @@ def test_fleet_takes_each_hosts_peaks_by_its_instance_label(
     (an orphan peak that only one host saw sets tcp_max_orphans only there)."""
     from typer.testing import CliRunner
 
-    from advisor.cli import app
+    from sysctl_advisor.cli import app
     from tests.commands.test_fleet import TREE
 
     tree = workdir / "tree"
@@ -238,7 +238,7 @@ def test_fleet_matches_the_inventory_name_not_the_hostname_a_host_reports(
     """A compromised host that calls itself db-01 still gets its own figures."""
     from typer.testing import CliRunner
 
-    from advisor.cli import app
+    from sysctl_advisor.cli import app
     from tests.commands.test_fleet import TREE
 
     tree = workdir / "tree"
@@ -260,7 +260,7 @@ def test_fleet_matches_the_inventory_name_not_the_hostname_a_host_reports(
 def test_fleet_stops_once_when_the_server_is_down(workdir: Path) -> None:
     from typer.testing import CliRunner
 
-    from advisor.cli import app
+    from sysctl_advisor.cli import app
     from tests.commands.test_fleet import TREE
 
     with socket.socket() as probe:  # a port nothing listens on
@@ -831,10 +831,10 @@ def node_series(end: int) -> list[Series]:
 # port nothing listens on, as the command would. Prints one JSON document.
 DIRECT = """
 import json, sys
-from advisor.commands.common import guarded
-from advisor.model.errors import InputError
-from advisor.model.host_facts import Observed
-from advisor.sources.prometheus import read_history
+from sysctl_advisor.commands.common import guarded
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.host_facts import Observed
+from sysctl_advisor.sources.prometheus import read_history
 
 url, now, hostile_instance, hostile_host = sys.argv[1], float(sys.argv[2]), *json.loads(sys.argv[3])
 out = {}
@@ -887,11 +887,11 @@ trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
 set +e
 "$2" "$1/direct.py" "http://127.0.0.1:$3" "$5" "$6" > "$1/direct.json" 2> "$1/direct.err"
 echo $? > "$1/direct.rc"
-"$2" -m advisor facts --prometheus "http://127.0.0.1:$3" --instance web-01:9100 --since 7d \
+"$2" -m sysctl_advisor facts --prometheus "http://127.0.0.1:$3" --instance web-01:9100 --since 7d \
     --format json > "$1/facts.json" 2> "$1/facts.err"
 echo $? > "$1/facts.rc"
-"$2" -m advisor facts --prometheus "http://127.0.0.1:9099" --instance web-01:9100 --since 7d \
-    --format json > "$1/down.out" 2> "$1/down.err"
+"$2" -m sysctl_advisor facts --prometheus "http://127.0.0.1:9099" --instance web-01:9100 \
+    --since 7d --format json > "$1/down.out" 2> "$1/down.err"
 echo $? > "$1/down.rc"
 """
 

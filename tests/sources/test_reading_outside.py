@@ -10,8 +10,8 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
-from advisor.cli import app
-from advisor.sources.local_host import collect_data
+from sysctl_advisor.cli import app
+from sysctl_advisor.sources.local_host import collect_data
 
 SECRET = "token=ghp_s3cr3t_value_that_must_not_leak"
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.model.errors import InputError
-from advisor.model.sysctl_conf import C_SPACE, parse_conf_lines
-from advisor.sources.sysctl_files import read_current, read_file
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.sysctl_conf import C_SPACE, parse_conf_lines
+from sysctl_advisor.sources.sysctl_files import read_current, read_file
 from tests.conftest import TESTS
 
 FIXTURES = TESTS / "fixtures"

@@ -1,3 +1,0 @@
-from advisor.entry import main
-
-main()

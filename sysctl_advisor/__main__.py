@@ -1,0 +1,3 @@
+from sysctl_advisor.entry import main
+
+main()

@@ -1,0 +1,64 @@
+"""`facts`: read this host (or a copied tree) into a facts file for --facts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sysctl_advisor.commands.common import choose, emit, load_knowledge
+from sysctl_advisor.model.errors import InputError
+
+
+@dataclass(frozen=True)
+class HistoryOptions:
+    """Where the evidence over time comes from (all optional)."""
+
+    prometheus: str | None = None
+    instance: str | None = None
+    since: str = "14d"
+    kernel_log: Path | None = None
+    query_timeout: float = 10.0
+
+
+def facts(
+    root: Path = Path("/"),
+    fmt: str = "yaml",
+    output: Path | None = None,
+    history: HistoryOptions | None = None,
+) -> int:
+    from sysctl_advisor.model.host_facts import facts_from_data, facts_to_data
+    from sysctl_advisor.outputs.facts_file import render_facts
+    from sysctl_advisor.sources.local_host import collect_data
+    from sysctl_advisor.sources.prometheus import parse_duration
+
+    choose(fmt, ("yaml", "json"), "--format")
+    history = history or HistoryOptions()
+    if not root.is_dir():
+        raise InputError("not a directory", path=root, field="--root")
+    window = parse_duration(history.since)
+    kb = load_knowledge()
+    data = collect_data(
+        kb.catalog.read_keys(), root, kb.message_matchers(), history.kernel_log, window
+    )
+    if history.prometheus is not None:
+        _add_history(data, history)
+    data = facts_to_data(facts_from_data(data, path=root))
+    emit(render_facts(data, fmt, root), output)
+    return 0
+
+
+def _add_history(data: dict[str, Any], history: HistoryOptions) -> None:
+    """Replace the snapshot figures with peaks over the window from Prometheus; a figure the
+    server lacks keeps no value (a gap, named in observed.period.gaps)."""
+    from sysctl_advisor.sources.prometheus import read_history, with_history
+
+    assert history.prometheus is not None
+    peaks = read_history(
+        history.prometheus,
+        instance=history.instance,
+        hostname=data.get("hostname"),
+        since=history.since,
+        timeout=history.query_timeout,
+    )
+    data["observed"] = with_history(data.get("observed", {}), peaks)

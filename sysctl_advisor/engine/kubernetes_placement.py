@@ -1,0 +1,130 @@
+"""Where each setting of a plan belongs on Kubernetes: in the pod, or on the node.
+
+A key the catalog marks per network namespace on the node's kernel is the pod's (unless the
+kernel restricts what other namespaces may set; then it is the node's, and pods copy it when
+their namespace is created): every pod has
+its own namespace, which starts from the kernel's defaults (a few keys copy the node's value
+when the namespace is created), so a value set on the node never reaches it. Such keys are
+planned for a fresh namespace (`pod_facts`), not against the node's values. Every other key is
+global: one value for the node and all its pods, which a pod cannot set (hidden or read-only in
+its namespace); those stay in the node's plan, as computed for the host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from sysctl_advisor.engine.plan_builder import build_plan
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.knowledge.kubernetes import Kubernetes, KubernetesVersion, PodVerdict
+from sysctl_advisor.model.host_facts import HostFacts
+from sysctl_advisor.model.kernel_version import KernelVersion
+from sysctl_advisor.model.plan import Plan, Setting
+
+
+@dataclass(frozen=True)
+class PodSysctl:
+    setting: Setting
+    verdict: PodVerdict
+    copied_from_node: bool  # a new namespace copies the node's value (tcp_rmem from 4.15)
+
+
+@dataclass
+class Placement:
+    version: KubernetesVersion
+    lists_from: KubernetesVersion  # the release whose kubelet and Pod Security lists judged it
+    kernel: KernelVersion
+    kernel_known: bool
+    pod: list[PodSysctl]
+    node: Plan  # the host's plan, its settings cut to the global keys and those pods inherit
+    inherited: list[str]  # per-namespace keys set on the node, copied into new pods
+
+    @property
+    def unsafe(self) -> list[str]:
+        return [p.setting.key for p in self.pod if not p.verdict.safe]
+
+    @property
+    def outside_baseline(self) -> list[str]:
+        return [p.setting.key for p in self.pod if not p.verdict.baseline]
+
+
+def in_pod(kb: KnowledgeBase, key: str, kernel: KernelVersion) -> bool:
+    """A per-namespace key a pod can set to any value. A key the kernel restricts outside the
+    initial namespace (tcp_congestion_control: only algorithms the node allows) is the node's:
+    a new namespace copies it from there."""
+    spec = kb.catalog.keys[key]
+    return (
+        key.startswith("net.")
+        and kb.catalog.is_per_netns(key, kernel)
+        and spec.netns_restricted is None
+    )
+
+
+def inherited_from_node(kb: KnowledgeBase, key: str, kernel: KernelVersion) -> bool:
+    """A per-namespace key set on the node that pods take when their namespace is created."""
+    return (
+        kb.catalog.is_per_netns(key, kernel)
+        and not in_pod(kb, key, kernel)
+        and copies_node_value(kb, key, kernel)
+    )
+
+
+def copies_node_value(kb: KnowledgeBase, key: str, kernel: KernelVersion) -> bool:
+    since = kb.catalog.keys[key].netns_copies_init_since
+    return since is not None and kernel >= since
+
+
+def pod_facts(kb: KnowledgeBase, facts: HostFacts) -> HostFacts:
+    """The facts as a pod's fresh network namespace sees them: its per-namespace keys hold the
+    kernel's defaults (the values in force on the node are dropped, so each is planned from its
+    default), except the keys a new namespace copies from the node. Everything else (memory,
+    observed peaks, the workload's services) is the same host."""
+    kernel = kb.catalog.kernel_for(facts)[0]
+    sysctl = {
+        key: value
+        for key, value in facts.sysctl.items()
+        if key not in kb.catalog.keys
+        or not in_pod(kb, key, kernel)
+        or copies_node_value(kb, key, kernel)
+    }
+    return facts.model_copy(update={"sysctl": sysctl})
+
+
+def place(
+    kb: KnowledgeBase,
+    kubernetes: Kubernetes,
+    version: KubernetesVersion,
+    facts: HostFacts,
+    host_plan: Plan,
+    pod_plan: Plan,
+) -> Placement:
+    """The pod's settings from `pod_plan` (built on `pod_facts`), the node's from `host_plan`."""
+    kernel, _, known, _ = kb.catalog.kernel_for(facts)
+    pod = [
+        PodSysctl(
+            setting=s,
+            verdict=kubernetes.verdict(s.key, version, kernel),
+            copied_from_node=copies_node_value(kb, s.key, kernel),
+        )
+        for s in pod_plan.settings
+        if in_pod(kb, s.key, kernel)
+    ]
+    node_settings = [s for s in host_plan.settings if not in_pod(kb, s.key, kernel)]
+    node = replace(host_plan, settings=node_settings)
+    inherited = [s.key for s in node_settings if inherited_from_node(kb, s.key, kernel)]
+    known = known and facts.kernel is not None
+    lists = kubernetes.lists_for(version)
+    return Placement(version, lists, kernel, known, pod, node, inherited)
+
+
+def placement_for(
+    kb: KnowledgeBase,
+    facts: HostFacts,
+    profile: str,
+    overrides: dict[str, str] | None,
+    version: KubernetesVersion,
+) -> Placement:
+    """Both plans (the node's, and the pod's for a fresh namespace), placed."""
+    host_plan = build_plan(kb, facts, profile, overrides)
+    pod_plan = build_plan(kb, pod_facts(kb, facts), profile, overrides)
+    return place(kb, kb.kubernetes, version, facts, host_plan, pod_plan)

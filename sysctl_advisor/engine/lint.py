@@ -1,0 +1,321 @@
+"""The lint behind `check`: sysctl.conf and sysctl.d files judged before they reach a host.
+
+It sees a CurrentConfig, already read (commands/check.py reads files with the readers `diff`
+uses; a directory is resolved with systemd-sysctl's precedence): every assignment is run
+through the assignment rules in rules/check/, and what the reader noticed (inline comments,
+unparsable lines, duplicates, overrides, unreadable files) is reported under the structural
+rules' ids.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from sysctl_advisor.knowledge.catalog import KernelContext
+from sysctl_advisor.knowledge.check_rules import CheckRule
+from sysctl_advisor.knowledge.expressions import ExpressionError, new_budget
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.knowledge.rules import SEVERITY_ORDER
+from sysctl_advisor.knowledge.values import parse_text
+from sysctl_advisor.model.current_config import CurrentConfig
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.kernel_version import KernelVersion
+from sysctl_advisor.model.kernel_write import kernel_int, kernel_write
+from sysctl_advisor.model.model_base import plain_data
+from sysctl_advisor.model.sysctl_conf import Assignment, is_sysctl_key
+
+if TYPE_CHECKING:
+    from sysctl_advisor.model.host_facts import HostFacts
+    from sysctl_advisor.model.plan import Plan
+
+
+class CheckFinding(NamedTuple):
+    """Immutable; a tuple because a long file yields one per line (built twice as fast as a
+    frozen dataclass)."""
+
+    id: str
+    severity: str
+    file: str
+    line: int | None
+    key: str | None
+    message: str
+
+
+@dataclass
+class CheckContext:
+    """What is known about the target: all optional."""
+
+    facts: HostFacts | None = None
+    kernel: KernelVersion | None = None
+    host: dict[str, Any] | None = None
+    defaults: dict[str, Any] = field(default_factory=dict)
+    plan: Plan | None = None
+
+
+@dataclass
+class CheckReport:
+    findings: list[CheckFinding]
+    files: list[str]
+
+    def worst(self) -> int | None:
+        """Lowest SEVERITY_ORDER present (0 = error), None when clean."""
+        return min((SEVERITY_ORDER[f.severity] for f in self.findings), default=None)
+
+
+# Distinct lines whose verdicts are kept (a line is a few hundred bytes of verdict at most).
+_MEMO_LINES = 100_000
+
+
+def _split_source(source: str) -> tuple[str, int | None]:
+    path, sep, line = source.rpartition(":")
+    if sep and line.isascii() and line.isdigit():
+        return path, int(line)
+    return source, None
+
+
+def _fields(value: str) -> list[str]:
+    """The value's fields: conf_parser has already joined them with single spaces; any other
+    character (a tab aside) belongs to a field, where the kernel would refuse it."""
+    return [part for part in value.split(" ") if part]
+
+
+def _numbers(value: str) -> list[int] | None:
+    """Every field of the value as the kernel reads a number; None if any is not one."""
+    numbers: list[int] = []
+    for part in _fields(value):
+        number = kernel_int(part)
+        if number is None:
+            return None
+        numbers.append(number)
+    return numbers
+
+
+# A '[' with no ']' after it: not a bracket expression to fnmatch(3).
+_UNCLOSED_BRACKET = re.compile(r"\[[^\]]*$")
+# Folded template text is joined at these; other characters (a \x1f in a value) stay visible.
+_PROSE_SPACE = re.compile(r"[ \t\n\r]+")
+# A field a reader takes at face value: no leading zero (octal), no 0x (hex).
+_PLAIN_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)")
+
+
+class Checker:
+    def __init__(
+        self, kb: KnowledgeBase, rules: dict[str, CheckRule], context: CheckContext
+    ) -> None:
+        self.kb = kb
+        self.rules = rules
+        self.context = context
+        self.assignment_rules = [r for r in rules.values() if r.spec.kind == "assignment"]
+        # What check rules see, as plain data (no model objects reach an expression).
+        self._facts = context.facts.expression_data() if context.facts is not None else None
+        self._kernel = (
+            KernelContext(context.kernel, distro=None, known=True, quantities={})
+            if context.kernel is not None
+            else None
+        )
+        self._specs = {name: plain_data(key) for name, key in kb.catalog.keys.items()}
+        self._recommended = (
+            {s.key: dataclasses.asdict(s) for s in context.plan.settings}
+            if context.plan is not None
+            else {}
+        )
+        self._rules_by_key: dict[tuple[str, bool], list[CheckRule]] = {}
+        self._usable: list[CheckRule] | None = None
+        self._memo: dict[tuple[str, str, bool, bool], list[tuple[CheckRule, str]]] = {}
+        # What the file reader noticed, by kind, and the structural rule that reports it.
+        self.reported_by: dict[str, CheckRule] = {
+            str(code): r for r in rules.values() for code in r.spec.reports
+        }
+
+    def _needs_met(self, rule: CheckRule) -> bool:
+        needs = rule.spec.needs
+        if "facts" in needs and self.context.facts is None:
+            return False
+        if "kernel" in needs and self.context.kernel is None:
+            return False
+        return not ("profile" in needs and self.context.plan is None)
+
+    def _scope(self, key: str, value: str, ignore_failure: bool) -> dict[str, Any]:
+        catalog = self.kb.catalog
+        spec = catalog.keys.get(key)
+        kernel = self.context.kernel
+        # What the kernel does with the text of a key it knows: what it stores, refuses, drops.
+        text_key = spec is not None and spec.is_text
+        write = kernel_write(value, spec.length) if spec is not None and not text_key else None
+        if text_key:  # a name or a port set: no numbers to read
+            numbers, read = None, []
+        elif write is None:
+            numbers, read = _numbers(value), _fields(value)
+        else:  # the numbers the key ends up holding, when the write sets all of them
+            numbers = list(write.stored) if write.complete else None
+            read = _fields(value)[: len(write.stored)]
+        return {
+            "key": key,
+            "value": value,
+            "numbers": numbers,
+            # a text key's value as the kernel holds it, None when it refuses the text
+            "text": parse_text(value, spec) if spec is not None and text_key else None,
+            "write": write.as_data() if write is not None else None,
+            "decimal": all(_PLAIN_DECIMAL.fullmatch(part) for part in read),
+            "spec": self._specs.get(key),
+            "known": spec is not None,
+            "exists": (catalog.exists(key, kernel) if spec and kernel else None),
+            "kernel": self._kernel,
+            "facts": self._facts,
+            "host": self.context.host,
+            "page_size": self.context.facts.page_size if self.context.facts else 4096,
+            "default": self.context.defaults,
+            "recommended": self._recommended.get(key),
+            "ignore_failure": ignore_failure,
+        }
+
+    def _glob(self, pattern: str) -> dict[str, Any]:
+        """What a glob line reaches: the catalog's keys it matches on the target kernel, the
+        kinds of value they hold, and whether it matches every key there is."""
+        catalog, kernel = self.kb.catalog, self.context.kernel
+        matches = [
+            name
+            for name in catalog.keys
+            if fnmatch.fnmatchcase(name, pattern)
+            and (kernel is None or catalog.exists(name, kernel))
+        ]
+        specs = [catalog.keys[name] for name in matches]
+        return {
+            "matches": matches,
+            "kinds": sorted({f"{spec.unit}/{spec.length}" for spec in specs}),
+            # Nothing but wildcards and separators: every key of the kernel, whatever it is.
+            "everything": not pattern.strip("*?./"),
+            # fnmatch(3), as procps and systemd call it, matches an unclosed '[' literally.
+            "unclosed": _UNCLOSED_BRACKET.search(pattern) is not None,
+        }
+
+    def _rules_for(self, key: str, is_glob: bool) -> list[CheckRule]:
+        """The assignment rules that look at a key (or a glob line), worked out once per key;
+        the rules whose needs this check cannot meet are set aside once for all keys."""
+        cached = self._rules_by_key.get((key, is_glob))
+        if cached is None:
+            if self._usable is None:
+                self._usable = [r for r in self.assignment_rules if self._needs_met(r)]
+            known = key in self.kb.catalog.keys
+            cached = [
+                rule
+                for rule in self._usable
+                if rule.spec.globs == is_glob
+                and (is_glob or known or not rule.spec.catalog_keys)
+                and (is_glob or any(fnmatch.fnmatchcase(key, k) for k in rule.spec.keys))
+            ]
+            self._rules_by_key[(key, is_glob)] = cached
+        return cached
+
+    def _verdicts(
+        self, key: str, value: str, ignore_failure: bool, is_glob: bool
+    ) -> list[tuple[CheckRule, str]]:
+        """The rules a line breaks, with their messages. What a rule sees of a line is its key,
+        value and prefix, never where it is: a line that recurs (the same setting in a
+        thousand files) is judged once."""
+        memo_key = (key, value, ignore_failure, is_glob)
+        cached = self._memo.get(memo_key)
+        if cached is not None:
+            return cached
+        verdicts: list[tuple[CheckRule, str]] = []
+        rules = self._rules_for(key, is_glob)
+        if rules:
+            scope = self._scope(key, value, ignore_failure)
+            if is_glob:
+                scope["glob"] = self._glob(key)
+        for rule in rules:
+            # one context for the rule's lets, `when` and message (building one copies the
+            # variables, which costs more than most expressions)
+            ctx = self.kb.compiler.context(scope)
+            try:
+                for name, expr in rule.let:
+                    ctx.vars[name] = expr.run(ctx)
+                assert rule.when is not None
+                if not rule.when.run(ctx):
+                    continue
+                message = _PROSE_SPACE.sub(" ", rule.message.render_in(ctx)).strip(" ")
+            except (ExpressionError, ValueError, TypeError) as exc:
+                raise InputError(str(exc), path=rule.path, field="when") from None
+            verdicts.append((rule, message))
+        if len(self._memo) < _MEMO_LINES:
+            self._memo[memo_key] = verdicts
+        return verdicts
+
+    def _assignments(self, display: str, assignments: list[Assignment]) -> list[CheckFinding]:
+        found: list[CheckFinding] = []
+        for item in assignments:
+            for rule, message in self._verdicts(
+                item.key, item.value, item.ignore_failure, item.is_glob
+            ):
+                found.append(
+                    CheckFinding(rule.id, rule.spec.severity, display, item.line, item.key, message)
+                )
+        return found
+
+    def _structural(self, config: CurrentConfig) -> list[CheckFinding]:
+        found: list[CheckFinding] = []
+        for problem in config.problems:
+            rule = self.reported_by.get(problem.code)
+            if rule is None:
+                continue
+            path, line = _split_source(problem.source)
+            found.append(
+                CheckFinding(rule.id, rule.spec.severity, path, line, None, problem.message)
+            )
+        duplicate, override_rule = (
+            self.reported_by.get("duplicate"),
+            self.reported_by.get("override"),
+        )
+        quoted_keys: dict[str, bool] = {}  # a long file repeats a few keys many times
+        for override in config.overrides:
+            hidden, winner = override.hidden, override.winner
+            # file lines carry their file and number; anything else names its place in source
+            hidden_path, hidden_line = (
+                (hidden.file, hidden.line)
+                if hidden.file is not None
+                else _split_source(hidden.source)
+            )
+            winner_path, winner_line = (
+                (winner.file, winner.line)
+                if winner.file is not None
+                else _split_source(winner.source)
+            )
+            same_file = hidden_path == winner_path
+            rule = duplicate if same_file else override_rule
+            if rule is None:
+                continue
+            key = override.key
+            quoted = quoted_keys.get(key)
+            if quoted is None:
+                quoted = quoted_keys[key] = is_sysctl_key(key)
+            if same_file:
+                message = (
+                    f"{key} is set again on line {winner_line}; this value"
+                    + (f" ({override.hidden.value})" if quoted else "")
+                    + " never takes effect"
+                )
+            elif quoted:
+                message = (
+                    f"{key} = {override.hidden.value} is silently replaced by "
+                    f"{override.winner.value} at {override.winner.source} (applied later)"
+                )
+            else:
+                message = f"{key} is silently replaced at {override.winner.source} (applied later)"
+            found.append(
+                CheckFinding(rule.id, rule.spec.severity, hidden_path, hidden_line, key, message)
+            )
+        return found
+
+    def check_config(self, config: CurrentConfig) -> list[CheckFinding]:
+        found = self._structural(config)
+        for display, assignments in config.documents:
+            new_budget()  # the work check rules may do for one file
+            found += self._assignments(display, assignments)
+        if config.kind == "dump":  # the kernel's own values: nothing about how a file is written
+            judged = {rule.id for rule in self.rules.values() if rule.spec.in_dumps}
+            found = [f for f in found if f.id in judged]
+        return found

@@ -1,0 +1,570 @@
+"""build_plan: a pure function (facts, profile, params, rules, catalog) -> Plan.
+
+Per key: wants from every rule that sets it are merged by the catalog's policy (`max` never goes
+below the kernel default; for keys the catalog marks as pure capacities, a value in force that
+already covers the wants is kept), then every safety cap is applied (caps beat wants, and the
+rationale says so), then vector order (min <= default <= max) and the catalog's bounds are
+enforced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from sysctl_advisor.knowledge.catalog import (
+    MAX_TEXT_VALUE,
+    CatalogKey,
+    KernelContext,
+    merge_ranges,
+    parse_ports,
+    ports_text,
+)
+from sysctl_advisor.knowledge.expressions import new_budget
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.knowledge.rules import SEVERITY_ORDER, RuleResult
+from sysctl_advisor.knowledge.values import Value, conf_text, human, numbers, parse_current
+from sysctl_advisor.model.host_facts import HostFacts
+from sysctl_advisor.model.plan import (
+    Companion,
+    Finding,
+    Plan,
+    PlanHost,
+    PlanProfile,
+    Setting,
+    Unchanged,
+)
+
+
+@dataclass
+class _KeyWork:
+    key: str
+    spec: CatalogKey
+    wants: list[tuple[str, Any]] = field(default_factory=list)
+    caps: list[tuple[str, Any]] = field(default_factory=list)
+
+
+class KernelDefaults(NamedTuple):
+    """What the kernel model works out for a host: derived quantities, kernel context and
+    boot defaults (by key, and by alias as expressions see them)."""
+
+    host: dict[str, Any]
+    kernel: KernelContext
+    defaults: dict[str, Any]
+    by_alias: dict[str, Any]
+
+    def copy(self) -> KernelDefaults:
+        """Copies a host can change (the plan replaces a default by the value in force)."""
+        return KernelDefaults(
+            dict(self.host), self.kernel, _copied(self.defaults), _copied(self.by_alias)
+        )
+
+
+def _copied(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, list) else v for k, v in values.items()}
+
+
+def host_variables(
+    kb: KnowledgeBase, facts: HostFacts, memo: MutableMapping[str, KernelDefaults] | None = None
+) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """What every expression sees about the host, its kernel defaults, and notes. `memo`: the
+    kernel model's results by Catalog.host_key, shared by hosts of the same kernel and
+    hardware (a fleet's)."""
+    new_budget()  # the work every expression and template may do for this host
+    version, distro, known, notes = kb.catalog.kernel_for(facts)
+    data = facts.expression_data()  # plain data only: expressions never see a model object
+    key = kb.catalog.host_key(facts, data) if memo is not None else None
+    saved = memo.get(key) if memo is not None and key is not None else None
+    if saved is not None:
+        host, kernel = saved.host, saved.kernel
+    else:
+        host, kernel = kb.catalog.evaluate_host(facts, version, distro, known, data)
+    listeners, distinct = kb.servers.annotate(data["listeners"])
+    if listeners is not None and distinct > len(listeners):
+        notes.append(
+            f"The host has {distinct:,} distinct listening sockets; the rules looked at the "
+            f"{len(listeners):,} with the fullest accept queues and shortest backlogs."
+        )
+    variables: dict[str, Any] = {
+        "facts": data,
+        "host": host,
+        "kernel": kernel,
+        "page_size": facts.page_size,
+        "observed": data["observed"],
+        "services": data["services"],
+        "nics": data["nics"],
+        "listeners": listeners,
+        "message_families": kb.message_texts,
+    }
+    if saved is not None:
+        copy = saved.copy()
+        variables["host"], variables["default"] = copy.host, copy.by_alias
+        return variables, copy.defaults, notes
+    defaults, _ = kb.catalog.defaults(variables)
+    if memo is not None and key is not None:
+        memo[key] = KernelDefaults(host, kernel, defaults, variables["default"]).copy()
+    return variables, defaults, notes
+
+
+def host_defaults(kb: KnowledgeBase, facts: HostFacts) -> dict[str, str | None]:
+    """The kernel boot default of every catalog key on this host, as sysctl.conf text."""
+    _, defaults, _ = host_variables(kb, facts)
+    return {k: (conf_text(v) if v is not None else None) for k, v in defaults.items()}
+
+
+def _kernel_values_as_defaults(
+    kb: KnowledgeBase,
+    facts: HostFacts,
+    defaults: dict[str, Any],
+    current: dict[str, Value | None],
+    variables: dict[str, Any],
+) -> dict[str, str]:
+    """Model error is never drift: a value in force that the kernel set itself (no sysctl.d
+    file sets it, when the facts say which files do) or that lies within the catalog's
+    tolerance of the modelled default *is* this host's default. Replaces the modelled figure in
+    `defaults` (and in what expressions see as `default`); returns, by key, a note for each
+    value taken from the kernel that the model did not predict."""
+    notes: dict[str, str] = {}
+    by_alias: dict[str, Any] = variables["default"]
+    files = facts.sysctl_files
+    for name, spec in kb.catalog.keys.items():
+        held = current.get(spec.alias)
+        if held is None or name not in defaults:
+            continue
+        modelled = defaults[name]
+        if modelled is not None and modelled == held:
+            continue
+        kernel_set = files is not None and name not in files
+        close = (
+            modelled is not None
+            and not spec.is_text
+            and _within(held, modelled, spec.default_tolerance)
+        )
+        if not (kernel_set or close):
+            continue
+        defaults[name] = by_alias[spec.alias] = held
+        if not close:
+            notes[name] = (
+                f"{name}: {conf_text(held)} in force is set by no sysctl file, so it is taken "
+                "as this host's default"
+                + (
+                    f" (the model gives {conf_text(modelled)}; the kernel, systemd or a tuning "
+                    "daemon set it otherwise)"
+                    if modelled is not None
+                    else " (the model has no figure for this kernel)"
+                )
+                + "."
+            )
+    return notes
+
+
+def _within(held: Value, modelled: Value, tolerance: float) -> bool:
+    a, b = numbers(held), numbers(modelled)
+    if len(a) != len(b):
+        return False
+    return all(abs(x - y) <= tolerance * abs(y) for x, y in zip(a, b, strict=True))
+
+
+def build_plan(
+    kb: KnowledgeBase,
+    facts: HostFacts,
+    profile_name: str,
+    overrides: dict[str, str] | None = None,
+    memo: MutableMapping[str, KernelDefaults] | None = None,
+) -> Plan:
+    """The host's plan; `memo` as for host_variables."""
+    catalog = kb.catalog
+    profile = kb.profile(profile_name)
+    variables, defaults, notes = host_variables(kb, facts, memo)
+    version = variables["kernel"].version
+    current: dict[str, Value | None] = {}
+    current_text: dict[str, str] = {}
+    for name, spec in catalog.keys.items():
+        text = facts.sysctl.get(name)
+        if text is not None:
+            current_text[name] = text
+        current[spec.alias] = parse_current(text, spec) if text is not None else None
+    kernel_values = _kernel_values_as_defaults(kb, facts, defaults, current, variables)
+    readable: dict[str, list[str] | None] = {}  # what the kernel offers: lists of names
+    for name, spec_r in catalog.readable.items():
+        text = facts.sysctl.get(name)
+        readable[spec_r.alias] = text.split()[:64] if text is not None else None
+    variables["current"] = {**current, **readable}
+    variables["params"] = params = profile.resolve(overrides or {}, variables)
+
+    results: list[RuleResult] = []
+    screen = kb.compiler.context(variables)  # the rules' `when`s, read-only
+    for rule_id in profile.rule_ids:
+        result = kb.rules[rule_id].evaluate(variables, screen=screen)
+        if result is not None:
+            results.append(result)
+
+    work: dict[str, _KeyWork] = {}
+    for result in results:
+        for key, value in result.wants.items():
+            work.setdefault(key, _KeyWork(key, catalog.keys[key])).wants.append(
+                (result.rule.id, value)
+            )
+        for key, value in result.caps.items():
+            work.setdefault(key, _KeyWork(key, catalog.keys[key])).caps.append(
+                (result.rule.id, value)
+            )
+    by_rule = {r.rule.id: r for r in results}
+
+    settings: list[Setting] = []
+    unchanged: list[Unchanged] = []
+    for key in catalog.keys:  # catalog order, then sorted by section below: deterministic
+        if key not in work:
+            continue
+        item = work[key]
+        if not catalog.exists(key, version):
+            notes.append(
+                f"{key} does not exist on kernel {version.short}; not emitted "
+                f"(wanted by {', '.join(r for r, _ in item.wants + item.caps)})"
+            )
+            continue
+        if item.spec.module and key not in facts.sysctl:
+            notes.append(
+                f"{key} exists only where the {item.spec.module} module is loaded, and the facts "
+                f"do not show it; not emitted (wanted by "
+                f"{', '.join(r for r, _ in item.wants + item.caps)})"
+            )
+            continue
+        if key in kernel_values:
+            notes.append(kernel_values[key])
+        # A value a sysctl file sets is the operator's, not the model's: no model tolerance
+        # keeps it from a cap.
+        file_set = facts.sysctl_files is not None and key in facts.sysctl_files
+        resolve = _resolve_text if item.spec.is_text else _resolve
+        setting = resolve(
+            item,
+            defaults.get(key),
+            current.get(item.spec.alias),
+            current_text.get(key),
+            by_rule,
+            facts.page_size,
+            file_set,
+        )
+        if isinstance(setting, str):
+            notes.append(setting)
+        elif isinstance(setting, Unchanged):
+            unchanged.append(setting)
+        elif setting is not None:
+            settings.append(setting)
+
+    section_order = {s.id: i for i, s in enumerate(catalog.sections)}
+    key_order = {k: i for i, k in enumerate(catalog.keys)}
+    settings.sort(key=lambda s: (section_order[s.section], key_order[s.key]))
+
+    findings = sorted(
+        {
+            (f.id, f.key, f.message): Finding(
+                id=f.id, severity=f.severity, key=f.key, message=f.message, rule=f.rule
+            )
+            for r in results
+            for f in r.findings
+        }.values(),
+        key=lambda f: (SEVERITY_ORDER[f.severity], f.id, f.key or "", f.message),
+    )
+    companions = list(
+        {
+            (c.target, c.setting): Companion(
+                target=c.target, setting=c.setting, rationale=c.rationale, rule=c.rule
+            )
+            for r in results
+            for c in r.companions
+        }.values()
+    )
+    companions.sort(key=lambda c: (c.target, c.setting))
+
+    return Plan(
+        host=PlanHost(
+            hostname=facts.hostname,
+            kernel=facts.kernel,
+            arch=facts.arch,
+            bits=facts.bits,
+            memory_total=facts.memory.total,
+            lowmem=facts.lowmem if facts.bits == 32 else None,
+            page_size=facts.page_size,
+            kernel_modelled_as=version.short,
+        ),
+        profile=PlanProfile(name=profile.name, params=params),
+        settings=settings,
+        findings=findings,
+        companions=companions,
+        unchanged=unchanged,
+        notes=notes,
+        applied_rules=[r.rule.id for r in results],
+    )
+
+
+def _pick(values: list[int], policy: str) -> int:
+    return max(values) if policy in ("max", "choice") else min(values)
+
+
+def _keep_or_want(want: int, base: int, policy: str, tolerance: float) -> int:
+    """The baseline when it already gives what the want asks, within the tolerance the catalog
+    allows the key's modelled figures (a want a hair above a measured default is model
+    rounding, not advice); else the want."""
+    if policy == "max":
+        return base if base >= want - tolerance * want else want
+    return base if base <= want + tolerance * want else want
+
+
+def _fill(
+    wants: list[list[int | None]], base: list[int] | None, policies: list[str]
+) -> list[int] | None:
+    """Merge the wants element by element; an element no rule is about takes the baseline
+    (the value in force, else the kernel default). None when such an element has no baseline."""
+    merged: list[int] = []
+    for i, policy in enumerate(policies):
+        column = [v for w in wants if (v := w[i]) is not None]
+        if column:
+            merged.append(_pick(column, policy))
+        elif base is not None:
+            merged.append(base[i])
+        else:
+            return None
+    return merged
+
+
+def _resolve(
+    item: _KeyWork,
+    default: Value | None,
+    current: Value | None,
+    current_text: str | None,
+    by_rule: dict[str, RuleResult],
+    page_size: int,
+    file_set: bool = False,
+) -> Setting | Unchanged | str | None:
+    """Merge the wants with the baseline, apply caps, order, bounds.
+
+    The baseline is the value in force when there is one, else the kernel default: a capacity
+    want (`max`) never lowers it, a safety want (`min`) never raises it, and a cap only ever
+    moves it in its own direction. Returns a note (str) when nothing can be said for lack of a
+    baseline.
+    """
+    spec = item.spec
+    policies = spec.policies()
+    baseline = current if current is not None else default
+    base = numbers(baseline) if baseline is not None else None
+    base_name = "the value in force" if current is not None else "the kernel default"
+    want_rules = [r for r, _ in item.wants]
+    tolerance = 0.0 if file_set else spec.default_tolerance
+    lines: list[str] = []
+    if item.wants:
+        wanted = _fill([_elements(v) for _, v in item.wants], base, policies)
+        if wanted is None:
+            return (
+                f"{item.key}: {', '.join(want_rules)} set only some of its values, and the "
+                "others are not modelled for this kernel nor given in the facts; not emitted"
+            )
+        merged = list(wanted)
+        if base is not None:
+            merged = [
+                w if p == "choice" else _keep_or_want(w, b, p, tolerance)
+                for w, b, p in zip(wanted, base, policies, strict=True)
+            ]
+        if merged != wanted:
+            lines.append(
+                f"Where {base_name} ({conf_text(base or [])}) already gives more than the rules "
+                f"need ({conf_text(wanted)}), it is kept"
+                + ("." if merged == base else f": {conf_text(merged)}.")
+            )
+    elif base is not None:
+        merged = list(base)
+        wanted = list(base)
+    else:
+        return (
+            f"{item.key}: neither the value in force nor the kernel default on this host is "
+            f"known, so the cap from {', '.join(r for r, _ in item.caps)} cannot be applied"
+        )
+
+    before_caps = list(merged)
+    kept_base = [
+        base is not None and v == base[i] and not file_set for i, v in enumerate(merged)
+    ]  # elements that are the kernel's own value (or the default), not a want or a file's
+    for _, cap in item.caps:
+        limits = cap if isinstance(cap, list) else [cap]
+        merged = [
+            _apply_cap(v, c, p, spec.default_tolerance if kept else 0.0)
+            for v, c, p, kept in zip(merged, limits, policies, kept_base, strict=True)
+        ]
+    # The caps that bind: those whose limit is the final value of an element they moved.
+    capped_by = [
+        rule_id
+        for rule_id, cap in item.caps
+        if any(
+            c is not None and c == v and v != b
+            for c, v, b in zip(
+                cap if isinstance(cap, list) else [cap], merged, before_caps, strict=True
+            )
+        )
+    ]
+    if capped_by:
+        if not item.wants or before_caps == base:
+            source = f"{base_name} {conf_text(before_caps)}"
+        elif before_caps != wanted:
+            source = (
+                f"{conf_text(before_caps)} (the wants {conf_text(wanted)} merged with {base_name})"
+            )
+        else:
+            source = f"the wanted {conf_text(wanted)}"
+        lines = [
+            line for line in lines if not line.startswith("Where ")
+        ]  # the cap line says where the value came from
+        lines.append(
+            f"Safety cap ({', '.join(capped_by)}) wins: {source} becomes {conf_text(merged)}."
+        )
+
+    if spec.ordered:
+        for i in range(len(merged) - 2, -1, -1):
+            if merged[i] > merged[i + 1]:
+                lines.append(
+                    f"Lowered {(spec.fields or [])[i] if spec.fields else i} to "
+                    f"{merged[i + 1]} so the values stay in order."
+                )
+                merged[i] = merged[i + 1]
+    bounded = [min(max(v, spec.min), spec.max) for v in merged]
+    if bounded != merged:
+        lines.append(f"Clamped to the kernel's accepted range {spec.min}..{spec.max}.")
+        merged = bounded
+
+    final: Value = merged if spec.length > 1 else merged[0]
+    contributing = want_rules + [r for r in capped_by if r not in want_rules]
+    if not item.wants and not capped_by:
+        return None  # only caps that did not bite: nothing to say
+    if final == default and (current is None or current == final):
+        return Unchanged(
+            key=item.key,
+            kernel_default=conf_text(default),
+            wanted=conf_text(wanted),
+            rules=contributing,
+        )
+
+    rationale, references = _explained(item, contributing, by_rule, lines)
+    return Setting(
+        key=item.key,
+        value=conf_text(final),
+        values=numbers(final),
+        unit=spec.unit,
+        current=" ".join(current_text.split()) if current_text is not None else None,
+        kernel_default=conf_text(default) if default is not None else None,
+        rules=contributing,
+        rationale=rationale,
+        references=references,
+        section=spec.section,
+        human=human(final, spec, page_size),
+        capped_by=capped_by,
+        wanted=list(wanted),
+        caps=[rule_id for rule_id, _ in item.caps],
+    )
+
+
+def _explained(
+    item: _KeyWork, contributing: list[str], by_rule: dict[str, RuleResult], lines: list[str]
+) -> tuple[str, list[str]]:
+    """A setting's rationale (each contributing rule's paragraph, then the merge's own lines)
+    and references (the rules', then the catalog's not already cited more precisely)."""
+    paragraphs = [
+        f"[{rid}] {by_rule[rid].rationale_for(item.key)}"
+        for rid in contributing
+        if by_rule[rid].rationale_for(item.key)
+    ]
+    references: list[str] = []
+    for rid in contributing:
+        for ref in by_rule[rid].rule.spec.references:
+            if ref not in references:
+                references.append(ref)
+    for ref in item.spec.references:
+        if not any(r.startswith(ref) for r in references):
+            references.append(ref)
+    return "\n".join(paragraphs + lines), references
+
+
+def _resolve_text(
+    item: _KeyWork,
+    default: Value | None,
+    current: Value | None,
+    current_text: str | None,
+    by_rule: dict[str, RuleResult],
+    page_size: int,
+    file_set: bool = False,
+) -> Setting | Unchanged | str | None:
+    """A text key: a name every rule must agree on (`one`), or a port set that only grows
+    (`union`: the value in force, else the default, with every want added). Text keys take no
+    caps (a rule that caps one does not load)."""
+    spec = item.spec
+    baseline = current if current is not None else default
+    wants = [(rule_id, str(v)) for rule_id, v in item.wants]
+    if not wants:
+        return None
+    if current is None and current_text is not None:  # held, but not text the kernel prints
+        return (
+            f"{item.key}: the value in force ({current_text[:60]!r}) is not one the advisor "
+            f"reads, so nothing is emitted that could drop part of it"
+        )
+    lines: list[str] = []
+    if spec.merge == "one":
+        names = sorted({v for _, v in wants})
+        if len(names) > 1:
+            return (
+                f"{item.key}: the rules want different values "
+                f"({', '.join(f'{r}: {v}' for r, v in wants)}); not emitted"
+            )
+        final = wanted = names[0]
+    else:
+        wanted = ports_text(merge_ranges([r for _, v in wants for r in parse_ports(v)]))
+        held = parse_ports(str(baseline)) if baseline is not None else []
+        final = ports_text(merge_ranges(held + parse_ports(wanted)))
+        if held and final != wanted:
+            lines.append(
+                f"The ports {'in force' if current is not None else 'reserved by default'} "
+                f"({baseline}) stay reserved: a port set only grows."
+            )
+    contributing = [r for r, _ in wants]
+    if len(final) > MAX_TEXT_VALUE:
+        return (
+            f"{item.key}: {len(final):,} characters of ports ({', '.join(contributing)} with "
+            f"what is in force) are more than `sysctl -p` writes in one go "
+            f"({MAX_TEXT_VALUE:,}: the rest would be lost without an error); not emitted"
+        )
+    if final == default and (current is None or current == final):
+        return Unchanged(
+            key=item.key,
+            kernel_default=conf_text(default),
+            wanted=wanted,
+            rules=contributing,
+        )
+    rationale, references = _explained(item, contributing, by_rule, lines)
+    return Setting(
+        key=item.key,
+        value=final,
+        values=[],
+        unit=spec.unit,
+        current=current_text.strip() if current_text is not None else None,
+        kernel_default=conf_text(default) if default is not None else None,
+        rules=contributing,
+        rationale=rationale,
+        references=references,
+        section=spec.section,
+        human=human(final, spec, page_size),
+        wanted=None,
+    )
+
+
+def _apply_cap(value: int, cap: int | None, policy: str, tolerance: float) -> int:
+    """A cap moves a value only in its own direction. A baseline element within the key's
+    model tolerance of the cap is left alone: the model's figures are that uncertain, and a
+    value the kernel set a hair above a cap that equals its modelled default is not drift."""
+    if cap is None:
+        return value
+    if policy == "min":
+        return value if value >= cap - tolerance * cap else cap
+    return value if value <= cap + tolerance * cap else cap
+
+
+def _elements(value: Any) -> list[int | None]:
+    """A want as a list, one entry per element (None: the rule is not about that element)."""
+    return list(value) if isinstance(value, list) else [value]

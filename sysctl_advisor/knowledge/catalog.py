@@ -1,0 +1,641 @@
+"""The key catalog and the kernel model: loaded from rules/catalog/, compiled once.
+
+`HostModel.build()` turns host facts into what every expression sees: derived host quantities,
+the kernel (version plus era-dependent behaviour) and the kernel's boot default of every key.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+from jinja2.runtime import Context
+
+from sysctl_advisor.knowledge.expressions import (
+    Compiler,
+    Expression,
+    ExpressionError,
+    KernelData,
+    as_input_error,
+)
+from sysctl_advisor.knowledge.knowledge_files import KERNEL_MODEL, KEY_CATALOG
+from sysctl_advisor.knowledge.spec_cache import SpecCache
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.kernel_version import KernelRange, KernelVersion
+from sysctl_advisor.model.kernel_write import kernel_int
+from sysctl_advisor.model.model_base import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+
+if TYPE_CHECKING:
+    from sysctl_advisor.model.host_facts import HostFacts
+
+Unit = Literal[
+    "bytes", "pages", "kbytes", "count", "seconds", "boolean", "choice", "port", "name", "ports"
+]
+# Keys whose value is text, not numbers: a name the kernel looks up (a qdisc, a congestion
+# control algorithm) or a set of ports (a bitmap the kernel prints as "8080,9000-9010").
+TEXT_UNITS = frozenset({"name", "ports"})
+Literal_ = int | float | bool | list[int] | None
+ExprOrLiteral = str | int | float | bool | list[int] | None
+
+
+def _check_range(text: str) -> str:
+    KernelRange.parse(text)
+    return text
+
+
+class _Model(BaseModel):
+    # Schemas are built on first validation only; cached specs never need them (spec_cache).
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+class Era(_Model):
+    kernels: str = ""
+    when: str | None = None
+    let: dict[str, str] = Field(default_factory=dict)
+    value: ExprOrLiteral = None
+    note: str | None = None
+
+    @field_validator("kernels")
+    @classmethod
+    def _valid_kernels(cls, value: str) -> str:
+        return _check_range(value)
+
+
+class Section(_Model):
+    id: str
+    title: str
+
+
+class CatalogKey(_Model):
+    alias: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
+    section: str
+    length: int = Field(1, ge=1, le=8)
+    fields: list[str] | None = None
+    unit: Unit
+    choices: dict[int, str] | None = None
+    ordered: bool = False
+    min: int
+    max: int
+    # Text keys: `one` (every rule must want the same name) or `union` (a port set only grows).
+    merge: Literal["max", "min", "choice", "one", "union"] | list[Literal["max", "min"]]
+    # Relative difference between the value in force and the modelled default that is still
+    # the kernel's own default (the model's known error, e.g. nr_free_buffer_pages()).
+    default_tolerance: float = Field(0.0, ge=0.0, le=0.25)
+    exists: str = ""
+    module: str | None = Field(
+        None,
+        description="a kernel module that must be loaded (or built in) for the key to exist: "
+        "rules set it only where the facts show it, and its presence says nothing of the era",
+    )
+    netns_since: str | None = None
+    netns_copies_init_since: str | None = Field(
+        None,
+        description="from this kernel a new network namespace starts from the initial "
+        "namespace's value in force, copied when it is created (tcp_sk_init), not from the "
+        "kernel default",
+    )
+    netns_restricted: str | None = Field(
+        None,
+        max_length=600,
+        description="why a namespace other than the initial one cannot set every value (the "
+        "kernel refuses some there): the key is then the node's, and pods copy it",
+    )
+    build_option: str | None = Field(
+        None,
+        pattern=r"^CONFIG_[A-Z0-9_]+$",
+        description="the kernel build option that chooses the boot default (a distribution "
+        "may build another default than the upstream one the era table gives)",
+    )
+    # The key's handler reads a write into a copy and stores it only when the whole of it is
+    # valid (ipv4_local_port_range); otherwise each element is stored as it is read, and a
+    # write refused part-way leaves the key half-written.
+    atomic_write: bool = False
+    # An unsigned int that older handlers printed signed (tcp_notsent_lowat read -1 before
+    # 4.10): a negative number read from the host is the value plus 2**32.
+    unsigned32: bool = False
+    summary: str
+    references: list[str] = Field(min_length=1)
+    default: list[Era] = Field(min_length=1)
+
+    @field_validator("exists")
+    @classmethod
+    def _valid_exists(cls, value: str) -> str:
+        return _check_range(value)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CatalogKey:
+        if self.fields is not None and len(self.fields) != self.length:
+            raise ValueError(f"fields names {len(self.fields)} values, length is {self.length}")
+        if self.min > self.max:
+            raise ValueError("min is above max")
+        if isinstance(self.merge, list) and len(self.merge) != self.length:
+            raise ValueError(f"merge names {len(self.merge)} policies, length is {self.length}")
+        text_merge = self.merge in ("one", "union")
+        if self.is_text != text_merge or (self.is_text and self.length != 1):
+            raise ValueError(
+                "a text key (unit name or ports) has length 1 and merges by `one` or `union`; "
+                "number keys merge by max, min or choice"
+            )
+        return self
+
+    @property
+    def is_text(self) -> bool:
+        return self.unit in TEXT_UNITS
+
+    def policies(self) -> list[str]:
+        """The merge policy of each element."""
+        return list(self.merge) if isinstance(self.merge, list) else [self.merge] * self.length
+
+
+class EraTable(_Model):
+    description: str
+    eras: list[Era] = Field(min_length=1)
+
+
+class DistroKernel(_Model):
+    pattern: str
+    distro: str
+    behaves_as: str
+    note: str
+    # keys these kernels have although the upstream release they behave as does not (a
+    # distribution backport), each checked against the catalog when it loads
+    backports: list[str] = Field(default_factory=list)
+
+
+class KernelModelFile(_Model):
+    newest_verified: str
+    oldest_modelled: str
+    distro_kernels: list[DistroKernel] = Field(default_factory=list)
+    derived: dict[str, str]
+    quantities: dict[str, EraTable]
+
+
+class ReadableKey(_Model):
+    """A key the collector reads for the rules (a list of names), never one to set."""
+
+    alias: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
+    summary: str
+    references: list[str] = Field(min_length=1)
+
+
+class CatalogFile(_Model):
+    sections: list[Section]
+    keys: dict[str, CatalogKey]
+    readable: dict[str, ReadableKey] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _known_sections(self) -> CatalogFile:
+        ids = {s.id for s in self.sections}
+        for name, key in self.keys.items():
+            if key.section not in ids:
+                raise ValueError(f"{name}: unknown section {key.section!r}")
+        aliases = [k.alias for k in self.keys.values()] + [k.alias for k in self.readable.values()]
+        if len(set(aliases)) != len(aliases) or set(self.keys) & set(self.readable):
+            raise ValueError("a key or alias is listed twice (keys and readable share one list)")
+        return self
+
+
+@functools.total_ordering
+class KernelContext(KernelData):
+    """The target kernel as expressions see it: compares like a version (`kernel < '4.12'`),
+    and exposes era-dependent behaviour as attributes (`kernel.window_fraction`). Expressions
+    may read only `fields`: the release, its short form, distro, ABI, whether it was known,
+    and the era quantities."""
+
+    BASE_FIELDS = frozenset({"release", "short", "distro", "abi", "known"})
+
+    def __init__(
+        self,
+        version: KernelVersion,
+        *,
+        distro: str | None,
+        known: bool,
+        quantities: dict[str, Any],
+        abi: int | None = None,
+    ) -> None:
+        self.version = version
+        self.distro = distro
+        self.abi = abi  # Debian/Ubuntu package ABI number, when the distro pattern names it
+        self.known = known
+        self.release = version.release
+        self.short = version.short
+        self._quantities = quantities
+        self.fields = self.BASE_FIELDS | frozenset(quantities)
+
+    def __getattr__(self, name: str) -> Any:
+        quantities = self.__dict__.get("_quantities", {})
+        if name in quantities:
+            return quantities[name]
+        raise AttributeError(name)
+
+    def __eq__(self, other: object) -> bool:
+        return self.version == (other.version if isinstance(other, KernelContext) else other)
+
+    def __lt__(self, other: object) -> bool:
+        return self.version < (other.version if isinstance(other, KernelContext) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.version)
+
+    def __str__(self) -> str:
+        return self.version.release
+
+
+class _CompiledEra:
+    def __init__(self, era: Era, compiler: Compiler, path: Path, field: str) -> None:
+        self.era = era
+        self.range = KernelRange.parse(era.kernels)
+        self.note = era.note
+        try:
+            self.when = compiler.expression(era.when) if era.when else None
+            self.let = [(k, compiler.expression(v)) for k, v in era.let.items()]
+            self.value: Expression | Literal_ = (
+                compiler.expression(era.value) if isinstance(era.value, str) else era.value
+            )
+        except ExpressionError as exc:
+            raise as_input_error(exc, path, field) from None
+
+    def applies(self, ctx: Context) -> bool:
+        """The era's `when` (its kernel range already known to hold)."""
+        return self.when is None or bool(self.when.run(ctx))
+
+    def evaluate(self, ctx: Context) -> Any:
+        """The era's value in a shared context; its `let` names are visible to it alone."""
+        if not isinstance(self.value, Expression):
+            return self.value
+        try:
+            for name, expr in self.let:
+                ctx.vars[name] = expr.run(ctx)
+            return self.value.run(ctx)
+        finally:
+            for name, _ in self.let:
+                ctx.vars.pop(name, None)
+
+
+# What the kernel model's formulas may read besides facts fields, globals and their own lets.
+_HOST_NAMES = frozenset({"facts", "host", "kernel", "page_size", "default"})
+_KERNELS_REMEMBERED = 256  # distinct kernel versions whose eras a catalog keeps worked out
+
+
+class _KernelEras(NamedTuple):
+    defaults: list[tuple[str, list[tuple[int, _CompiledEra]]]]
+    quantities: list[tuple[str, list[_CompiledEra]]]
+
+
+class Catalog:
+    """Keys and kernel model, with every formula compiled."""
+
+    def __init__(self, directory: Path, compiler: Compiler, specs: SpecCache) -> None:
+        self.directory = directory
+        self.compiler = compiler
+        keys_path = directory / KEY_CATALOG
+        model_path = directory / KERNEL_MODEL
+        keys_file = specs.load(keys_path, CatalogFile, "the key catalog")
+        self.model = specs.load(model_path, KernelModelFile, "the kernel model")
+        self.sections = keys_file.sections
+        self.keys: dict[str, CatalogKey] = keys_file.keys
+        self.readable: dict[str, ReadableKey] = keys_file.readable
+        self.by_alias = {k.alias: name for name, k in self.keys.items()}
+        self._exists = {name: KernelRange.parse(k.exists) for name, k in self.keys.items()}
+        self.newest = KernelVersion.parse(self.model.newest_verified)
+        self.oldest = KernelVersion.parse(self.model.oldest_modelled)
+        self.path = keys_path
+        self.model_path = model_path
+        try:
+            self._derived = [(n, compiler.expression(e)) for n, e in self.model.derived.items()]
+        except ExpressionError as exc:
+            raise as_input_error(exc, model_path, "derived") from None
+        self._quantities = {
+            name: [_CompiledEra(e, compiler, model_path, f"quantities.{name}") for e in t.eras]
+            for name, t in self.model.quantities.items()
+        }
+        self._defaults = {
+            name: [
+                _CompiledEra(e, compiler, keys_path, f"keys.{name}.default[{i}]")
+                for i, e in enumerate(key.default)
+            ]
+            for name, key in self.keys.items()
+        }
+        for distro in self.model.distro_kernels:
+            unknown = sorted(set(distro.backports) - set(self.keys))
+            if unknown:
+                raise InputError(
+                    f"{model_path}: distro_kernels ({distro.distro}): backports: "
+                    f"not in the key catalog: {', '.join(unknown)}"
+                )
+        self._backports_by_release: dict[str, frozenset[str]] = {}
+        self._by_kernel: dict[tuple[tuple[int, int, int, int], frozenset[str]], _KernelEras] = {}
+
+    def read_keys(self) -> list[str]:
+        """Every key the collector reads from the host: the catalog's, then the readable ones."""
+        return [*self.keys, *self.readable]
+
+    def backports(self, release: str) -> frozenset[str]:
+        """The keys a distribution kernel has beyond the upstream release it behaves as."""
+        found = self._backports_by_release.get(release)
+        if found is None:
+            if len(self._backports_by_release) >= _KERNELS_REMEMBERED:
+                self._backports_by_release.clear()
+            distro = self._distro(release)
+            found = frozenset(distro[0].backports) if distro is not None else frozenset()
+            self._backports_by_release[release] = found
+        return found
+
+    def exists(self, key: str, version: KernelVersion) -> bool:
+        return self._exists[key].contains(version) or key in self.backports(version.release)
+
+    def is_per_netns(self, key: str, version: KernelVersion) -> bool:
+        since = self.keys[key].netns_since
+        return since is not None and version >= since and self.exists(key, version)
+
+    def kernel_for(self, facts: HostFacts) -> tuple[KernelVersion, str | None, bool, list[str]]:
+        """The version formulas use, the distro, whether the release was known, and notes."""
+        notes: list[str] = []
+        if not facts.kernel:
+            notes.append(
+                f"kernel release not given: assuming the newest kernel the catalog knows "
+                f"({self.newest.short}); pass `kernel:` in the facts for exact defaults"
+            )
+            return self.newest, None, False, notes
+        version = KernelVersion.parse(facts.kernel)
+        found = self._distro(facts.kernel)
+        if found is not None:
+            distro = found[0]
+            notes.append(distro.note)
+            effective = KernelVersion.parse(distro.behaves_as)
+            return KernelVersion(effective.numbers, facts.kernel), distro.distro, True, notes
+        if version > self.newest and version.numbers[:2] != self.newest.numbers[:2]:
+            notes.append(
+                f"kernel {version.short} is newer than the newest verified ({self.newest.short}): "
+                "defaults assume nothing changed since"
+            )
+        if version < self.oldest:
+            notes.append(
+                f"kernel {version.short} is older than the oldest modelled "
+                f"({self.oldest.short}): its defaults are not modelled"
+            )
+        return version, None, True, notes
+
+    def _distro(self, release: str) -> tuple[DistroKernel, re.Match[str]] | None:
+        """The first distro_kernels entry whose pattern the release matches, with the match."""
+        for distro in self.model.distro_kernels:
+            match = re.search(distro.pattern, release)
+            if match:
+                return distro, match
+        return None
+
+    def _abi(self, release: str | None) -> int | None:
+        """The package ABI number a distro pattern captures (`(?P<abi>...)`), if any."""
+        found = self._distro(release or "")
+        abi = found[1].groupdict().get("abi") if found is not None else None
+        return int(abi) if abi is not None and abi.isdigit() else None
+
+    def evaluate_host(
+        self,
+        facts: HostFacts,
+        version: KernelVersion,
+        distro: str | None,
+        known: bool,
+        data: dict[str, Any] | None = None,
+    ) -> tuple[dict[str, Any], KernelContext]:
+        """Derived host quantities and the kernel context."""
+        kernel = KernelContext(
+            version, distro=distro, known=known, quantities={}, abi=self._abi(facts.kernel)
+        )
+        host: dict[str, Any] = {}
+        variables: dict[str, Any] = {
+            "facts": data if data is not None else facts.expression_data(),
+            "kernel": kernel,
+            "page_size": facts.page_size,
+            "host": host,
+        }
+        ctx = self.compiler.context(variables)  # `host` fills in as the quantities are computed
+        for name, expr in self._derived:
+            try:
+                host[name] = expr.run(ctx)
+            except ExpressionError as exc:
+                raise as_input_error(exc, self.model_path, f"derived.{name}") from None
+        quantities: dict[str, Any] = {}
+        for name, eras in self._eras_for(version).quantities:
+            try:
+                for era in eras:
+                    if era.applies(ctx):
+                        quantities[name] = era.evaluate(ctx)
+                        break
+            except ExpressionError as exc:
+                raise as_input_error(exc, self.model_path, f"quantities.{name}") from None
+        kernel._quantities.update(quantities)
+        kernel.fields = kernel.BASE_FIELDS | frozenset(quantities)
+        return host, kernel
+
+    def _eras_for(self, version: KernelVersion) -> _KernelEras:
+        """The keys that exist on this kernel and the eras whose kernel range holds it, by key
+        and quantity, in catalog order: worked out once per kernel version, since a fleet has
+        few versions and every host would otherwise test each era's range again."""
+        cache_key = (version.numbers, self.backports(version.release))
+        found = self._by_kernel.get(cache_key)
+        if found is None:
+            if len(self._by_kernel) >= _KERNELS_REMEMBERED:
+                self._by_kernel.clear()
+            modelled = version >= self.oldest
+            defaults = [
+                (name, [(i, e) for i, e in enumerate(eras) if e.range.contains(version)])
+                if modelled
+                else (name, [])
+                for name, eras in self._defaults.items()
+                if self.exists(name, version)
+            ]
+            quantities = [
+                (name, [e for e in eras if e.range.contains(version)])
+                for name, eras in self._quantities.items()
+            ]
+            found = self._by_kernel[cache_key] = _KernelEras(defaults, quantities)
+        return found
+
+    @functools.cached_property
+    def host_fields(self) -> frozenset[str] | None:
+        """The facts fields the kernel model reads (its derived quantities, eras and default
+        formulas): the only facts a host's boot defaults depend on, with the kernel release and
+        the page size. None when a formula reads anything else about the host (observed
+        figures, services, the whole facts mapping): then no two hosts are known to share
+        their defaults. Worked out from the formulas' syntax, when a fleet first asks."""
+        sources = list(self.model.derived.values())
+        lets: set[str] = set()
+        for eras in (*self._quantities.values(), *self._defaults.values()):
+            for compiled in eras:
+                era = compiled.era
+                sources += [era.when or "", *era.let.values()]
+                lets |= set(era.let)
+                if isinstance(era.value, str):
+                    sources.append(era.value)
+        allowed = _HOST_NAMES | lets | set(self.compiler.env.globals)
+        fields: set[str] = set()
+        for source in filter(None, sources):
+            names, read = self.compiler.reads(source, "facts")
+            if read is None or not names <= allowed:
+                return None
+            fields |= read
+        return frozenset(fields)
+
+    def host_key(self, facts: HostFacts, data: dict[str, Any]) -> str | None:
+        """A key two hosts share exactly when their boot defaults (and derived quantities)
+        are the same by construction: the kernel release, the page size and the facts fields
+        the model reads (host_fields). None when that is not known."""
+        fields = self.host_fields
+        if fields is None:
+            return None
+        read = {name: data.get(name) for name in sorted(fields)}
+        return json.dumps([facts.kernel, facts.page_size, read], sort_keys=True, default=repr)
+
+    def defaults(self, variables: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str | None]]:
+        """Boot default of every key that exists on this kernel (None when unknown), by key,
+        with the note of the era used. `variables` must hold facts, kernel, host, page_size;
+        its `default` mapping (by alias) is filled as keys are computed."""
+        version: KernelVersion = variables["kernel"].version
+        values: dict[str, Any] = {}
+        notes: dict[str, str | None] = {}
+        by_alias: dict[str, Any] = variables.setdefault("default", {})
+        ctx = self.compiler.context(variables)  # `default` fills in as keys are computed
+        for name, eras in self._eras_for(version).defaults:
+            value: Any = None
+            note: str | None = None
+            for i, era in eras:
+                try:
+                    if era.applies(ctx):
+                        value = era.evaluate(ctx)
+                        if value is not None:
+                            value = normalise(value, self.keys[name])
+                        note = era.note
+                        break
+                except ExpressionError as exc:
+                    raise as_input_error(exc, self.path, f"keys.{name}.default[{i}]") from None
+                except ValueError as exc:
+                    raise InputError(
+                        str(exc), path=self.path, field=f"keys.{name}.default[{i}]"
+                    ) from None
+            values[name] = value
+            notes[name] = note
+            by_alias[self.keys[name].alias] = values[name]
+        return values, notes
+
+
+def normalise(value: Any, key: CatalogKey, *, allow_none: bool = False) -> Any:
+    """An expression result as the key's shape: an int, a list of `length` ints, or for a
+    text key its text in the kernel's own spelling.
+
+    With allow_none (caps), a list element may be None: no cap on that element.
+    """
+    if key.is_text:
+        return text_value(value, key)
+
+    def one(v: Any) -> int | None:
+        return None if v is None and allow_none else _to_int(v)
+
+    if key.length == 1:
+        if isinstance(value, list | tuple):
+            raise ValueError(f"expected one number, got {str(value)[:60]!r}")
+        return _to_int(value)
+    if not isinstance(value, list | tuple) or len(value) != key.length:
+        raise ValueError(f"expected a list of {key.length} numbers, got {str(value)[:60]!r}")
+    return [one(v) for v in value]
+
+
+# No sysctl holds more than 64 bits; a larger number is a broken rule, not a value to clamp.
+_LARGEST = 2**64
+
+
+def _to_int(value: Any) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"not a finite number: {value!r}")
+        value = round(value)
+    if not isinstance(value, int):
+        raise ValueError(f"expected a number, got {str(value)[:60]!r}")
+    if abs(value) > _LARGEST:
+        raise ValueError(f"a number of {value.bit_length()} bits, larger than any kernel value")
+    return value
+
+
+# A name as the kernel registers it: TCP_CA_NAME_MAX and a qdisc's id are 16 bytes with the NUL.
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,15}")
+
+
+# procps `sysctl -p`/`-w` write a value with one write(), and the kernel takes at most a page
+# of it (measured: 4,094 characters of port list apply, longer ones lose their tail while sysctl
+# still exits 0), so a longer value is not one the advisor writes or accepts.
+MAX_TEXT_VALUE = 4094
+_ASCII_BLANKS = " \t\n\r\v\f"
+
+
+def text_value(value: Any, key: CatalogKey, *, to_write: bool = True) -> str:
+    """A text key's value as the kernel prints it back: a name, or a port set as its sorted,
+    merged ranges ("8080,9000-9010"; "" for none). ValueError for anything else, and (unless
+    reading what a host holds) for a value too long for one write."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected text for {key.alias}, got {str(value)[:60]!r}")
+    if to_write and len(value) > MAX_TEXT_VALUE:
+        raise ValueError(
+            f"{len(value):,} characters: `sysctl -p` writes at most {MAX_TEXT_VALUE:,} in one go"
+        )
+    if key.unit == "ports":
+        return ports_text(parse_ports(value, key.min, key.max))
+    name = value.strip(_ASCII_BLANKS)
+    if not _NAME.fullmatch(name) or not key.min <= len(name) <= key.max:
+        raise ValueError(f"not a kernel name: {value[:60]!r}")
+    return name
+
+
+def _port_number(text: str) -> int:
+    """One number as proc_get_long() reads it inside a bitmap list: strtoul in base 0 (0x hex,
+    a leading 0 octal), ASCII digits only, no sign and no blanks."""
+    number = kernel_int(text) if text[:1] not in ("-", "+", "") else None
+    if number is None:
+        raise ValueError(f"not a port: {text[:20]!r}")
+    return number
+
+
+def parse_ports(text: str, low: int = 0, high: int = 65535) -> list[tuple[int, int]]:
+    """A port list as proc_do_large_bitmap() reads it (ports and first-last ranges separated by
+    commas, one trailing comma allowed, blanks only around the whole), as sorted, merged
+    (first, last) ranges. ValueError for text the kernel refuses."""
+    ranges: list[tuple[int, int]] = []
+    body = text.strip(_ASCII_BLANKS)
+    parts = body.split(",") if body else []
+    if parts and parts[-1] == "" and len(parts) > 1:
+        parts.pop()  # "8080," is accepted
+    for part in parts:
+        first, dash, last = part.partition("-")
+        if len(part) > 24:
+            raise ValueError(f"not a port or a first-last range: {part[:20]!r}")
+        a = _port_number(first)
+        b = _port_number(last) if dash else a
+        if not low <= a <= b <= high:
+            raise ValueError(f"{part!r} is not a range within {low}..{high}")
+        ranges.append((a, b))
+    return merge_ranges(ranges)
+
+
+def merge_ranges(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Port ranges sorted, overlapping and adjacent ones joined."""
+    merged: list[tuple[int, int]] = []
+    for a, b in sorted(ranges):
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def ports_text(ranges: list[tuple[int, int]]) -> str:
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)

@@ -1,0 +1,134 @@
+"""The `check` linter's rules: YAML in rules/check/, one concern per file.
+
+A rule either tests each assignment (`when`, an expression over the key, its value and what is
+known about the target host) or documents a finding the file reader reports itself
+(`kind: structural`: duplicates, overrides, unparsable lines, unreadable
+files). Either way the rule file holds its severity, rationale, references and examples, so
+the rules reference is generated from the same place the checks run from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from sysctl_advisor.knowledge.expressions import (
+    Compiler,
+    Expression,
+    ExpressionError,
+    Text,
+    as_input_error,
+)
+from sysctl_advisor.knowledge.knowledge_files import check_rule_files
+from sysctl_advisor.knowledge.rules import RULE_ID, Severity
+from sysctl_advisor.knowledge.spec_cache import SpecCache
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.model_base import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+class CheckExamples(_Model):
+    """sysctl.conf text that makes the rule fire, and text that does not. Lines
+    `# file: NAME` split an example into several files of one sysctl.d directory."""
+
+    fires: str
+    quiet: str
+    facts: dict[str, object] | None = Field(None, description="facts both examples assume")
+    kernel: str | None = Field(None, description="--kernel both examples assume")
+
+
+class CheckRuleSpec(_Model):
+    id: str = Field(pattern=RULE_ID)
+    severity: Severity
+    kind: Literal["assignment", "structural"] = "assignment"
+    title: str
+    keys: list[str] = Field(default_factory=lambda: ["*"], description="key globs it applies to")
+    needs: list[Literal["facts", "kernel", "profile"]] = Field(default_factory=list)
+    when: str | None = None
+    reports: list[
+        Literal[
+            "syntax",
+            "byte-order-mark",
+            "broken-link",
+            "outside-link",
+            "unreadable",
+            "duplicate",
+            "override",
+        ]
+    ] = Field(
+        default_factory=list,
+        description="structural rules: the file reader's findings this rule reports",
+    )
+    globs: bool = Field(
+        False,
+        description="judge glob lines (`net.core.* = 5`) instead of single keys; such rules "
+        "see `glob` (what the pattern matches), the others never see a glob line",
+    )
+    in_dumps: bool = Field(
+        True,
+        description="also judge a `sysctl -a` dump; false for rules about how a file is "
+        "written (syntax, comments, duplicates, unknown keys), which a dump of the kernel's "
+        "own values never is",
+    )
+    catalog_keys: bool = Field(
+        False,
+        description="judge only keys in the key catalog (its `when` needs `spec`): lines of "
+        "other keys skip the rule without evaluating it (a `sysctl -a` dump is mostly such)",
+    )
+    let: dict[str, str] = Field(default_factory=dict)
+    message: str
+    rationale: str
+    references: list[str] = Field(min_length=1)
+    examples: CheckExamples
+
+    @model_validator(mode="after")
+    def _when_for_assignments(self) -> CheckRuleSpec:
+        if self.kind == "assignment" and not self.when:
+            raise ValueError("an assignment rule needs `when`")
+        if self.kind == "structural" and not self.reports:
+            raise ValueError("a structural rule needs `reports` (which reader findings it names)")
+        return self
+
+
+@dataclass
+class CheckRule:
+    spec: CheckRuleSpec
+    path: Path
+    when: Expression | None
+    let: list[tuple[str, Expression]]
+    message: Text
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+
+def load_check_rules(directory: Path, compiler: Compiler, specs: SpecCache) -> dict[str, CheckRule]:
+    rules: dict[str, CheckRule] = {}
+    for path in check_rule_files(directory):
+        spec = specs.load(path, CheckRuleSpec, "a check rule file")
+        if spec.id in rules:
+            raise InputError(f"duplicate check rule id {spec.id!r}", path=path, field="id")
+
+        def expr(source: str, where: str, path: Path = path) -> Expression:
+            try:
+                return compiler.expression(source)
+            except ExpressionError as exc:
+                raise as_input_error(exc, path, where) from None
+
+        try:
+            message = compiler.template(spec.message)
+        except ExpressionError as exc:
+            raise as_input_error(exc, path, "message") from None
+        rules[spec.id] = CheckRule(
+            spec,
+            path,
+            expr(spec.when, "when") if spec.when else None,
+            [(n, expr(e, f"let.{n}")) for n, e in spec.let.items()],
+            message,
+        )
+    return rules

@@ -1,0 +1,126 @@
+"""Kernel message families: which log lines name a problem the advisor knows (data in
+rules/catalog/kernel-messages.yaml).
+
+A family is matched by case-insensitive plain substrings, never regular expressions: rule
+directories are hostile input, and a substring test is linear in the line however the pattern
+is written. The log reader (`sysctl_advisor.sources.kernel_log`) takes `matchers(families)`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from sysctl_advisor.knowledge.spec_cache import SpecCache
+from sysctl_advisor.model.documents import line_of, parse_document, read_text, validation_error
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.model_base import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+)
+from sysctl_advisor.model.text_escape import plain_line, refuse_control_characters
+
+# The same rule as a KernelEvent's `family` in model/host_facts.py.
+FAMILY_ID = r"^[a-z0-9][a-z0-9.-]{0,63}$"
+MAX_FAMILIES = 256
+MAX_MATCHES = 16  # substrings per family
+MIN_MATCH = 4  # shorter substrings would match unrelated lines
+MAX_MATCH = 200  # kernel log lines are matched in their first 4096 characters
+MAX_LINE_TEXT = 200
+
+
+def _one_line(value: str) -> str:
+    """Printable text on one line (no tab, newline or other control or separator)."""
+    plain_line(value)
+    if not value.strip():
+        raise ValueError("is empty")
+    return value
+
+
+def _substring(value: str) -> str:
+    _one_line(value)
+    if value != value.strip():
+        raise ValueError(f"has leading or trailing spaces: {value!r}")
+    if not MIN_MATCH <= len(value) <= MAX_MATCH:
+        raise ValueError(f"must be {MIN_MATCH} to {MAX_MATCH} characters long, got {len(value)}")
+    return value
+
+
+def _paragraph(value: str) -> str:
+    refuse_control_characters(value)  # a newline or tab of folded YAML text is fine
+    if not value.strip():
+        raise ValueError("is empty")
+    return value
+
+
+OneLine = Annotated[str, Field(max_length=MAX_LINE_TEXT), AfterValidator(_one_line)]
+Substring = Annotated[str, AfterValidator(_substring)]
+Paragraph = Annotated[str, Field(max_length=4096), AfterValidator(_paragraph)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+class MessageFamily(_Model):
+    """One kind of kernel message, in every wording the kernel has printed it."""
+
+    id: str = Field(pattern=FAMILY_ID, description="e.g. tcp.out-of-socket-memory")
+    title: OneLine
+    match: list[Substring] = Field(
+        min_length=1,
+        max_length=MAX_MATCHES,
+        description="case-insensitive plain substrings (not patterns); a line containing any "
+        "of them belongs to the family",
+    )
+    kernels: Paragraph = Field(description="which kernel versions print which wording")
+    means: Paragraph = Field(description="what the message says about the host")
+    references: list[OneLine] = Field(
+        min_length=1, max_length=16, description="kernel source file and function"
+    )
+
+
+class MessageCatalog(_Model):
+    families: list[MessageFamily] = Field(min_length=1, max_length=MAX_FAMILIES)
+
+
+def load_message_families(path: Path, specs: SpecCache | None = None) -> list[MessageFamily]:
+    """The families of a kernel-messages file, validated; errors are one-line InputErrors
+    naming the file, the line and the field. With `specs`, the validated file is cached like
+    the other knowledge files."""
+    if specs is not None:
+        catalog = specs.load(path, MessageCatalog, "a kernel message catalog")
+        text: str | None = None
+    else:
+        text = read_text(path)
+        data = parse_document(text, path)
+        if not isinstance(data, dict):
+            raise InputError(
+                "a kernel message catalog must be a mapping with `families`", path=path
+            )
+        try:
+            catalog = MessageCatalog.model_validate(data)
+        except ValidationError as exc:
+            raise validation_error(exc, path, text) from None
+    seen: set[str] = set()
+    for index, family in enumerate(catalog.families):
+        if family.id in seen:
+            where: list[int | str] = ["families", index, "id"]
+            if text is None:
+                text = read_text(path)
+            raise InputError(
+                f"duplicate message family id {family.id!r}",
+                path=path,
+                line=line_of(text, where),
+                field=f"families.{index}.id",
+            )
+        seen.add(family.id)
+    return list(catalog.families)
+
+
+def matchers(families: list[MessageFamily]) -> dict[str, tuple[str, ...]]:
+    """Family id -> its substrings in lower case (duplicates dropped), in file order."""
+    return {f.id: tuple(dict.fromkeys(m.lower() for m in f.match)) for f in families}

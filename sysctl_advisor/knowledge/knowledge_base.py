@@ -1,0 +1,82 @@
+"""The knowledge base: catalog, rules and profiles, loaded and compiled once per run."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sysctl_advisor.knowledge.catalog import Catalog
+from sysctl_advisor.knowledge.check_rules import CheckRule, load_check_rules
+from sysctl_advisor.knowledge.expressions import Compiler
+from sysctl_advisor.knowledge.kernel_messages import MessageFamily, load_message_families, matchers
+from sysctl_advisor.knowledge.knowledge_files import MESSAGE_CATALOG, SERVER_TABLE
+from sysctl_advisor.knowledge.profiles import Profile, load_profiles
+from sysctl_advisor.knowledge.resources import data_dir
+from sysctl_advisor.knowledge.rules import Rule, load_rules
+from sysctl_advisor.knowledge.servers import ServerTable
+from sysctl_advisor.knowledge.spec_cache import SpecCache
+from sysctl_advisor.model.errors import InputError
+
+if TYPE_CHECKING:
+    from sysctl_advisor.knowledge.kubernetes import Kubernetes
+
+
+@dataclass
+class KnowledgeBase:
+    compiler: Compiler
+    catalog: Catalog
+    rules: dict[str, Rule]
+    profiles: dict[str, Profile]
+    check_rules: dict[str, CheckRule]
+    servers: ServerTable
+    message_families: list[MessageFamily]
+
+    @classmethod
+    def load(
+        cls, rules_dirs: list[Path] | None = None, profiles_dirs: list[Path] | None = None
+    ) -> KnowledgeBase:
+        compiler = Compiler()
+        specs = SpecCache()
+        shipped_rules = data_dir("rules")
+        catalog = Catalog(shipped_rules / "catalog", compiler, specs)
+        rules = load_rules([shipped_rules, *(rules_dirs or [])], compiler, catalog, specs)
+        profiles = load_profiles(
+            [data_dir("profiles"), *(profiles_dirs or [])], rules, compiler, specs
+        )
+        check_rules = load_check_rules(shipped_rules / "check", compiler, specs)
+        servers = ServerTable.load(shipped_rules / "catalog" / SERVER_TABLE, specs)
+        families = load_message_families(shipped_rules / "catalog" / MESSAGE_CATALOG, specs)
+        compiler.save()
+        specs.save()
+        return cls(compiler, catalog, rules, profiles, check_rules, servers, families)
+
+    @functools.cached_property
+    def kubernetes(self) -> Kubernetes:
+        """What Kubernetes lets a pod set, by release (loaded when a command needs it)."""
+        from sysctl_advisor.knowledge.kubernetes import Kubernetes
+
+        return Kubernetes.load(data_dir("rules") / "catalog" / "kubernetes.yaml")
+
+    @functools.cached_property
+    def message_texts(self) -> dict[str, dict[str, str]]:
+        """What rules see of each message family (title, what it means), built once: the
+        sandbox is immutable, so every host shares it."""
+        return {
+            f.id: {"title": f.title, "means": " ".join(f.means.split())}
+            for f in self.message_families
+        }
+
+    def message_matchers(self) -> dict[str, tuple[str, ...]]:
+        """Message family id -> the lowercase substrings that identify its lines."""
+        return matchers(self.message_families)
+
+    def profile(self, name: str) -> Profile:
+        try:
+            return self.profiles[name]
+        except KeyError:
+            known = ", ".join(sorted(self.profiles))
+            raise InputError(
+                f"unknown profile {name!r} (profiles: {known})", field="--profile"
+            ) from None

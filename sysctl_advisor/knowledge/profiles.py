@@ -1,0 +1,211 @@
+"""Workload profiles: parameters (typed, bounded, documented), rules they enable, `extends:`."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+from sysctl_advisor.knowledge.expressions import (
+    Compiler,
+    Expression,
+    ExpressionError,
+    as_input_error,
+)
+from sysctl_advisor.knowledge.knowledge_files import profile_files
+from sysctl_advisor.knowledge.rules import Rule, SpecModel, matches
+from sysctl_advisor.knowledge.spec_cache import SpecCache
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.model_base import Field, model_validator
+from sysctl_advisor.model.text_escape import plain_line
+
+ParamType = Literal["int", "float", "bool", "str"]
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+_Model = SpecModel
+
+
+class Parameter(_Model):
+    type: ParamType
+    description: str
+    default: int | float | bool | str | None = None
+    default_expr: str | None = Field(None, description="expression over host facts")
+    min: float | None = None
+    max: float | None = None
+    choices: list[str] | None = None
+    unit: str | None = None
+
+    @model_validator(mode="after")
+    def _one_default(self) -> Parameter:
+        if self.default is not None and self.default_expr is not None:
+            raise ValueError("give either default or default_expr, not both")
+        for name in ("min", "max", "default"):
+            value = getattr(self, name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value}")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError("min is above max")
+        return self
+
+
+class ProfileSpec(_Model):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    summary: str
+    description: str = ""
+    extends: str | None = None
+    parameters: dict[str, Parameter] = Field(default_factory=dict)
+    rules: list[str] = Field(default_factory=list)
+
+
+class Profile:
+    """A profile with its inheritance resolved: all parameters and rule ids, parents first."""
+
+    def __init__(
+        self, chain: list[tuple[ProfileSpec, Path]], rules: dict[str, Rule], compiler: Compiler
+    ) -> None:
+        spec, path = chain[-1]
+        self.name = spec.name
+        self.summary = spec.summary
+        self.description = spec.description
+        self.path = path
+        self.chain = [s.name for s, _ in chain]
+        self.parameters: dict[str, Parameter] = {}
+        self._param_paths: dict[str, Path] = {}
+        self.rule_ids: list[str] = []
+        for s, p in chain:
+            for name, param in s.parameters.items():
+                self.parameters[name] = param
+                self._param_paths[name] = p
+            for i, selector in enumerate(s.rules):
+                found = [rid for rid in rules if matches(selector, rid)]
+                if not found:
+                    raise InputError(f"no rule matches {selector!r}", path=p, field=f"rules[{i}]")
+                for rid in found:
+                    if rid not in self.rule_ids:
+                        self.rule_ids.append(rid)
+        self._defaults: dict[str, Expression] = {}
+        for name, param in self.parameters.items():
+            if param.default_expr is not None:
+                try:
+                    self._defaults[name] = compiler.expression(param.default_expr)
+                except ExpressionError as exc:
+                    raise as_input_error(
+                        exc, self._param_paths[name], f"parameters.{name}.default_expr"
+                    ) from None
+
+    def resolve(self, overrides: dict[str, str], variables: dict[str, Any]) -> dict[str, Any]:
+        """Parameter values: defaults (evaluated over the host), then --set overrides."""
+        for name in overrides:
+            if name not in self.parameters:
+                known = ", ".join(sorted(self.parameters)) or "none"
+                raise InputError(
+                    f"unknown parameter {name!r} for profile {self.name!r} (parameters: {known})",
+                    field="--set",
+                )
+        values: dict[str, Any] = {}
+        for name, param in self.parameters.items():
+            if name in overrides:
+                values[name] = coerce(name, param, overrides[name])
+                continue
+            if name in self._defaults:
+                try:
+                    value = self._defaults[name].evaluate(variables)
+                except ExpressionError as exc:
+                    raise as_input_error(
+                        exc, self._param_paths[name], f"parameters.{name}.default_expr"
+                    ) from None
+            else:
+                value = param.default
+            values[name] = None if value is None else coerce(name, param, value, from_default=True)
+        return values
+
+
+def coerce(name: str, param: Parameter, raw: Any, *, from_default: bool = False) -> Any:
+    """A parameter value of the declared type and range; InputError otherwise."""
+    where = f"parameters.{name}" if from_default else f"--set {name}"
+    value: Any
+    text = str(raw).strip()
+    try:
+        if param.type == "bool":
+            if isinstance(raw, bool):
+                value = raw
+            elif text.lower() in _TRUE:
+                value = True
+            elif text.lower() in _FALSE:
+                value = False
+            else:
+                raise ValueError
+        elif param.type in ("int", "float") and not text.isascii():
+            raise ValueError  # int() and float() also take '١٢٣' or '²'
+        elif param.type == "int":
+            if isinstance(raw, float) and raw.is_integer():
+                raw = int(raw)
+            value = raw if isinstance(raw, int) and not isinstance(raw, bool) else int(text, 10)
+        elif param.type == "float":
+            value = (
+                float(raw)
+                if isinstance(raw, int | float) and not isinstance(raw, bool)
+                else float(text)
+            )
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ValueError
+        else:
+            value = plain_line(text, "parameter")
+    except ValueError as exc:
+        if param.type == "str":
+            raise InputError(str(exc), field=where) from None
+        raise InputError(f"expected {_article(param.type)}, got {text!r}", field=where) from None
+    if param.type in ("int", "float"):
+        if param.min is not None and value < param.min:
+            raise InputError(f"{value} is below the minimum {param.min:g}", field=where)
+        if param.max is not None and value > param.max:
+            raise InputError(f"{value} is above the maximum {param.max:g}", field=where)
+    if param.choices is not None and value not in param.choices:
+        raise InputError(f"{value!r} is not one of {', '.join(param.choices)}", field=where)
+    return value
+
+
+def _article(kind: str) -> str:
+    return {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string"}[
+        kind
+    ]
+
+
+def load_profiles(
+    directories: list[Path], rules: dict[str, Rule], compiler: Compiler, specs: SpecCache
+) -> dict[str, Profile]:
+    found: dict[str, tuple[ProfileSpec, Path]] = {}
+    for directory in directories:
+        if not directory.is_dir():
+            raise InputError("profiles directory not found", path=directory)
+        for path in profile_files(directory):
+            spec = specs.load(path, ProfileSpec, "a profile file")
+            if path.stem != spec.name:
+                raise InputError(
+                    f"profile name {spec.name!r} does not match the file name",
+                    path=path,
+                    field="name",
+                )
+            found[spec.name] = (spec, path)
+    profiles: dict[str, Profile] = {}
+    for name in sorted(found):
+        chain: list[tuple[ProfileSpec, Path]] = []
+        current: str | None = name
+        while current is not None:
+            if any(s.name == current for s, _ in chain):
+                raise InputError(
+                    f"profile inheritance loops through {current!r}",
+                    path=found[name][1],
+                    field="extends",
+                )
+            if current not in found:
+                child = chain[-1][1] if chain else found[name][1]
+                raise InputError(
+                    f"extends unknown profile {current!r}", path=child, field="extends"
+                )
+            chain.append(found[current])
+            current = found[current][0].extends
+        profiles[name] = Profile(list(reversed(chain)), rules, compiler)
+    return profiles

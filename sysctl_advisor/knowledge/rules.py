@@ -1,0 +1,372 @@
+"""Rules: one concern per YAML file, validated strictly, expressions compiled once.
+
+A rule may `set` keys (capacity or safety wants, merged by the catalog's policy), `cap` keys
+(safety ceilings that beat every want), raise `findings` and propose `companions` (settings
+outside sysctl that the values depend on).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from sysctl_advisor.knowledge.catalog import Catalog, CatalogKey, normalise
+from sysctl_advisor.knowledge.expressions import (
+    Compiler,
+    Expression,
+    ExpressionError,
+    Text,
+    as_input_error,
+    each,
+)
+from sysctl_advisor.knowledge.knowledge_files import rule_files
+from sysctl_advisor.knowledge.spec_cache import SpecCache
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.model_base import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+from sysctl_advisor.model.text_escape import refuse_control_characters
+
+if TYPE_CHECKING:
+    from jinja2.runtime import Context
+
+Severity = Literal["error", "warning", "info"]
+SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
+RULE_ID = r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$"
+
+
+class SpecModel(BaseModel):
+    """A knowledge file's model: strict (unknown fields refused), immutable, and plain text
+    only (no control, format or separator character reaches a terminal or a file from it).
+    Rules, profiles and the server table share it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    @model_validator(mode="after")
+    def _plain_text(self) -> Any:
+        for name, value in self.__dict__.items():
+            refuse_control_characters(value, name)
+        return self
+
+
+_Model = SpecModel
+
+
+class FindingSpec(_Model):
+    id: str = Field(pattern=RULE_ID)
+    severity: Severity
+    key: str | None = None
+    when: str | None = None
+    message: str
+
+
+class CompanionSpec(_Model):
+    target: str = Field(description="what the setting belongs to; a template (`{{ item.x }}`)")
+    when: str | None = None
+    for_each: str | None = Field(
+        None, description="a list expression; one companion per element, bound to `item`"
+    )
+    setting: str
+    rationale: str | None = None
+
+
+class Example(_Model):
+    """A documented case: facts overrides and parameters, and whether the rule fires."""
+
+    name: str
+    fires: bool
+
+
+class RuleSpec(_Model):
+    id: str = Field(pattern=RULE_ID)
+    title: str
+    description: str
+    when: str | None = None
+    let: dict[str, str] = Field(default_factory=dict)
+    set: dict[str, str] = Field(default_factory=dict)
+    cap: dict[str, str] = Field(default_factory=dict)
+    findings: list[FindingSpec] = Field(default_factory=list)
+    companions: list[CompanionSpec] = Field(default_factory=list)
+    rationale: str | dict[str, str] = Field(
+        description="one template for the whole rule, or one per key (plus `default`)"
+    )
+    references: list[str] = Field(min_length=1)
+
+    @field_validator("rationale")
+    @classmethod
+    def _rationale_keys(cls, value: str | dict[str, str]) -> str | dict[str, str]:
+        if isinstance(value, dict) and not value:
+            raise ValueError("rationale must not be empty")
+        return value
+
+    @field_validator("let", "set", "cap", mode="before")
+    @classmethod
+    def _strings(cls, value: Any) -> Any:
+        # Numbers are valid expressions too; accept `set: {key: 0}`.
+        if isinstance(value, dict):
+            return {
+                k: (str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v)
+                for k, v in value.items()
+            }
+        return value
+
+
+@dataclass
+class FindingResult:
+    id: str
+    severity: str
+    key: str | None
+    message: str
+    rule: str
+
+
+@dataclass
+class CompanionResult:
+    target: str
+    setting: str
+    rationale: str
+    rule: str
+
+
+@dataclass
+class RuleResult:
+    rule: Rule
+    lets: dict[str, Any] = field(default_factory=dict)
+    wants: dict[str, Any] = field(default_factory=dict)
+    caps: dict[str, Any] = field(default_factory=dict)
+    findings: list[FindingResult] = field(default_factory=list)
+    companions: list[CompanionResult] = field(default_factory=list)
+    # The rule's context after its evaluation: rationales are rendered in it when a setting
+    # asks for one (about half the rules that apply to a host end up setting nothing).
+    context: Context | None = None
+    rationale: dict[str, str] = field(default_factory=dict)
+
+    def rationale_for(self, key: str) -> str:
+        """The rule's rationale for `key` (its own, else the rule's default, else none)."""
+        templates = self.rule.rationale
+        name = key if key in templates else "default"
+        if name not in templates or self.context is None:
+            return ""
+        text = self.rationale.get(name)
+        if text is None:
+            try:
+                text = self.rationale[name] = templates[name].render_in(self.context)
+            except ExpressionError as exc:
+                raise self.rule.fail(exc, f"rationale.{name}") from None
+        return text
+
+
+class Rule:
+    """A rule with its expressions compiled."""
+
+    def __init__(self, spec: RuleSpec, path: Path, compiler: Compiler, catalog: Catalog) -> None:
+        self.spec = spec
+        self.compiler = compiler
+        self.id = spec.id
+        self.path = path
+        for section in ("set", "cap"):
+            for key in getattr(spec, section):
+                if key not in catalog.keys:
+                    raise InputError(
+                        f"unknown key {key!r} (not in the key catalog)",
+                        path=path,
+                        field=f"{section}.{key}",
+                    )
+                if section == "cap" and catalog.keys[key].is_text:
+                    raise InputError(
+                        f"{key} holds text (a name or a port set), which has no cap",
+                        path=path,
+                        field=f"cap.{key}",
+                    )
+        for i, finding in enumerate(spec.findings):
+            if finding.key is not None and finding.key not in catalog.keys:
+                raise InputError(
+                    f"unknown key {finding.key!r}", path=path, field=f"findings[{i}].key"
+                )
+        self.keys: dict[str, CatalogKey] = {k: catalog.keys[k] for k in (*spec.set, *spec.cap)}
+
+        def expr(source: str, where: str) -> Expression:
+            try:
+                return compiler.expression(source)
+            except ExpressionError as exc:
+                raise as_input_error(exc, path, where) from None
+
+        def text(source: str, where: str) -> Text:
+            try:
+                return compiler.template(source)
+            except ExpressionError as exc:
+                raise as_input_error(exc, path, where) from None
+
+        self.when = expr(spec.when, "when") if spec.when else None
+        self.let = [(n, expr(e, f"let.{n}")) for n, e in spec.let.items()]
+        self.set = [(k, expr(e, f"set.{k}")) for k, e in spec.set.items()]
+        self.cap = [(k, expr(e, f"cap.{k}")) for k, e in spec.cap.items()]
+        self.findings = [
+            (
+                f,
+                expr(f.when, f"findings[{i}].when") if f.when else None,
+                text(f.message, f"findings[{i}].message"),
+            )
+            for i, f in enumerate(spec.findings)
+        ]
+        self.companions = [
+            (
+                c,
+                expr(c.when, f"companions[{i}].when") if c.when else None,
+                expr(c.for_each, f"companions[{i}].for_each") if c.for_each else None,
+                text(c.setting, f"companions[{i}].setting"),
+                text(c.rationale, f"companions[{i}].rationale") if c.rationale else None,
+                text(c.target, f"companions[{i}].target"),
+            )
+            for i, c in enumerate(spec.companions)
+        ]
+        if isinstance(spec.rationale, str):
+            self.rationale = {"default": text(spec.rationale, "rationale")}
+        else:
+            for key in spec.rationale:
+                if key != "default" and key not in self.keys:
+                    raise InputError(
+                        f"rationale for {key!r}, which the rule neither sets nor caps",
+                        path=path,
+                        field=f"rationale.{key}",
+                    )
+            self.rationale = {k: text(v, f"rationale.{k}") for k, v in spec.rationale.items()}
+
+    def fail(self, exc: ExpressionError | ValueError, where: str) -> InputError:
+        return InputError(str(exc), path=self.path, field=where)
+
+    def evaluate(
+        self,
+        variables: dict[str, Any],
+        compiler: Compiler | None = None,
+        screen: Context | None = None,
+    ) -> RuleResult | None:
+        """Apply the rule to one host; None when its `when` is false. All of the rule's
+        expressions run in one context (much cheaper than one each). `screen`: a context over
+        the same variables that several rules' `when` share (most rules do not apply to a
+        given host, and a `when` cannot change a context), so a rule whose `when` is false
+        costs no context of its own."""
+        if compiler is None:
+            compiler = self.compiler
+        where = "when"
+        ctx: Context | None = None
+        try:
+            if self.when is not None:
+                if screen is None:
+                    screen = ctx = compiler.context(variables)
+                if not self.when.run(screen):
+                    return None
+            if ctx is None:
+                ctx = compiler.context(variables)
+            result = RuleResult(self)
+            for name, expr in self.let:
+                where = f"let.{name}"
+                value = expr.run(ctx)
+                ctx.vars[name] = value
+                result.lets[name] = value
+            for key, expr in self.set:
+                where = f"set.{key}"
+                value = expr.run(ctx)
+                if value is not None:  # `none` means: no want on this host
+                    # a `none` element: this rule is not about that element
+                    result.wants[key] = normalise(value, self.keys[key], allow_none=True)
+            for key, expr in self.cap:
+                where = f"cap.{key}"
+                value = expr.run(ctx)
+                if value is not None:  # `none` means: no cap on this host
+                    result.caps[key] = normalise(value, self.keys[key], allow_none=True)
+            for i, (spec, when, message) in enumerate(self.findings):
+                where = f"findings[{i}]"
+                if when is None or when.run(ctx):
+                    result.findings.append(
+                        FindingResult(
+                            spec.id, spec.severity, spec.key, message.render_in(ctx), self.id
+                        )
+                    )
+            for i, (_, when, for_each, setting, why, target) in enumerate(self.companions):
+                where = f"companions[{i}]"
+                if when is not None and not when.run(ctx):
+                    continue
+                items = list(for_each.run(ctx)) if for_each is not None else [None]
+                for item in each(items):  # each item's renders pay a loop iteration
+                    if for_each is not None:
+                        ctx.vars["item"] = item
+                    result.companions.append(
+                        CompanionResult(
+                            " ".join(target.render_in(ctx).split()),
+                            setting.render_in(ctx),
+                            why.render_in(ctx) if why else "",
+                            self.id,
+                        )
+                    )
+                ctx.vars.pop("item", None)
+            result.context = ctx
+        except (ExpressionError, ValueError) as exc:
+            raise self.fail(exc, where) from None
+        return result
+
+
+def load_rules(
+    directories: list[Path], compiler: Compiler, catalog: Catalog, specs: SpecCache
+) -> dict[str, Rule]:
+    """Every *.yaml under the directories (their catalog/ and check/ folders excepted).
+
+    Within one directory a rule id may appear once; a later directory (--rules-dir) replaces a
+    shipped rule of the same id.
+    """
+    rules: dict[str, Rule] = {}
+    for directory in directories:
+        if not directory.is_dir():
+            raise InputError("rules directory not found", path=directory)
+        local: dict[str, Rule] = {}
+        for path in rule_files(directory):
+            rule = Rule(specs.load(path, RuleSpec, "a rule file"), path, compiler, catalog)
+            if rule.id in local:
+                raise InputError(
+                    f"duplicate rule id {rule.id!r} (also in {local[rule.id].path})",
+                    path=path,
+                    field="id",
+                )
+            local[rule.id] = rule
+        rules.update(local)
+    seen: dict[str, Path] = {}
+    for rule in rules.values():
+        for finding in rule.spec.findings:
+            if finding.id in seen and seen[finding.id] != rule.path:
+                raise InputError(
+                    f"finding id {finding.id!r} is also used in {seen[finding.id]}",
+                    path=rule.path,
+                    field="findings",
+                )
+            seen[finding.id] = rule.path
+    return dict(sorted(rules.items()))
+
+
+def matches(pattern: str, rule_id: str) -> bool:
+    """Profile rule selectors: exact ids or globs where `*` is any run of characters
+    (`time-wait.*`). Matched greedily with backtracking to the last star only, so the time is
+    at most len(pattern) x len(rule_id), never exponential (a regex of many `.*` was)."""
+    if "*" not in pattern:
+        return pattern == rule_id
+    p = t = 0
+    star, mark = -1, 0
+    while t < len(rule_id):
+        if p < len(pattern) and pattern[p] == "*":
+            star, mark = p, t
+            p += 1
+        elif p < len(pattern) and pattern[p] == rule_id[t]:
+            p += 1
+            t += 1
+        elif star != -1:
+            p, mark = star + 1, mark + 1
+            t = mark
+        else:
+            return False
+    while p < len(pattern) and pattern[p] == "*":
+        p += 1
+    return p == len(pattern)

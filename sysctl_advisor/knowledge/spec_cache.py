@@ -1,0 +1,119 @@
+"""Validated knowledge files (catalog, rules, profiles), cached by content.
+
+Validating ~40 YAML files needs pydantic to build every spec model's schema, which costs more
+than the rest of a run. Each validated spec is pickled in the user's cache directory under a
+key over the model's name, the code that validates it (cache_files.validating_code) and the
+file's text, so an unchanged file is validated once and any edit, of the file or of that code,
+validates it afresh. The key needs no model class: warm_start computes the same keys to find
+out, before any model is defined, whether a run can take every file from here.
+
+This module defines no model (nor imports one) until it validates, so warm_start can use it
+before the choice of pydantic or plain models is made.
+
+The entries are kept as pickled bytes in a marshal mapping: a lookup unpickles only the entry
+it returns, and pruning the entries a run did not use rewrites bytes without re-pickling them
+(so a run on plain models never writes its objects here). The cache holds only what the
+advisor wrote itself, and only the entries the last run used.
+"""
+
+from __future__ import annotations
+
+import marshal
+import pickle
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from sysctl_advisor.knowledge.cache_files import (
+    content_key,
+    read_marshalled_dict,
+    unpickled,
+    validating_code,
+    versioned_cache_file,
+    write_cache,
+)
+from sysctl_advisor.model.documents import parse_document, read_text, validation_error
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.plain_models import plain_chosen
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
+
+
+def spec_cache_file() -> Path | None:
+    return versioned_cache_file("specs", "marshal")
+
+
+def spec_key(kind: str, text: str) -> str:
+    """The cache key of a file with this text validated as `kind` (module.ClassName)."""
+    return content_key(kind, validating_code(), text)
+
+
+def model_kind(model: type[Any]) -> str:
+    return f"{model.__module__}.{model.__qualname__}"
+
+
+def cached_spec_entries() -> dict[str, bytes]:
+    """The entries the spec cache holds, still pickled."""
+    return {
+        key: value
+        for key, value in read_marshalled_dict(spec_cache_file()).items()
+        if isinstance(key, str) and isinstance(value, bytes)
+    }
+
+
+# The entries warm_start judged a run on plain models by: if another run of the same user
+# rewrites the cache file meanwhile (pruning them, say), the run still has what it was judged on.
+_judged: dict[str, bytes] = {}
+
+
+def keep_judged_specs(entries: dict[str, bytes]) -> None:
+    _judged.update(entries)
+
+
+class SpecCache:
+    def __init__(self) -> None:
+        self._path = spec_cache_file()
+        # Loaded only from the user's private cache directory, from a file that passes
+        # cache_files' checks: never a pickle another user could have written.
+        self._entries = cached_spec_entries() if self._path is not None else {}
+        self._used: set[str] = set()
+        self._dirty = False
+
+    def load(self, path: Path, model: type[M], what: str) -> M:
+        """The file validated as `model`; `what` names the file's kind in errors."""
+        text = read_text(path)
+        key = spec_key(model_kind(model), text)
+        self._used.add(key)
+        cached = self._cached(key, model)
+        if cached is not None:
+            return cached
+        if plain_chosen():
+            # warm_start judged the run by this file's text a moment ago: it was edited since
+            raise InputError(f"{what} changed while the advisor read it: run it again", path=path)
+        from sysctl_advisor.model.model_base import ValidationError
+
+        data = parse_document(text, path)
+        if not isinstance(data, dict):
+            raise InputError(f"{what} must be a mapping", path=path)
+        try:
+            spec = model.model_validate(data)
+        except ValidationError as exc:
+            raise validation_error(exc, path, text) from None
+        self._entries[key] = pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL)
+        self._dirty = True
+        return spec
+
+    def _cached(self, key: str, model: type[M]) -> M | None:
+        raw = self._entries.get(key, _judged.get(key))
+        return unpickled(raw, model) if raw is not None else None
+
+    def save(self) -> None:
+        stale = set(self._entries) - self._used
+        if stale and self._used:
+            for key in stale:
+                del self._entries[key]
+            self._dirty = True
+        if self._dirty and self._path is not None:
+            self._dirty = not write_cache(self._path, marshal.dumps(self._entries))

@@ -1,0 +1,277 @@
+"""Read YAML/JSON safely, and turn validation errors into one line naming file, line and field."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from sysctl_advisor.model.errors import InputError
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+# libyaml is several times faster; fall back to the pure-Python loader.
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+MAX_DEPTH = 64  # nesting of any YAML/JSON document the advisor reads
+# Values in a document once YAML aliases are expanded: nine levels of nine aliases are 9**9
+# values in 300 bytes ("billion laughs"), and every reader after the parser walks them all.
+MAX_VALUES = 2_000_000
+
+
+def max_input_bytes() -> int:
+    """SYSCTL_ADVISOR_MAX_INPUT (bytes), 16 MiB unless set."""
+    try:
+        return max(1024, int(os.environ.get("SYSCTL_ADVISOR_MAX_INPUT", 16 * 1024 * 1024)))
+    except ValueError:
+        return 16 * 1024 * 1024
+
+
+def read_bytes(path: Path) -> bytes:
+    """A regular file's bytes, bounded: a FIFO, a device (/dev/zero, /dev/urandom) or a socket
+    is refused without blocking, and so is a file above max_input_bytes()."""
+    limit = max_input_bytes()
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a file", path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=path) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError("is a directory, expected a file", path=path)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError("not a regular file (a FIFO, device or socket)", path=path)
+        if info.st_size > limit:
+            raise InputError(
+                f"larger than {limit:,} bytes (set SYSCTL_ADVISOR_MAX_INPUT to allow more)",
+                path=path,
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := os.read(fd, 1 << 20):
+            size += len(chunk)
+            if size > limit:  # a file that grew, or /proc files that report size 0
+                raise InputError(f"larger than {limit:,} bytes", path=path)
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=path) from None
+    finally:
+        os.close(fd)
+
+
+def read_text(path: Path) -> str:
+    data = read_bytes(path)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", path=path) from None
+
+
+class _StrictLoader(_Loader):  # type: ignore[misc]
+    """The safe loader, refusing duplicate keys in a mapping (YAML's own rule)."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                key = self.construct_scalar(key_node)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {str(key)[:60]!r}", key_node.start_mark
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+_OPENERS = frozenset({"FlowSequenceStartToken", "FlowMappingStartToken"})
+_CLOSERS = frozenset({"FlowSequenceEndToken", "FlowMappingEndToken"})
+
+
+def _check_flow_depth(text: str, path: Path | None) -> None:
+    """libyaml's composer recurses in C: 50,000 `[` crash the interpreter. Flow nesting is
+    counted with the (iterative) scanner first, when the text has enough brackets to matter."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return
+    depth = 0
+    try:
+        for token in yaml.scan(text, Loader=_Loader):
+            name = type(token).__name__
+            if name in _OPENERS:
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise InputError(f"nested more than {MAX_DEPTH} levels deep", path=path)
+            elif name in _CLOSERS:
+                depth -= 1
+    except yaml.YAMLError:
+        return  # the loader reports the syntax error with its line
+
+
+def _check_depth(data: Any, path: Path | None) -> None:
+    """Nesting and size with aliases expanded, each shared value measured once."""
+    measured: dict[int, tuple[int, int]] = {}  # id -> (values, height)
+
+    def measure(value: Any, depth: int) -> tuple[int, int]:
+        if depth > MAX_DEPTH:
+            raise InputError(f"nested more than {MAX_DEPTH} levels deep", path=path)
+        if isinstance(value, dict):
+            children: Iterable[Any] = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            return 1, 0
+        known = measured.get(id(value))
+        if known is None:
+            count, height = 1, 0
+            for child in children:
+                size, below = measure(child, depth + 1)
+                count, height = count + size, max(height, below + 1)
+                if count > MAX_VALUES:
+                    raise InputError(
+                        f"more than {MAX_VALUES:,} values once YAML aliases are expanded",
+                        path=path,
+                    )
+            known = measured[id(value)] = (count, height)
+        if depth + known[1] > MAX_DEPTH:
+            raise InputError(f"nested more than {MAX_DEPTH} levels deep", path=path)
+        return known
+
+    measure(data, 0)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate key {key[:60]!r}")
+            seen.add(key)
+    return result
+
+
+def parse_json(text: str, path: Path | None) -> Any:
+    """JSON with the same limits as YAML: no duplicate keys, bounded nesting and numbers."""
+    try:
+        data = json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    except RecursionError:
+        raise InputError(f"nested more than {MAX_DEPTH} levels deep", path=path) from None
+    except ValueError as exc:  # duplicate keys, integers beyond 4,300 digits
+        raise InputError(f"invalid JSON: {str(exc)[:120]}", path=path) from None
+    return data  # json.loads recurses in Python: a bomb is a RecursionError, caught above
+
+
+_NOT_JSON = object()
+
+
+def parse_document(text: str, path: Path) -> Any:
+    """YAML (a superset of JSON) via the safe loader; errors carry the line. Duplicate keys,
+    nesting deeper than MAX_DEPTH and numbers no kernel value could hold are errors. A JSON
+    document (a .json file, or text that opens with `{` and parses as JSON) is read as JSON:
+    ten times faster than the YAML loader on a large facts file, and exact about numbers."""
+    if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text, object_pairs_hook=_unique_keys)
+        except json.JSONDecodeError:
+            if path.suffix.lower() == ".json":
+                return parse_json(text, path)  # the one-line error with the line
+            data = _NOT_JSON  # a YAML flow mapping: read below
+        except (RecursionError, ValueError):
+            return parse_json(text, path)  # the same one-line errors
+        if data is not _NOT_JSON:
+            _check_depth(data, path)
+            return data
+    _check_flow_depth(text, path)
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = exc.problem or "invalid YAML"
+        raise InputError(f"invalid YAML: {problem}", path=path, line=line) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"invalid YAML: {exc}", path=path) from None
+    except RecursionError:
+        raise InputError(f"nested more than {MAX_DEPTH} levels deep", path=path) from None
+    except ValueError as exc:  # integers beyond 4,300 digits
+        raise InputError(f"invalid YAML: {str(exc)[:120]}", path=path) from None
+    _check_depth(data, path)
+    return data
+
+
+def load_document(path: Path) -> Any:
+    return parse_document(read_text(path), path)
+
+
+def line_of(text: str, loc: Sequence[int | str]) -> int | None:
+    """The 1-based line of the node at `loc` (a pydantic error location) in a YAML/JSON text.
+
+    Walks as deep as the location goes; returns the line of the deepest node found.
+    """
+    try:
+        node = yaml.compose(text, Loader=_Loader)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if str(key_node.value) == str(part):
+                    line = key_node.start_mark.line + 1
+                    node = value_node
+                    break
+            else:
+                break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                break
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+# The advisor's own words for the errors every reader of a contract meets; the rest keep
+# pydantic's message (tests name the file, line and field, never a library's wording).
+_OWN_WORDS = {
+    "extra_forbidden": "unknown field (not in the contract; a misspelt name?)",
+    "unexpected_keyword_argument": "unknown field (not in the contract; a misspelt name?)",
+    "missing": "required field missing",
+    "missing_keyword_only_argument": "required field missing",
+}
+
+
+def validation_error(exc: ValidationError, path: Path | None, text: str | None) -> InputError:
+    """The first pydantic error as an InputError with the field path and, if known, the line."""
+    err = exc.errors(include_url=False)[0]
+    loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+    field = ".".join(str(p) for p in loc) or None
+    message = _OWN_WORDS.get(err["type"], err["msg"])
+    if message.startswith("Value error, "):
+        message = message[len("Value error, ") :]
+    line = line_of(text, loc) if text is not None and loc else None
+    return InputError(message, path=path, line=line, field=field)
+
+
+def dump_json(data: Any) -> str:
+    """Indented JSON that is valid UTF-8 whatever the data holds: a file name's undecodable
+    byte (a lone surrogate, as Python reads it) is written as its JSON escape (\\udcff), which
+    decodes back to the same string (os.fsencode restores the name), instead of a raw byte
+    that would make the whole document unreadable to a strict UTF-8 consumer (or fail to be
+    written at all)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -1,0 +1,551 @@
+"""Host facts: the validated description of one machine (the facts-file contract in DESIGN.md)."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from sysctl_advisor.model.documents import validation_error
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.kernel_version import KernelVersion
+from sysctl_advisor.model.model_base import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+    plain_data,
+)
+from sysctl_advisor.model.text_escape import plain_line
+from sysctl_advisor.model.units import parse_size
+
+# `uname -m` values of 32-bit kernels. Anything else (x86_64, aarch64, ppc64le, s390x…) is 64-bit.
+THIRTY_TWO_BIT_ARCHES = frozenset(
+    {
+        "i386",
+        "i486",
+        "i586",
+        "i686",
+        "x86",
+        "armv5l",
+        "armv6l",
+        "armv7l",
+        "armv7hl",
+        "armhf",
+        "arm",
+        "mips",
+        "mipsel",
+        "ppc",
+        "powerpc",
+        "s390",
+        "sparc",
+        "m68k",
+        "sh4",
+        "riscv32",
+    }
+)
+X86_32 = frozenset({"i386", "i486", "i586", "i686", "x86"})
+MiB = 1024 * 1024
+# Directly mapped memory (lowmem) of 32-bit kernels with their default address split, for
+# facts that do not give LowTotal. x86 VMSPLIT_3G: 1 GiB of kernel space minus the 128 MiB
+# vmalloc reserve (arch/x86 MAXMEM). ARM VMSPLIT_3G: up to VMALLOC_END minus 240 MiB of vmalloc
+# and an 8 MiB gap (arch/arm/mm/mmu.c vmalloc_min). MIPS32: KSEG0, 512 MiB. Other 32-bit
+# architectures have no default here: their facts must give memory.lowmem.
+DEFAULT_LOWMEM_BY_FAMILY = {"x86": 896 * MiB, "arm": 768 * MiB, "mips": 512 * MiB}
+
+Size = Annotated[int, BeforeValidator(parse_size)]
+
+# Text that reaches outputs must not carry a line break or any other control, format or
+# separator character (a hostname with a newline would become a live line of a sysctl file).
+# RFC 1123 labels; underscores too, which Linux accepts and many inventories use. Nothing a
+# renderer, a YAML document or a file name could take for syntax.
+_HOSTNAME = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+    r"(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*$"
+)
+_RELEASE = re.compile(r"^[0-9][0-9A-Za-z._+~-]{0,127}$")
+_ARCH = re.compile(r"^[A-Za-z0-9_]{1,32}$")
+_DRIVER = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_SYSCTL_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.*/:-]{0,255}$")
+_SERVICE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+MAX_COUNT = 10**15  # above any counter a host reports; a bigger number is not a measurement
+MAX_KERNEL_NUMBER = 2**64  # no sysctl holds a larger integer
+MAX_KERNEL_LOG = 768 * 1024  # characters of observed.kernel_messages, all lines together
+
+
+# The longest value a sysctl prints: a port bitmap of every other port is about 190 KB.
+MAX_SYSCTL_TEXT = 256 * 1024
+
+
+def _pattern(regex: re.Pattern[str], what: str) -> Any:
+    def check(value: str) -> str:
+        plain_line(value, what)
+        if not regex.match(value):
+            raise ValueError(f"not a valid {what}: {value[:80]!r}")
+        return value
+
+    return AfterValidator(check)
+
+
+def _interface_name(value: str) -> str:
+    """The kernel's dev_valid_name(): 1-15 bytes, not . or .., no /, : or whitespace."""
+    plain_line(value, "interface name")
+    if (
+        not value
+        or len(value.encode()) > 15
+        or value in (".", "..")
+        or any(c in value for c in "/: ")
+    ):
+        raise ValueError(f"not a valid interface name (IFNAMSIZ rules): {value[:40]!r}")
+    return value
+
+
+Text = Annotated[str, AfterValidator(plain_line)]
+Hostname = Annotated[str, _pattern(_HOSTNAME, "hostname (RFC 1123 labels)")]
+
+
+def _release(value: str) -> str:
+    plain_line(value, "kernel release")
+    if not _RELEASE.match(value):
+        raise ValueError(
+            f"cannot read a kernel version from {value[:80]!r} (e.g. 5.15.0-91-generic)"
+        )
+    return value
+
+
+Release = Annotated[str, AfterValidator(_release)]
+Arch = Annotated[str, _pattern(_ARCH, "architecture")]
+Driver = Annotated[str, _pattern(_DRIVER, "driver name")]
+InterfaceName = Annotated[str, AfterValidator(_interface_name)]
+SysctlKey = Annotated[str, _pattern(_SYSCTL_KEY, "sysctl key")]
+ServiceName = Annotated[str, _pattern(_SERVICE, "service name")]
+ModuleName = Annotated[str, _pattern(re.compile(r"^[a-z0-9_]{1,56}$"), "kernel module name")]
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+
+
+def _none_if_nonpositive(value: Any) -> Any:
+    # Ansible and /sys report unknown link speed as -1.
+    if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+        return None
+    return value
+
+
+def _sysctl_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int | float | str):
+        text = " ".join(str(value).split())
+    elif isinstance(value, list) and all(isinstance(v, int | str) for v in value):
+        text = " ".join(str(v) for v in value)
+    else:
+        raise ValueError("a sysctl value must be a string, a number or a list of numbers")
+    plain_line(text, "sysctl value", MAX_SYSCTL_TEXT)
+    for word in text.split():
+        digits = word.lstrip("-")
+        if digits.isascii() and digits.isdigit() and len(digits) > 20:
+            raise ValueError(f"{word[:24]}... is larger than any kernel value")
+        if digits.isascii() and digits.isdigit() and int(digits) > MAX_KERNEL_NUMBER:
+            raise ValueError(f"{word} is larger than any kernel value")
+    return text
+
+
+class _Model(BaseModel):
+    # The schema is built when a facts file is first validated, not at import: a run that
+    # takes its facts from the validated-facts cache (knowledge/facts_cache) never builds it.
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+class Memory(_Model):
+    total: Size = Field(
+        description="MemTotal: integer bytes, or a number with a unit (16 MiB .. 64 PiB)"
+    )
+    lowmem: Size | None = Field(None, description="LowTotal on 32-bit kernels")
+    numa_nodes: int | None = Field(
+        None, ge=1, le=1024, description="NUMA nodes with memory (/sys/devices/system/node)"
+    )
+
+    @field_validator("total")
+    @classmethod
+    def _plausible_total(cls, value: int) -> int:
+        if not 16 * MiB <= value <= 64 * 2**50:
+            raise ValueError(f"memory.total must lie between 16 MiB and 64 PiB, got {value} bytes")
+        return value
+
+
+class Cpu(_Model):
+    threads: int | None = Field(None, ge=1, le=65536)
+
+
+class Nic(_Model):
+    name: InterfaceName
+    driver: Driver | None = None
+    speed_mbps: Annotated[int | None, BeforeValidator(_none_if_nonpositive)] = Field(
+        None, le=10_000_000
+    )
+    mtu: int | None = Field(None, ge=68, le=65536)
+    rx_overruns: Count | None = Field(None, description="fifo column of /proc/net/dev")
+
+
+class Listen(_Model):
+    """One `listen` directive of a server's configuration, as parsed from its files."""
+
+    address: Text = Field(description="the directive's first argument, e.g. 80 or [::]:443")
+    backlog: int | None = Field(
+        None, ge=-1, le=2**31 - 1, description="backlog=N; absent means the default"
+    )
+    file: Text
+    line: int = Field(ge=1, le=10**9)
+    text: Text = Field(description="the directive as written, without the semicolon")
+
+
+class KernelModules(_Model):
+    """Congestion control (tcp_*) and qdisc (sch_*) modules of the running kernel, from
+    /lib/modules/<release>/modules.dep and modules.builtin: what `modprobe` could load."""
+
+    loadable: list[ModuleName] = Field(default_factory=list, max_length=1024)
+    builtin: list[ModuleName] = Field(default_factory=list, max_length=1024)
+
+
+class Service(_Model):
+    listen_backlog: int | None = Field(None, ge=1, le=2**31 - 1)
+    maxconn: int | None = Field(
+        None,
+        ge=1,
+        le=2**31 - 1,
+        description="HAProxy: the frontend's maxconn (its backlog if unset)",
+    )
+    config: Text | None = None
+    config_root: Text | None = Field(
+        None, description="directory standing for / in the config's absolute include paths"
+    )
+    listens: list[Listen] = Field(
+        default_factory=list,
+        max_length=100_000,
+        description="filled from `config` when the facts are loaded",
+    )
+    config_error: Text | None = Field(None, description="why `config` could not be read")
+
+
+_FAMILY = re.compile(r"^[a-z0-9][a-z0-9.-]{0,63}$")
+_TIMESTAMP = re.compile(
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)?"
+    r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?$"
+)
+Family = Annotated[str, _pattern(_FAMILY, "message family id")]
+Timestamp = Annotated[str, _pattern(_TIMESTAMP, "timestamp (ISO 8601)")]
+MAX_WINDOW = 400 * 86400  # longer than any monitoring retention the peaks could come from
+
+
+class ObservedPeriod(_Model):
+    """Over what the observed figures were taken: a snapshot now, or history from monitoring.
+
+    Absent from a facts file: the operator wrote the figures (taken as the peaks they are
+    called)."""
+
+    kind: Literal["snapshot", "history"] = Field(
+        description="snapshot: sockstat now (the *_peak fields are not peaks); history: "
+        "max_over_time/increase over `window_seconds`"
+    )
+    source: Text = Field(description="where the figures came from, e.g. /proc or a Prometheus URL")
+    at: Timestamp = Field(description="when they were read (UTC, ISO 8601)")
+    window_seconds: int | None = Field(None, ge=1, le=MAX_WINDOW)
+    gaps: list[Text] = Field(
+        default_factory=list,
+        max_length=64,
+        description="figures the source could not give, each with the reason",
+    )
+
+    @model_validator(mode="after")
+    def _history_has_a_window(self) -> ObservedPeriod:
+        if self.kind == "history" and self.window_seconds is None:
+            raise ValueError("a history period needs window_seconds")
+        return self
+
+
+class KernelEvent(_Model):
+    """One family of kernel messages found in the log, with how often and when."""
+
+    family: Family = Field(description="id of the message family (rules/catalog/kernel-messages)")
+    count: Count
+    first_seen: Timestamp | None = None
+    last_seen: Timestamp | None = None
+    example: Text = Field(max_length=512, description="one line as the kernel logged it")
+
+
+class KernelLog(_Model):
+    """Which kernel log was read for `kernel_events`."""
+
+    source: Text = Field(description="journal, /var/log/kern.log, dmesg or a --kernel-log file")
+    since: Timestamp | None = None
+    lines: Count = Field(description="kernel log lines read")
+
+
+class SoftnetCpu(_Model):
+    """One line of /proc/net/softnet_stat (all counters since boot, per CPU)."""
+
+    cpu: int = Field(ge=0, le=65535)
+    processed: Count
+    dropped: Count = Field(description="input backlog (netdev_max_backlog) full")
+    time_squeeze: Count = Field(description="a poll ran out of netdev_budget or its time")
+    received_rps: Count | None = Field(
+        None, description="packets other CPUs steered here (RPS/RFS); absent before 2.6.35"
+    )
+
+
+class Observed(_Model):
+    period: ObservedPeriod | None = None
+    orphans_peak: Count | None = None
+    time_wait_peak: Count | None = None
+    connections_peak: Count | None = None
+    listen_overflows: Count | None = None
+    listen_drops: Count | None = None
+    rx_overruns: Count | None = None
+    tcp_mem_pages_peak: Count | None = Field(None, description="sockstat TCP mem at peak")
+    softnet_dropped: Count | None = Field(
+        None, description="/proc/net/softnet_stat column 2: input backlog full, all CPUs"
+    )
+    softnet_time_squeeze: Count | None = Field(
+        None, description="/proc/net/softnet_stat column 3: NAPI budget or time ran out"
+    )
+    softnet: list[SoftnetCpu] | None = Field(None, max_length=65536)
+    kernel_messages: list[Text] = Field(default_factory=list, max_length=100_000)
+    kernel_events: list[KernelEvent] | None = Field(
+        None, max_length=1024, description="message families counted in the kernel log"
+    )
+    kernel_log: KernelLog | None = None
+
+    @field_validator("kernel_messages")
+    @classmethod
+    def _bounded_log(cls, messages: list[str]) -> list[str]:
+        # Rules read the messages joined into one text, which the sandbox bounds.
+        if sum(len(m) + 1 for m in messages) > MAX_KERNEL_LOG:
+            raise ValueError(
+                f"more than {MAX_KERNEL_LOG // 1024} KiB of kernel messages; keep the lines "
+                "that name a problem (page allocation failure, out of socket memory, SYN "
+                "flooding, dropped packets)"
+            )
+        return messages
+
+
+class ListenerProcess(_Model):
+    """The process holding a listening socket (the lowest pid among those sharing it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
+
+    pid: int = Field(ge=1, le=2**22)
+    command: Text = Field(max_length=64, description="/proc/PID/comm")
+    executable: Text | None = Field(None, max_length=255, description="file name of /proc/PID/exe")
+    go: bool = Field(False, description="a Go program (the executable has .go.buildinfo)")
+    java_main: Text | None = Field(
+        None, max_length=255, description="the main class or jar a java process runs"
+    )
+
+
+def _ip_address(value: str) -> str:
+    plain_line(value, "address")
+    if "%" in value:  # sock_diag reports no zone id; `fe80::1%<any text>` would be prose
+        raise ValueError(f"an address with a zone id: {value[:60]!r}")
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise ValueError(f"not an IP address: {value[:60]!r}") from None
+
+
+class Listener(_Model):
+    """One listening TCP socket as the kernel reports it (netlink sock_diag, as `ss -ltn`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
+
+    address: Annotated[str, AfterValidator(_ip_address)]
+    port: int = Field(ge=0, le=65535)
+    backlog: int = Field(
+        ge=0, le=2**32 - 1, description="sk_max_ack_backlog: min(listen() backlog, somaxconn)"
+    )
+    queue: Count = Field(description="connections waiting in the accept queue now")
+    process: ListenerProcess | None = Field(None, description="absent: not readable")
+
+
+class Calibration(_Model):
+    """Per-socket costs measured on the host by `sysctl-advisor calibrate` (issue 6)."""
+
+    kernel: Release = Field(description="uname -r of the kernel measured; used only on that kernel")
+    sockets: int = Field(
+        ge=2, le=MAX_COUNT, description="loopback sockets measured (two per connection)"
+    )
+    slab_bytes_per_socket: int = Field(ge=256, le=1 << 20, description="Slab growth per socket")
+    tcp_mem_pages_per_idle_socket: float = Field(ge=0, le=64)
+    tcp_mem_pages_per_queued_socket: float = Field(
+        ge=0, le=64, description="sockstat TCP mem per socket holding a few unread bytes"
+    )
+    queued_bytes: int = Field(ge=1, le=2**31, description="bytes left unread in each socket")
+
+
+class HostFacts(_Model):
+    hostname: Hostname | None = None
+    kernel: Release | None = None
+    arch: Arch | None = None
+    memory: Memory
+    page_size: int = Field(4096, ge=4096, le=65536)
+    cpu: Cpu = Field(default_factory=Cpu)
+    nics: list[Nic] = Field(default_factory=list, max_length=4096)
+    sysctl: dict[SysctlKey, Annotated[str, BeforeValidator(_sysctl_value)]] = Field(
+        default_factory=dict, max_length=100_000
+    )
+    sysctl_files: dict[SysctlKey, Text] | None = Field(
+        None,
+        description="key -> the sysctl.d file and line that sets it at boot; a key of `sysctl` "
+        "missing here was set by no file. Absent: not known.",
+    )
+    observed: Observed = Field(default_factory=Observed)
+    services: dict[ServiceName, Service] = Field(default_factory=dict, max_length=64)
+    transparent_hugepage: Literal["always", "madvise", "never"] | None = Field(
+        None, description="/sys/kernel/mm/transparent_hugepage/enabled; raises min_free_kbytes"
+    )
+    calibration: Calibration | None = None
+    listeners: list[Listener] | None = Field(
+        None,
+        max_length=100_000,
+        description="TCP listening sockets (netlink sock_diag); absent: not read",
+    )
+    kernel_modules: KernelModules | None = Field(
+        None, description="the networking modules the kernel has; absent: not read"
+    )
+
+    @field_validator("kernel")
+    @classmethod
+    def _kernel_release(cls, value: str | None) -> str | None:
+        if value is not None:
+            KernelVersion.parse(value)  # raises ValueError with an example of the format
+        return value
+
+    @field_validator("page_size")
+    @classmethod
+    def _power_of_two(cls, value: int) -> int:
+        if value & (value - 1):
+            raise ValueError(f"page_size must be a power of two, got {value}")
+        return value
+
+    @property
+    def bits(self) -> int:
+        return 32 if (self.arch or "").lower() in THIRTY_TWO_BIT_ARCHES else 64
+
+    @model_validator(mode="after")
+    def _lowmem_known(self) -> HostFacts:
+        if self.bits == 32 and self.memory.lowmem is None and self.arch_family is None:
+            raise ValueError(
+                f"memory.lowmem: the default lowmem of a 32-bit {self.arch} kernel is not "
+                "modelled; give LowTotal from /proc/meminfo"
+            )
+        return self
+
+    @property
+    def arch_family(self) -> str | None:
+        """x86, arm or mips for the 32-bit architectures whose lowmem split is modelled."""
+        arch = (self.arch or "").lower()
+        if arch in X86_32:
+            return "x86"
+        if arch.startswith("arm"):
+            return "arm"
+        if arch.startswith("mips"):
+            return "mips"
+        return None
+
+    @property
+    def lowmem(self) -> int:
+        """Directly mapped memory the kernel sizes network memory from (all RAM on 64-bit)."""
+        if self.bits == 64:
+            return self.memory.total
+        default = DEFAULT_LOWMEM_BY_FAMILY.get(self.arch_family or "", self.memory.total)
+        return min(self.memory.lowmem or default, self.memory.total)
+
+    @property
+    def has_highmem(self) -> bool:
+        """A 32-bit kernel with RAM beyond lowmem: only then does a 64-bit kernel add memory
+        the network stack can use."""
+        return self.bits == 32 and self.memory.total > self.lowmem
+
+    @property
+    def fastest_nic_mbps(self) -> int | None:
+        speeds = [n.speed_mbps for n in self.nics if n.speed_mbps]
+        return max(speeds) if speeds else None
+
+    def _evidence_basis(self) -> dict[str, str]:
+        """How rules name what the observed figures are: `peaks_from` for the *_peak fields
+        and `counted_over` for the counters (listen_overflows, rx_overruns, softnet_*)."""
+        period = self.observed.period
+        if period is None:
+            return {"peaks_from": "as given in the facts", "counted_over": "as given in the facts"}
+        if period.kind == "snapshot":
+            return {
+                "peaks_from": f"a snapshot at {period.at}, not a peak: run `facts` at peak "
+                "time, or with --prometheus for the peak over days",
+                "counted_over": "since boot",
+            }
+        window = _duration_words(period.window_seconds or 0)
+        return {
+            "peaks_from": f"the peak over the {window} to {period.at}",
+            "counted_over": f"over the {window} to {period.at}",
+        }
+
+    def expression_data(self) -> dict[str, Any]:
+        """The facts as rule expressions see them: plain mappings, lists, strings and numbers
+        (nothing callable), plus the derived figures `bits`, `lowmem`, `has_highmem`,
+        `arch_family` and `fastest_nic_mbps`."""
+        data: dict[str, Any] = plain_data(self)
+        data["observed"].update(self._evidence_basis())
+        data.update(
+            bits=self.bits,
+            lowmem=self.lowmem,
+            has_highmem=self.has_highmem,
+            arch_family=self.arch_family,
+            fastest_nic_mbps=self.fastest_nic_mbps,
+        )
+        return data
+
+
+def _duration_words(seconds: int) -> str:
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            count = seconds // size
+            return f"last {count} {unit}{'s' if count != 1 else ''}"
+    return f"last {seconds} seconds"
+
+
+def facts_from_data(data: Any, path: Path | None = None, text: str | None = None) -> HostFacts:
+    if not isinstance(data, dict):
+        raise InputError("a facts file must be a mapping with at least memory.total", path=path)
+    try:
+        return HostFacts.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error(exc, path, text) from None
+
+
+def facts_to_data(facts: HostFacts) -> dict[str, Any]:
+    """A facts-file mapping: unknowns and empty sections left out, derived fields (parsed
+    service configs) dropped so that loading the file parses the configs afresh."""
+    data = facts.model_dump(
+        exclude_none=True, exclude={"services": {"__all__": {"listens", "config_error"}}}
+    )
+    return _prune(data)
+
+
+_READ_AND_EMPTY = frozenset(
+    {"sysctl_files", "listeners", "kernel_events", "kernel_modules", "loadable", "builtin"}
+)
+
+
+def _prune(data: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and key != "sysctl":
+            value = _prune(value)
+        # an empty list or mapping here says something (read, and none found): no file sets
+        # any of these keys; no socket listens; no known message in the kernel log
+        if value not in ({}, []) or key in _READ_AND_EMPTY:
+            out[key] = value
+    return out

@@ -1,0 +1,139 @@
+"""The Plan: what a host should run, why, and what else to change. Renderers only format it.
+
+Plain frozen dataclasses: the engine builds the plan from data it has already validated, so
+there is nothing to check here, and a run should not pay for building validators it never uses.
+`to_json_data` gives the "sysctl-advisor/plan/v1" document (the JSON plan contract in DESIGN.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from sysctl_advisor import __version__
+
+PLAN_SCHEMA = "sysctl-advisor/plan/v1"
+
+
+@dataclass(frozen=True)
+class PlanHost:
+    hostname: str | None
+    kernel: str | None
+    arch: str | None
+    bits: int
+    memory_total: int
+    kernel_modelled_as: str
+    lowmem: int | None = None
+    page_size: int = 4096
+
+
+@dataclass(frozen=True)
+class PlanProfile:
+    name: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: str
+    value: str
+    values: list[int]
+    unit: str
+    current: str | None
+    kernel_default: str | None
+    rules: list[str]
+    rationale: str
+    references: list[str]
+    section: str
+    human: str
+    capped_by: list[str] = field(default_factory=list)
+    # What the rules asked for before caps, elements no rule is about filled from the value in
+    # force (else the kernel default). Internal: not part of the JSON plan.
+    wanted: list[int] | None = field(default=None, compare=False)
+    # Every safety cap that applied to the key on this host, binding or not. Internal: a
+    # capped key is never written as tuned's "at least" (a higher value in force would stay).
+    caps: list[str] = field(default_factory=list, compare=False)
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    severity: str
+    key: str | None
+    message: str
+    rule: str
+
+
+@dataclass(frozen=True)
+class Companion:
+    target: str
+    setting: str
+    rationale: str
+    rule: str
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    """A key some rule wanted, where the kernel default already gives as much."""
+
+    key: str
+    kernel_default: str
+    wanted: str
+    rules: list[str]
+
+
+@dataclass(frozen=True)
+class Plan:
+    host: PlanHost
+    profile: PlanProfile
+    settings: list[Setting]
+    findings: list[Finding]
+    companions: list[Companion]
+    unchanged: list[Unchanged] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    # rules whose `when` held for this host, in order
+    applied_rules: list[str] = field(default_factory=list)
+
+    def to_json_data(self) -> dict[str, Any]:
+        host = dataclasses.asdict(self.host)
+        ordered_host = {
+            name: host[name]
+            for name in (
+                "hostname",
+                "kernel",
+                "arch",
+                "bits",
+                "memory_total",
+                "lowmem",
+                "page_size",
+                "kernel_modelled_as",
+            )
+        }
+        return {
+            "schema": PLAN_SCHEMA,
+            "version": __version__,
+            "host": ordered_host,
+            "profile": _jsonable(dataclasses.asdict(self.profile)),
+            "settings": [_setting_data(s) for s in self.settings],
+            "findings": [dataclasses.asdict(f) for f in self.findings],
+            "companions": [dataclasses.asdict(c) for c in self.companions],
+            "unchanged": [dataclasses.asdict(u) for u in self.unchanged],
+            "notes": list(self.notes),
+            "applied_rules": list(self.applied_rules),
+        }
+
+
+def _setting_data(setting: Setting) -> dict[str, Any]:
+    data = dataclasses.asdict(setting)
+    del data["wanted"], data["caps"]
+    return data
+
+
+def _jsonable(value: Any) -> Any:
+    """Profile parameters hold only JSON scalars and lists; tuples become lists."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value

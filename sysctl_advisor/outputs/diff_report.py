@@ -1,0 +1,210 @@
+"""Format a DiffReport: plain text (or a rich table on a terminal), markdown, JSON."""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from typing import TYPE_CHECKING
+
+from sysctl_advisor.engine.diff import DiffReport
+from sysctl_advisor.knowledge.rules import SEVERITY_ORDER
+from sysctl_advisor.model.documents import dump_json
+from sysctl_advisor.model.text_escape import one_line
+from sysctl_advisor.outputs.markdown_text import FOLD_ROWS, Limits, fit_document
+from sysctl_advisor.outputs.plan_render import Renderer, first_sentence
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+DIFF_FORMATS = ("text", "markdown", "json")
+_COLUMNS = ("STATUS", "KEY", "CURRENT", "RECOMMENDED", "DEFAULT", "SOURCE")
+_STYLES = {"ok": "green", "change": "yellow", "missing": "cyan", "remove": "red"}
+
+
+def _rows(report: DiffReport) -> list[tuple[str, ...]]:
+    """Every cell one line: file names from a pull request can hold anything."""
+    return [
+        tuple(
+            one_line(cell)
+            for cell in (
+                e.status,
+                e.key,
+                e.current if e.current is not None else "-",
+                e.recommended if e.recommended is not None else "(remove)",
+                e.kernel_default if e.kernel_default is not None else "-",
+                e.source or "-",
+            )
+        )
+        for e in report.entries
+    ]
+
+
+def _heading(report: DiffReport) -> str:
+    host = report.hostname or "host"
+    kernel = f" ({report.kernel})" if report.kernel else ""
+    return one_line(
+        f"{host}{kernel}, profile {report.profile}; "
+        f"current values from {report.current_kind} {report.current_label}"
+    )
+
+
+def summary(report: DiffReport) -> str:
+    counts = report.counts()
+    total = len(report.entries)
+    if report.drift == 0:
+        return f"No drift: all {total} recommended values are in force."
+    parts = [f"{counts[s]} {s}" for s in ("change", "missing", "remove") if counts[s]]
+    return f"Drift: {report.drift} of {total} keys ({', '.join(parts)})."
+
+
+def _item(text: str, width: int) -> list[str]:
+    """One list item, wrapped with a hanging indent."""
+    return textwrap.wrap(
+        one_line(text),
+        width=width,
+        initial_indent="  ",
+        subsequent_indent="    ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+def _notes(report: DiffReport, width: int = 100) -> list[str]:
+    lines: list[str] = []
+    why = [e for e in report.entries if e.status != "ok"]
+    if why:
+        lines += ["", "Why:"]
+        for e in why:
+            lines += _item(f"{e.key}: {first_sentence(e.rationale, drop_tag=False)}", width)
+    findings = sorted(
+        (f for f in report.findings if f.severity != "info"),
+        key=lambda f: (SEVERITY_ORDER[f.severity], f.id),
+    )
+    if findings:
+        lines += ["", "Findings:"]
+        for f in findings:
+            lines += _item(f"[{f.severity}] {f.id}: {' '.join(f.message.split())}", width)
+    if report.problems:
+        lines += ["", "In the current configuration:"]
+        lines += [f"  [{p.severity}] {one_line(p)}" for p in report.problems]
+    return lines
+
+
+def render_plain(report: DiffReport) -> str:
+    rows = [_COLUMNS, *_rows(report)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
+    out = [_heading(report), ""]
+    for row in rows:
+        out.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    out += _notes(report)
+    out += ["", summary(report)]
+    return "\n".join(out) + "\n"
+
+
+_GAP = 2  # between two columns of the terminal table
+
+
+def _fit_widths(cells: list[list[str]], width: int) -> list[int]:
+    """Column widths for a terminal `width`: the first two columns (status, key) never narrow
+    below their first lines, so a key is never split (a source line under it may fold); the
+    others start at their longest line and give way, widest first, down to their longest word,
+    so a number is never split."""
+    natural = [max(len(line) for cell in column for line in cell.split("\n")) for column in cells]
+    floor = [
+        max(len(cell.split("\n")[0]) for cell in column)
+        if i < 2
+        else max(len(word) for cell in column for word in cell.split())
+        for i, column in enumerate(cells)
+    ]
+    widths = list(natural)
+    excess = sum(widths) + _GAP * (len(widths) - 1) - width
+    while excess > 0:
+        give = [i for i in range(len(widths)) if widths[i] > floor[i]]
+        if not give:
+            break  # narrower than the words themselves: the terminal crops
+        widest = max(give, key=lambda i: (widths[i], -i))
+        step = min(excess, widths[widest] - floor[widest])
+        if len(give) > 1:
+            others = sorted((widths[i] for i in give if i != widest), reverse=True)
+            step = min(step, max(1, widths[widest] - others[0]))
+        widths[widest] -= step
+        excess -= step
+    return widths
+
+
+def _rich_table(report: DiffReport, width: int) -> tuple[Table, int]:
+    """Keys and numbers are read whole: a key never wraps, a vector wraps only between its
+    elements. When six columns do not fit, the file a value came from goes on a dim line under
+    its key. Returns the table and the width to print it at."""
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    rows = _rows(report)
+    six = [[c, *(r[i] for r in rows)] for i, c in enumerate(_COLUMNS)]
+    source_apart = sum(_fit_widths(six, 10**6)) + _GAP * 5 > width
+    if source_apart:
+        keys = [f"{r[1]}\n{r[-1]}" if r[-1] != "-" else r[1] for r in rows]
+        widths = _fit_widths([six[0], ["KEY", *keys], *six[2:-1]], width)
+    else:
+        widths = _fit_widths(six, width)
+    table = Table(
+        title=escape(_heading(report)),
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1, 0, 0),
+        pad_edge=False,
+        show_edge=False,
+    )
+    for column, column_width in zip(_COLUMNS, widths, strict=False):
+        table.add_column(column, width=column_width, overflow="fold")
+    for row in rows:
+        cells = [escape(cell) for cell in row]  # a file name is text, never rich markup
+        style = _STYLES.get(row[0], "")
+        status = f"[{style}]{cells[0]}[/]" if style else cells[0]
+        if not source_apart:
+            table.add_row(status, *cells[1:])
+        elif row[-1] == "-":
+            table.add_row(status, *cells[1:-1])
+        else:
+            table.add_row(status, f"{cells[1]}\n[dim]{cells[-1]}[/]", *cells[2:-1])
+    # On a terminal narrower than the words themselves, lines run long rather than split a key.
+    return table, max(width, sum(widths) + _GAP * (len(widths) - 1))
+
+
+def render_rich(report: DiffReport, width: int | None = None) -> str:
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=width, highlight=False, emoji=False)
+    table, table_width = _rich_table(report, console.width)
+    Console(
+        file=buffer, force_terminal=True, width=table_width, highlight=False, emoji=False
+    ).print(table)
+    console.print("\n".join(_notes(report, console.width - 2)), markup=False)
+    console.print("\n" + summary(report), markup=False)
+    return buffer.getvalue()
+
+
+def render_markdown(report: DiffReport, renderer: Renderer) -> str:
+    """A pull-request comment within GitHub's size limit: problems, findings and reasons lose
+    rows first, the table of keys last."""
+    template = renderer.env.get_template("diff.md.j2")
+    context = {"report": report, "summary": summary(report), "heading": _heading(report)}
+    why = sum(1 for e in report.entries if e.status != "ok")
+    findings = sum(1 for f in report.findings if f.severity != "info")
+    counts = {"why": why, "findings": findings, "problems": len(report.problems)}
+
+    def render(limits: Limits) -> str:
+        shown = {name: limits.get(name) for name in (*counts, "entries")}
+        return template.render(**context, limits=shown, fold=FOLD_ROWS)
+
+    return fit_document(render, [counts, {"entries": len(report.entries)}])
+
+
+def render_diff(report: DiffReport, fmt: str, renderer: Renderer, *, terminal: bool = False) -> str:
+    if fmt == "json":
+        return dump_json(report.to_json_data())
+    if fmt == "markdown":
+        return render_markdown(report, renderer)
+    return render_rich(report) if terminal else render_plain(report)

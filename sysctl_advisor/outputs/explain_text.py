@@ -1,0 +1,215 @@
+"""Plain-text descriptions for `explain`, `profiles` and `rules`."""
+
+from __future__ import annotations
+
+import textwrap
+
+from sysctl_advisor.engine.plan_builder import build_plan, host_defaults
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.host_facts import HostFacts
+from sysctl_advisor.model.text_escape import one_line
+
+
+def _wrap(text: str, indent: str = "  ") -> str:
+    return "\n".join(
+        textwrap.fill(p, width=96, initial_indent=indent, subsequent_indent=indent)
+        for p in text.splitlines()
+        if p.strip()
+    )
+
+
+def resolve_key(kb: KnowledgeBase, key: str) -> str:
+    if key in kb.catalog.keys:
+        return key
+    alias = key.replace("-", "_")
+    if alias in kb.catalog.by_alias:
+        return str(kb.catalog.by_alias[alias])
+    raise InputError(f"unknown key {key!r}; known keys: {', '.join(kb.catalog.keys)}", field="KEY")
+
+
+def _kubernetes(kb: KnowledgeBase, name: str) -> str:
+    """Whether a pod sets the key (its own namespace) and on which releases it is safe."""
+    spec = kb.catalog.keys[name]
+    if not (name.startswith("net.") and spec.netns_since):
+        return "set on the node (one value for the node and all its pods)"
+    if spec.netns_restricted:
+        return (
+            "set on the node, which new pods copy: in a pod the kernel accepts only what the "
+            "node allows"
+        )
+    k8s = kb.kubernetes
+    safe = next((s for s in k8s.spec.kubelet_safe if s.name == name), None)
+    where = f"set in the pod's securityContext.sysctls (kernel {spec.netns_since}+)"
+    if safe is None:
+        return f"{where}; unsafe through Kubernetes {k8s.newest} (allowedUnsafeSysctls)"
+    kernel = f" on kernel {safe.kernel}+" if safe.kernel else ""
+    return f"{where}; a safe sysctl from Kubernetes {safe.since}{kernel}"
+
+
+def explain_key(
+    kb: KnowledgeBase,
+    key: str,
+    facts: HostFacts | None,
+    profile: str | None,
+    overrides: dict[str, str],
+) -> str:
+    name = resolve_key(kb, key)
+    spec = kb.catalog.keys[name]
+    out = [name, _wrap(spec.summary), ""]
+    shape = f"{spec.length} values ({' '.join(spec.fields)})" if spec.fields else "one value"
+    accepted = {
+        "name": f"a kernel name of {spec.min}..{spec.max} characters",
+        "ports": f"ports and first-last ranges within {spec.min}..{spec.max}, comma-separated",
+    }.get(spec.unit, f"accepted {spec.min}..{spec.max}")
+    out.append(f"  unit:      {spec.unit}, {shape}, {accepted}")
+    out.append(
+        f"  exists:    {('kernels ' + spec.exists) if spec.exists else 'all modelled kernels'}"
+    )
+    scope = f"per network namespace since {spec.netns_since}" if spec.netns_since else "global"
+    if spec.netns_since:
+        scope += (
+            f"; a new namespace copies the initial namespace's value from "
+            f"{spec.netns_copies_init_since}, else starts from the kernel default"
+            if spec.netns_copies_init_since
+            else "; a new namespace starts from the kernel default"
+        )
+    out.append(f"  scope:     {scope}")
+    out.append(f"  pods:      {_kubernetes(kb, name)}")
+    policy = {
+        "max": "largest want wins; never below the value in force (else the kernel default)",
+        "min": "smallest want wins (a safety setting); never above the value in force",
+        "choice": "the rules choose; the default takes no part",
+        "one": "every rule must want the same name, or nothing is set; no caps",
+        "union": "the set only grows: the ports in force stay, wants are added; no caps",
+    }.get(str(spec.merge), "per element: " + ", ".join(spec.policies()))
+    caps = "" if spec.is_text else "; caps always win"
+    out.append(f"  merge:     {spec.merge} ({policy}){caps}")
+    if spec.build_option:
+        out.append(f"  build:     {spec.build_option} can choose another boot default")
+    out.append("  kernel default by version:")
+    for era in spec.default:
+        value = " ".join(str(era.value).split()) if era.value is not None else "not modelled"
+        applies = era.kernels or "all"
+        if era.when:
+            applies += f" when {era.when}"
+        out.append(f"    {applies:<18} {value}")
+        if era.note:
+            out.append(_wrap(era.note, "                       "))
+    setters = [r for r in kb.rules.values() if name in r.spec.set or name in r.spec.cap]
+    out.append("  rules:")
+    for rule in setters:
+        role = "caps" if name in rule.spec.cap and name not in rule.spec.set else "sets"
+        out.append(f"    {rule.id} ({role}): {rule.spec.title}")
+    if not setters:
+        out.append("    none")
+    out.append("  references: " + "; ".join(spec.references))
+    if facts is not None:
+        version = kb.catalog.kernel_for(facts)[0]
+        out.append("")
+        if not kb.catalog.exists(name, version):
+            out.append(f"On kernel {version.short} this key does not exist.")
+        elif profile is not None:
+            plan = build_plan(kb, facts, profile, overrides)
+            found = [s for s in plan.settings if s.key == name]
+            if found:
+                s = found[0]
+                out.append(f"Profile {profile}: {name} = {s.value} ({s.human})")
+                out.append(f"  kernel default here: {s.kernel_default or 'unknown'}")
+                out.append(_wrap(s.rationale))
+            else:
+                covered = [u for u in plan.unchanged if u.key == name]
+                if covered:
+                    out.append(
+                        f"Profile {profile}: the kernel default {covered[0].kernel_default} "
+                        f"already covers what {', '.join(covered[0].rules)} wants."
+                    )
+                else:
+                    out.append(f"Profile {profile} does not set {name}.")
+        default = host_defaults(kb, facts).get(name)
+        out.append(
+            f"Kernel default on this host ({version.short}): "
+            f"{default if default is not None else 'unknown'}"
+        )
+    return "\n".join(out) + "\n"
+
+
+def _bound(value: float | None) -> str:
+    """A parameter bound as written: integers whole (2147483647, not 2.14748e+09)."""
+    if value is None:
+        return ""
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:g}"
+
+
+def describe_profiles(kb: KnowledgeBase) -> str:
+    out: list[str] = []
+    for profile in kb.profiles.values():
+        chain = " <- ".join(reversed(profile.chain))
+        out.append(f"{profile.name}: {profile.summary}")
+        if len(profile.chain) > 1:
+            out.append(f"  extends: {chain}")
+        if profile.description:
+            out.append(_wrap(profile.description))
+        if profile.parameters:
+            out.append("  parameters:")
+            for name, p in profile.parameters.items():
+                default = (p.default_expr and f"from facts: {p.default_expr}") or repr(p.default)
+                bounds = ""
+                if p.min is not None or p.max is not None:
+                    bounds = f", {_bound(p.min)}..{_bound(p.max)}"
+                unit = f" {p.unit}" if p.unit else ""
+                out.append(f"    {name} ({p.type}{unit}{bounds}; default {default})")
+                out.append(_wrap(p.description, "      "))
+        out.append(f"  rules: {', '.join(profile.rule_ids)}")
+        out.append("")
+    return "\n".join(out)
+
+
+def describe_rules(kb: KnowledgeBase, rule_id: str | None) -> str:
+    if rule_id is None:
+        width = max(len(r) for r in [*kb.rules, *kb.check_rules])
+        lines = ["Advice rules (recommend, diff, fleet):"]
+        lines += [f"  {r.id:<{width}}  {r.spec.title}" for r in kb.rules.values()]
+        lines += ["", "Check rules (check):"]
+        lines += [
+            f"  {r.id:<{width}}  {r.spec.severity:<7}  {r.spec.title}"
+            for r in sorted(kb.check_rules.values(), key=lambda r: r.id)
+        ]
+        return "\n".join(lines) + "\n"
+    if rule_id in kb.check_rules:
+        return _describe_check_rule(kb, rule_id)
+    if rule_id not in kb.rules:
+        raise InputError(f"unknown rule {rule_id!r} (see `sysctl-advisor rules`)", field="RULE_ID")
+    rule = kb.rules[rule_id]
+    spec = rule.spec
+    profiles = [p.name for p in kb.profiles.values() if rule_id in p.rule_ids]
+    out = [f"{spec.id}: {spec.title}", _wrap(spec.description), ""]
+    if spec.set:
+        out.append("  sets: " + ", ".join(spec.set))
+    if spec.cap:
+        out.append("  caps: " + ", ".join(spec.cap))
+    for f in spec.findings:
+        out.append(f"  finding {f.id} ({f.severity})")
+    for c in spec.companions:
+        out.append(f"  companion for {c.target}")
+    out.append("  profiles: " + (", ".join(profiles) or "none"))
+    out.append("  references: " + "; ".join(spec.references))
+    out.append(f"  file: {rule.path}")
+    return "\n".join(out) + "\n"
+
+
+def _describe_check_rule(kb: KnowledgeBase, rule_id: str) -> str:
+    rule = kb.check_rules[rule_id]
+    spec = rule.spec
+    out = [f"{spec.id} ({spec.severity}): {spec.title}", _wrap(spec.rationale), ""]
+    if spec.keys != ["*"]:
+        out.append("  keys: " + ", ".join(spec.keys))
+    if spec.needs:
+        out.append("  needs: " + ", ".join(spec.needs))
+    for label, text in (("fires on", spec.examples.fires), ("quiet on", spec.examples.quiet)):
+        out.append(f"  {label}: " + " | ".join(one_line(x) for x in text.strip("\n").split("\n")))
+    out.append("  references: " + "; ".join(spec.references))
+    out.append(f"  file: {rule.path}")
+    return "\n".join(out) + "\n"

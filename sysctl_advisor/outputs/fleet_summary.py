@@ -1,0 +1,257 @@
+"""summary.json and summary.md of a fleet run, written from a stream of host outcomes.
+
+Per-host rows go to a scratch file as they arrive; only fleet-wide counters (one per finding id,
+changed key and profile) stay in memory. The summaries are then written from the counters and
+the scratch file, so a run over 100,000 hosts needs no more memory than a run over 100.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from sysctl_advisor import __version__
+from sysctl_advisor.knowledge.rules import SEVERITY_ORDER
+from sysctl_advisor.outputs.json_documents import FLEET_SCHEMA
+from sysctl_advisor.outputs.markdown_text import (
+    BUDGET,
+    FOLD_ROWS,
+    md_code,
+    md_code_cell,
+    md_length,
+    md_text,
+    md_text_clipped,
+)
+
+
+@dataclass(frozen=True)
+class HostOutcome:
+    """What one host's run produced: a summary row, or the reason it was skipped."""
+
+    host: str
+    source: str
+    profile: str | None = None
+    error: str | None = None
+    hostname: str | None = None
+    kernel: str | None = None
+    changes: tuple[str, ...] = ()
+    findings: tuple[tuple[str, str], ...] = ()  # (id, severity), in plan order
+
+    @property
+    def written(self) -> bool:
+        return self.error is None
+
+    def by_severity(self) -> dict[str, int]:
+        counts = dict.fromkeys(SEVERITY_ORDER, 0)
+        for _, severity in self.findings:
+            counts[severity] += 1
+        return counts
+
+
+@dataclass
+class FleetTotals:
+    hosts: int = 0
+    written: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (host, reason), first few
+    skipped_count: int = 0
+    profiles: Counter[str] = field(default_factory=Counter)
+    findings: Counter[tuple[str, str]] = field(default_factory=Counter)  # (id, severity)
+    changes: Counter[str] = field(default_factory=Counter)
+
+    def add(self, outcome: HostOutcome) -> None:
+        self.hosts += 1
+        if not outcome.written:
+            self.skipped_count += 1
+            if len(self.skipped) < 20:
+                self.skipped.append((outcome.host, outcome.error or ""))
+            return
+        self.written += 1
+        self.profiles[outcome.profile or ""] += 1
+        self.findings.update(set(outcome.findings))
+        self.changes.update(outcome.changes)
+
+    def finding_rows(self) -> list[dict[str, Any]]:
+        ordered = sorted(
+            self.findings.items(), key=lambda kv: (SEVERITY_ORDER[kv[0][1]], -kv[1], kv[0][0])
+        )
+        return [{"id": i, "severity": s, "hosts": n} for (i, s), n in ordered]
+
+    def change_rows(self) -> list[dict[str, Any]]:
+        ordered = sorted(self.changes.items(), key=lambda kv: (-kv[1], kv[0]))
+        return [{"key": k, "hosts": n} for k, n in ordered]
+
+
+def _row(outcome: HostOutcome) -> dict[str, Any]:
+    if not outcome.written:
+        return {"host": outcome.host, "facts_file": outcome.source, "reason": outcome.error}
+    return {
+        "host": outcome.host,
+        "hostname": outcome.hostname,
+        "kernel": outcome.kernel,
+        "profile": outcome.profile,
+        "file": f"host_files/{outcome.host}.conf",
+        "changes": list(outcome.changes),
+        "findings": outcome.by_severity(),
+        "finding_ids": sorted({i for i, _ in outcome.findings}),
+    }
+
+
+class SummaryWriter:
+    def __init__(self, facts_source: Path, profile_map: Path | None, default: str | None) -> None:
+        self.facts_source = facts_source
+        self.profile_map = profile_map
+        self.default = default
+        self.totals = FleetTotals()
+
+    def __call__(self, staging: Path, outcomes: Iterator[HostOutcome]) -> int:
+        rows_path = staging / ".rows.jsonl"
+        with open(rows_path, "w", encoding="utf-8") as rows:
+            for outcome in outcomes:
+                self.totals.add(outcome)
+                rows.write(json.dumps(_row(outcome), sort_keys=False) + "\n")
+        with open(staging / "summary.json", "w", encoding="utf-8", newline="\n") as out:
+            self._json(out, rows_path)
+        with open(staging / "summary.md", "w", encoding="utf-8", newline="\n") as out:
+            self._markdown(out, rows_path)
+        rows_path.unlink()
+        return self.totals.written
+
+    def _rows(self, rows_path: Path, skipped: bool) -> Iterator[dict[str, Any]]:
+        with open(rows_path, encoding="utf-8") as rows:
+            for line in rows:
+                row = json.loads(line)
+                if ("reason" in row) == skipped:
+                    yield row
+
+    def _json(self, out: IO[str], rows_path: Path) -> None:
+        t = self.totals
+        head = {
+            "schema": FLEET_SCHEMA,
+            "version": __version__,
+            "facts": str(self.facts_source),
+            "profile": self.default,
+            "profile_map": str(self.profile_map) if self.profile_map else None,
+            "hosts_total": t.hosts,
+            "hosts_written": t.written,
+            "hosts_skipped": t.skipped_count,
+            "profiles": dict(sorted(t.profiles.items())),
+            "findings": t.finding_rows(),
+            "changes": t.change_rows(),
+        }
+        text = json.dumps(head, indent=2)
+        out.write(text[:-2] + ",\n")  # reopen the object to stream the two lists
+        for name, skipped in (("skipped", True), ("hosts", False)):
+            out.write(f'  "{name}": [')
+            first = True
+            for row in self._rows(rows_path, skipped):
+                out.write(("\n    " if first else ",\n    ") + json.dumps(row))
+                first = False
+            out.write("\n  ]" if not first else "]")
+            out.write(",\n" if name == "skipped" else "\n")
+        out.write("}\n")
+
+    def _markdown(self, out: IO[str], rows_path: Path) -> None:
+        """summary.md, within the budget of a pull-request comment whatever the fleet's size:
+        the fleet-wide tables first, then as many skipped and written hosts as fit (a third
+        of what is left for the skipped ones, when there are written ones), then a count of
+        the rest; summary.json always lists every host."""
+        t = self.totals
+        profiles = ", ".join(f"{md_code(p)} {n}" for p, n in sorted(t.profiles.items())) or "none"
+        head = (
+            "# sysctl-advisor fleet summary\n\n"
+            f"{t.hosts} hosts from {md_code(str(self.facts_source))}: {t.written} written, "
+            f"{t.skipped_count} skipped. Profiles: {profiles}.\n"
+        )
+        fleet_wide = ""
+        if t.findings:
+            rows = (
+                f"| {md_code_cell(f['id'])} | {md_text(f['severity'])} | {f['hosts']} |"
+                for f in t.finding_rows()
+            )
+            fleet_wide += _table(
+                "Findings across the fleet",
+                "| finding | severity | hosts |\n|---|---|---:|",
+                rows,
+                len(t.findings),
+                "findings",
+                _SECTION_BUDGET,
+            )
+        if t.changes:
+            rows = (f"| {md_code_cell(c['key'])} | {c['hosts']} |" for c in t.change_rows())
+            fleet_wide += _table(
+                "Keys changed from the kernel default",
+                "| key | hosts |\n|---|---:|",
+                rows,
+                len(t.changes),
+                "keys",
+                _SECTION_BUDGET,
+            )
+        left = BUDGET - md_length(head) - md_length(fleet_wide)
+        skipped = ""
+        if t.skipped_count:
+            share = left // 3 if t.written else left
+            rows = (
+                f"| {md_code_cell(r['host'])} | {md_text_clipped(r['reason'])} |"
+                for r in self._rows(rows_path, True)
+            )
+            skipped = _table(
+                "Skipped hosts",
+                "No file was written for these; the playbook leaves them unchanged.\n\n"
+                "| host | why |\n|---|---|",
+                rows,
+                t.skipped_count,
+                "skipped hosts",
+                share,
+            )
+        hosts = ""
+        if t.written:
+            rows = (
+                f"| {md_code_cell(r['host'])} | {md_code_cell(r['profile'])} "
+                f"| {md_text(r['kernel'] or 'unknown')} | {len(r['changes'])} "
+                f"| {r['findings']['error']} | {r['findings']['warning']} "
+                f"| {r['findings']['info']} |"
+                for r in self._rows(rows_path, False)
+            )
+            hosts = _table(
+                "Hosts",
+                "| host | profile | kernel | keys changed | errors | warnings | info |\n"
+                "|---|---|---|---:|---:|---:|---:|",
+                rows,
+                t.written,
+                "hosts",
+                left - md_length(skipped),
+            )
+        out.write(head + skipped + fleet_wide + hosts)
+
+
+_SECTION_BUDGET = 10_000
+"""At most this much of summary.md for each fleet-wide table (their rows are bounded by the
+rules and keys there are, but rules directories are the user's)."""
+_MORE_RESERVE = 200
+"""Room kept in a section's share for the line that counts what did not fit."""
+
+
+def _table(title: str, header: str, rows: Iterator[str], total: int, noun: str, budget: int) -> str:
+    """A section with a table of at most `budget` characters: folded into <details> when it
+    is long, and the rows that do not fit counted, not shown."""
+    fold = total > FOLD_ROWS
+    text = f"\n## {title}\n\n"
+    if fold:
+        text += f"<details><summary>{total} {noun}</summary>\n\n"
+    text += header + "\n"
+    used, shown = md_length(text) + _MORE_RESERVE, 0
+    for row in rows:
+        used += md_length(row) + 1
+        if used > budget:
+            break
+        text += row + "\n"
+        shown += 1
+    if shown < total:
+        text += f"\n… and {total - shown:,} more {noun}: see summary.json.\n"
+    if fold:
+        text += "\n</details>\n"
+    return text

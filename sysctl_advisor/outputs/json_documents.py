@@ -1,0 +1,248 @@
+"""The JSON documents of `recommend --format json`, `diff --format json` and the fleet's
+summary.json, as models: the published JSON Schemas (sysctl_advisor/schemas/) are generated
+from them (`python -m sysctl_advisor.outputs.json_schemas`), and the test suite validates every
+JSON output it produces against those schemas.
+
+The outputs themselves are built by Plan.to_json_data, DiffReport.to_json_data and the fleet's
+streaming SummaryWriter (a plan is built without pydantic, and summary.json is streamed).
+Field names are a contract: the plan's are fixed by the design (DESIGN.md, "JSON plan"); a
+change that breaks a reader gets a new schema version (`…/v2`), never an edit of v1. Adding a
+field is an addition, not a break, but a v1 schema forbids unknown fields so that the tests
+notice every addition and the schema is regenerated with it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from sysctl_advisor.knowledge.rules import Severity
+
+PLAN_SCHEMA: Final = "sysctl-advisor/plan/v1"
+DIFF_SCHEMA: Final = "sysctl-advisor/diff/v1"
+FLEET_SCHEMA: Final = "sysctl-advisor/fleet/v1"
+
+_VERSION = "the sysctl-advisor version that wrote it (sysctl_advisor.__version__)"
+Count = Annotated[int, Field(ge=0)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def _document(schema_id: str, title: str) -> ConfigDict:
+    return ConfigDict(
+        title=title,
+        json_schema_extra={"$id": schema_id},
+        json_schema_serialization_defaults_required=True,
+    )
+
+
+# -- plan --------------------------------------------------------------------------------------
+
+
+class PlanHostDocument(_Model):
+    """The host the plan is for, as its facts describe it."""
+
+    hostname: str | None
+    kernel: str | None = Field(description="uname -r as given; null when unknown")
+    arch: str | None = Field(description="uname -m as given; null when unknown")
+    bits: Literal[32, 64]
+    memory_total: Count = Field(description="bytes")
+    lowmem: Count | None = Field(description="bytes of lowmem (32-bit hosts); else null")
+    page_size: int = Field(ge=1, description="bytes")
+    kernel_modelled_as: str = Field(
+        description="the kernel version whose defaults and keys the plan was computed for"
+    )
+
+
+class PlanProfileDocument(_Model):
+    name: str
+    params: dict[str, JsonValue] = Field(description="every parameter's value for this host")
+
+
+class SettingDocument(_Model):
+    """One sysctl the host should set, with the arithmetic and sources behind it."""
+
+    key: str
+    value: str = Field(
+        description="exactly what the sysctl.conf line carries (vectors space-separated)"
+    )
+    values: list[int] = Field(description="the value's numbers")
+    unit: str = Field(description="the catalog's unit: bytes, pages, count, seconds, boolean, …")
+    current: str | None = Field(description="the value in force; null when unknown")
+    kernel_default: str | None = Field(description="the kernel's boot default; null when unknown")
+    rules: list[str] = Field(description="ids of the rules that set it")
+    rationale: str
+    references: list[str]
+    section: str = Field(description="the catalog section it is listed under")
+    human: str = Field(description="the value in human units (pages as GiB, …)")
+    capped_by: list[str] = Field(description="ids of the safety caps that lowered it")
+
+
+class FindingDocument(_Model):
+    id: str
+    severity: Severity
+    key: str | None = Field(description="the sysctl the finding is about, if any")
+    message: str
+    rule: str = Field(description="id of the rule that raised it")
+
+
+class CompanionDocument(_Model):
+    """A setting outside sysctl that the sysctl values depend on."""
+
+    target: str = Field(description="what to change: nginx, ethtool, limits.conf, systemd, …")
+    setting: str = Field(description="the line or command to apply")
+    rationale: str
+    rule: str
+
+
+class UnchangedDocument(_Model):
+    """A key a rule wanted, where the kernel default already gives as much."""
+
+    key: str
+    kernel_default: str
+    wanted: str
+    rules: list[str]
+
+
+class PlanDocument(_Model):
+    """What `sysctl-advisor recommend --format json` prints."""
+
+    model_config = _document(PLAN_SCHEMA, "sysctl-advisor plan")
+
+    schema_: Literal["sysctl-advisor/plan/v1"] = Field(
+        PLAN_SCHEMA, alias="schema", description="this document's format and version"
+    )
+    version: str = Field(description=_VERSION)
+    host: PlanHostDocument
+    profile: PlanProfileDocument
+    settings: list[SettingDocument]
+    findings: list[FindingDocument]
+    companions: list[CompanionDocument]
+    unchanged: list[UnchangedDocument]
+    notes: list[str]
+    applied_rules: list[str] = Field(description="rules whose `when` held for this host, in order")
+
+
+# -- diff --------------------------------------------------------------------------------------
+
+
+class DiffHostDocument(_Model):
+    hostname: str | None
+    kernel: str | None
+
+
+class DiffCurrentDocument(_Model):
+    """Where the current values came from."""
+
+    kind: str = Field(description="what was read: facts, dump, file or tree")
+    label: str = Field(description="the path read, or the facts file")
+
+
+class DiffEntryDocument(_Model):
+    key: str
+    current: str | None = Field(description="the value in force or configured; null if unset")
+    recommended: str | None = Field(description="null for a key to remove")
+    kernel_default: str | None
+    status: Literal["ok", "change", "missing", "remove"]
+    source: str | None = Field(description="where the current value is set: path:line")
+    rationale: str
+
+
+class ProblemDocument(_Model):
+    """Something wrong in the current configuration itself (a broken link, a bad line)."""
+
+    source: str = Field(description="path:line, or path")
+    message: str
+    severity: Severity
+    code: str = Field(description="the kind of problem: syntax, broken-link, unreadable, …")
+
+
+class DiffDocument(_Model):
+    """What `sysctl-advisor diff --format json` prints."""
+
+    model_config = _document(DIFF_SCHEMA, "sysctl-advisor diff")
+
+    schema_: Literal["sysctl-advisor/diff/v1"] = Field(
+        DIFF_SCHEMA, alias="schema", description="this document's format and version"
+    )
+    version: str = Field(description=_VERSION)
+    host: DiffHostDocument
+    profile: str
+    current: DiffCurrentDocument
+    entries: list[DiffEntryDocument]
+    drift: Count = Field(description="entries whose status is not ok")
+    findings: list[FindingDocument]
+    problems: list[ProblemDocument]
+
+
+# -- fleet summary -----------------------------------------------------------------------------
+
+
+class FleetFindingCount(_Model):
+    id: str
+    severity: Severity
+    hosts: Count = Field(description="how many written hosts have this finding")
+
+
+class FleetChangeCount(_Model):
+    key: str
+    hosts: Count = Field(description="how many written hosts change this key from its default")
+
+
+class SkippedHost(_Model):
+    """An inventory host no file was written for."""
+
+    host: str = Field(description="the inventory name")
+    facts_file: str = Field(description="the facts file that was read for it")
+    reason: str = Field(description="why it was skipped: the one-line error")
+
+
+class SeverityCounts(_Model):
+    error: Count
+    warning: Count
+    info: Count
+
+
+class WrittenHost(_Model):
+    """An inventory host whose files were written."""
+
+    host: str = Field(description="the inventory name (host_files/<host>.conf)")
+    hostname: str | None = Field(description="the hostname its facts give")
+    kernel: str | None
+    profile: str
+    file: str = Field(description="its sysctl file, relative to the output directory")
+    changes: list[str] = Field(description="keys changed from the kernel default")
+    findings: SeverityCounts = Field(description="how many findings of each severity")
+    finding_ids: list[str] = Field(description="the distinct finding ids, sorted")
+
+
+class FleetSummaryDocument(_Model):
+    """summary.json, written by `sysctl-advisor fleet --out DIR`."""
+
+    model_config = _document(FLEET_SCHEMA, "sysctl-advisor fleet summary")
+
+    schema_: Literal["sysctl-advisor/fleet/v1"] = Field(
+        FLEET_SCHEMA, alias="schema", description="this document's format and version"
+    )
+    version: str = Field(description=_VERSION)
+    facts: str = Field(description="the facts directory or inventory the fleet was read from")
+    profile: str | None = Field(description="the default profile; null with a profile map only")
+    profile_map: str | None = Field(description="the profile map file, if one was given")
+    hosts_total: Count
+    hosts_written: Count
+    hosts_skipped: Count
+    profiles: dict[str, Count] = Field(description="written hosts per profile")
+    findings: list[FleetFindingCount] = Field(description="per finding id, most severe first")
+    changes: list[FleetChangeCount] = Field(description="per changed key, most hosts first")
+    skipped: list[SkippedHost]
+    hosts: list[WrittenHost]
+
+
+def model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's published JSON Schema (Draft 2020-12, as pydantic writes it), `$id` first."""
+    schema = model.model_json_schema(by_alias=True, mode="serialization")
+    head = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": schema.pop("$id")}
+    return {**head, **schema}

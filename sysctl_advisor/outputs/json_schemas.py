@@ -1,0 +1,73 @@
+"""The published JSON Schemas: one per JSON output, generated from its model, shipped in the
+package as sysctl_advisor/schemas/<name>.schema.json.
+
+    python -m sysctl_advisor.outputs.json_schemas          # regenerate every file
+    python -m sysctl_advisor.outputs.json_schemas --check  # exit 1 if a shipped file differs
+
+tests/outputs/test_json_contracts.py checks that the shipped files are the generated ones and
+validates every JSON output of the suite against them with jsonschema.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from sysctl_advisor.outputs.check_document import CheckDocument
+from sysctl_advisor.outputs.json_documents import (
+    DiffDocument,
+    FleetSummaryDocument,
+    PlanDocument,
+    model_schema,
+)
+
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "plan": PlanDocument,  # recommend --format json
+    "diff": DiffDocument,  # diff --format json
+    "check": CheckDocument,  # check --format json
+    "fleet-summary": FleetSummaryDocument,  # fleet --out DIR: summary.json
+}
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"  # sysctl_advisor/schemas
+
+
+def schema_text(name: str) -> str:
+    """The schema file's exact text."""
+    return json.dumps(model_schema(SCHEMAS[name]), indent=2, ensure_ascii=False) + "\n"
+
+
+def schema_path(name: str) -> Path:
+    return SCHEMA_DIR / f"{name}.schema.json"
+
+
+def load_schema(name: str) -> dict[str, Any]:
+    """The shipped schema (as installed), parsed."""
+    data: dict[str, Any] = json.loads(schema_path(name).read_text(encoding="utf-8"))
+    return data
+
+
+def main(argv: list[str]) -> int:
+    stale = [name for name in SCHEMAS if _read(schema_path(name)) != schema_text(name)]
+    if "--check" in argv:
+        for name in stale:
+            print(f"{schema_path(name)}: differs from its model", file=sys.stderr)
+        return 1 if stale else 0
+    SCHEMA_DIR.mkdir(exist_ok=True)
+    for name in stale:
+        schema_path(name).write_text(schema_text(name), encoding="utf-8")
+        print(f"wrote {schema_path(name)}")
+    return 0
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

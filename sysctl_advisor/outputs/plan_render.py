@@ -1,0 +1,417 @@
+"""Renderers: format a Plan with the templates in templates/. They compute nothing new."""
+
+from __future__ import annotations
+
+import functools
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from sysctl_advisor import __version__
+from sysctl_advisor.knowledge.cache_files import cache_directory, source_fingerprint
+from sysctl_advisor.knowledge.catalog import Catalog, CatalogKey
+from sysctl_advisor.knowledge.resources import data_dir
+from sysctl_advisor.knowledge.values import human, parse_current
+from sysctl_advisor.model.documents import dump_json
+from sysctl_advisor.model.kernel_version import KernelRange
+from sysctl_advisor.model.plan import Plan, Setting
+from sysctl_advisor.model.text_escape import one_line
+from sysctl_advisor.model.units import human_bytes
+from sysctl_advisor.outputs.markdown_text import (
+    FOLD_ROWS,
+    Limits,
+    fit_document,
+    md_code,
+    md_code_cell,
+    md_text,
+    md_text_clipped,
+)
+
+FORMATS = ("conf", "json", "markdown", "tuned", "ansible", "kubernetes")
+YAML_WIDTH = 80  # yamllint's default line-length
+TEMPLATES = {
+    "conf": "sysctl.conf.j2",
+    "markdown": "plan.md.j2",
+    "tuned": "tuned.conf.j2",
+    "ansible": "ansible.yml.j2",
+}
+
+
+def wrap_words(text: str, width: int) -> list[str]:
+    """Greedy word wrap on whitespace, words never broken (textwrap with break_long_words and
+    break_on_hyphens off gives the same lines; this is several times faster, and a fleet run
+    wraps a few dozen paragraphs per host)."""
+    lines: list[str] = []
+    line = ""
+    for word in text.split():
+        if not line:
+            line = word
+        elif len(line) + 1 + len(word) <= width:
+            line = f"{line} {word}"
+        else:
+            lines.append(line)
+            line = word
+    if line:
+        lines.append(line)
+    return lines
+
+
+class Lines(str):
+    """Text a filter has already made safe line by line (comment blocks): `finalize` keeps it."""
+
+
+def _finalize(value: Any) -> Any:
+    return value if isinstance(value, Lines) else one_line(value)
+
+
+@functools.lru_cache(maxsize=4096)  # a fleet wraps the same rationales for every host of a kind
+def _comment(text: str, indent: str = "#   ", width: int = 96) -> str:
+    """Wrap prose into comment lines; every line starts with `indent`."""
+    lines: list[str] = []
+    for paragraph in str(text).splitlines():
+        lines.extend(indent + w for w in wrap_words(one_line(paragraph), width - len(indent)))
+    return Lines("\n".join(lines))
+
+
+@functools.lru_cache(maxsize=4096)
+def _yaml_comment(text: str, indent: str = "#   ", first: str | None = None) -> str:
+    """Comment lines for YAML outputs, each at most 80 characters (yamllint's default
+    line-length). A word too long for a line stands alone after "# ", the form yamllint's
+    allow-non-breakable-words accepts (a hostname or path has no space to break at)."""
+    lines: list[str] = []
+    for paragraph in str(text).splitlines() or [""]:
+        prefix, line = first or indent, ""
+        for word in one_line(paragraph).split():
+            if line and len(prefix) + len(line) + 1 + len(word) <= YAML_WIDTH:
+                line = f"{line} {word}"
+                continue
+            if line:
+                lines.append(prefix + line)
+                prefix = indent
+            line = word
+            if len(prefix) + len(word) > YAML_WIDTH:
+                lines.append("# " + word)
+                prefix, line = indent, ""
+        if line or not lines:
+            lines.append((prefix + line).rstrip())
+    return Lines("\n".join(lines))
+
+
+def _param(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):  # exact, so the rebuild line rebuilds the same plan
+        return str(int(value)) if value.is_integer() else repr(value)
+    return str(value)
+
+
+def rebuild_command(
+    profile: str, facts: Path | None, overrides: dict[str, str], fmt: str = "conf"
+) -> str:
+    """The `recommend` command line that reproduces a plan (shown in every rendered header)."""
+    parts = ["sysctl-advisor", "recommend"]
+    if facts is not None:
+        parts += ["--facts", str(facts)]
+    parts += ["--profile", profile]
+    for name in sorted(overrides):
+        parts += ["--set", f"{name}={overrides[name]}"]
+    if fmt != "conf":
+        parts += ["--format", fmt]
+    return shlex.join(parts)
+
+
+def _yaml_string(value: Any) -> str:
+    """A YAML double-quoted scalar (JSON's string syntax is a subset of YAML's)."""
+    return json.dumps(str(value))
+
+
+@functools.lru_cache(maxsize=4096)  # a fleet shows the same findings for many hosts
+def first_sentence(text: str, drop_tag: bool = True) -> str:
+    """The first sentence of prose, flattened; `drop_tag` removes a leading "[rule-id] "."""
+    flat = " ".join(text.split())
+    if drop_tag and flat.startswith("[") and "] " in flat:
+        flat = flat.split("] ", 1)[1]
+    end = flat.find(". ")
+    return flat if end < 0 else flat[: end + 1]
+
+
+def at_least(spec: CatalogKey, setting: Setting) -> bool:
+    """Whether tuned may keep a higher value in force (its ">" prefix): a single-number
+    capacity (the catalog's `max` merge) that no safety cap governs on this host, binding or
+    not (a higher value in force at apply time would stay above the cap). tuned compares with
+    int(), so on a vector it would write the ">" to the kernel."""
+    held_down = bool(setting.capped_by) or bool(setting.caps)
+    return spec.length == 1 and spec.merge == "max" and not held_down
+
+
+def removed_in(exists: str) -> str | None:
+    """The first kernel without the key, from the catalog's `exists` range ("<4.12" -> "4.12");
+    None when no newer kernel drops it."""
+    for op, numbers in KernelRange.parse(exists).clauses:
+        if op == "<":
+            parts = list(numbers)
+            while len(parts) > 2 and parts[-1] == 0:
+                parts.pop()
+            return ".".join(map(str, parts))
+    return None
+
+
+def _host_vars(plan: Plan) -> str:
+    """The host_vars data, from the JSON serializer (a JSON document is YAML, and Ansible
+    reads it as such; json is ten times faster than a YAML dumper). The template before it
+    writes only comments."""
+    data = {
+        "sysctl_advisor_profile": plan.profile.name,
+        "sysctl_advisor_settings": [{"name": s.key, "value": s.value} for s in plan.settings],
+    }
+    return "---\n" + json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+class RenderCheckError(Exception):
+    """A rendered file does not hold exactly the plan's settings: never written, exit 3."""
+
+
+def _assignments(text: str) -> list[str]:
+    """The lines procps and systemd-sysctl apply: split on \\n only, blank lines and lines
+    whose first non-blank character is # or ; skipped."""
+    return [
+        line for line in text.split("\n") if (stripped := line.strip()) and stripped[0] not in "#;"
+    ]
+
+
+def rendered_settings(fmt: str, text: str) -> dict[str, str] | None:
+    """The settings a rendered file holds, read back as its consumer reads it (procps/systemd
+    line syntax for conf, ini for tuned, the YAML document after the comment header for
+    host_vars); None for formats that carry no settings to apply."""
+    if fmt == "conf":
+        found: dict[str, str] = {}
+        for line in _assignments(text):
+            key, sep, value = line.partition("=")
+            key, value = key.strip(), " ".join(value.split())
+            if not sep or not key or key[0] == "-" or key in found or any(c in key for c in "*?["):
+                raise RenderCheckError(f"{line[:60]!r} is not a plain, single assignment")
+            found[key] = value
+        return found
+    if fmt == "tuned":
+        import configparser
+
+        parser = configparser.ConfigParser(delimiters=("=",), interpolation=None, strict=True)
+        parser.optionxform = str  # type: ignore[assignment,method-assign]
+        try:
+            parser.read_string(text)
+        except configparser.Error as exc:
+            raise RenderCheckError(f"not an ini file: {exc.__class__.__name__}") from None
+        if set(parser.sections()) - {"main", "sysctl"}:
+            raise RenderCheckError(f"unexpected sections {parser.sections()}")
+        if not parser.has_section("sysctl"):
+            return {}
+        settings = {}
+        for key, raw in parser.items("sysctl"):
+            value = raw[1:-1] if raw[:1] == raw[-1:] == '"' else raw  # tuned's unquote
+            if value[:1] == ">":  # "at least": tuned compares int(rest) with the value in force
+                value = value[1:]
+                if not value.isascii() or not value.isdigit():
+                    raise RenderCheckError(f"{key}: tuned cannot compare {raw[:40]!r}")
+            settings[key] = value
+        return settings
+    if fmt == "ansible":
+        header, sep, document = text.partition("\n---\n")
+        if not sep or any(line and line[0] != "#" for line in header.split("\n")):
+            raise RenderCheckError("host_vars hold more than comments before the document")
+        try:
+            data = json.loads(document)
+        except ValueError:
+            raise RenderCheckError("the host_vars document is not the serializer's") from None
+        if not isinstance(data, dict) or set(data) != {
+            "sysctl_advisor_profile",
+            "sysctl_advisor_settings",
+        }:
+            raise RenderCheckError("host_vars hold other variables than the advisor's two")
+        items = data["sysctl_advisor_settings"]
+        pairs = {str(i.get("name")): str(i.get("value")) for i in items if isinstance(i, dict)}
+        if len(pairs) != len(items):
+            raise RenderCheckError("host_vars settings are not unique name/value items")
+        return pairs
+    return None
+
+
+def check_rendered(plan: Plan, fmt: str, text: str) -> None:
+    """The output invariant: what the consumer will read from the file is exactly the plan's
+    keys and values, nothing more, nothing less (so no text embedded in a comment can become
+    a setting)."""
+    found = rendered_settings(fmt, text)
+    if found is None:
+        return
+    wanted = {s.key: s.value for s in plan.settings}
+    if found != wanted:
+        extra = sorted(set(found) - set(wanted)) or sorted(
+            k for k in found if found[k] != wanted.get(k)
+        )
+        raise RenderCheckError(
+            f"the rendered {fmt} output does not read back as the plan "
+            f"({', '.join(extra[:3]) or 'settings missing'}); nothing was written"
+        )
+
+
+_HUMANS_REMEMBERED = 4096
+
+
+class Renderer:
+    def __init__(self, catalog: Catalog, templates: Path | None = None) -> None:
+        self.catalog = catalog
+        self._humans: dict[tuple[str, str, int], str | None] = {}
+        # Bytecode of the shipped templates, in a private subdirectory named after this module's
+        # source: Jinja keys its cache by template text only, not by environment options such
+        # as `finalize`, so code from another version of the renderer must never be loaded.
+        bytecode_cache: jinja2.BytecodeCache | None = None
+        cache_dir = cache_directory(
+            f"templates-jinja{jinja2.__version__}-{source_fingerprint(__name__)}"
+        )
+        if cache_dir is not None:
+            bytecode_cache = jinja2.FileSystemBytecodeCache(str(cache_dir))
+        self.env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(str(templates or data_dir("templates"))),
+            autoescape=False,
+            finalize=_finalize,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
+            undefined=jinja2.StrictUndefined,
+            bytecode_cache=bytecode_cache,
+            # the shipped templates do not change under a run: no stat of the file each time
+            # a template is fetched (a fleet fetches two per host)
+            auto_reload=False,
+        )
+        self.env.filters["comment"] = _comment
+        self.env.filters["yaml_comment"] = _yaml_comment
+        self.env.filters["text"] = md_text
+        self.env.filters["prose"] = md_text_clipped
+        self.env.filters["code"] = md_code
+        self.env.filters["cell_code"] = md_code_cell
+        self.env.filters["first_sentence"] = first_sentence
+        # A rationale's line breaks are where the engine joined its sentences: spaces in prose.
+        self.env.filters["flat"] = lambda text: " ".join(str(text).split())
+        self.env.filters["param"] = _param
+        self.env.filters["yaml_string"] = _yaml_string
+
+    def _human(self, key: str, text: str | None, page_size: int) -> str | None:
+        """A value's human form; remembered (bounded), since a fleet's hosts share values."""
+        if text is None or key not in self.catalog.keys:
+            return None
+        memo_key = (key, text, page_size)
+        if memo_key in self._humans:
+            return self._humans[memo_key]
+        if len(self._humans) >= _HUMANS_REMEMBERED:
+            self._humans.clear()
+        found = self._humans[memo_key] = self._human_form(key, text, page_size)
+        return found
+
+    def _human_form(self, key: str, text: str, page_size: int) -> str | None:
+        spec = self.catalog.keys[key]
+        if spec.unit in ("count", "port", "name"):
+            return None  # the number is already the human form
+        value = parse_current(text, spec)
+        return human(value, spec, page_size) if value is not None else None
+
+    def render(self, plan: Plan, fmt: str, command: str) -> str:
+        """The plan in `fmt`, checked by reading it back (see `check_rendered`)."""
+        if fmt == "json":
+            return dump_json(plan.to_json_data())
+        if fmt == "markdown":
+            return self._markdown(plan, command)
+        if fmt == "kubernetes":
+            raise ValueError("the kubernetes format renders a Placement: render_kubernetes()")
+        text = self.env.get_template(TEMPLATES[fmt]).render(**self._context(plan, command))
+        if fmt == "ansible":
+            text += _host_vars(plan)
+        check_rendered(plan, fmt, text)
+        return text
+
+    def render_for_shape(self, plan: Plan, fmt: str, command: str, memo: dict[str, Any]) -> str:
+        """`render(plan, fmt, command)` for a fleet host whose shape's other hosts share `memo`
+        (engine.plan_cache): the template's `body` block, which does not name the host, is
+        rendered once per shape; the `head` (host name, rebuild command) for each host. Every
+        host's file is read back, as `render` does, in two parts (see below)."""
+        template = self.env.get_template(TEMPLATES[fmt])
+        base = memo.get("context")
+        if base is None:
+            base = memo["context"] = self._context(plan, command)
+        context = template.new_context({**base, "plan": plan, "command": command})
+        head = "".join(template.blocks["head"](context))
+        body: str | None = memo.get(f"body:{fmt}")
+        if body is None:
+            body = "".join(template.blocks["body"](context))
+            if fmt == "ansible":
+                body += _host_vars(plan)
+            memo[f"body:{fmt}"] = body
+        # The read-back of `render`, in two parts: the head holds only comment lines (so the
+        # file reads as its body does) and the body, the same text and the same settings for
+        # the whole shape, reads back as the plan: checked once per shape.
+        if not head.endswith("\n") or any(
+            line and line[0] != "#" for line in head[:-1].split("\n")
+        ):
+            raise RenderCheckError(f"the {fmt} head holds more than comment lines")
+        if not memo.get(f"read back:{fmt}"):
+            check_rendered(plan, fmt, body)
+            memo[f"read back:{fmt}"] = True
+        return head + body
+
+    def tuned_for_operator(self, plan: Plan, command: str) -> str:
+        """The tuned profile the Node Tuning Operator embeds: the tuned output, told it runs
+        under the operator (on top of openshift-node), its findings left to the manifest."""
+        context = {**self._context(plan, command), "operator": True}
+        text = self.env.get_template(TEMPLATES["tuned"]).render(**context)
+        check_rendered(plan, "tuned", text)
+        return text
+
+    def _markdown(self, plan: Plan, command: str) -> str:
+        """The plan as a pull-request comment, within GitHub's size limit: notes, unchanged
+        keys, companions and findings lose rows first, the settings table last."""
+        template = self.env.get_template(TEMPLATES["markdown"])
+        context = self._context(plan, command)
+        sections = ("settings", "findings", "companions", "unchanged", "notes")
+
+        def render(limits: Limits) -> str:
+            shown = {name: limits.get(name) for name in sections}
+            return template.render(**context, limits=shown, fold=FOLD_ROWS)
+
+        counts = {name: len(getattr(plan, name)) for name in sections}
+        tiers = [{k: counts[k] for k in sections[1:]}, {"settings": counts["settings"]}]
+        return fit_document(render, tiers)
+
+    def _context(self, plan: Plan, command: str) -> dict[str, Any]:
+        sections = []
+        for section in self.catalog.sections:
+            rows = [s for s in plan.settings if s.section == section.id]
+            if rows:
+                sections.append({"title": section.title, "settings": rows})
+        page_size = plan.host.page_size
+        extra: dict[str, dict[str, Any]] = {}
+        for s in plan.settings:
+            spec = self.catalog.keys[s.key]
+            extra[s.key] = {
+                "fields": " ".join(spec.fields) if spec.fields else "",
+                "default_human": self._human(s.key, s.kernel_default, page_size),
+                "current_human": self._human(s.key, s.current, page_size),
+                "at_least": at_least(spec, s),
+                "removed_in": removed_in(spec.exists),
+            }
+        return {
+            "plan": plan,
+            "sections": sections,
+            "extra": extra,
+            "command": command,
+            "version": __version__,
+            "memory_human": human_bytes(plan.host.memory_total),
+            "lowmem_human": human_bytes(plan.host.lowmem) if plan.host.lowmem else None,
+            "page_human": human_bytes(page_size),
+            "operator": False,
+            "profile_params": " ".join(
+                f"{k}={_param(v)}" for k, v in sorted(plan.profile.params.items())
+            ),
+        }

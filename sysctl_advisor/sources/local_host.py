@@ -1,0 +1,332 @@
+"""Read the machine we run on (or a copied tree of it) into host facts.
+
+The only module that touches the host. It reads, never writes. `root` points it at a copy of
+`/proc`, `/sys` and `/etc` so tests (and operators collecting from a rescue shell) can read
+another machine's files. Figures from /proc/net are a snapshot taken now: counters such as
+ListenOverflows are totals since boot, but sockstat's orphans or TIME-WAIT are only what
+exists at this moment — run `facts` at peak time, or edit the figures, to size for peaks.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import stat
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.host_facts import HostFacts, facts_from_data
+from sysctl_advisor.model.units import is_decimal
+from sysctl_advisor.sources.proc_readers import (
+    count_cpu_list,
+    count_cpuinfo,
+    count_numa_nodes,
+    parse_meminfo,
+    parse_module_list,
+    parse_net_dev,
+    parse_netstat,
+    parse_sockstat,
+    parse_softnet_cpus,
+    selected_mode,
+    softnet_totals,
+)
+from sysctl_advisor.sources.tree_paths import inside
+
+LIVE_ROOT = Path("/")
+NGINX_CONFIGS = ("etc/nginx/nginx.conf", "usr/local/nginx/conf/nginx.conf")
+
+# Distribution kernels name the architecture at the end of the release string.
+_RELEASE_ARCH_SUFFIXES = {
+    ".i686": "i686",
+    ".i386": "i386",
+    ".x86_64": "x86_64",
+    ".aarch64": "aarch64",
+    ".ppc64le": "ppc64le",
+    ".s390x": "s390x",
+    "-amd64": "x86_64",
+    "-686": "i686",
+    "-686-pae": "i686",
+    "-arm64": "aarch64",
+    "-armmp": "armv7l",
+}
+
+
+DEFAULT_WINDOW = 14 * 86400  # `facts --since` default: how far back the kernel log is read
+MAX_PROC_FILE = 1 << 20  # no /proc or /sys file the collector reads is near this
+
+
+def _read(path: Path, root: Path = Path("/"), limit: int = MAX_PROC_FILE) -> str | None:
+    """A /proc or /sys file's text, or None. Under a copied tree (`--root`), a file whose links
+    lead out of the tree is not read (its absolute links would name the host running the
+    advisor: `somaxconn -> /etc/shadow`); nor is anything but a regular file."""
+    if root != LIVE_ROOT and not inside(root, path):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data.decode("utf-8", errors="replace").strip()
+
+
+def _reachable(root: Path, path: Path) -> bool:
+    """Whether `path` may be looked at: always on the live host; under a copied tree only
+    when its links resolve inside the tree (a directory link to /sys/class/net would list the
+    NICs of the host running the advisor)."""
+    return root == LIVE_ROOT or inside(root, path)
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _arch(root: Path, release: str | None, live: bool) -> str | None:
+    arch = _read(root / "proc/sys/kernel/arch", root)  # present since Linux 6.1
+    if arch:
+        return arch
+    if live:
+        return platform.machine() or None
+    for suffix, name in _RELEASE_ARCH_SUFFIXES.items():
+        if release and release.endswith(suffix):
+            return name
+    return None
+
+
+def _cpu_threads(root: Path, live: bool) -> int | None:
+    online = _read(root / "sys/devices/system/cpu/online", root)
+    count = count_cpu_list(online) if online else None
+    if count is None:
+        cpuinfo = _read(root / "proc/cpuinfo", root)
+        count = count_cpuinfo(cpuinfo) if cpuinfo else None
+    if count is None and live:
+        count = os.cpu_count()
+    return count
+
+
+def _page_size(root: Path, live: bool) -> int:
+    if live:
+        return os.sysconf("SC_PAGE_SIZE")
+    smaps = _read(root / "proc/self/smaps", root) or ""
+    for line in smaps.splitlines():
+        if line.startswith("KernelPageSize:"):
+            parts = line.split()
+            if len(parts) >= 2 and is_decimal(parts[1]):
+                return int(parts[1]) * 1024
+    return 4096
+
+
+def _nics(root: Path, rx: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
+    nics: list[dict[str, Any]] = []
+    net = root / "sys/class/net"
+    if not _reachable(root, net):
+        return nics
+    try:
+        names = sorted(p.name for p in net.iterdir())
+    except OSError:
+        return nics
+    for name in names:
+        device = net / name / "device"
+        if not (_reachable(root, net / name) and _reachable(root, device)):
+            continue
+        if name == "lo" or not (device.exists() or device.is_symlink()):
+            continue  # loopback and virtual links (bridges, veth, bonds) have no device
+        nic: dict[str, Any] = {"name": name}
+        driver_link = device / "driver"
+        if driver_link.is_symlink():
+            nic["driver"] = os.path.basename(os.readlink(driver_link))
+        speed = _int(_read(net / name / "speed", root))  # -1 or unreadable when the link is down
+        if speed and speed > 0:
+            nic["speed_mbps"] = speed
+        mtu = _int(_read(net / name / "mtu", root))
+        if mtu:
+            nic["mtu"] = mtu
+        if name in rx:
+            nic["rx_overruns"] = rx[name]["fifo"]
+        nics.append(nic)
+    return nics
+
+
+def _sysctls(root: Path, keys: Iterable[str]) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for key in keys:
+        text = _read(root / "proc/sys" / key.replace(".", "/"), root)
+        if text is not None:
+            values[key] = " ".join(text.split())
+    return values
+
+
+MAX_MODULE_LIST = 16 << 20  # modules.dep of a distribution kernel is about 1 MiB
+
+
+def _kernel_modules(root: Path, release: str | None) -> dict[str, list[str]] | None:
+    """The congestion control and qdisc modules the running kernel could load or has built
+    in; None when its module directory is not there (a kernel without modules, a container)."""
+    if not release or "/" in release or release in (".", ".."):
+        return None
+    directory = root / "lib/modules" / release
+    dep = _read(directory / "modules.dep", root, MAX_MODULE_LIST + 1)
+    builtin = _read(directory / "modules.builtin", root, MAX_MODULE_LIST + 1) or ""
+    if dep is None or len(dep) > MAX_MODULE_LIST or len(builtin) > MAX_MODULE_LIST:
+        return None  # not there, or cut short: "not read", never a partial list
+    return {"loadable": parse_module_list(dep), "builtin": parse_module_list(builtin)}
+
+
+def _observed(root: Path, nics: list[dict[str, Any]]) -> dict[str, Any]:
+    observed: dict[str, Any] = {
+        # sockstat is what exists now: the *_peak fields below are a snapshot, and say so
+        "period": {"kind": "snapshot", "source": f"{root / 'proc'}", "at": utc_now()},
+    }
+    sockstat = parse_sockstat(_read(root / "proc/net/sockstat", root) or "").get("TCP", {})
+    for field, column in (
+        ("connections_peak", "inuse"),
+        ("orphans_peak", "orphan"),
+        ("time_wait_peak", "tw"),
+        ("tcp_mem_pages_peak", "mem"),
+    ):
+        if column in sockstat:
+            observed[field] = sockstat[column]
+    tcp_ext = parse_netstat(_read(root / "proc/net/netstat", root) or "").get("TcpExt", {})
+    if "ListenOverflows" in tcp_ext:
+        observed["listen_overflows"] = tcp_ext["ListenOverflows"]
+    if "ListenDrops" in tcp_ext:
+        observed["listen_drops"] = tcp_ext["ListenDrops"]
+    overruns = [n["rx_overruns"] for n in nics if "rx_overruns" in n]
+    if overruns:
+        observed["rx_overruns"] = sum(overruns)
+    softnet_text = _read(root / "proc/net/softnet_stat", root) or ""
+    cpus = parse_softnet_cpus(softnet_text)
+    if cpus:  # the totals are the per-CPU lines summed: the two can never disagree
+        totals = softnet_totals(cpus)
+        observed["softnet_dropped"] = totals["dropped"]
+        observed["softnet_time_squeeze"] = totals["time_squeeze"]
+        observed["softnet"] = cpus
+    return observed
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _numa_nodes(root: Path) -> int | None:
+    nodes = root / "sys/devices/system/node"
+    if not _reachable(root, nodes):
+        return None
+    try:
+        return count_numa_nodes([p.name for p in nodes.iterdir()])
+    except OSError:
+        return None
+
+
+def _sysctl_files(root: Path, keys: Iterable[str]) -> dict[str, str] | None:
+    """Which catalog keys the host's sysctl.d files (and sysctl.conf) set at boot, and where;
+    None when the host has none of those files to read."""
+    from sysctl_advisor.sources.sysctl_files import SYSCTL_CONF, SYSCTL_D_DIRS, read_tree
+
+    if not any((root / d).is_dir() for d in SYSCTL_D_DIRS) and not (root / SYSCTL_CONF).exists():
+        return None
+    try:
+        config = read_tree(root, keys)
+    except InputError:
+        return None
+    wanted = set(keys)
+    return {k: v.source for k, v in config.values.items() if k in wanted}
+
+
+def _services(root: Path) -> dict[str, Any]:
+    base = root.resolve()
+    for relative in NGINX_CONFIGS:
+        path = base / relative
+        if _reachable(base, path) and path.is_file():
+            nginx: dict[str, Any] = {"config": str(path)}
+            if base != LIVE_ROOT:
+                nginx["config_root"] = str(base)  # absolute includes point into the tree
+            return {"nginx": nginx}
+    return {}
+
+
+def collect_data(
+    keys: Iterable[str],
+    root: Path = LIVE_ROOT,
+    message_matchers: Mapping[str, Sequence[str]] | None = None,
+    kernel_log: Path | None = None,
+    since_seconds: int | None = None,
+) -> dict[str, Any]:
+    """The facts of the host under `root` as plain data (a facts-file mapping).
+
+    On the live host also its listening sockets (netlink); given message families, the kernel
+    log (`kernel_log`, else the journal, kern.log or dmesg; only the files under a copied
+    tree) counted over the last `since_seconds`."""
+    keys = tuple(keys)
+    live = root.resolve() == LIVE_ROOT
+    meminfo_path = root / "proc/meminfo"
+    meminfo_text = _read(meminfo_path, root)
+    if meminfo_text is None:
+        raise InputError("cannot read the memory size (no /proc/meminfo)", path=meminfo_path)
+    meminfo = parse_meminfo(meminfo_text)
+    if "MemTotal" not in meminfo:
+        raise InputError("no MemTotal line", path=meminfo_path)
+    memory: dict[str, int] = {"total": meminfo["MemTotal"]}
+    if meminfo.get("LowTotal"):  # only 32-bit kernels with highmem print LowTotal
+        memory["lowmem"] = meminfo["LowTotal"]
+    nodes = _numa_nodes(root)
+    if nodes:
+        memory["numa_nodes"] = nodes
+    uname = platform.uname()
+    kernel = _read(root / "proc/sys/kernel/osrelease", root) or (uname.release if live else None)
+    hostname = _read(root / "proc/sys/kernel/hostname", root) or (uname.node if live else None)
+    rx = parse_net_dev(_read(root / "proc/net/dev", root) or "")
+    nics = _nics(root, rx)
+    data: dict[str, Any] = {
+        "hostname": hostname,
+        "kernel": kernel,
+        "arch": _arch(root, kernel, live),
+        "memory": memory,
+        "page_size": _page_size(root, live),
+        "cpu": {"threads": _cpu_threads(root, live)},
+        "nics": nics,
+        "sysctl": _sysctls(root, keys),
+        "sysctl_files": _sysctl_files(root, keys),
+        "observed": _observed(root, nics),
+        "services": _services(root),
+    }
+    modules = _kernel_modules(root, kernel)
+    if modules is not None:
+        data["kernel_modules"] = modules
+    thp = selected_mode(_read(root / "sys/kernel/mm/transparent_hugepage/enabled", root) or "")
+    if thp:
+        data["transparent_hugepage"] = thp
+    if live:
+        from sysctl_advisor.sources.listeners import read_listeners
+
+        data["listeners"] = read_listeners(root / "proc")
+    if message_matchers is not None:
+        from sysctl_advisor.sources.kernel_log import read_kernel_log
+
+        log = read_kernel_log(
+            message_matchers, path=kernel_log, since_seconds=since_seconds, root=root
+        )
+        if log is not None:
+            data["observed"].update(log)
+    return data
+
+
+def collect(
+    keys: Iterable[str],
+    root: Path = LIVE_ROOT,
+    message_matchers: Mapping[str, Sequence[str]] | None = None,
+    since: int | None = None,
+) -> HostFacts:
+    return facts_from_data(collect_data(keys, root, message_matchers, None, since), path=root)

@@ -1,0 +1,184 @@
+"""nginx's listening sockets and their backlogs, read with crossplane (nginx's own grammar).
+
+Every `listen` in a `server` block opens (or shares) one socket per address:port. nginx lets
+only one of the directives naming an address:port carry socket options such as `backlog=`;
+the others share that socket. So the unit that has a backlog is the socket, not the directive:
+this module groups directives by address and reports, per socket, the backlog nginx asks for
+(None: its Linux default, 511) and the directive an operator should edit.
+"""
+
+from __future__ import annotations
+
+import glob
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import crossplane
+
+from sysctl_advisor.model.host_facts import Listen
+from sysctl_advisor.model.model_base import ValidationError
+from sysctl_advisor.model.text_escape import MAX_TEXT, one_line
+from sysctl_advisor.sources.tree_paths import inside
+
+MAX_INCLUDE_DEPTH = 16
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class NginxListens:
+    listens: list[Listen]
+    error: str | None  # first problem, "file:line: message"; None when every file parsed
+
+
+def socket_address(address: str) -> str:
+    """`80`, `*:80` and `0.0.0.0:80` are one socket; IPv6 and unix addresses stay as written."""
+    if address.startswith(("unix:", "[")):
+        return address
+    if address.isascii() and address.isdigit():
+        return f"*:{address}"
+    host, sep, port = address.rpartition(":")
+    if not sep:
+        return f"{address}:80"  # `listen example.org` means port 80
+    return f"*:{port}" if host in ("*", "0.0.0.0") else address
+
+
+def _backlog(args: list[str]) -> tuple[int | None, str | None]:
+    """backlog=N as nginx reads it (ngx_atoi: decimal digits; -1 is accepted by nginx on some
+    platforms), and an error when it is not a number nginx would take."""
+    for arg in args[1:]:
+        if arg.startswith("backlog="):
+            value = arg.removeprefix("backlog=")
+            if value == "-1":
+                return -1, None
+            plain = value.isascii() and value.isdigit() and len(value) <= 10
+            if plain and 0 < int(value) <= 2**31 - 1:
+                return int(value), None
+            return None, f"invalid backlog={value[:24]!r} (nginx refuses it)"
+    return None, None
+
+
+class _Reader:
+    """Follows includes itself (crossplane parses one file at a time) so that absolute include
+    paths can be re-rooted in a copied tree and a broken include spoils only itself."""
+
+    def __init__(self, config: Path, root: Path | None, confine: Path | None) -> None:
+        self.config_dir = config.parent
+        self.root = root
+        self.confine = confine  # every file read must lie inside it (links resolved)
+        self.found: list[Listen] = []
+        self.errors: list[str] = []
+        self.seen: set[Path] = set()
+
+    def _resolve(self, pattern: str) -> list[Path]:
+        if pattern.startswith("/"):
+            base = (self.root or Path("/")) / pattern.lstrip("/")
+        else:
+            base = self.config_dir / pattern
+        if any(c in pattern for c in "*?["):
+            return sorted(Path(p) for p in glob.glob(str(base)))
+        if not base.exists():
+            self.errors.append(f"{base}: included file not found")
+            return []
+        return [base]
+
+    def read(self, path: Path, inside_server: bool, depth: int = 0) -> None:
+        if path in self.seen or depth > MAX_INCLUDE_DEPTH:
+            return
+        self.seen.add(path)
+        if self.confine is not None and not inside(self.confine, path):
+            self.errors.append(f"{self._shown(path)}: outside {self.confine}; not read")
+            return
+        if path.is_file() and path.stat().st_size > MAX_CONFIG_BYTES:
+            self.errors.append(f"{self._shown(path)}: larger than {MAX_CONFIG_BYTES} bytes")
+            return
+        try:
+            payload = crossplane.parse(
+                str(path), catch_errors=True, single=True, comments=False, check_ctx=False
+            )
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            self.errors.append(f"{path}: {exc}")
+            return
+        for entry in payload.get("config", []):
+            for problem in entry.get("errors", []):
+                line = problem.get("line")
+                shown = self._shown(Path(entry["file"]))
+                where = f"{shown}:{line}" if line else shown
+                message = str(problem.get("error", "cannot parse"))
+                message = message.split(f" in {entry['file']}")[0]  # crossplane repeats the place
+                self.errors.append(f"{where}: {message}")
+            self._walk(entry.get("parsed", []), self._shown(path), inside_server, depth)
+
+    def _shown(self, path: Path) -> str:
+        """The path as it is on the host: inside a copied tree, relative to its root."""
+        if self.root is not None:
+            try:
+                return "/" + str(path.resolve().relative_to(self.root.resolve()))
+            except ValueError:
+                pass
+        return str(path)
+
+    def _walk(
+        self, directives: list[dict[str, Any]], file: str, inside_server: bool, depth: int
+    ) -> None:
+        for directive in directives:
+            name, args = directive.get("directive"), directive.get("args", [])
+            if name == "listen" and inside_server and args:
+                line = directive.get("line", 1)
+                backlog, problem = _backlog(args)
+                if problem is not None:
+                    self.errors.append(f"{file}:{line}: {problem}")
+                try:
+                    self.found.append(
+                        Listen(
+                            address=socket_address(args[0]),
+                            backlog=backlog,
+                            file=file,
+                            line=line,
+                            text=" ".join(["listen", *args]),
+                        )
+                    )
+                except ValidationError:
+                    self.errors.append(f"{file}:{line}: a listen directive that is not plain text")
+            elif name == "include" and args:
+                for included in self._resolve(args[0]):
+                    self.read(included, inside_server, depth + 1)
+            block = directive.get("block")
+            if block is not None:
+                self._walk(block, file, inside_server or name == "server", depth)
+
+
+def _group(found: list[Listen]) -> list[Listen]:
+    """One Listen per socket: the directive that sets backlog=, else the one that carries
+    other socket options (default_server, reuseport, …), else the first."""
+    by_socket: dict[str, list[Listen]] = {}
+    for listen in found:
+        by_socket.setdefault(listen.address, []).append(listen)
+    sockets: list[Listen] = []
+    for group in by_socket.values():
+        chosen = next((d for d in group if d.backlog is not None), None)
+        chosen = chosen or next((d for d in group if len(d.text.split()) > 2), group[0])
+        sockets.append(chosen)
+    return sorted(sockets, key=lambda d: (d.file, d.line, d.address))
+
+
+def read_nginx(config: Path, root: Path | None = None, confine: Path | None = None) -> NginxListens:
+    """Parse the main config and everything it includes; never raises. `root` stands for `/`
+    when following absolute include paths (a copied tree read with `facts --root`); with
+    `confine`, no file outside that directory is read (a config named by a facts file)."""
+    if confine is not None and not inside(confine, config):
+        return NginxListens([], _as_fact(f"{config}: outside {confine}; not read"))
+    if not config.is_file():
+        return NginxListens([], _as_fact(f"{config}: cannot read the nginx configuration"))
+    reader = _Reader(config, root, confine)
+    reader.read(config, inside_server=False)
+    errors = reader.errors
+    error = "; ".join(errors[:3]) + (f" (and {len(errors) - 3} more)" if len(errors) > 3 else "")
+    return NginxListens(_group(reader.found), _as_fact(error) or None)
+
+
+def _as_fact(message: str) -> str:
+    """A message that quotes the config (file names, nginx's own errors) as facts text: one
+    line, escaped, and no longer than a facts text field may be."""
+    text = one_line(message)
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."

@@ -1,0 +1,200 @@
+"""Parsers for the /proc and /sys text formats the collector reads. Pure: text in, numbers out.
+
+Each parser tolerates lines it does not understand (kernels add fields over time) and never
+raises on odd text; a missing figure is simply absent from the result.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sysctl_advisor.model.units import is_decimal
+
+
+def parse_meminfo(text: str) -> dict[str, int]:
+    """/proc/meminfo in bytes: `MemTotal:  24576000 kB` -> {"MemTotal": 25165824000}."""
+    values: dict[str, int] = {}
+    for line in text.splitlines():
+        name, sep, rest = line.partition(":")
+        parts = rest.split()
+        if sep and parts and is_decimal(parts[0]):
+            factor = 1024 if len(parts) > 1 and parts[1].lower() == "kb" else 1
+            values[name.strip()] = int(parts[0]) * factor
+    return values
+
+
+def parse_sockstat(text: str) -> dict[str, dict[str, int]]:
+    """/proc/net/sockstat: `TCP: inuse 5 orphan 0 tw 2 alloc 8 mem 1` -> {"TCP": {"inuse": 5, …}}.
+
+    `mem` is in pages (it is tcp_memory_allocated, the figure tcp_mem is compared with).
+    """
+    table: dict[str, dict[str, int]] = {}
+    for line in text.splitlines():
+        protocol, sep, rest = line.partition(":")
+        if not sep:
+            continue
+        words = rest.split()
+        fields: dict[str, int] = {}
+        for name, value in zip(words[::2], words[1::2], strict=False):
+            if is_decimal(value):
+                fields[name] = int(value)
+        table[protocol.strip()] = fields
+    return table
+
+
+def parse_netstat(text: str) -> dict[str, dict[str, int]]:
+    """/proc/net/netstat (and /proc/net/snmp): pairs of header and value lines per protocol.
+
+    `TcpExt: SyncookiesSent … ListenOverflows ListenDrops …` then `TcpExt: 0 … 12 12 …`.
+    """
+    table: dict[str, dict[str, int]] = {}
+    pending: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        protocol, sep, rest = line.partition(":")
+        if not sep:
+            continue
+        protocol, words = protocol.strip(), rest.split()
+        if protocol in pending:
+            names = pending.pop(protocol)
+            table[protocol] = {
+                name: int(value)
+                for name, value in zip(names, words, strict=False)
+                if is_decimal(value.removeprefix("-"))
+            }
+        else:
+            pending[protocol] = words
+    return table
+
+
+# /proc/net/dev receive columns, in order, after the interface name.
+_DEV_RX_COLUMNS = ("bytes", "packets", "errs", "drop", "fifo", "frame", "compressed", "multicast")
+
+
+def parse_net_dev(text: str) -> dict[str, dict[str, int]]:
+    """/proc/net/dev receive counters per interface: {"eth0": {"fifo": 1491402, …}}.
+
+    The receive `fifo` column is what ifconfig calls "overruns": frames the NIC dropped because
+    its receive ring was full.
+    """
+    table: dict[str, dict[str, int]] = {}
+    for line in text.splitlines():
+        name, sep, rest = line.partition(":")
+        words = rest.split()
+        if not sep or "|" in line or len(words) < len(_DEV_RX_COLUMNS):
+            continue
+        if not all(is_decimal(w) for w in words[: len(_DEV_RX_COLUMNS)]):
+            continue
+        table[name.strip()] = {
+            column: int(value) for column, value in zip(_DEV_RX_COLUMNS, words, strict=False)
+        }
+    return table
+
+
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def parse_softnet_cpus(text: str) -> list[dict[str, int]]:
+    """/proc/net/softnet_stat per CPU: processed, dropped, time_squeeze and, where printed,
+    received_rps (column 10: packets another CPU steered here with RPS/RFS). Only online CPUs
+    are printed; kernels that print 13 or more columns give the CPU id in column 13
+    (net/core/net-procfs.c softnet_seq_show()), older ones are numbered by line."""
+    cpus: list[dict[str, int]] = []
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) < 3 or not all(w and set(w) <= _HEX and len(w) <= 16 for w in words):
+            continue
+        cpu = int(words[12], 16) if len(words) >= 13 else len(cpus)
+        entry = {
+            "cpu": min(cpu, 65535),
+            "processed": int(words[0], 16),
+            "dropped": int(words[1], 16),
+            "time_squeeze": int(words[2], 16),
+        }
+        if len(words) >= 10:
+            entry["received_rps"] = int(words[9], 16)
+        cpus.append(entry)
+    return cpus
+
+
+def softnet_totals(cpus: list[dict[str, int]]) -> dict[str, int]:
+    """The per-CPU counters summed: column 2 (packets dropped because the per-CPU input backlog
+    was full) and column 3 (time_squeeze: polls that ran out of netdev_budget or
+    netdev_budget_usecs with work left). Empty when no CPU line was read."""
+    if not cpus:
+        return {}
+    return {
+        "dropped": sum(c["dropped"] for c in cpus),
+        "time_squeeze": sum(c["time_squeeze"] for c in cpus),
+    }
+
+
+def count_numa_nodes(names: list[str]) -> int | None:
+    """Entries of /sys/devices/system/node: `node0`, `node1`, … -> 2."""
+    count = sum(1 for n in names if n.startswith("node") and is_decimal(n[4:]))
+    return count or None
+
+
+def count_cpu_list(text: str) -> int | None:
+    """/sys/devices/system/cpu/online: `0-3,8-11` -> 8."""
+    total = 0
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        if not is_decimal(low) or (high and not is_decimal(high)):
+            return None
+        total += (int(high) - int(low) + 1) if high else 1
+    return total or None
+
+
+def count_cpuinfo(text: str) -> int | None:
+    """/proc/cpuinfo: the number of `processor :` stanzas."""
+    count = sum(1 for line in text.splitlines() if line.split(":")[0].strip() == "processor")
+    return count or None
+
+
+def selected_mode(text: str) -> str | None:
+    """Bracketed choice of a /sys mode file: `always [madvise] never` -> "madvise"."""
+    start, end = text.find("["), text.find("]")
+    if start == -1 or end <= start:
+        return None
+    return text[start + 1 : end].strip() or None
+
+
+def parse_slabinfo(text: str) -> dict[str, int]:
+    """/proc/slabinfo (version 2.1): bytes held by each cache, num_objs x objsize.
+
+    `TCP  3040 3120 2368 13 8 : tunables …` -> {"TCP": 3120 * 2368}.
+    """
+    caches: dict[str, int] = {}
+    for line in text.splitlines():
+        if line.startswith(("slabinfo", "#")):
+            continue
+        parts = line.split()
+        if len(parts) >= 4 and is_decimal(parts[2]) and is_decimal(parts[3]):
+            caches[parts[0]] = int(parts[2]) * int(parts[3])
+    return caches
+
+
+# The modules the rules ask about: congestion control algorithms and queueing disciplines.
+_NET_MODULE_DIRS = ("kernel/net/ipv4/tcp_", "kernel/net/sched/sch_")
+_MODULE_NAME = re.compile(r"[a-z0-9_]{1,56}")
+MAX_MODULES = 1024
+
+
+def parse_module_list(text: str) -> list[str]:
+    """modules.dep or modules.builtin: the congestion control and qdisc modules it names.
+
+    `kernel/net/sched/sch_fq.ko.zst: kernel/...` -> ["sch_fq"] (sorted, no duplicates).
+    """
+    names: set[str] = set()
+    for line in text.splitlines():
+        path = line.split(":", 1)[0].strip()
+        if not path.startswith(_NET_MODULE_DIRS):
+            continue
+        base = path.rsplit("/", 1)[1]
+        name, dot, _ = base.partition(".ko")
+        name = name.replace("-", "_")
+        if dot and _MODULE_NAME.fullmatch(name):  # an odd entry is skipped, not fatal
+            names.add(name)
+    return sorted(names)[:MAX_MODULES]

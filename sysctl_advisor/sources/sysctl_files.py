@@ -1,0 +1,294 @@
+"""What configuration is in force: a `sysctl -a` dump, one sysctl.conf, or a sysctl.d tree.
+
+A tree is resolved as systemd-sysctl does at boot (kernel-facts §10):
+
+* `*.conf` files in etc/sysctl.d, run/sysctl.d, usr/local/lib/sysctl.d, usr/lib/sysctl.d and
+  lib/sysctl.d; a file name found in an earlier directory hides the same name in later ones,
+  and a symlink to /dev/null masks it;
+* the surviving files are applied in lexicographic order of their names, whatever their
+  directory, and within the run a later assignment replaces an earlier one;
+* a glob key (`net.ipv4.conf.*.rp_filter`) applies to every matching key that has no explicit
+  assignment anywhere; `-key` on its own keeps a key out of globs.
+
+etc/sysctl.conf is applied where a sysctl.d symlink places it (distributions ship
+`99-sysctl.conf -> ../sysctl.conf`); without such a link systemd-sysctl ignores it and
+`sysctl --system` applies it last. It is applied last here, with a note saying so.
+
+Every value remembers the file and line it came from. Problems (unreadable files, broken
+links, lines without `=`, inline comments) are collected, never raised, so the rest stays usable.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sysctl_advisor.model.current_config import CurrentConfig, CurrentValue, Override, Problem
+from sysctl_advisor.model.documents import read_bytes
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.sysctl_conf import Assignment, parse_conf_lines
+from sysctl_advisor.sources.tree_paths import inside
+
+SYSCTL_D_DIRS = (
+    "etc/sysctl.d",
+    "run/sysctl.d",
+    "usr/local/lib/sysctl.d",
+    "usr/lib/sysctl.d",
+    "lib/sysctl.d",
+)
+SYSCTL_CONF = "etc/sysctl.conf"
+MAX_LINK_HOPS = 16
+
+
+@dataclass
+class _Collector:
+    """Applies assignments in order: explicit keys, then globs over the keys that remain."""
+
+    config: CurrentConfig
+    known_keys: tuple[str, ...]
+    explicit: dict[str, CurrentValue] = field(default_factory=dict)
+    globs: list[CurrentValue] = field(default_factory=list)
+    excluded: set[str] = field(default_factory=set)
+
+    def add_text(self, text: str, display: str) -> None:
+        assignments, exclusions, bad = parse_conf_lines(text)
+        self.config.documents.append((display, assignments))
+        for line in bad:
+            self.config.problems.append(
+                Problem(f"{display}:{line.line}", line.reason, "error", line.code)
+            )
+        for exclusion in exclusions:
+            self.excluded.add(exclusion.key)
+        for item in assignments:
+            self._add(item, display)
+
+    def _add(self, item: Assignment, display: str) -> None:
+        where = f"{display}:{item.line}"
+        value = CurrentValue(item.key, item.value, where, item.ignore_failure, display, item.line)
+        if item.is_glob:
+            self.globs.append(value)
+            return
+        previous = self.explicit.get(item.key)
+        if previous is not None:
+            self.config.overrides.append(Override(item.key, previous, value))
+        self.explicit[item.key] = value
+
+    def finish(self) -> None:
+        values = dict(self.explicit)
+        for glob in self.globs:
+            for key in self.known_keys:
+                if key in self.explicit or key in self.excluded:
+                    continue
+                if fnmatch.fnmatchcase(key, glob.key):
+                    values[key] = CurrentValue(key, glob.value, glob.source, glob.ignore_failure)
+        self.config.values = dict(sorted(values.items()))
+
+
+def _read(path: Path, display: str, problems: list[Problem]) -> str | None:
+    """A file's text, or None with the reason recorded: never blocks on a FIFO, never reads a
+    device or more than the input limit."""
+    try:
+        data = read_bytes(path)
+    except InputError as exc:
+        problems.append(Problem(display, exc.message, "error", "unreadable"))
+        return None
+    if b"\0" in data:
+        problems.append(Problem(display, "binary file, not sysctl settings", "error", "unreadable"))
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def _looks_like_dump(text: str) -> bool:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if any(line.startswith("sysctl: ") for line in lines):
+        return True
+    if any(line[0] in "#;" for line in lines):
+        return False
+    # `sysctl -a` prints hundreds of keys, tab-separated vectors among them.
+    return len(lines) >= 100 and any("\t" in line for line in lines)
+
+
+def read_file(
+    path: Path, known_keys: Iterable[str] = (), display: str | None = None
+) -> CurrentConfig:
+    """One sysctl.conf, or a `sysctl -a` dump (told apart by its content)."""
+    shown = display or str(path)
+    config = CurrentConfig("file", shown)
+    text = _read(path, shown, config.problems)
+    collector = _Collector(config, tuple(known_keys))
+    if text is not None:
+        if _looks_like_dump(text):
+            config.kind = "dump"
+            kept: list[str] = []
+            for number, line in enumerate(text.splitlines(), start=1):
+                if line.startswith("sysctl: "):  # "permission denied on key …", "reading key …"
+                    config.problems.append(Problem(f"{shown}:{number}", line[8:].strip(), "info"))
+                    kept.append("")
+                else:
+                    kept.append(line)
+            text = "\n".join(kept)
+        collector.add_text(text, shown)
+        config.files.append(shown)
+    collector.finish()
+    return config
+
+
+def _outside(shown: str) -> Problem:
+    return Problem(shown, "a symlink out of the tree; not read", "error", "outside-link")
+
+
+def _resolve_link(
+    root: Path, path: Path, checked: frozenset[Path] = frozenset()
+) -> Path | str | None:
+    """Follow symlinks inside `root` (absolute targets are re-rooted there). Returns the file,
+    "mask" for /dev/null, "outside" for a link that leaves the tree (never read: a pull
+    request must not get a repository's secrets quoted back), or None when the link is broken
+    or loops. `checked` holds directories already resolved inside the tree: an entry of one
+    that is not a link is inside too, without resolving its path again."""
+    current = path
+    for _ in range(MAX_LINK_HOPS):
+        if not current.is_symlink():
+            if not current.exists():
+                return None
+            if current is path and current.parent in checked:
+                return current
+            return current if inside(root, current) else "outside"
+        target = os.readlink(current)
+        if target == "/dev/null":
+            return "mask"
+        joined = root / target.lstrip("/") if target.startswith("/") else current.parent / target
+        current = Path(os.path.normpath(joined))
+        if not inside(root, current.parent) and not inside(root, current):
+            return "outside"
+    return None
+
+
+def _is_sysctl_d(directory: Path) -> bool:
+    try:
+        return any(p.suffix == ".conf" for p in directory.iterdir())
+    except OSError as exc:
+        raise InputError(f"cannot list: {exc.strerror or exc}", path=directory) from None
+
+
+def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
+    """A directory holding etc/sysctl.d, usr/lib/sysctl.d, … (or `/`), resolved as
+    systemd-sysctl does; a plain directory of *.conf files is read as one sysctl.d."""
+    config = CurrentConfig("tree", str(root))
+    if not any((root / d).is_dir() for d in SYSCTL_D_DIRS) and not (root / SYSCTL_CONF).exists():
+        if root.is_dir() and _is_sysctl_d(root):
+            directories = [root]
+            relative_to = root.parent
+        else:
+            raise InputError(
+                "no sysctl.d directories (etc/sysctl.d, usr/lib/sysctl.d, …), "
+                "sysctl.conf or *.conf files here",
+                path=root,
+            )
+    else:
+        directories = [root / d for d in SYSCTL_D_DIRS]
+        relative_to = root
+
+    def shown(path: Path) -> str:
+        try:
+            return str(path.relative_to(relative_to))
+        except ValueError:
+            return str(path)
+
+    config.base = relative_to
+    tree = root  # every file read must lie inside it once links are resolved
+    chosen: dict[str, Path] = {}
+    inside_tree: set[Path] = set()
+    for directory in directories:
+        if not directory.is_dir():
+            continue
+        if not inside(tree, directory):
+            config.problems.append(_outside(shown(directory)))
+            continue
+        inside_tree.add(directory)
+        try:
+            entries = sorted(directory.iterdir())
+        except OSError as exc:
+            config.problems.append(
+                Problem(
+                    shown(directory), f"cannot list: {exc.strerror or exc}", "error", "unreadable"
+                )
+            )
+            continue
+        for entry in entries:
+            if entry.suffix == ".conf" and entry.name not in chosen:
+                chosen[entry.name] = entry  # an earlier directory hides the same name
+
+    checked = frozenset(inside_tree)
+    collector = _Collector(config, tuple(known_keys))
+    main_conf = root / SYSCTL_CONF
+    main_conf_real = main_conf.resolve() if main_conf.exists() else None
+    main_conf_linked = False
+    for name in sorted(chosen):
+        entry = chosen[name]
+        entry_shown = shown(entry)
+        target = _resolve_link(root, entry, checked)
+        if target == "mask":
+            config.masked.append(entry_shown)
+            continue
+        if target == "outside":
+            config.problems.append(_outside(entry_shown))
+            continue
+        if target is None:
+            config.problems.append(
+                Problem(entry_shown, "broken symlink, skipped", "error", "broken-link")
+            )
+            continue
+        assert isinstance(target, Path)
+        if target.is_dir():
+            continue
+        linked = target is not entry  # _resolve_link returns the entry itself unless a link
+        if main_conf_real is not None and target.resolve() == main_conf_real:
+            main_conf_linked = True
+        # A link (99-sysctl.conf -> ../sysctl.conf) is applied at its own name's position, but
+        # values are attributed to the file an operator would edit.
+        display = shown(target) if linked else entry_shown
+        text = _read(target, display, config.problems)
+        if text is not None:
+            collector.add_text(text, display)
+            config.files.append(
+                entry_shown if display == entry_shown else f"{entry_shown} -> {display}"
+            )
+    if main_conf.is_file() and not main_conf_linked and not inside(tree, main_conf):
+        config.problems.append(
+            Problem(
+                shown(main_conf), "a symlink out of the tree; not read", "error", "outside-link"
+            )
+        )
+    elif main_conf.is_file() and not main_conf_linked:
+        config.problems.append(
+            Problem(
+                shown(main_conf),
+                "not linked from sysctl.d: systemd-sysctl does not read it at boot; "
+                "`sysctl --system` applies it last, as assumed here",
+                "info",
+            )
+        )
+        text = _read(main_conf, shown(main_conf), config.problems)
+        if text is not None:
+            collector.add_text(text, shown(main_conf))
+            config.files.append(shown(main_conf))
+    collector.finish()
+    return config
+
+
+def read_current(path: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
+    """`--current PATH`: a directory is a tree, a file is a sysctl.conf or a `sysctl -a` dump."""
+    if path.is_dir():
+        return read_tree(path, known_keys)
+    if not path.exists():
+        raise InputError("no such file or directory", path=path)
+    config = read_file(path, known_keys)
+    if not config.files:
+        raise InputError(config.problems[0].message if config.problems else "unreadable", path=path)
+    return config
