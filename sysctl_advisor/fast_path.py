@@ -129,9 +129,8 @@ _RENAMED = {"set_": "settings"}
 
 def run(command: str, options: dict[str, Any]) -> int:
     """The command, as the typer CLI calls it (the same function, the same arguments)."""
-    from sysctl_advisor.commands.common import guarded, models_for
+    from sysctl_advisor.commands.common import guarded
 
-    models_for(command, options)  # before any model is defined: plain ones on a warm run
     kwargs: dict[str, Any] = {_RENAMED.get(k, k): v for k, v in options.items()}
     if command == "recommend":
         from sysctl_advisor.commands.recommend import recommend

@@ -10,9 +10,6 @@ import pytest
 # Compiled-expression and spec caches go to a throwaway directory, never the user's.
 os.environ.setdefault("SYSCTL_ADVISOR_CACHE", tempfile.mkdtemp(prefix="sysctl-advisor-test-"))
 
-# In-process tests validate input, so this process defines its models on pydantic (and can
-# no longer choose plain ones); warm runs on plain models are tested in subprocesses.
-import sysctl_advisor.model.model_base  # noqa: F401
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from tests.sarif.validate import validate_check_outputs  # noqa: F401  (autouse: every check SARIF/JSON is validated)
 

@@ -99,14 +99,6 @@ def to_stdout(output: Path | None) -> bool:
     return output is None or str(output) == "-"
 
 
-def models_for(command: str, options: dict[str, Any]) -> bool:
-    """Before any model is defined: plain models for a run that only loads objects validated
-    before (knowledge.warm_start), else pydantic's. True when plain."""
-    from sysctl_advisor.knowledge.warm_start import choose_models
-
-    return choose_models(command, options)
-
-
 def parse_overrides(pairs: list[str] | None) -> dict[str, str]:
     """--set NAME=VALUE pairs."""
     result: dict[str, str] = {}

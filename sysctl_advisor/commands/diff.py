@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from sysctl_advisor.commands.common import (
@@ -38,22 +39,21 @@ def diff(
     keys = list(kb.catalog.keys)
     host = read_facts(facts, kb, nginx_conf)
     in_force = read_in_force(current, facts, host, keys)
-    as_configured = host.model_copy(
-        update={
-            # the readable keys (what the kernel offers) stay as the host reported them
-            "sysctl": {
-                **{k: v for k, v in host.sysctl.items() if k in kb.catalog.readable},
-                **{k: v.value for k, v in in_force.values.items()},
-            },
-            # Which values files set: all of them for files and trees; a dump cannot say.
-            "sysctl_files": (
-                {k: v.source for k, v in in_force.values.items()}
-                if in_force.kind in ("file", "tree")
-                else None
-                if in_force.kind == "dump"
-                else host.sysctl_files
-            ),
-        }
+    as_configured = replace(
+        host,
+        # the readable keys (what the kernel offers) stay as the host reported them
+        sysctl={
+            **{k: v for k, v in host.sysctl.items() if k in kb.catalog.readable},
+            **{k: v.value for k, v in in_force.values.items()},
+        },
+        # Which values files set: all of them for files and trees; a dump cannot say.
+        sysctl_files=(
+            {k: v.source for k, v in in_force.values.items()}
+            if in_force.kind in ("file", "tree")
+            else None
+            if in_force.kind == "dump"
+            else host.sysctl_files
+        ),
     )
     plan = build_plan(kb, as_configured, profile, overrides)
     version = kb.catalog.kernel_for(host)[0]

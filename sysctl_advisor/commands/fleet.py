@@ -22,7 +22,7 @@ import re
 import signal
 import sys
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sysctl_advisor import __version__
@@ -64,6 +64,7 @@ class FleetHistory:
 
     def add_to(self, facts: HostFacts, host: str) -> HostFacts:
         from sysctl_advisor.model.host_facts import Observed
+        from sysctl_advisor.model.model_base import plain_data, validate
         from sysctl_advisor.sources.prometheus import read_history, with_history
 
         # The inventory name, never the hostname the host reports: a compromised host must
@@ -76,8 +77,8 @@ class FleetHistory:
             since=self.since,
             timeout=self.timeout,
         )
-        observed = with_history(facts.observed.model_dump(exclude_none=True), peaks)
-        return facts.model_copy(update={"observed": Observed.model_validate(observed)})
+        observed = with_history(plain_data(facts.observed), peaks)
+        return replace(facts, observed=validate(Observed, observed))
 
 
 @dataclass

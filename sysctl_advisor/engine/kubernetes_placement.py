@@ -87,7 +87,7 @@ def pod_facts(kb: KnowledgeBase, facts: HostFacts) -> HostFacts:
         or not in_pod(kb, key, kernel)
         or copies_node_value(kb, key, kernel)
     }
-    return facts.model_copy(update={"sysctl": sysctl})
+    return replace(facts, sysctl=sysctl)
 
 
 def place(

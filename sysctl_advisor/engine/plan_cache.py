@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from sysctl_advisor.engine.plan_builder import KernelDefaults, build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import HostFacts
+from sysctl_advisor.model.model_base import plain_data
 from sysctl_advisor.model.plan import Plan
 
 
@@ -102,7 +103,7 @@ class PlanCache:
         self.shapes = BoundedMemo[HostShape](max_entries, min_hit_rate, trial)
         # A rule or profile that reads the host's name (a --rules-dir one may) makes the name
         # part of the shape: then every host is planned on its own.
-        knowledge = [r.spec.model_dump_json() for r in kb.rules.values()]
+        knowledge = [json.dumps(plain_data(r.spec)) for r in kb.rules.values()]
         knowledge += [
             str(param.default_expr) for p in kb.profiles.values() for param in p.parameters.values()
         ]
@@ -134,7 +135,7 @@ class PlanCache:
     @staticmethod
     def shape(facts: HostFacts, profile: str, overrides: dict[str, str] | None) -> str:
         """What a plan depends on: every fact but the host's name, the profile, the overrides."""
-        data = facts.model_dump_json(exclude={"hostname"})
+        data = json.dumps({**plain_data(facts), "hostname": None}, separators=(",", ":"))
         params = json.dumps(sorted((overrides or {}).items()))
         return hashlib.sha256(f"{profile}\0{params}\0{data}".encode()).hexdigest()
 

@@ -10,7 +10,7 @@ import functools
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
 
 from jinja2.runtime import Context
 
@@ -26,13 +26,7 @@ from sysctl_advisor.knowledge.spec_cache import SpecCache
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelRange, KernelVersion
 from sysctl_advisor.model.kernel_write import kernel_int
-from sysctl_advisor.model.model_base import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    field_validator,
-    model_validator,
-)
+from sysctl_advisor.model.model_base import After, Field, Record, model
 
 if TYPE_CHECKING:
     from sysctl_advisor.model.host_facts import HostFacts
@@ -52,33 +46,29 @@ def _check_range(text: str) -> str:
     return text
 
 
-class _Model(BaseModel):
-    # Schemas are built on first validation only; cached specs never need them (spec_cache).
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+KernelRangeText = Annotated[str, After(_check_range)]
 
 
-class Era(_Model):
-    kernels: str = ""
+@model
+class Era(Record):
+    kernels: KernelRangeText = ""
     when: str | None = None
     let: dict[str, str] = Field(default_factory=dict)
     value: ExprOrLiteral = None
     note: str | None = None
 
-    @field_validator("kernels")
-    @classmethod
-    def _valid_kernels(cls, value: str) -> str:
-        return _check_range(value)
 
-
-class Section(_Model):
+@model
+class Section(Record):
     id: str
     title: str
 
 
-class CatalogKey(_Model):
+@model
+class CatalogKey(Record):
     alias: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
     section: str
-    length: int = Field(1, ge=1, le=8)
+    length: int = Field(default=1, ge=1, le=8)
     fields: list[str] | None = None
     unit: Unit
     choices: dict[int, str] | None = None
@@ -89,28 +79,28 @@ class CatalogKey(_Model):
     merge: Literal["max", "min", "choice", "one", "union"] | list[Literal["max", "min"]]
     # Relative difference between the value in force and the modelled default that is still
     # the kernel's own default (the model's known error, e.g. nr_free_buffer_pages()).
-    default_tolerance: float = Field(0.0, ge=0.0, le=0.25)
-    exists: str = ""
+    default_tolerance: float = Field(default=0.0, ge=0.0, le=0.25)
+    exists: KernelRangeText = ""
     module: str | None = Field(
-        None,
+        default=None,
         description="a kernel module that must be loaded (or built in) for the key to exist: "
         "rules set it only where the facts show it, and its presence says nothing of the era",
     )
     netns_since: str | None = None
     netns_copies_init_since: str | None = Field(
-        None,
+        default=None,
         description="from this kernel a new network namespace starts from the initial "
         "namespace's value in force, copied when it is created (tcp_sk_init), not from the "
         "kernel default",
     )
     netns_restricted: str | None = Field(
-        None,
+        default=None,
         max_length=600,
         description="why a namespace other than the initial one cannot set every value (the "
         "kernel refuses some there): the key is then the node's, and pods copy it",
     )
     build_option: str | None = Field(
-        None,
+        default=None,
         pattern=r"^CONFIG_[A-Z0-9_]+$",
         description="the kernel build option that chooses the boot default (a distribution "
         "may build another default than the upstream one the era table gives)",
@@ -126,13 +116,7 @@ class CatalogKey(_Model):
     references: list[str] = Field(min_length=1)
     default: list[Era] = Field(min_length=1)
 
-    @field_validator("exists")
-    @classmethod
-    def _valid_exists(cls, value: str) -> str:
-        return _check_range(value)
-
-    @model_validator(mode="after")
-    def _consistent(self) -> CatalogKey:
+    def __post_init__(self) -> None:
         if self.fields is not None and len(self.fields) != self.length:
             raise ValueError(f"fields names {len(self.fields)} values, length is {self.length}")
         if self.min > self.max:
@@ -145,7 +129,6 @@ class CatalogKey(_Model):
                 "a text key (unit name or ports) has length 1 and merges by `one` or `union`; "
                 "number keys merge by max, min or choice"
             )
-        return self
 
     @property
     def is_text(self) -> bool:
@@ -156,12 +139,14 @@ class CatalogKey(_Model):
         return list(self.merge) if isinstance(self.merge, list) else [self.merge] * self.length
 
 
-class EraTable(_Model):
+@model
+class EraTable(Record):
     description: str
     eras: list[Era] = Field(min_length=1)
 
 
-class DistroKernel(_Model):
+@model
+class DistroKernel(Record):
     pattern: str
     distro: str
     behaves_as: str
@@ -171,7 +156,8 @@ class DistroKernel(_Model):
     backports: list[str] = Field(default_factory=list)
 
 
-class KernelModelFile(_Model):
+@model
+class KernelModelFile(Record):
     newest_verified: str
     oldest_modelled: str
     distro_kernels: list[DistroKernel] = Field(default_factory=list)
@@ -179,7 +165,8 @@ class KernelModelFile(_Model):
     quantities: dict[str, EraTable]
 
 
-class ReadableKey(_Model):
+@model
+class ReadableKey(Record):
     """A key the collector reads for the rules (a list of names), never one to set."""
 
     alias: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
@@ -187,13 +174,13 @@ class ReadableKey(_Model):
     references: list[str] = Field(min_length=1)
 
 
-class CatalogFile(_Model):
+@model
+class CatalogFile(Record):
     sections: list[Section]
     keys: dict[str, CatalogKey]
     readable: dict[str, ReadableKey] = Field(default_factory=dict)
 
-    @model_validator(mode="after")
-    def _known_sections(self) -> CatalogFile:
+    def __post_init__(self) -> None:
         ids = {s.id for s in self.sections}
         for name, key in self.keys.items():
             if key.section not in ids:
@@ -201,7 +188,6 @@ class CatalogFile(_Model):
         aliases = [k.alias for k in self.keys.values()] + [k.alias for k in self.readable.values()]
         if len(set(aliases)) != len(aliases) or set(self.keys) & set(self.readable):
             raise ValueError("a key or alias is listed twice (keys and readable share one list)")
-        return self
 
 
 @functools.total_ordering

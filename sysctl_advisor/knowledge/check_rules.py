@@ -24,24 +24,22 @@ from sysctl_advisor.knowledge.knowledge_files import check_rule_files
 from sysctl_advisor.knowledge.rules import RULE_ID, Severity
 from sysctl_advisor.knowledge.spec_cache import SpecCache
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.model_base import BaseModel, ConfigDict, Field, model_validator
+from sysctl_advisor.model.model_base import Field, Record, model
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
-class CheckExamples(_Model):
+@model
+class CheckExamples(Record):
     """sysctl.conf text that makes the rule fire, and text that does not. Lines
     `# file: NAME` split an example into several files of one sysctl.d directory."""
 
     fires: str
     quiet: str
-    facts: dict[str, object] | None = Field(None, description="facts both examples assume")
-    kernel: str | None = Field(None, description="--kernel both examples assume")
+    facts: dict[str, object] | None = Field(default=None, description="facts both examples assume")
+    kernel: str | None = Field(default=None, description="--kernel both examples assume")
 
 
-class CheckRuleSpec(_Model):
+@model
+class CheckRuleSpec(Record):
     id: str = Field(pattern=RULE_ID)
     severity: Severity
     kind: Literal["assignment", "structural"] = "assignment"
@@ -64,18 +62,18 @@ class CheckRuleSpec(_Model):
         description="structural rules: the file reader's findings this rule reports",
     )
     globs: bool = Field(
-        False,
+        default=False,
         description="judge glob lines (`net.core.* = 5`) instead of single keys; such rules "
         "see `glob` (what the pattern matches), the others never see a glob line",
     )
     in_dumps: bool = Field(
-        True,
+        default=True,
         description="also judge a `sysctl -a` dump; false for rules about how a file is "
         "written (syntax, comments, duplicates, unknown keys), which a dump of the kernel's "
         "own values never is",
     )
     catalog_keys: bool = Field(
-        False,
+        default=False,
         description="judge only keys in the key catalog (its `when` needs `spec`): lines of "
         "other keys skip the rule without evaluating it (a `sysctl -a` dump is mostly such)",
     )
@@ -85,13 +83,11 @@ class CheckRuleSpec(_Model):
     references: list[str] = Field(min_length=1)
     examples: CheckExamples
 
-    @model_validator(mode="after")
-    def _when_for_assignments(self) -> CheckRuleSpec:
+    def __post_init__(self) -> None:
         if self.kind == "assignment" and not self.when:
             raise ValueError("an assignment rule needs `when`")
         if self.kind == "structural" and not self.reports:
             raise ValueError("a structural rule needs `reports` (which reader findings it names)")
-        return self
 
 
 @dataclass

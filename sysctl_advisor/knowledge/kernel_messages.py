@@ -12,15 +12,9 @@ from pathlib import Path
 from typing import Annotated
 
 from sysctl_advisor.knowledge.spec_cache import SpecCache
-from sysctl_advisor.model.documents import line_of, parse_document, read_text, validation_error
+from sysctl_advisor.model.documents import line_of, parse_document, read_text
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.model_base import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-)
+from sysctl_advisor.model.model_base import After, Field, Record, model, validate
 from sysctl_advisor.model.text_escape import plain_line, refuse_control_characters
 
 # The same rule as a KernelEvent's `family` in model/host_facts.py.
@@ -30,6 +24,7 @@ MAX_MATCHES = 16  # substrings per family
 MIN_MATCH = 4  # shorter substrings would match unrelated lines
 MAX_MATCH = 200  # kernel log lines are matched in their first 4096 characters
 MAX_LINE_TEXT = 200
+MAX_PARAGRAPH = 4096
 
 
 def _one_line(value: str) -> str:
@@ -37,6 +32,13 @@ def _one_line(value: str) -> str:
     plain_line(value)
     if not value.strip():
         raise ValueError("is empty")
+    return value
+
+
+def _short_line(value: str) -> str:
+    _one_line(value)
+    if len(value) > MAX_LINE_TEXT:
+        raise ValueError(f"is longer than {MAX_LINE_TEXT} characters")
     return value
 
 
@@ -53,19 +55,18 @@ def _paragraph(value: str) -> str:
     refuse_control_characters(value)  # a newline or tab of folded YAML text is fine
     if not value.strip():
         raise ValueError("is empty")
+    if len(value) > MAX_PARAGRAPH:
+        raise ValueError(f"is longer than {MAX_PARAGRAPH} characters")
     return value
 
 
-OneLine = Annotated[str, Field(max_length=MAX_LINE_TEXT), AfterValidator(_one_line)]
-Substring = Annotated[str, AfterValidator(_substring)]
-Paragraph = Annotated[str, Field(max_length=4096), AfterValidator(_paragraph)]
+OneLine = Annotated[str, After(_short_line)]
+Substring = Annotated[str, After(_substring)]
+Paragraph = Annotated[str, After(_paragraph)]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
-class MessageFamily(_Model):
+@model
+class MessageFamily(Record):
     """One kind of kernel message, in every wording the kernel has printed it."""
 
     id: str = Field(pattern=FAMILY_ID, description="e.g. tcp.out-of-socket-memory")
@@ -83,7 +84,8 @@ class MessageFamily(_Model):
     )
 
 
-class MessageCatalog(_Model):
+@model
+class MessageCatalog(Record):
     families: list[MessageFamily] = Field(min_length=1, max_length=MAX_FAMILIES)
 
 
@@ -101,10 +103,7 @@ def load_message_families(path: Path, specs: SpecCache | None = None) -> list[Me
             raise InputError(
                 "a kernel message catalog must be a mapping with `families`", path=path
             )
-        try:
-            catalog = MessageCatalog.model_validate(data)
-        except ValidationError as exc:
-            raise validation_error(exc, path, text) from None
+        catalog = validate(MessageCatalog, data, path, text)
     seen: set[str] = set()
     for index, family in enumerate(catalog.families):
         if family.id in seen:

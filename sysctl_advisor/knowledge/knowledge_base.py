@@ -5,22 +5,19 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from sysctl_advisor.knowledge.catalog import Catalog
 from sysctl_advisor.knowledge.check_rules import CheckRule, load_check_rules
 from sysctl_advisor.knowledge.expressions import Compiler
 from sysctl_advisor.knowledge.kernel_messages import MessageFamily, load_message_families, matchers
-from sysctl_advisor.knowledge.knowledge_files import MESSAGE_CATALOG, SERVER_TABLE
+from sysctl_advisor.knowledge.knowledge_files import KUBERNETES, MESSAGE_CATALOG, SERVER_TABLE
+from sysctl_advisor.knowledge.kubernetes import Kubernetes
 from sysctl_advisor.knowledge.profiles import Profile, load_profiles
 from sysctl_advisor.knowledge.resources import data_dir
 from sysctl_advisor.knowledge.rules import Rule, load_rules
 from sysctl_advisor.knowledge.servers import ServerTable
 from sysctl_advisor.knowledge.spec_cache import SpecCache
 from sysctl_advisor.model.errors import InputError
-
-if TYPE_CHECKING:
-    from sysctl_advisor.knowledge.kubernetes import Kubernetes
 
 
 @dataclass
@@ -32,6 +29,7 @@ class KnowledgeBase:
     check_rules: dict[str, CheckRule]
     servers: ServerTable
     message_families: list[MessageFamily]
+    kubernetes: Kubernetes  # what Kubernetes lets a pod set, by release
 
     @classmethod
     def load(
@@ -48,16 +46,12 @@ class KnowledgeBase:
         check_rules = load_check_rules(shipped_rules / "check", compiler, specs)
         servers = ServerTable.load(shipped_rules / "catalog" / SERVER_TABLE, specs)
         families = load_message_families(shipped_rules / "catalog" / MESSAGE_CATALOG, specs)
+        # loaded on every run, though only the Kubernetes output reads it: the spec cache
+        # keeps the entries the last run used, and this one must stay warm too
+        kubernetes = Kubernetes.load(shipped_rules / "catalog" / KUBERNETES, specs)
         compiler.save()
         specs.save()
-        return cls(compiler, catalog, rules, profiles, check_rules, servers, families)
-
-    @functools.cached_property
-    def kubernetes(self) -> Kubernetes:
-        """What Kubernetes lets a pod set, by release (loaded when a command needs it)."""
-        from sysctl_advisor.knowledge.kubernetes import Kubernetes
-
-        return Kubernetes.load(data_dir("rules") / "catalog" / "kubernetes.yaml")
+        return cls(compiler, catalog, rules, profiles, check_rules, servers, families, kubernetes)
 
     @functools.cached_property
     def message_texts(self) -> dict[str, dict[str, str]]:

@@ -13,7 +13,7 @@ from sysctl_advisor.knowledge.rules import SpecModel
 from sysctl_advisor.knowledge.spec_cache import SpecCache
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelVersion
-from sysctl_advisor.model.model_base import Field, model_validator
+from sysctl_advisor.model.model_base import Field, model
 
 _MINOR = r"^1\.[0-9]{1,3}$"
 _SYSCTL = r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$"
@@ -36,40 +36,39 @@ class KubernetesVersion:
         return f"{self.major}.{self.minor}"
 
 
-class _Model(SpecModel):
-    pass
-
-
-class SafeSysctl(_Model):
+@model
+class SafeSysctl(SpecModel):
     name: str = Field(pattern=_SYSCTL)
     since: str = Field(pattern=_MINOR, description="the first release whose kubelet allows it")
     kernel: str | None = Field(
-        None, description="the node kernel the kubelet requires for it (older: not safe there)"
+        default=None,
+        description="the node kernel the kubelet requires for it (older: not safe there)",
     )
     source: str = Field(max_length=300)
 
 
-class BaselineSysctl(_Model):
+@model
+class BaselineSysctl(SpecModel):
     name: str = Field(pattern=_SYSCTL)
     since: str = Field(pattern=_MINOR, description="the first policy version that allows it")
     source: str = Field(max_length=300)
 
 
-class KubernetesSpec(_Model):
+@model
+class KubernetesSpec(SpecModel):
     oldest: str = Field(pattern=_MINOR, description="the oldest release the lists were read for")
     newest: str = Field(pattern=_MINOR, description="the newest release the lists were read for")
     kubelet_safe: list[SafeSysctl] = Field(min_length=1, max_length=200)
     pod_security_baseline: list[BaselineSysctl] = Field(min_length=1, max_length=200)
     references: list[str] = Field(min_length=1, max_length=20)
 
-    @model_validator(mode="after")
-    def _ordered(self) -> KubernetesSpec:
+    def __post_init__(self) -> None:
+        super().__post_init__()
         if KubernetesVersion.parse(self.oldest) > KubernetesVersion.parse(self.newest):
             raise ValueError("oldest is after newest")
         for item in self.kubelet_safe:
             if item.kernel is not None:
                 KernelVersion.parse(item.kernel)
-        return self
 
 
 @dataclass(frozen=True)
@@ -88,8 +87,8 @@ class Kubernetes:
         self.newest = KubernetesVersion.parse(spec.newest)
 
     @classmethod
-    def load(cls, path: Path, specs: SpecCache | None = None) -> Kubernetes:
-        return cls((specs or SpecCache()).load(path, KubernetesSpec, "the Kubernetes table"))
+    def load(cls, path: Path, specs: SpecCache) -> Kubernetes:
+        return cls(specs.load(path, KubernetesSpec, "the Kubernetes table"))
 
     def version(self, text: str | None) -> KubernetesVersion:
         """The release asked for (default: the newest the table covers). An older release than

@@ -19,34 +19,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from sysctl_advisor.knowledge.host_patterns import PatternError, compile_pattern, matches
 from sysctl_advisor.knowledge.profiles import Profile, coerce
-from sysctl_advisor.model.documents import parse_document, parse_json, read_text, validation_error
+from sysctl_advisor.model.documents import parse_document, parse_json, read_text
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.model_base import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-)
+from sysctl_advisor.model.model_base import Before, Field, Record, model, validate
 
 
 def _as_list(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
-class MapEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+Names = Annotated[list[str], Before(_as_list)]  # one name, or a list of them
 
-    hosts: list[str] = Field(default_factory=list, description="inventory-name patterns")
-    group: list[str] = Field(default_factory=list, description="inventory groups")
+
+@model
+class MapEntry(Record):
+    hosts: Names = Field(default_factory=list, description="inventory-name patterns")
+    group: Names = Field(default_factory=list, description="inventory groups")
     profile: str
     set: dict[str, str | int | float | bool] = Field(default_factory=dict)
-
-    _lists = field_validator("hosts", "group", mode="before")(_as_list)
 
 
 @dataclass(frozen=True)
@@ -115,10 +109,7 @@ def load_profile_map(
         if not isinstance(data, list):
             raise InputError("a profile map is a list of {hosts|group, profile, set}", path=path)
         for i, item in enumerate(data):
-            try:
-                entry = MapEntry.model_validate(item)
-            except ValidationError as exc:
-                raise validation_error(exc, path, text) from None
+            entry = validate(MapEntry, item, path, text)
             overrides.append(_check_entry(entry, i, path, profiles))
             entries.append(entry)
     elif default is None:

@@ -16,7 +16,7 @@ from sysctl_advisor.knowledge.knowledge_files import profile_files
 from sysctl_advisor.knowledge.rules import Rule, SpecModel, matches
 from sysctl_advisor.knowledge.spec_cache import SpecCache
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.model_base import Field, model_validator
+from sysctl_advisor.model.model_base import Field, model
 from sysctl_advisor.model.text_escape import plain_line
 
 ParamType = Literal["int", "float", "bool", "str"]
@@ -24,21 +24,19 @@ _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
 
-_Model = SpecModel
-
-
-class Parameter(_Model):
+@model
+class Parameter(SpecModel):
     type: ParamType
     description: str
     default: int | float | bool | str | None = None
-    default_expr: str | None = Field(None, description="expression over host facts")
+    default_expr: str | None = Field(default=None, description="expression over host facts")
     min: float | None = None
     max: float | None = None
     choices: list[str] | None = None
     unit: str | None = None
 
-    @model_validator(mode="after")
-    def _one_default(self) -> Parameter:
+    def __post_init__(self) -> None:
+        super().__post_init__()
         if self.default is not None and self.default_expr is not None:
             raise ValueError("give either default or default_expr, not both")
         for name in ("min", "max", "default"):
@@ -47,10 +45,10 @@ class Parameter(_Model):
                 raise ValueError(f"{name} must be a finite number, got {value}")
         if self.min is not None and self.max is not None and self.min > self.max:
             raise ValueError("min is above max")
-        return self
 
 
-class ProfileSpec(_Model):
+@model
+class ProfileSpec(SpecModel):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     summary: str
     description: str = ""

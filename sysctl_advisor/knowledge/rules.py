@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from sysctl_advisor.knowledge.catalog import Catalog, CatalogKey, normalise
 from sysctl_advisor.knowledge.expressions import (
@@ -23,13 +23,7 @@ from sysctl_advisor.knowledge.expressions import (
 from sysctl_advisor.knowledge.knowledge_files import rule_files
 from sysctl_advisor.knowledge.spec_cache import SpecCache
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.model_base import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    field_validator,
-    model_validator,
-)
+from sysctl_advisor.model.model_base import After, Before, Field, Record, model
 from sysctl_advisor.model.text_escape import refuse_control_characters
 
 if TYPE_CHECKING:
@@ -40,24 +34,19 @@ SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
 RULE_ID = r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$"
 
 
-class SpecModel(BaseModel):
+class SpecModel(Record):
     """A knowledge file's model: strict (unknown fields refused), immutable, and plain text
     only (no control, format or separator character reaches a terminal or a file from it).
-    Rules, profiles and the server table share it."""
+    Rules, profiles and the server table share it; a subclass's own __post_init__ calls
+    this one."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    @model_validator(mode="after")
-    def _plain_text(self) -> Any:
+    def __post_init__(self) -> None:
         for name, value in self.__dict__.items():
             refuse_control_characters(value, name)
-        return self
 
 
-_Model = SpecModel
-
-
-class FindingSpec(_Model):
+@model
+class FindingSpec(SpecModel):
     id: str = Field(pattern=RULE_ID)
     severity: Severity
     key: str | None = None
@@ -65,55 +54,59 @@ class FindingSpec(_Model):
     message: str
 
 
-class CompanionSpec(_Model):
+@model
+class CompanionSpec(SpecModel):
     target: str = Field(description="what the setting belongs to; a template (`{{ item.x }}`)")
     when: str | None = None
     for_each: str | None = Field(
-        None, description="a list expression; one companion per element, bound to `item`"
+        default=None, description="a list expression; one companion per element, bound to `item`"
     )
     setting: str
     rationale: str | None = None
 
 
-class Example(_Model):
+@model
+class Example(SpecModel):
     """A documented case: facts overrides and parameters, and whether the rule fires."""
 
     name: str
     fires: bool
 
 
-class RuleSpec(_Model):
+def _rationale_keys(value: str | dict[str, str]) -> str | dict[str, str]:
+    if isinstance(value, dict) and not value:
+        raise ValueError("rationale must not be empty")
+    return value
+
+
+def _strings(value: Any) -> Any:
+    # Numbers are valid expressions too; accept `set: {key: 0}`.
+    if isinstance(value, dict):
+        return {
+            k: (str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v)
+            for k, v in value.items()
+        }
+    return value
+
+
+Expressions = Annotated[dict[str, str], Before(_strings)]
+
+
+@model
+class RuleSpec(SpecModel):
     id: str = Field(pattern=RULE_ID)
     title: str
     description: str
     when: str | None = None
-    let: dict[str, str] = Field(default_factory=dict)
-    set: dict[str, str] = Field(default_factory=dict)
-    cap: dict[str, str] = Field(default_factory=dict)
+    let: Expressions = Field(default_factory=dict)
+    set: Expressions = Field(default_factory=dict)
+    cap: Expressions = Field(default_factory=dict)
     findings: list[FindingSpec] = Field(default_factory=list)
     companions: list[CompanionSpec] = Field(default_factory=list)
-    rationale: str | dict[str, str] = Field(
+    rationale: Annotated[str | dict[str, str], After(_rationale_keys)] = Field(
         description="one template for the whole rule, or one per key (plus `default`)"
     )
     references: list[str] = Field(min_length=1)
-
-    @field_validator("rationale")
-    @classmethod
-    def _rationale_keys(cls, value: str | dict[str, str]) -> str | dict[str, str]:
-        if isinstance(value, dict) and not value:
-            raise ValueError("rationale must not be empty")
-        return value
-
-    @field_validator("let", "set", "cap", mode="before")
-    @classmethod
-    def _strings(cls, value: Any) -> Any:
-        # Numbers are valid expressions too; accept `set: {key: 0}`.
-        if isinstance(value, dict):
-            return {
-                k: (str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v)
-                for k, v in value.items()
-            }
-        return value
 
 
 @dataclass

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from sysctl_advisor.knowledge.rules import SpecModel
 from sysctl_advisor.knowledge.spec_cache import SpecCache
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.model_base import Field
+from sysctl_advisor.model.model_base import Field, model
 
 _ID = r"^[a-z0-9][a-z0-9-]{0,63}$"
 # Listeners the rules see. A host with more distinct ones (after merging SO_REUSEPORT groups)
@@ -22,10 +22,8 @@ _ID = r"^[a-z0-9][a-z0-9-]{0,63}$"
 MAX_RULE_LISTENERS = 1000
 
 
-_Model = SpecModel  # strict, and plain text only
-
-
-class Recognise(_Model):
+@model
+class Recognise(SpecModel):
     """Any one of these identifies the server; the first entry of the table that matches wins,
     so entries for programs run by a generic runtime (Tomcat on java) come before the runtime."""
 
@@ -34,22 +32,23 @@ class Recognise(_Model):
     java_main: list[str] = Field(
         default_factory=list, description="main class or jar file name of a java process"
     )
-    go: bool = Field(False, description="any Go program")
+    go: bool = Field(default=False, description="any Go program")
 
 
-class ServerSpec(_Model):
+@model
+class ServerSpec(SpecModel):
     id: str = Field(pattern=_ID)
     name: str = Field(max_length=80)
     recognise: Recognise
     default_backlog: int | None = Field(
-        None, ge=1, le=2**31 - 1, description="what it passes to listen() unless configured"
+        default=None, ge=1, le=2**31 - 1, description="what it passes to listen() unless configured"
     )
     follows_somaxconn: bool = Field(
-        False,
+        default=False,
         description="asks for somaxconn itself (read once at start): its backlog equals "
         "somaxconn by design, and a raised somaxconn reaches it only after a restart",
     )
-    default_note: str = Field("", max_length=400, description="how the default is computed")
+    default_note: str = Field(default="", max_length=400, description="how the default is computed")
     setting: str = Field(
         max_length=200, description="the setting to write; {backlog} and {port} are filled in"
     )
@@ -64,7 +63,8 @@ class ServerSpec(_Model):
 _SHOWN = ("id", "name", "default_backlog", "follows_somaxconn", "setting", "where", "applies")
 
 
-class ServerTableSpec(_Model):
+@model
+class ServerTableSpec(SpecModel):
     servers: list[ServerSpec] = Field(max_length=256)
 
 

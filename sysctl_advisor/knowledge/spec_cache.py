@@ -1,19 +1,15 @@
 """Validated knowledge files (catalog, rules, profiles), cached by content.
 
 Validating ~40 YAML files needs pydantic to build every spec model's schema, which costs more
-than the rest of a run. Each validated spec is pickled in the user's cache directory under a
-key over the model's name, the code that validates it (cache_files.validating_code) and the
-file's text, so an unchanged file is validated once and any edit, of the file or of that code,
-validates it afresh. The key needs no model class: warm_start computes the same keys to find
-out, before any model is defined, whether a run can take every file from here.
-
-This module defines no model (nor imports one) until it validates, so warm_start can use it
-before the choice of pydantic or plain models is made.
+than the rest of a run. Each validated spec (a model instance, model_base) is pickled in the
+user's cache directory under a key over the model's name, the code that validates it
+(cache_files.validating_code) and the file's text, so an unchanged file is validated once and
+any edit, of the file or of that code, validates it afresh; a run whose files are all here
+never imports pydantic.
 
 The entries are kept as pickled bytes in a marshal mapping: a lookup unpickles only the entry
-it returns, and pruning the entries a run did not use rewrites bytes without re-pickling them
-(so a run on plain models never writes its objects here). The cache holds only what the
-advisor wrote itself, and only the entries the last run used.
+it returns, and pruning the entries a run did not use rewrites bytes without re-pickling them.
+The cache holds only what the advisor wrote itself, and only the entries the last run used.
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ from __future__ import annotations
 import marshal
 import pickle
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from sysctl_advisor.knowledge.cache_files import (
     content_key,
@@ -31,14 +27,11 @@ from sysctl_advisor.knowledge.cache_files import (
     versioned_cache_file,
     write_cache,
 )
-from sysctl_advisor.model.documents import parse_document, read_text, validation_error
+from sysctl_advisor.model.documents import parse_document, read_text
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.plain_models import plain_chosen
+from sysctl_advisor.model.model_base import validate
 
-if TYPE_CHECKING:
-    from pydantic import BaseModel
-
-M = TypeVar("M", bound="BaseModel")
+M = TypeVar("M")
 
 
 def spec_cache_file() -> Path | None:
@@ -63,15 +56,6 @@ def cached_spec_entries() -> dict[str, bytes]:
     }
 
 
-# The entries warm_start judged a run on plain models by: if another run of the same user
-# rewrites the cache file meanwhile (pruning them, say), the run still has what it was judged on.
-_judged: dict[str, bytes] = {}
-
-
-def keep_judged_specs(entries: dict[str, bytes]) -> None:
-    _judged.update(entries)
-
-
 class SpecCache:
     def __init__(self) -> None:
         self._path = spec_cache_file()
@@ -89,24 +73,16 @@ class SpecCache:
         cached = self._cached(key, model)
         if cached is not None:
             return cached
-        if plain_chosen():
-            # warm_start judged the run by this file's text a moment ago: it was edited since
-            raise InputError(f"{what} changed while the advisor read it: run it again", path=path)
-        from sysctl_advisor.model.model_base import ValidationError
-
         data = parse_document(text, path)
         if not isinstance(data, dict):
             raise InputError(f"{what} must be a mapping", path=path)
-        try:
-            spec = model.model_validate(data)
-        except ValidationError as exc:
-            raise validation_error(exc, path, text) from None
+        spec = validate(model, data, path, text)
         self._entries[key] = pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL)
         self._dirty = True
         return spec
 
     def _cached(self, key: str, model: type[M]) -> M | None:
-        raw = self._entries.get(key, _judged.get(key))
+        raw = self._entries.get(key)
         return unpickled(raw, model) if raw is not None else None
 
     def save(self) -> None:

@@ -7,19 +7,17 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from sysctl_advisor.model.documents import validation_error
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.model.model_base import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
+    After,
+    Before,
     Field,
-    ValidationError,
-    field_validator,
-    model_validator,
+    Record,
+    exactly,
+    model,
     plain_data,
+    validate,
 )
 from sysctl_advisor.model.text_escape import plain_line
 from sysctl_advisor.model.units import parse_size
@@ -58,7 +56,7 @@ MiB = 1024 * 1024
 # architectures have no default here: their facts must give memory.lowmem.
 DEFAULT_LOWMEM_BY_FAMILY = {"x86": 896 * MiB, "arm": 768 * MiB, "mips": 512 * MiB}
 
-Size = Annotated[int, BeforeValidator(parse_size)]
+Size = Annotated[int, Before(parse_size)]
 
 # Text that reaches outputs must not carry a line break or any other control, format or
 # separator character (a hostname with a newline would become a live line of a sysctl file).
@@ -89,7 +87,7 @@ def _pattern(regex: re.Pattern[str], what: str) -> Any:
             raise ValueError(f"not a valid {what}: {value[:80]!r}")
         return value
 
-    return AfterValidator(check)
+    return After(check)
 
 
 def _interface_name(value: str) -> str:
@@ -105,7 +103,7 @@ def _interface_name(value: str) -> str:
     return value
 
 
-Text = Annotated[str, AfterValidator(plain_line)]
+Text = Annotated[str, After(plain_line)]
 Hostname = Annotated[str, _pattern(_HOSTNAME, "hostname (RFC 1123 labels)")]
 
 
@@ -118,14 +116,22 @@ def _release(value: str) -> str:
     return value
 
 
-Release = Annotated[str, AfterValidator(_release)]
+Release = Annotated[str, After(_release)]
 Arch = Annotated[str, _pattern(_ARCH, "architecture")]
 Driver = Annotated[str, _pattern(_DRIVER, "driver name")]
-InterfaceName = Annotated[str, AfterValidator(_interface_name)]
+InterfaceName = Annotated[str, After(_interface_name)]
 SysctlKey = Annotated[str, _pattern(_SYSCTL_KEY, "sysctl key")]
 ServiceName = Annotated[str, _pattern(_SERVICE, "service name")]
 ModuleName = Annotated[str, _pattern(re.compile(r"^[a-z0-9_]{1,56}$"), "kernel module name")]
-Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+
+
+def _count(value: int) -> int:
+    if not 0 <= value <= MAX_COUNT:
+        raise ValueError(f"a count lies between 0 and {MAX_COUNT:.0e}, got {value}")
+    return value
+
+
+Count = Annotated[int, After(_count)]
 
 
 def _none_if_nonpositive(value: Any) -> Any:
@@ -154,56 +160,54 @@ def _sysctl_value(value: Any) -> str:
     return text
 
 
-class _Model(BaseModel):
-    # The schema is built when a facts file is first validated, not at import: a run that
-    # takes its facts from the validated-facts cache (knowledge/facts_cache) never builds it.
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+def _plausible_total(value: int) -> int:
+    if not 16 * MiB <= value <= 64 * 2**50:
+        raise ValueError(f"memory.total must lie between 16 MiB and 64 PiB, got {value} bytes")
+    return value
 
 
-class Memory(_Model):
-    total: Size = Field(
+@model
+class Memory(Record):
+    total: Annotated[Size, After(_plausible_total)] = Field(
         description="MemTotal: integer bytes, or a number with a unit (16 MiB .. 64 PiB)"
     )
-    lowmem: Size | None = Field(None, description="LowTotal on 32-bit kernels")
+    lowmem: Size | None = Field(default=None, description="LowTotal on 32-bit kernels")
     numa_nodes: int | None = Field(
-        None, ge=1, le=1024, description="NUMA nodes with memory (/sys/devices/system/node)"
+        default=None, ge=1, le=1024, description="NUMA nodes with memory (/sys/devices/system/node)"
     )
 
-    @field_validator("total")
-    @classmethod
-    def _plausible_total(cls, value: int) -> int:
-        if not 16 * MiB <= value <= 64 * 2**50:
-            raise ValueError(f"memory.total must lie between 16 MiB and 64 PiB, got {value} bytes")
-        return value
+
+@model
+class Cpu(Record):
+    threads: int | None = Field(default=None, ge=1, le=65536)
 
 
-class Cpu(_Model):
-    threads: int | None = Field(None, ge=1, le=65536)
-
-
-class Nic(_Model):
+@model
+class Nic(Record):
     name: InterfaceName
     driver: Driver | None = None
-    speed_mbps: Annotated[int | None, BeforeValidator(_none_if_nonpositive)] = Field(
-        None, le=10_000_000
+    speed_mbps: Annotated[int | None, Before(_none_if_nonpositive)] = Field(
+        default=None, le=10_000_000
     )
-    mtu: int | None = Field(None, ge=68, le=65536)
-    rx_overruns: Count | None = Field(None, description="fifo column of /proc/net/dev")
+    mtu: int | None = Field(default=None, ge=68, le=65536)
+    rx_overruns: Count | None = Field(default=None, description="fifo column of /proc/net/dev")
 
 
-class Listen(_Model):
+@model
+class Listen(Record):
     """One `listen` directive of a server's configuration, as parsed from its files."""
 
     address: Text = Field(description="the directive's first argument, e.g. 80 or [::]:443")
     backlog: int | None = Field(
-        None, ge=-1, le=2**31 - 1, description="backlog=N; absent means the default"
+        default=None, ge=-1, le=2**31 - 1, description="backlog=N; absent means the default"
     )
     file: Text
     line: int = Field(ge=1, le=10**9)
     text: Text = Field(description="the directive as written, without the semicolon")
 
 
-class KernelModules(_Model):
+@model
+class KernelModules(Record):
     """Congestion control (tcp_*) and qdisc (sch_*) modules of the running kernel, from
     /lib/modules/<release>/modules.dep and modules.builtin: what `modprobe` could load."""
 
@@ -211,24 +215,25 @@ class KernelModules(_Model):
     builtin: list[ModuleName] = Field(default_factory=list, max_length=1024)
 
 
-class Service(_Model):
-    listen_backlog: int | None = Field(None, ge=1, le=2**31 - 1)
+@model
+class Service(Record):
+    listen_backlog: int | None = Field(default=None, ge=1, le=2**31 - 1)
     maxconn: int | None = Field(
-        None,
+        default=None,
         ge=1,
         le=2**31 - 1,
         description="HAProxy: the frontend's maxconn (its backlog if unset)",
     )
     config: Text | None = None
     config_root: Text | None = Field(
-        None, description="directory standing for / in the config's absolute include paths"
+        default=None, description="directory standing for / in the config's absolute include paths"
     )
     listens: list[Listen] = Field(
         default_factory=list,
         max_length=100_000,
         description="filled from `config` when the facts are loaded",
     )
-    config_error: Text | None = Field(None, description="why `config` could not be read")
+    config_error: Text | None = Field(default=None, description="why `config` could not be read")
 
 
 _FAMILY = re.compile(r"^[a-z0-9][a-z0-9.-]{0,63}$")
@@ -241,7 +246,8 @@ Timestamp = Annotated[str, _pattern(_TIMESTAMP, "timestamp (ISO 8601)")]
 MAX_WINDOW = 400 * 86400  # longer than any monitoring retention the peaks could come from
 
 
-class ObservedPeriod(_Model):
+@model
+class ObservedPeriod(Record):
     """Over what the observed figures were taken: a snapshot now, or history from monitoring.
 
     Absent from a facts file: the operator wrote the figures (taken as the peaks they are
@@ -253,21 +259,20 @@ class ObservedPeriod(_Model):
     )
     source: Text = Field(description="where the figures came from, e.g. /proc or a Prometheus URL")
     at: Timestamp = Field(description="when they were read (UTC, ISO 8601)")
-    window_seconds: int | None = Field(None, ge=1, le=MAX_WINDOW)
+    window_seconds: int | None = Field(default=None, ge=1, le=MAX_WINDOW)
     gaps: list[Text] = Field(
         default_factory=list,
         max_length=64,
         description="figures the source could not give, each with the reason",
     )
 
-    @model_validator(mode="after")
-    def _history_has_a_window(self) -> ObservedPeriod:
+    def __post_init__(self) -> None:
         if self.kind == "history" and self.window_seconds is None:
             raise ValueError("a history period needs window_seconds")
-        return self
 
 
-class KernelEvent(_Model):
+@model
+class KernelEvent(Record):
     """One family of kernel messages found in the log, with how often and when."""
 
     family: Family = Field(description="id of the message family (rules/catalog/kernel-messages)")
@@ -277,7 +282,8 @@ class KernelEvent(_Model):
     example: Text = Field(max_length=512, description="one line as the kernel logged it")
 
 
-class KernelLog(_Model):
+@model
+class KernelLog(Record):
     """Which kernel log was read for `kernel_events`."""
 
     source: Text = Field(description="journal, /var/log/kern.log, dmesg or a --kernel-log file")
@@ -285,7 +291,8 @@ class KernelLog(_Model):
     lines: Count = Field(description="kernel log lines read")
 
 
-class SoftnetCpu(_Model):
+@model
+class SoftnetCpu(Record):
     """One line of /proc/net/softnet_stat (all counters since boot, per CPU)."""
 
     cpu: int = Field(ge=0, le=65535)
@@ -293,11 +300,23 @@ class SoftnetCpu(_Model):
     dropped: Count = Field(description="input backlog (netdev_max_backlog) full")
     time_squeeze: Count = Field(description="a poll ran out of netdev_budget or its time")
     received_rps: Count | None = Field(
-        None, description="packets other CPUs steered here (RPS/RFS); absent before 2.6.35"
+        default=None, description="packets other CPUs steered here (RPS/RFS); absent before 2.6.35"
     )
 
 
-class Observed(_Model):
+def _bounded_log(messages: list[str]) -> list[str]:
+    # Rules read the messages joined into one text, which the sandbox bounds.
+    if sum(len(m) + 1 for m in messages) > MAX_KERNEL_LOG:
+        raise ValueError(
+            f"more than {MAX_KERNEL_LOG // 1024} KiB of kernel messages; keep the lines "
+            "that name a problem (page allocation failure, out of socket memory, SYN "
+            "flooding, dropped packets)"
+        )
+    return messages
+
+
+@model
+class Observed(Record):
     period: ObservedPeriod | None = None
     orphans_peak: Count | None = None
     time_wait_peak: Count | None = None
@@ -305,44 +324,44 @@ class Observed(_Model):
     listen_overflows: Count | None = None
     listen_drops: Count | None = None
     rx_overruns: Count | None = None
-    tcp_mem_pages_peak: Count | None = Field(None, description="sockstat TCP mem at peak")
+    tcp_mem_pages_peak: Count | None = Field(default=None, description="sockstat TCP mem at peak")
     softnet_dropped: Count | None = Field(
-        None, description="/proc/net/softnet_stat column 2: input backlog full, all CPUs"
+        default=None, description="/proc/net/softnet_stat column 2: input backlog full, all CPUs"
     )
     softnet_time_squeeze: Count | None = Field(
-        None, description="/proc/net/softnet_stat column 3: NAPI budget or time ran out"
+        default=None, description="/proc/net/softnet_stat column 3: NAPI budget or time ran out"
     )
-    softnet: list[SoftnetCpu] | None = Field(None, max_length=65536)
-    kernel_messages: list[Text] = Field(default_factory=list, max_length=100_000)
+    softnet: list[SoftnetCpu] | None = Field(default=None, max_length=65536)
+    kernel_messages: Annotated[list[Text], After(_bounded_log)] = Field(
+        default_factory=list, max_length=100_000
+    )
     kernel_events: list[KernelEvent] | None = Field(
-        None, max_length=1024, description="message families counted in the kernel log"
+        default=None, max_length=1024, description="message families counted in the kernel log"
     )
     kernel_log: KernelLog | None = None
 
-    @field_validator("kernel_messages")
-    @classmethod
-    def _bounded_log(cls, messages: list[str]) -> list[str]:
-        # Rules read the messages joined into one text, which the sandbox bounds.
-        if sum(len(m) + 1 for m in messages) > MAX_KERNEL_LOG:
-            raise ValueError(
-                f"more than {MAX_KERNEL_LOG // 1024} KiB of kernel messages; keep the lines "
-                "that name a problem (page allocation failure, out of socket memory, SYN "
-                "flooding, dropped packets)"
-            )
-        return messages
+
+# Listening sockets are read by the advisor itself (sock_diag), never typed by hand: their
+# figures must be exactly ints and booleans, not text or floats that would convert.
+StrictInt = Annotated[int, exactly(int)]
+StrictBool = Annotated[bool, exactly(bool)]
+StrictText = Annotated[Text, exactly(str)]
 
 
-class ListenerProcess(_Model):
+@model
+class ListenerProcess(Record):
     """The process holding a listening socket (the lowest pid among those sharing it)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
-
-    pid: int = Field(ge=1, le=2**22)
-    command: Text = Field(max_length=64, description="/proc/PID/comm")
-    executable: Text | None = Field(None, max_length=255, description="file name of /proc/PID/exe")
-    go: bool = Field(False, description="a Go program (the executable has .go.buildinfo)")
-    java_main: Text | None = Field(
-        None, max_length=255, description="the main class or jar a java process runs"
+    pid: StrictInt = Field(ge=1, le=2**22)
+    command: StrictText = Field(max_length=64, description="/proc/PID/comm")
+    executable: StrictText | None = Field(
+        default=None, max_length=255, description="file name of /proc/PID/exe"
+    )
+    go: StrictBool = Field(
+        default=False, description="a Go program (the executable has .go.buildinfo)"
+    )
+    java_main: StrictText | None = Field(
+        default=None, max_length=255, description="the main class or jar a java process runs"
     )
 
 
@@ -356,21 +375,23 @@ def _ip_address(value: str) -> str:
         raise ValueError(f"not an IP address: {value[:60]!r}") from None
 
 
-class Listener(_Model):
+@model
+class Listener(Record):
     """One listening TCP socket as the kernel reports it (netlink sock_diag, as `ss -ltn`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
-
-    address: Annotated[str, AfterValidator(_ip_address)]
-    port: int = Field(ge=0, le=65535)
-    backlog: int = Field(
+    address: Annotated[str, exactly(str), After(_ip_address)]
+    port: StrictInt = Field(ge=0, le=65535)
+    backlog: StrictInt = Field(
         ge=0, le=2**32 - 1, description="sk_max_ack_backlog: min(listen() backlog, somaxconn)"
     )
-    queue: Count = Field(description="connections waiting in the accept queue now")
-    process: ListenerProcess | None = Field(None, description="absent: not readable")
+    queue: Annotated[Count, exactly(int)] = Field(
+        description="connections waiting in the accept queue now"
+    )
+    process: ListenerProcess | None = Field(default=None, description="absent: not readable")
 
 
-class Calibration(_Model):
+@model
+class Calibration(Record):
     """Per-socket costs measured on the host by `sysctl-advisor calibrate` (issue 6)."""
 
     kernel: Release = Field(description="uname -r of the kernel measured; used only on that kernel")
@@ -385,63 +406,61 @@ class Calibration(_Model):
     queued_bytes: int = Field(ge=1, le=2**31, description="bytes left unread in each socket")
 
 
-class HostFacts(_Model):
+def _kernel_release(value: str | None) -> str | None:
+    if value is not None:
+        KernelVersion.parse(value)  # raises ValueError with an example of the format
+    return value
+
+
+def _power_of_two(value: int) -> int:
+    if value & (value - 1):
+        raise ValueError(f"page_size must be a power of two, got {value}")
+    return value
+
+
+@model
+class HostFacts(Record):
     hostname: Hostname | None = None
-    kernel: Release | None = None
+    kernel: Annotated[Release | None, After(_kernel_release)] = None
     arch: Arch | None = None
     memory: Memory
-    page_size: int = Field(4096, ge=4096, le=65536)
+    page_size: Annotated[int, After(_power_of_two)] = Field(default=4096, ge=4096, le=65536)
     cpu: Cpu = Field(default_factory=Cpu)
     nics: list[Nic] = Field(default_factory=list, max_length=4096)
-    sysctl: dict[SysctlKey, Annotated[str, BeforeValidator(_sysctl_value)]] = Field(
+    sysctl: dict[SysctlKey, Annotated[str, Before(_sysctl_value)]] = Field(
         default_factory=dict, max_length=100_000
     )
     sysctl_files: dict[SysctlKey, Text] | None = Field(
-        None,
+        default=None,
         description="key -> the sysctl.d file and line that sets it at boot; a key of `sysctl` "
         "missing here was set by no file. Absent: not known.",
     )
     observed: Observed = Field(default_factory=Observed)
     services: dict[ServiceName, Service] = Field(default_factory=dict, max_length=64)
     transparent_hugepage: Literal["always", "madvise", "never"] | None = Field(
-        None, description="/sys/kernel/mm/transparent_hugepage/enabled; raises min_free_kbytes"
+        default=None,
+        description="/sys/kernel/mm/transparent_hugepage/enabled; raises min_free_kbytes",
     )
     calibration: Calibration | None = None
     listeners: list[Listener] | None = Field(
-        None,
+        default=None,
         max_length=100_000,
         description="TCP listening sockets (netlink sock_diag); absent: not read",
     )
     kernel_modules: KernelModules | None = Field(
-        None, description="the networking modules the kernel has; absent: not read"
+        default=None, description="the networking modules the kernel has; absent: not read"
     )
 
-    @field_validator("kernel")
-    @classmethod
-    def _kernel_release(cls, value: str | None) -> str | None:
-        if value is not None:
-            KernelVersion.parse(value)  # raises ValueError with an example of the format
-        return value
-
-    @field_validator("page_size")
-    @classmethod
-    def _power_of_two(cls, value: int) -> int:
-        if value & (value - 1):
-            raise ValueError(f"page_size must be a power of two, got {value}")
-        return value
-
-    @property
-    def bits(self) -> int:
-        return 32 if (self.arch or "").lower() in THIRTY_TWO_BIT_ARCHES else 64
-
-    @model_validator(mode="after")
-    def _lowmem_known(self) -> HostFacts:
+    def __post_init__(self) -> None:
         if self.bits == 32 and self.memory.lowmem is None and self.arch_family is None:
             raise ValueError(
                 f"memory.lowmem: the default lowmem of a 32-bit {self.arch} kernel is not "
                 "modelled; give LowTotal from /proc/meminfo"
             )
-        return self
+
+    @property
+    def bits(self) -> int:
+        return 32 if (self.arch or "").lower() in THIRTY_TWO_BIT_ARCHES else 64
 
     @property
     def arch_family(self) -> str | None:
@@ -519,19 +538,26 @@ def _duration_words(seconds: int) -> str:
 def facts_from_data(data: Any, path: Path | None = None, text: str | None = None) -> HostFacts:
     if not isinstance(data, dict):
         raise InputError("a facts file must be a mapping with at least memory.total", path=path)
-    try:
-        return HostFacts.model_validate(data)
-    except ValidationError as exc:
-        raise validation_error(exc, path, text) from None
+    return validate(HostFacts, data, path, text)
 
 
 def facts_to_data(facts: HostFacts) -> dict[str, Any]:
     """A facts-file mapping: unknowns and empty sections left out, derived fields (parsed
     service configs) dropped so that loading the file parses the configs afresh."""
-    data = facts.model_dump(
-        exclude_none=True, exclude={"services": {"__all__": {"listens", "config_error"}}}
-    )
+    data: dict[str, Any] = _known(plain_data(facts))
+    for service in data.get("services", {}).values():
+        service.pop("listens", None)
+        service.pop("config_error", None)
     return _prune(data)
+
+
+def _known(value: Any) -> Any:
+    """Every field that is not None (in nested records and in lists of them too)."""
+    if isinstance(value, dict):
+        return {key: _known(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_known(item) for item in value]
+    return value
 
 
 _READ_AND_EMPTY = frozenset(

@@ -1,42 +1,149 @@
-"""What the advisor's models are built on: pydantic, or the plain records of plain_models.
+"""What every model the advisor validates is built from: one definition per type.
 
-Every spec and facts model imports its base, Field, validators and ValidationError from here.
-The choice is made once per process, when this module is first imported: pydantic, unless the
-entry point found that this run only loads objects pydantic validated before (warm_start) and
-asked for plain models before any model was defined. Type checkers always see pydantic.
+A model is a standard-library frozen dataclass (`@model`) deriving from `Record` (or a base
+that does), so a run that takes validated objects from the caches never imports pydantic.
+Pydantic validates at the edge only (`validate`), reading the same classes:
+
+* a field's constraints and description are `Field(...)`: a `dataclasses.field` whose metadata
+  is pydantic's Field arguments (`ge`, `le`, `max_length`, `pattern`, `description`, ...);
+  pydantic reads them, and the published JSON Schemas come from them;
+* a check of one value is `After(function)` or `Before(function)` in `Annotated[...]` (what
+  pydantic's AfterValidator and BeforeValidator do, declared without importing pydantic);
+* a check across fields is the class's `__post_init__` (pydantic runs it after validating the
+  fields, and so does a direct construction or `dataclasses.replace`): it raises ValueError;
+* unknown fields are refused: `Record.__pydantic_config__` is pydantic's config for the class.
+
+Give a model's data to expressions and outputs with `plain_data`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import dataclasses
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from sysctl_advisor.model import plain_models
-from sysctl_advisor.model.plain_models import plain_chosen
+from sysctl_advisor.model.documents import validation_error
+from sysctl_advisor.model.errors import InputError
 
-if TYPE_CHECKING or not plain_chosen():
-    from pydantic import (  # noqa: I001 - re-exported (`X as X`), as one statement
-        AfterValidator as AfterValidator,
-        BaseModel as BaseModel,
-        BeforeValidator as BeforeValidator,
-        ConfigDict as ConfigDict,
-        Field as Field,
-        JsonValue as JsonValue,
-        ValidationError as ValidationError,
-        field_validator as field_validator,
-        model_validator as model_validator,
-    )
-else:  # the same names (plain_models.__all__)
-    from sysctl_advisor.model.plain_models import *  # noqa: F403
+if TYPE_CHECKING:
+    from pydantic import GetCoreSchemaHandler, TypeAdapter
+    from pydantic_core import CoreSchema
+
+if sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:
+    from typing_extensions import dataclass_transform
+
+T = TypeVar("T")
+
+
+class Record:
+    """The base of every model: unknown fields are refused when pydantic validates one."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
+
+
+def Field(
+    default: Any = dataclasses.MISSING,
+    *,
+    default_factory: Callable[[], Any] | Any = dataclasses.MISSING,
+    **constraints: Any,
+) -> Any:
+    """A dataclass field whose metadata pydantic reads as its Field arguments."""
+    return dataclasses.field(default=default, default_factory=default_factory, metadata=constraints)
+
+
+@dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(Field,))
+def model(cls: type[T]) -> type[T]:
+    """Make a Record subclass a model: a frozen, keyword-only dataclass (fields with and
+    without defaults may come in any order, as the files list them)."""
+    return dataclasses.dataclass(frozen=True, kw_only=True)(cls)
+
+
+class _Validator:
+    mode: ClassVar[str]
+
+    def __init__(self, function: Callable[[Any], Any]) -> None:
+        self.function = function
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        from pydantic_core import core_schema
+
+        build = getattr(core_schema, f"no_info_{self.mode}_validator_function")
+        schema: CoreSchema = build(self.function, handler(source))
+        return schema
+
+
+class After(_Validator):
+    """Annotated metadata: run `function` on the value pydantic validated (ValueError refuses)."""
+
+    mode = "after"
+
+
+class Before(_Validator):
+    """Annotated metadata: run `function` on the raw value before pydantic validates it."""
+
+    mode = "before"
+
+
+def exactly(kind: type[Any]) -> Before:
+    """Annotated metadata: refuse any value whose type is not `kind` itself (no 80.0 or "80"
+    for an int, no 1 for a bool): pydantic's strict mode for one field."""
+
+    def check(value: Any) -> Any:
+        if type(value) is not kind:
+            raise ValueError(f"must be {kind.__name__}, not {type(value).__name__}")
+        return value
+
+    return Before(check)
+
+
+_adapters: dict[type[Any], TypeAdapter[Any]] = {}  # one per model, built on first use
+
+
+def _adapter(model_type: type[Any]) -> TypeAdapter[Any]:
+    adapter = _adapters.get(model_type)
+    if adapter is None:
+        from pydantic import TypeAdapter
+
+        adapter = _adapters[model_type] = TypeAdapter(model_type)
+    return adapter
+
+
+def validate(
+    model_type: type[T], data: Any, path: Path | str | None = None, text: str | None = None
+) -> T:
+    """`data` validated as `model_type` (pydantic, imported now), or an InputError naming the
+    file (`path`), its line (from `text`) and the field."""
+    from pydantic import ValidationError
+
+    try:
+        result: T = _adapter(model_type).validate_python(data)
+    except ValidationError as exc:
+        raise validation_error(exc, Path(path) if path is not None else None, text) from None
+    return result
+
+
+def is_valid(model_type: type[T], data: Any) -> bool:
+    try:
+        validate(model_type, data)
+    except InputError:
+        return False
+    return True
 
 
 def plain_data(value: Any) -> Any:
-    """What model_dump(mode="python") returns for the advisor's models (fields in declaration
-    order, containers of the same kind), walked by hand: it works on plain models too, and on
-    pydantic ones it spares building the model's serializer, which costs more than the rest of
-    a one-shot run (the models have no serializers, aliases or computed fields; tests compare
-    the two for facts and catalog keys)."""
-    if isinstance(value, BaseModel | plain_models.BaseModel):  # fields in declaration order
-        return {name: plain_data(item) for name, item in value.__dict__.items()}
+    """A model as plain data: a mapping of its fields (by name, in declaration order),
+    containers of the same kind, recursively (dataclasses.asdict, without its deep copies)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            field.name: plain_data(getattr(value, field.name))
+            for field in dataclasses.fields(value)
+        }
     if isinstance(value, dict):
         return {key: plain_data(item) for key, item in value.items()}
     if isinstance(value, list | tuple | set | frozenset):

@@ -12,6 +12,7 @@ from sysctl_advisor.model.calibration_run import Measurement
 from sysctl_advisor.model.documents import parse_document, read_text
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import Calibration, facts_from_data
+from sysctl_advisor.model.model_base import plain_data
 from sysctl_advisor.outputs.files import write_atomic
 
 
@@ -44,7 +45,7 @@ def report(m: Measurement) -> str:
 def calibration_yaml(c: Calibration) -> str:
     """The `calibration:` section, from the YAML serializer."""
     return "# measured by `sysctl-advisor calibrate`; used on this kernel only\n" + yaml.safe_dump(
-        {"calibration": c.model_dump()}, sort_keys=False
+        {"calibration": plain_data(c)}, sort_keys=False
     )
 
 
@@ -57,7 +58,7 @@ def write_calibration(path: Path, c: Calibration) -> None:
     if not isinstance(data, dict):
         raise InputError("a facts file must be a mapping", path=path)
     if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
-        data["calibration"] = c.model_dump()
+        data["calibration"] = plain_data(c)
         new_text = json.dumps(data, indent=2) + "\n"
     else:
         kept: list[str] = []
@@ -73,7 +74,7 @@ def write_calibration(path: Path, c: Calibration) -> None:
         body = "".join(kept).rstrip("\n")
         new_text = (body + "\n\n" if body else "") + calibration_yaml(c)
     written = parse_document(new_text, path)
-    expected = {**data, "calibration": c.model_dump()}
+    expected = {**data, "calibration": plain_data(c)}
     if written != expected:
         raise InputError(
             "the calibration could not be added without changing the rest of the file; "

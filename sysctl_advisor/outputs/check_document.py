@@ -10,16 +10,26 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from pydantic import Field
-
 from sysctl_advisor.knowledge.rules import Severity
 from sysctl_advisor.model.documents import dump_json
-from sysctl_advisor.outputs.json_documents import _document, _Model
+from sysctl_advisor.model.model_base import Field, Record, model, plain_data
 
 CHECK_SCHEMA: Final = "sysctl-advisor/check/v1"
 
 
-class CheckFindingDocument(_Model):
+def document_config(schema_id: str, title: str) -> dict[str, Any]:
+    """pydantic's config for a published document (this one and json_documents'): unknown
+    fields refused, its title and `$id` in the JSON Schema."""
+    return {
+        "extra": "forbid",
+        "title": title,
+        "json_schema_extra": {"$id": schema_id},
+        "json_schema_serialization_defaults_required": True,
+    }
+
+
+@model
+class CheckFindingDocument(Record):
     """One finding: which rule fired, where, and what it means."""
 
     id: str = Field(description="the check rule's id, e.g. check.tw-recycle-enabled")
@@ -33,13 +43,14 @@ class CheckFindingDocument(_Model):
     help: str = Field(description="the rule's entry in the rules reference (docs/rules.md)")
 
 
-class CheckDocument(_Model):
+@model
+class CheckDocument(Record):
     """What `sysctl-advisor check --format json` prints."""
 
-    model_config = _document(CHECK_SCHEMA, "sysctl-advisor check report")
+    __pydantic_config__ = document_config(CHECK_SCHEMA, "sysctl-advisor check report")
 
-    schema_: Literal["sysctl-advisor/check/v1"] = Field(
-        CHECK_SCHEMA, alias="schema", description="this document's format and version"
+    schema: Literal["sysctl-advisor/check/v1"] = Field(
+        default=CHECK_SCHEMA, description="this document's format and version"
     )
     version: str = Field(description="the sysctl-advisor version that wrote it")
     files: list[str] = Field(description="every file that was read, in the order read")
@@ -50,4 +61,5 @@ class CheckDocument(_Model):
         return dump_json(self.to_data())
 
     def to_data(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True)
+        data: dict[str, Any] = plain_data(self)
+        return data

@@ -14,14 +14,14 @@ import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 from urllib.parse import quote, quote_from_bytes, urlsplit
 
 from sysctl_advisor import __version__
 from sysctl_advisor.engine.lint import CheckFinding, CheckReport
 from sysctl_advisor.knowledge.check_rules import CheckRule
 from sysctl_advisor.knowledge.resources import data_dir
-from sysctl_advisor.knowledge.rules import SEVERITY_ORDER
+from sysctl_advisor.knowledge.rules import SEVERITY_ORDER, Severity
 from sysctl_advisor.model.documents import dump_json, read_bytes
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.sysctl_conf import C_SPACE
@@ -260,8 +260,8 @@ def _markdown(report: CheckReport) -> str:
 
 
 def check_document(report: CheckReport) -> CheckDocument:
-    # The JSON models (pydantic) only for the JSON format: text, SARIF and Markdown runs skip
-    # building them.
+    # The JSON document's model only for the JSON format: text, SARIF and Markdown runs do
+    # not import it.
     from sysctl_advisor.outputs.check_document import CheckDocument, CheckFindingDocument
 
     base = docs_url()
@@ -271,7 +271,7 @@ def check_document(report: CheckReport) -> CheckDocument:
         findings=[
             CheckFindingDocument(
                 id=f.id,
-                severity=f.severity,
+                severity=cast(Severity, f.severity),
                 file=f.file,
                 line=f.line,
                 key=f.key,

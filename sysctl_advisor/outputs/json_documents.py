@@ -13,36 +13,28 @@ notice every addition and the schema is regenerated with it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from annotated_types import Ge
+from pydantic import JsonValue  # the type of a profile parameter's value, in the schema
 
 from sysctl_advisor.knowledge.rules import Severity
+from sysctl_advisor.model.model_base import Field, Record, model
+from sysctl_advisor.outputs.check_document import document_config
 
 PLAN_SCHEMA: Final = "sysctl-advisor/plan/v1"
 DIFF_SCHEMA: Final = "sysctl-advisor/diff/v1"
 FLEET_SCHEMA: Final = "sysctl-advisor/fleet/v1"
 
 _VERSION = "the sysctl-advisor version that wrote it (sysctl_advisor.__version__)"
-Count = Annotated[int, Field(ge=0)]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-
-def _document(schema_id: str, title: str) -> ConfigDict:
-    return ConfigDict(
-        title=title,
-        json_schema_extra={"$id": schema_id},
-        json_schema_serialization_defaults_required=True,
-    )
+Count = Annotated[int, Ge(0)]
 
 
 # -- plan --------------------------------------------------------------------------------------
 
 
-class PlanHostDocument(_Model):
+@model
+class PlanHostDocument(Record):
     """The host the plan is for, as its facts describe it."""
 
     hostname: str | None
@@ -57,12 +49,14 @@ class PlanHostDocument(_Model):
     )
 
 
-class PlanProfileDocument(_Model):
+@model
+class PlanProfileDocument(Record):
     name: str
     params: dict[str, JsonValue] = Field(description="every parameter's value for this host")
 
 
-class SettingDocument(_Model):
+@model
+class SettingDocument(Record):
     """One sysctl the host should set, with the arithmetic and sources behind it."""
 
     key: str
@@ -81,7 +75,8 @@ class SettingDocument(_Model):
     capped_by: list[str] = Field(description="ids of the safety caps that lowered it")
 
 
-class FindingDocument(_Model):
+@model
+class FindingDocument(Record):
     id: str
     severity: Severity
     key: str | None = Field(description="the sysctl the finding is about, if any")
@@ -89,7 +84,8 @@ class FindingDocument(_Model):
     rule: str = Field(description="id of the rule that raised it")
 
 
-class CompanionDocument(_Model):
+@model
+class CompanionDocument(Record):
     """A setting outside sysctl that the sysctl values depend on."""
 
     target: str = Field(description="what to change: nginx, ethtool, limits.conf, systemd, …")
@@ -98,7 +94,8 @@ class CompanionDocument(_Model):
     rule: str
 
 
-class UnchangedDocument(_Model):
+@model
+class UnchangedDocument(Record):
     """A key a rule wanted, where the kernel default already gives as much."""
 
     key: str
@@ -107,13 +104,14 @@ class UnchangedDocument(_Model):
     rules: list[str]
 
 
-class PlanDocument(_Model):
+@model
+class PlanDocument(Record):
     """What `sysctl-advisor recommend --format json` prints."""
 
-    model_config = _document(PLAN_SCHEMA, "sysctl-advisor plan")
+    __pydantic_config__ = document_config(PLAN_SCHEMA, "sysctl-advisor plan")
 
-    schema_: Literal["sysctl-advisor/plan/v1"] = Field(
-        PLAN_SCHEMA, alias="schema", description="this document's format and version"
+    schema: Literal["sysctl-advisor/plan/v1"] = Field(
+        default=PLAN_SCHEMA, description="this document's format and version"
     )
     version: str = Field(description=_VERSION)
     host: PlanHostDocument
@@ -129,19 +127,22 @@ class PlanDocument(_Model):
 # -- diff --------------------------------------------------------------------------------------
 
 
-class DiffHostDocument(_Model):
+@model
+class DiffHostDocument(Record):
     hostname: str | None
     kernel: str | None
 
 
-class DiffCurrentDocument(_Model):
+@model
+class DiffCurrentDocument(Record):
     """Where the current values came from."""
 
     kind: str = Field(description="what was read: facts, dump, file or tree")
     label: str = Field(description="the path read, or the facts file")
 
 
-class DiffEntryDocument(_Model):
+@model
+class DiffEntryDocument(Record):
     key: str
     current: str | None = Field(description="the value in force or configured; null if unset")
     recommended: str | None = Field(description="null for a key to remove")
@@ -151,7 +152,8 @@ class DiffEntryDocument(_Model):
     rationale: str
 
 
-class ProblemDocument(_Model):
+@model
+class ProblemDocument(Record):
     """Something wrong in the current configuration itself (a broken link, a bad line)."""
 
     source: str = Field(description="path:line, or path")
@@ -160,13 +162,14 @@ class ProblemDocument(_Model):
     code: str = Field(description="the kind of problem: syntax, broken-link, unreadable, …")
 
 
-class DiffDocument(_Model):
+@model
+class DiffDocument(Record):
     """What `sysctl-advisor diff --format json` prints."""
 
-    model_config = _document(DIFF_SCHEMA, "sysctl-advisor diff")
+    __pydantic_config__ = document_config(DIFF_SCHEMA, "sysctl-advisor diff")
 
-    schema_: Literal["sysctl-advisor/diff/v1"] = Field(
-        DIFF_SCHEMA, alias="schema", description="this document's format and version"
+    schema: Literal["sysctl-advisor/diff/v1"] = Field(
+        default=DIFF_SCHEMA, description="this document's format and version"
     )
     version: str = Field(description=_VERSION)
     host: DiffHostDocument
@@ -181,18 +184,21 @@ class DiffDocument(_Model):
 # -- fleet summary -----------------------------------------------------------------------------
 
 
-class FleetFindingCount(_Model):
+@model
+class FleetFindingCount(Record):
     id: str
     severity: Severity
     hosts: Count = Field(description="how many written hosts have this finding")
 
 
-class FleetChangeCount(_Model):
+@model
+class FleetChangeCount(Record):
     key: str
     hosts: Count = Field(description="how many written hosts change this key from its default")
 
 
-class SkippedHost(_Model):
+@model
+class SkippedHost(Record):
     """An inventory host no file was written for."""
 
     host: str = Field(description="the inventory name")
@@ -200,13 +206,15 @@ class SkippedHost(_Model):
     reason: str = Field(description="why it was skipped: the one-line error")
 
 
-class SeverityCounts(_Model):
+@model
+class SeverityCounts(Record):
     error: Count
     warning: Count
     info: Count
 
 
-class WrittenHost(_Model):
+@model
+class WrittenHost(Record):
     """An inventory host whose files were written."""
 
     host: str = Field(description="the inventory name (host_files/<host>.conf)")
@@ -219,13 +227,14 @@ class WrittenHost(_Model):
     finding_ids: list[str] = Field(description="the distinct finding ids, sorted")
 
 
-class FleetSummaryDocument(_Model):
+@model
+class FleetSummaryDocument(Record):
     """summary.json, written by `sysctl-advisor fleet --out DIR`."""
 
-    model_config = _document(FLEET_SCHEMA, "sysctl-advisor fleet summary")
+    __pydantic_config__ = document_config(FLEET_SCHEMA, "sysctl-advisor fleet summary")
 
-    schema_: Literal["sysctl-advisor/fleet/v1"] = Field(
-        FLEET_SCHEMA, alias="schema", description="this document's format and version"
+    schema: Literal["sysctl-advisor/fleet/v1"] = Field(
+        default=FLEET_SCHEMA, description="this document's format and version"
     )
     version: str = Field(description=_VERSION)
     facts: str = Field(description="the facts directory or inventory the fleet was read from")
@@ -239,10 +248,3 @@ class FleetSummaryDocument(_Model):
     changes: list[FleetChangeCount] = Field(description="per changed key, most hosts first")
     skipped: list[SkippedHost]
     hosts: list[WrittenHost]
-
-
-def model_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """A model's published JSON Schema (Draft 2020-12, as pydantic writes it), `$id` first."""
-    schema = model.model_json_schema(by_alias=True, mode="serialization")
-    head = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": schema.pop("$id")}
-    return {**head, **schema}

@@ -15,23 +15,25 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import TypeAdapter
 
 from sysctl_advisor.outputs.check_document import CheckDocument
-from sysctl_advisor.outputs.json_documents import (
-    DiffDocument,
-    FleetSummaryDocument,
-    PlanDocument,
-    model_schema,
-)
+from sysctl_advisor.outputs.json_documents import DiffDocument, FleetSummaryDocument, PlanDocument
 
-SCHEMAS: dict[str, type[BaseModel]] = {
+SCHEMAS: dict[str, type[Any]] = {
     "plan": PlanDocument,  # recommend --format json
     "diff": DiffDocument,  # diff --format json
     "check": CheckDocument,  # check --format json
     "fleet-summary": FleetSummaryDocument,  # fleet --out DIR: summary.json
 }
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"  # sysctl_advisor/schemas
+
+
+def model_schema(document: type[Any]) -> dict[str, Any]:
+    """A document's published JSON Schema (Draft 2020-12, as pydantic writes it), `$id` first."""
+    schema = TypeAdapter(document).json_schema(by_alias=True, mode="serialization")
+    head = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": schema.pop("$id")}
+    return {**head, **schema}
 
 
 def schema_text(name: str) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 from sysctl_advisor.model.calibration_run import Measurement
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import Calibration
+from sysctl_advisor.model.model_base import validate
 
 MAX_PAIRS = 100_000
 MIN_PAIRS = 2_000  # fewer sockets measure slab noise, not per-socket cost
@@ -88,14 +89,15 @@ def summarise(data: dict[str, Any], kernel: str) -> Measurement:
         for name, size in idle["caches"].items()
     }
     top = sorted(((n, g) for n, g in growth.items() if g >= 16), key=lambda x: (-x[1], x[0]))
-    calibration = Calibration(
-        kernel=kernel,
-        sockets=sockets,
-        slab_bytes_per_socket=max(256, round(per_socket(idle, "slab_bytes"))),
-        tcp_mem_pages_per_idle_socket=round(max(0.0, per_socket(idle, "tcp_mem_pages")), 3),
-        tcp_mem_pages_per_queued_socket=round(max(0.0, per_socket(queued, "tcp_mem_pages")), 3),
-        queued_bytes=int(data["queued_bytes"]),
-    )
+    figures = {
+        "kernel": kernel,
+        "sockets": sockets,
+        "slab_bytes_per_socket": max(256, round(per_socket(idle, "slab_bytes"))),
+        "tcp_mem_pages_per_idle_socket": round(max(0.0, per_socket(idle, "tcp_mem_pages")), 3),
+        "tcp_mem_pages_per_queued_socket": round(max(0.0, per_socket(queued, "tcp_mem_pages")), 3),
+        "queued_bytes": int(data["queued_bytes"]),
+    }
+    calibration = validate(Calibration, figures)
     queued_slab = round(per_socket(queued, "slab_bytes") - per_socket(idle, "slab_bytes"))
     return Measurement(
         calibration=calibration,

@@ -16,8 +16,9 @@ from typing import Any
 
 import crossplane
 
+from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import Listen
-from sysctl_advisor.model.model_base import ValidationError
+from sysctl_advisor.model.model_base import validate
 from sysctl_advisor.model.text_escape import MAX_TEXT, one_line
 from sysctl_advisor.sources.tree_paths import inside
 
@@ -129,16 +130,15 @@ class _Reader:
                 if problem is not None:
                     self.errors.append(f"{file}:{line}: {problem}")
                 try:
-                    self.found.append(
-                        Listen(
-                            address=socket_address(args[0]),
-                            backlog=backlog,
-                            file=file,
-                            line=line,
-                            text=" ".join(["listen", *args]),
-                        )
-                    )
-                except ValidationError:
+                    listen = {
+                        "address": socket_address(args[0]),
+                        "backlog": backlog,
+                        "file": file,
+                        "line": line,
+                        "text": " ".join(["listen", *args]),
+                    }
+                    self.found.append(validate(Listen, listen))
+                except InputError:
                     self.errors.append(f"{file}:{line}: a listen directive that is not plain text")
             elif name == "include" and args:
                 for included in self._resolve(args[0]):

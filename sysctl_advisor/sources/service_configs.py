@@ -7,9 +7,11 @@ keeps whatever else the facts say and `config_error` tells the rules (and the op
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from sysctl_advisor.model.host_facts import HostFacts, Service
+from sysctl_advisor.model.model_base import plain_data, validate
 
 
 def with_service_configs(
@@ -25,10 +27,10 @@ def with_service_configs(
     services = dict(facts.services)
     if nginx_conf is not None:
         current = services.get("nginx", Service())
-        services["nginx"] = current.model_copy(update={"config": str(nginx_conf)})
+        services["nginx"] = replace(current, config=str(nginx_conf))
     nginx = services.get("nginx")
     if nginx is None or nginx.config is None:
-        return facts if nginx_conf is None else facts.model_copy(update={"services": services})
+        return facts if nginx_conf is None else replace(facts, services=services)
 
     from sysctl_advisor.sources.nginx_conf import (
         read_nginx,  # crossplane is imported only when needed
@@ -43,7 +45,6 @@ def with_service_configs(
     confine = base if base is not None and nginx_conf is None else None
     parsed = read_nginx(path, root, confine)
     # Validated like the facts themselves: the error text quotes the (hostile) config.
-    services["nginx"] = Service.model_validate(
-        nginx.model_dump() | {"listens": parsed.listens, "config_error": parsed.error}
-    )
-    return facts.model_copy(update={"services": services})
+    parsed_data = {"listens": plain_data(parsed.listens), "config_error": parsed.error}
+    services["nginx"] = validate(Service, plain_data(nginx) | parsed_data)
+    return replace(facts, services=services)

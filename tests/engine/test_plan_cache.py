@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import replace
 
 import pytest
 
@@ -18,12 +19,12 @@ def test_a_cached_plan_is_the_plan(kb: KnowledgeBase, host: str, profile: str) -
     cache = PlanCache(kb)
     assert cache.enabled
     first = load_facts(EXAMPLES / f"{host}.yaml")
-    twin = first.model_copy(update={"hostname": "twin-01"})
+    twin = replace(first, hostname="twin-01")
     assert cache.plan(kb, first, profile) == build_plan(kb, first, profile)
     assert cache.plan(kb, twin, profile) == build_plan(kb, twin, profile)
     assert (cache.hits, cache.misses) == (1, 1)
-    memory = first.memory.model_copy(update={"total": first.memory.total + 2**20})
-    other = first.model_copy(update={"memory": memory})
+    memory = replace(first.memory, total=first.memory.total + 2**20)
+    other = replace(first, memory=memory)
     assert cache.plan(kb, other, profile) == build_plan(kb, other, profile)
     assert cache.misses == 2  # another shape
 
@@ -41,8 +42,8 @@ def test_it_turns_itself_off_for_a_fleet_of_distinct_hosts(kb: KnowledgeBase) ->
     cache = PlanCache(kb, trial=10, max_entries=4)
     facts = load_facts(EXAMPLES / "dtn-10g.yaml")
     for i in range(12):
-        memory = facts.memory.model_copy(update={"total": 2**33 + i * 2**20})
-        cache.plan(kb, facts.model_copy(update={"memory": memory}), "base")
+        memory = replace(facts.memory, total=2**33 + i * 2**20)
+        cache.plan(kb, replace(facts, memory=memory), "base")
         assert len(cache.entries) <= 4
     assert not cache.enabled and not cache.entries
 
@@ -80,7 +81,7 @@ def test_a_shape_is_rendered_once_and_reads_as_each_hosts_own_file(
     cache = PlanCache(kb)
     first = load_facts(EXAMPLES / f"{host}.yaml")
     # a twin whose name and facts path are long enough to wrap the YAML header differently
-    twin = first.model_copy(update={"hostname": "twin-" + "x" * 70})
+    twin = replace(first, hostname="twin-" + "x" * 70)
     for facts, command in ((first, "sysctl-advisor recommend a"), (twin, "b " + "y" * 120)):
         shape = cache.lookup(kb, facts, profile)
         shared = renderer.render_for_shape(shape.plan, fmt, command, shape.rendered)
@@ -160,7 +161,7 @@ def test_a_shapes_body_is_read_back_once_and_a_body_that_would_set_more_is_refus
     renderer = Renderer(kb.catalog)
     facts = load_facts(EXAMPLES / "ec2-nginx-frontend.yaml")
     for name in ("web-1", "web-2", "web-3"):
-        shape = cache.lookup(kb, facts.model_copy(update={"hostname": name}), "frontend-proxy")
+        shape = cache.lookup(kb, replace(facts, hostname=name), "frontend-proxy")
         renderer.render_for_shape(shape.plan, fmt, f"cmd {name}", shape.rendered)
     assert checked == [fmt]
 
@@ -191,7 +192,7 @@ def test_kernel_defaults_shared_by_hardware_give_each_hosts_own_plan(
     in_force = dict(first.sysctl)
     in_force["net.core.somaxconn"] = "4097"
     in_force["net.ipv4.tcp_rmem"] = "4096 131071 6291455"
-    drifted = first.model_copy(update={"sysctl": in_force, "hostname": "drifted"})
+    drifted = replace(first, sysctl=in_force, hostname="drifted")
     for facts in (first, drifted, first, drifted):
         assert build_plan(kb, facts, profile, memo=memo) == build_plan(kb, facts, profile)
     assert (memo.misses, memo.hits) == (1, 3)
@@ -232,8 +233,8 @@ def test_the_kernel_defaults_memo_is_bounded_and_turns_itself_off(kb: KnowledgeB
     memo = KernelDefaultsMemo(max_entries=4, trial=10)
     facts = load_facts(EXAMPLES / "dtn-10g.yaml")
     for i in range(12):
-        memory = facts.memory.model_copy(update={"total": 2**33 + i * 2**20})
-        varied = facts.model_copy(update={"memory": memory})
+        memory = replace(facts.memory, total=2**33 + i * 2**20)
+        varied = replace(facts, memory=memory)
         assert build_plan(kb, varied, "base", memo=memo) == build_plan(kb, varied, "base")
         assert len(memo) <= 4
     assert not memo.enabled and len(memo) == 0

@@ -1,8 +1,9 @@
 """Issue 19: a facts file validated once is taken from the validated-facts cache afterwards,
-and the hand walk that replaces model_dump for rule expressions gives the same data."""
+and plain_data (what rule expressions get) is dataclasses.asdict without its deep copies."""
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 import pickle
@@ -12,7 +13,8 @@ import pytest
 import yaml
 
 from sysctl_advisor.knowledge.facts_cache import MAX_ENTRIES, FactsCache, cached_facts, facts_key
-from sysctl_advisor.model.host_facts import HostFacts, facts_from_data, plain_data
+from sysctl_advisor.model.host_facts import HostFacts, facts_from_data
+from sysctl_advisor.model.model_base import plain_data
 from sysctl_advisor.sources import facts_file
 from sysctl_advisor.sources.facts_file import facts_from_text
 from tests.conftest import ROOT
@@ -31,20 +33,20 @@ EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.yaml") if "memory" in p
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
-def test_plain_data_is_model_dump_for_every_example(path: Path) -> None:
+def test_plain_data_is_asdict_for_every_example(path: Path) -> None:
     facts = facts_file.load_facts(path)
-    assert plain_data(facts) == facts.model_dump(mode="python")
-    assert list(plain_data(facts)) == list(facts.model_dump(mode="python"))
+    assert plain_data(facts) == dataclasses.asdict(facts)
+    assert list(plain_data(facts)) == list(dataclasses.asdict(facts))
 
 
-def test_plain_data_is_model_dump_for_every_rule_case() -> None:
+def test_plain_data_is_asdict_for_every_rule_case() -> None:
     checked = 0
     for data in _case_facts():
         try:
             facts = facts_from_data(data)
         except Exception:  # a case about refused facts
             continue
-        dumped = facts.model_dump(mode="python")
+        dumped = dataclasses.asdict(facts)
         walked = plain_data(facts)
         assert walked == dumped
         assert [type(v) for v in walked.values()] == [type(v) for v in dumped.values()]
@@ -130,7 +132,7 @@ def test_a_planted_entry_in_a_cache_others_can_write_is_never_unpickled(
     cached_facts(path, facts_from_text)  # creates the private directory and the file
     cache_file = next((cache_dir / "private").glob("facts-*.marshal"))
     marker = workdir / "MARKER"
-    planted = {facts_key(path, path.read_text()): (pickle.dumps(_Plant(marker)), False)}
+    planted = {facts_key(path, path.read_text()): pickle.dumps(_Plant(marker))}
     cache_file.write_bytes(marshal.dumps(planted))
     os.chmod(cache_file, 0o666)
     facts = cached_facts(path, facts_from_text)
@@ -143,16 +145,17 @@ def test_a_planted_entry_in_a_cache_others_can_write_is_never_unpickled(
     assert marker.exists()
 
 
-def test_plain_data_is_model_dump_for_every_catalog_key_and_server() -> None:
-    """What `check` rules see of a key's spec, and what backlog rules see of a server, is
-    walked by hand (plain models have no model_dump): the same data pydantic dumps."""
+def test_plain_data_is_asdict_for_every_catalog_key_and_server() -> None:
+    """What `check` rules see of a key's spec, and what backlog rules see of a server, is the
+    same data dataclasses.asdict gives."""
     from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
     from sysctl_advisor.knowledge.servers import _SHOWN
 
     kb = KnowledgeBase.load()
     for key in kb.catalog.keys.values():
-        assert plain_data(key) == key.model_dump()
-        assert list(plain_data(key)) == list(key.model_dump())
+        assert plain_data(key) == dataclasses.asdict(key)
+        assert list(plain_data(key)) == list(dataclasses.asdict(key))
     for server in kb.servers.servers:
         shown = {name: getattr(server, name) for name in _SHOWN}
-        assert list(shown.items()) == list(server.model_dump(include=set(_SHOWN)).items())
+        dumped = dataclasses.asdict(server)
+        assert list(shown.items()) == [(name, dumped[name]) for name in dumped if name in _SHOWN]

@@ -242,8 +242,8 @@ def test_duplicate_id_names_its_line(workdir: Path) -> None:
     ("text", "words"),
     [
         ("- a\n- b\n", "must be a mapping"),
-        ("families: []\n", "at least 1"),
-        ("families: [1, 2]\n", "valid dictionary"),
+        ("families: []\n", "k.yaml:1: families:"),
+        ("families: [1, 2]\n", "k.yaml:1: families.0:"),
         ("families:\n  a: 1\n  a: 2\n", "duplicate key"),
         ("families: [" * 200, "nested more than"),
     ],

@@ -26,7 +26,7 @@ from sysctl_advisor.engine.lint import CheckReport
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.text_escape import one_line
 from sysctl_advisor.outputs.check_document import CheckDocument
-from sysctl_advisor.outputs.json_documents import model_schema
+from sysctl_advisor.outputs.json_schemas import model_schema
 from tests.conftest import TESTS
 from tests.sarif.validate import (
     CHECK_SCHEMA,

@@ -15,6 +15,7 @@ import copy
 import importlib.resources as resources
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from sysctl_advisor.engine.kubernetes_placement import Placement, placement_for
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.kubernetes import KubernetesVersion
 from sysctl_advisor.model.host_facts import HostFacts
+from sysctl_advisor.model.model_base import validate
 from sysctl_advisor.outputs.kubernetes_manifests import manifest_settings, render_kubernetes
 from sysctl_advisor.outputs.plan_render import Renderer
 from sysctl_advisor.sources.facts_file import load_facts
@@ -173,7 +175,8 @@ def test_the_congestion_control_is_the_nodes(kb: KnowledgeBase) -> None:
 
 
 def _facts(kernel: str, sysctl: dict[str, str] | None = None) -> HostFacts:
-    return HostFacts.model_validate(
+    return validate(
+        HostFacts,
         {
             "hostname": "k8s-node",
             "kernel": kernel,
@@ -182,7 +185,7 @@ def _facts(kernel: str, sysctl: dict[str, str] | None = None) -> HostFacts:
             "cpu": {"threads": 16},
             "sysctl": sysctl or {},
             "observed": {"time_wait_peak": 200000, "orphans_peak": 1000},
-        }
+        },
     )
 
 
@@ -259,7 +262,7 @@ def test_a_hostile_hostname_stays_a_comment(kb: KnowledgeBase) -> None:
     but cannot become a document or a setting (read back, the manifests hold exactly the
     plan)."""
     payload = "x\n---\nkind: Secret\nmetadata: {name: s}\n[sysctl]\nkernel.panic=1\n"
-    facts = _facts("5.15.0").model_copy(update={"hostname": payload})
+    facts = replace(_facts("5.15.0"), hostname=payload)
     _, text = _render(kb, facts, "frontend-proxy", "1.36", {})
     assert "Secret" not in _documents(text)
     _, node, _ = manifest_settings(text)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,7 @@ def test_write_keeps_the_facts_file_and_replaces_an_old_calibration(workdir: Pat
     once = path.read_text()
     assert once.startswith(original.rstrip("\n"))  # comments and order kept
     assert load_facts(path).calibration == FIGURES
-    write_calibration(path, FIGURES.model_copy(update={"slab_bytes_per_socket": 5000}))
+    write_calibration(path, replace(FIGURES, slab_bytes_per_socket=5000))
     twice = path.read_text()
     assert twice.count("calibration:") == 1 and "slab_bytes_per_socket: 5000" in twice
     assert twice.replace("5000", "4969") == once

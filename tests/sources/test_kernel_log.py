@@ -17,7 +17,8 @@ from sysctl_advisor.knowledge.kernel_messages import load_message_families, matc
 from sysctl_advisor.knowledge.resources import data_dir
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import Observed
-from sysctl_advisor.sources import kernel_log
+from sysctl_advisor.model.model_base import validate
+from sysctl_advisor.sources import kernel_log, kernel_log_input, kernel_log_lines
 from sysctl_advisor.sources.kernel_log import read_kernel_log
 from tests.conftest import HANG_SECONDS, TESTS
 
@@ -33,7 +34,7 @@ def utc(text: str) -> float:
 def set_timezone(monkeypatch: pytest.MonkeyPatch, zone: str) -> None:
     monkeypatch.setenv("TZ", zone)
     time.tzset()
-    kernel_log._local_time.cache_clear()
+    kernel_log_lines._local_time.cache_clear()
 
 
 @pytest.fixture(autouse=True)
@@ -43,13 +44,13 @@ def in_utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     monkeypatch.undo()
     time.tzset()
-    kernel_log._local_time.cache_clear()
+    kernel_log_lines._local_time.cache_clear()
 
 
 def read(path: Path, **options: Any) -> dict[str, Any]:
     result = read_kernel_log(MATCHERS, path=path, now=NOW, **options)
     assert result is not None
-    Observed.model_validate(result)  # every result is a valid part of the facts
+    validate(Observed, result)  # every result is a valid part of the facts
     return result
 
 
@@ -305,7 +306,7 @@ def test_a_huge_line_is_cut_before_matching(workdir: Path) -> None:
     assert time.monotonic() - started < HANG_SECONDS
     found = events(result)
     assert found["mm.page-allocation-failure"]["count"] == 1
-    assert len(found["mm.page-allocation-failure"]["example"]) <= kernel_log.MAX_EXAMPLE
+    assert len(found["mm.page-allocation-failure"]["example"]) <= kernel_log_lines.MAX_EXAMPLE
     assert "tcp.out-of-socket-memory" not in found
     assert found["tcp.too-many-orphans"]["count"] == 1  # the line after the huge one is read
     assert result["kernel_log"]["lines"] == 3
@@ -314,9 +315,9 @@ def test_a_huge_line_is_cut_before_matching(workdir: Path) -> None:
 def test_counting_is_linear_in_near_misses(workdir: Path) -> None:
     """Lines built to make a naive matcher backtrack: prefixes of every substring repeated."""
     prefixes = " ".join(s[:-1] for subs in MATCHERS.values() for s in subs)
-    line = (prefixes + " ") * (kernel_log.MAX_LINE // len(prefixes) + 1)
+    line = (prefixes + " ") * (kernel_log_lines.MAX_LINE // len(prefixes) + 1)
     path = workdir / "near.log"
-    path.write_text(("[1.0] " + line[: kernel_log.MAX_LINE] + "\n") * 10_000)
+    path.write_text(("[1.0] " + line[: kernel_log_lines.MAX_LINE] + "\n") * 10_000)
     started = time.monotonic()
     result = read(path)
     assert time.monotonic() - started < HANG_SECONDS
@@ -328,7 +329,7 @@ def test_only_the_newest_lines_of_a_log_of_many_short_lines_are_kept(
     workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """66 MB of `ab` lines once took two minutes and 1.3 GB: the line count is bounded too."""
-    monkeypatch.setattr(kernel_log, "MAX_LOG_LINES", 1000)
+    monkeypatch.setattr(kernel_log_input, "MAX_LOG_LINES", 1000)
     path = workdir / "short-lines.log"
     path.write_text(
         "[1.0] Out of socket memory\n" * 5
@@ -343,7 +344,7 @@ def test_only_the_newest_lines_of_a_log_of_many_short_lines_are_kept(
 
 
 def test_only_the_end_of_a_long_log_is_read(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kernel_log, "MAX_LOG_BYTES", 200)
+    monkeypatch.setattr(kernel_log_input, "MAX_LOG_BYTES", 200)
     path = workdir / "long.log"
     old = "[1.0] Out of socket memory\n" * 20
     path.write_text(old + "[2.0] TCP: too many orphaned sockets\n" * 3)
@@ -478,7 +479,7 @@ def test_a_copied_tree_never_runs_commands(workdir: Path, monkeypatch: pytest.Mo
     def refuse(argv: list[str]) -> bytes | None:
         raise AssertionError(f"ran {argv}")
 
-    monkeypatch.setattr(kernel_log, "_run", refuse)
+    monkeypatch.setattr(kernel_log_input, "_run", refuse)
     assert read_kernel_log(MATCHERS, root=tree(workdir, {}), now=NOW) is None
 
 
@@ -489,7 +490,7 @@ class FakeHost:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, workdir: Path) -> None:
         self.outputs: dict[str, bytes | None] = {"journalctl": None, "dmesg": None}
         self.calls: list[list[str]] = []
-        monkeypatch.setattr(kernel_log, "_run", self.run)
+        monkeypatch.setattr(kernel_log_input, "_run", self.run)
         self.kern_log = workdir / "kern.log"
         self.messages = workdir / "messages"
         monkeypatch.setattr(kernel_log, "KERN_LOG", str(self.kern_log).lstrip("/"))
@@ -588,17 +589,17 @@ def test_live_dmesg_window_uses_the_monotonic_clock(
 
 
 def test_commands_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert kernel_log._run(["no-such-command-for-sysctl-advisor"]) is None
-    assert kernel_log._run(["false"]) is None  # failed without output: refused
-    assert kernel_log._run(["true"]) == b""  # ran and printed nothing
+    assert kernel_log_input._run(["no-such-command-for-sysctl-advisor"]) is None
+    assert kernel_log_input._run(["false"]) is None  # failed without output: refused
+    assert kernel_log_input._run(["true"]) == b""  # ran and printed nothing
     # a failing journalctl may still print entries (a corrupt journal file): they are kept
-    assert kernel_log._run(["sh", "-c", "echo one; echo two; exit 1"]) == b"one\ntwo\n"
-    monkeypatch.setattr(kernel_log, "MAX_LOG_BYTES", 10_000)
-    output = kernel_log._run(["yes", "Out of socket memory"])  # never ends by itself
+    assert kernel_log_input._run(["sh", "-c", "echo one; echo two; exit 1"]) == b"one\ntwo\n"
+    monkeypatch.setattr(kernel_log_input, "MAX_LOG_BYTES", 10_000)
+    output = kernel_log_input._run(["yes", "Out of socket memory"])  # never ends by itself
     assert output is not None and 0 < len(output) <= 10_000 and output.endswith(b"\n")
-    monkeypatch.setattr(kernel_log, "COMMAND_TIMEOUT", 0.5)
+    monkeypatch.setattr(kernel_log_input, "COMMAND_TIMEOUT", 0.5)
     started = time.monotonic()
-    assert kernel_log._run(["sleep", "600"]) is None  # killed at the timeout, not at its end
+    assert kernel_log_input._run(["sleep", "600"]) is None  # killed at the timeout, not at its end
     assert time.monotonic() - started < HANG_SECONDS
 
 
@@ -607,7 +608,7 @@ def test_this_machines_kernel_log() -> None:
     result = read_kernel_log(MATCHERS, since_seconds=30 * 86400)
     if result is None:
         pytest.skip("no kernel log readable here (no journal, kern.log, messages or dmesg)")
-    observed = Observed.model_validate(result)
+    observed = validate(Observed, result)
     assert observed.kernel_log is not None and observed.kernel_events is not None
     source = observed.kernel_log.source
     assert source in {"journal", "dmesg"} or source.startswith(
@@ -618,4 +619,4 @@ def test_this_machines_kernel_log() -> None:
     assert observed.kernel_messages == [e.example for e in observed.kernel_events]
     result = read_kernel_log(MATCHERS)  # without a window: the current boot
     assert result is not None
-    Observed.model_validate(result)
+    validate(Observed, result)

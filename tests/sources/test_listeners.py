@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from sysctl_advisor.model.host_facts import HostFacts
+from sysctl_advisor.model.model_base import validate
 from sysctl_advisor.sources.listeners import _owners, describe_process, is_go_binary, java_main
 from tests.conftest import ROOT
 from tests.namespaces import in_namespace, needs_netns
@@ -68,7 +69,7 @@ def test_hostile_process_names_are_made_printable(workdir: Path) -> None:
     assert described is not None
     assert described["command"].isprintable() and described["executable"].isprintable()
     assert described["command"] == "evil\\x1b[2J\\x0aname"  # visible, as every output escapes
-    HostFacts.model_validate(
+    validate(HostFacts,
         {"memory": {"total": "1 GiB"}, "listeners": [
             {"address": "0.0.0.0", "port": 1, "backlog": 1, "queue": 0, "process": described}
         ]}

@@ -33,6 +33,7 @@ import pytest
 from sysctl_advisor.commands.common import guarded
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import Observed
+from sysctl_advisor.model.model_base import validate
 from sysctl_advisor.sources import prometheus
 from sysctl_advisor.sources.prometheus import (
     FIGURES,
@@ -300,7 +301,7 @@ def test_peaks_and_increases_over_the_window(fake: FakePrometheus) -> None:
             "gaps": [],
         },
     }
-    Observed.model_validate(observed)
+    validate(Observed, observed)
     # one query per metric, all at the same instant, over the window in seconds
     sent = [QUERY.fullmatch(q["query"]) for q in fake.queries]
     assert [m["metric"] if m else None for m in sent] == list(METRICS.values())
@@ -349,7 +350,7 @@ def test_missing_series_nan_and_impossible_values_are_gaps(fake: FakePrometheus)
         "softnet_dropped: node_softnet_dropped_total is NaN for instance=web-01:9100",
     ]
     assert observed["orphans_peak"] == 21564 and observed["listen_overflows"] == 1234
-    Observed.model_validate(observed)
+    validate(Observed, observed)
 
 
 def test_a_hostname_matching_several_instances_asks_for_instance(fake: FakePrometheus) -> None:
@@ -432,7 +433,7 @@ def test_a_hostile_instance_label_is_matched_literally(fake: FakePrometheus, hos
         match = QUERY.fullmatch(query["query"])
         assert match is not None, query["query"]  # one matcher, nothing after the literal
         assert match["op"] == "=" and go_unquote(match["literal"]) == hostile
-    Observed.model_validate(observed)  # the source line stays printable text
+    validate(Observed, observed)  # the source line stays printable text
 
 
 @pytest.mark.parametrize("hostile", hostile_values(), ids=range(len(hostile_values())))
@@ -447,7 +448,7 @@ def test_a_hostile_hostname_matches_only_itself(fake: FakePrometheus, hostile: s
         assert match is not None and match["op"] == "=~", query["query"]
         assert go_unquote(match["literal"]) == regex_literal(hostile) + "(:[0-9]+)?"
     assert observed["period"]["source"].endswith(prometheus._shown(hostile + ":9100"))
-    Observed.model_validate(observed)
+    validate(Observed, observed)
 
 
 def test_literals_read_back_as_written() -> None:
@@ -835,6 +836,7 @@ from sysctl_advisor.commands.common import guarded
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import Observed
 from sysctl_advisor.sources.prometheus import read_history
+from sysctl_advisor.model.model_base import validate
 
 url, now, hostile_instance, hostile_host = sys.argv[1], float(sys.argv[2]), *json.loads(sys.argv[3])
 out = {}
@@ -842,7 +844,7 @@ def run(name, **kwargs):
     kwargs.setdefault("since", "7d")
     try:
         out[name] = read_history(url, now=now, **kwargs)
-        Observed.model_validate(out[name])
+        validate(Observed, out[name])
     except InputError as exc:
         out[name] = {"error": str(exc)}
 
