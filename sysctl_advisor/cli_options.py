@@ -1,283 +1,365 @@
-"""The CLI's options and closed choices, declared once for every command that takes them.
+"""The command line, declared once: every command, the function it calls, and each option's
+names, short form, help, type, default and closed choices.
 
-Closed choices are Enums so that help and shell completion list them (tests/test_cli.py keeps
-them equal to the renderers' own lists).
+Two readers build themselves from this table and from nothing else: the typer CLI (`cli.py`:
+help, completion, errors, every command) and the fast path (`fast_path.py`: the common
+one-shot command lines of the commands marked `fast`, parsed without importing typer). Closed
+choices come from the outputs' format registry and the severities the rules use. Importing
+this module imports neither typer nor any command.
 """
 
 from __future__ import annotations
 
-from enum import Enum
+import importlib
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-from typer.core import TyperArgument
-
-from sysctl_advisor import __version__
+from sysctl_advisor.model.severity import SEVERITY_ORDER
+from sysctl_advisor.outputs import formats
 
 
-class RecommendFormat(str, Enum):
-    conf = "conf"
-    json = "json"
-    markdown = "markdown"
-    tuned = "tuned"
-    ansible = "ansible"
-    kubernetes = "kubernetes"
+@dataclass(frozen=True)
+class Option:
+    """One option (or positional argument) of the command line."""
+
+    names: tuple[str, ...]  # long name first, then the short form; () for an argument
+    help: str
+    type: type[Any] = str  # str, Path, int, float or bool (a flag)
+    default: Any = None  # None: absent unless given; REQUIRED: must be given
+    metavar: str | None = None
+    choices: tuple[str, ...] = ()  # a closed choice
+    many: bool = False  # repeatable option, or an argument taking several values
+    min: float | None = None
+    max: float | None = None
+
+    @property
+    def argument(self) -> bool:
+        return not self.names
 
 
-class DiffFormat(str, Enum):
-    text = "text"
-    markdown = "markdown"
-    json = "json"
+REQUIRED = object()  # an option's default when it must be given
 
 
-class FactsFormat(str, Enum):
-    yaml = "yaml"
-    json = "json"
+@dataclass(frozen=True)
+class Command:
+    """A command: its help, the function it calls (module:function in commands/, called with
+    every option by keyword) and its options, by the function's parameter names."""
+
+    name: str
+    help: str
+    function: str
+    options: dict[str, Option] = field(default_factory=dict)
+    fast: bool = False  # its common command lines skip typer (fast_path)
+
+    def run(self, options: dict[str, Any]) -> int:
+        """Call the command's function with every option by keyword; bad input is one line
+        and exit 2 (commands.common.guarded)."""
+        from sysctl_advisor.commands.common import guarded
+
+        module, _, name = self.function.partition(":")
+        function = getattr(importlib.import_module(f"sysctl_advisor.commands.{module}"), name)
+        return guarded(lambda: int(function(**options)))
 
 
-class CheckFormat(str, Enum):
-    text = "text"
-    json = "json"
-    github = "github"
-    sarif = "sarif"
-    markdown = "markdown"
+def _format(choices: tuple[str, ...], default: str) -> Option:
+    return Option(("--format", "-f"), "Output format.", default=default, choices=choices)
 
 
-class Severity(str, Enum):
-    error = "error"
-    warning = "warning"
-    info = "info"
+PROFILE = Option(("--profile", "-p"), "Workload profile name.", default=REQUIRED, metavar="NAME")
+FACTS = Option(("--facts",), "Host facts file (YAML or JSON). Default: read this host.", type=Path)
+SETTINGS = Option(
+    ("--set", "-s"),
+    "Profile parameter, NAME=VALUE (repeatable).",
+    metavar="NAME=VALUE",
+    many=True,
+)
+RULES_DIR = Option(
+    ("--rules-dir",), "Extra rules directory (repeatable).", type=Path, metavar="DIR", many=True
+)
+PROFILES_DIR = Option(
+    ("--profiles-dir",),
+    "Extra profiles directory (repeatable).",
+    type=Path,
+    metavar="DIR",
+    many=True,
+)
+OUTPUT = Option(
+    ("--output", "-o"),
+    "Write here (atomically; a symlink or device is refused) instead of stdout, which `-` "
+    "also names.",
+    type=Path,
+)
+NGINX_CONF = Option(
+    ("--nginx-conf",),
+    "nginx's main config (includes are followed); its listen backlogs are checked.",
+    type=Path,
+)
+PROMETHEUS = Option(
+    ("--prometheus",),
+    "Take peaks over --since from this Prometheus (node_exporter metrics).",
+    metavar="URL",
+)
+SINCE = Option(
+    ("--since",),
+    "How far back peaks and kernel messages are taken, e.g. 14d, 36h.",
+    default="14d",
+    metavar="DURATION",
+)
+QUERY_TIMEOUT = Option(
+    ("--query-timeout",),
+    "Give up on a Prometheus query after this many seconds.",
+    type=float,
+    default=10.0,
+    metavar="SECONDS",
+    min=0.1,
+    max=600,
+)
+KNOWLEDGE_DIRS = {"rules_dir": RULES_DIR, "profiles_dir": PROFILES_DIR}
 
+INSTANCE = Option(
+    ("--instance",),
+    "The host's `instance` label in Prometheus (default: its hostname, any port).",
+    metavar="NAME",
+)
+FAST = True
 
-def _argument_type(argument: TyperArgument, ctx: Any) -> str | None:
-    """Help names an argument by its metavar (PATH, KEY, RULE_ID); typer would add the Python
-    type after it (`<list[Path]>`, `<str>`), which tells an operator nothing."""
-    return None if argument.metavar else argument.display_type(ctx)
-
-
-TyperArgument.display_type_rich = _argument_type  # type: ignore[method-assign, assignment]
-
-
-RecommendFormatOption = Annotated[
-    RecommendFormat, typer.Option("--format", "-f", help="Output format.")
-]
-DiffFormatOption = Annotated[DiffFormat, typer.Option("--format", "-f", help="Output format.")]
-FactsFormatOption = Annotated[FactsFormat, typer.Option("--format", "-f", help="Output format.")]
-CheckFormatOption = Annotated[CheckFormat, typer.Option("--format", "-f", help="Output format.")]
-Facts = Annotated[
-    Path | None,
-    typer.Option("--facts", help="Host facts file (YAML or JSON). Default: read this host."),
-]
-Profile = Annotated[
-    str, typer.Option("--profile", "-p", help="Workload profile name.", metavar="NAME")
-]
-Settings = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--set", "-s", help="Profile parameter, NAME=VALUE (repeatable).", metavar="NAME=VALUE"
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "recommend",
+        "Recommend sysctl values for a host and workload, each with its reasons.",
+        "recommend:recommend",
+        {
+            "profile": PROFILE,
+            "facts": FACTS,
+            "settings": SETTINGS,
+            "fmt": _format(formats.RECOMMEND, "conf"),
+            "output": OUTPUT,
+            "nginx_conf": NGINX_CONF,
+            **KNOWLEDGE_DIRS,
+            "kubernetes_version": Option(
+                ("--kubernetes-version",),
+                "With --format kubernetes: the cluster's release, whose kubelet safe sysctls "
+                "and Pod Security baseline decide which pod sysctls are safe (default: the "
+                "newest known).",
+                metavar="1.XX",
+            ),
+        },
+        fast=FAST,
     ),
-]
-RulesDir = Annotated[
-    list[Path] | None,
-    typer.Option("--rules-dir", help="Extra rules directory (repeatable).", metavar="DIR"),
-]
-ProfilesDir = Annotated[
-    list[Path] | None,
-    typer.Option("--profiles-dir", help="Extra profiles directory (repeatable).", metavar="DIR"),
-]
-Output = Annotated[
-    Path | None,
-    typer.Option(
-        "--output",
-        "-o",
-        help="Write here (atomically; a symlink or device is refused) instead of stdout, "
-        "which `-` also names.",
+    Command(
+        "diff",
+        "Compare the values in force with the recommendation. Exit 0: no drift; 1: drift.",
+        "diff:diff",
+        {
+            "profile": PROFILE,
+            "facts": FACTS,
+            "current": Option(
+                ("--current",),
+                "What is in force: a `sysctl -a` dump, a sysctl.conf, or a directory tree with "
+                "etc/sysctl.d, usr/lib/sysctl.d, … (resolved as systemd-sysctl does). Default: "
+                "the facts file's sysctl values, else this host's /proc/sys.",
+                type=Path,
+            ),
+            "settings": SETTINGS,
+            "fmt": _format(formats.DIFF, "text"),
+            "output": OUTPUT,
+            "nginx_conf": NGINX_CONF,
+            **KNOWLEDGE_DIRS,
+        },
+        fast=FAST,
     ),
-]
-KubernetesRelease = Annotated[
-    str | None,
-    typer.Option(
-        "--kubernetes-version",
-        metavar="1.XX",
-        help="With --format kubernetes: the cluster's release, whose kubelet safe sysctls and "
-        "Pod Security baseline decide which pod sysctls are safe (default: the newest known).",
+    Command(
+        "facts",
+        "Read this host (or a copied tree) into a facts file; peaks over time from --prometheus.",
+        "facts:facts",
+        {
+            "root": Option(
+                ("--root",),
+                "Read a copied tree (proc/, sys/, etc/) instead of /.",
+                type=Path,
+                default=Path("/"),
+            ),
+            "fmt": _format(formats.FACTS, "yaml"),
+            "output": OUTPUT,
+            "prometheus": PROMETHEUS,
+            "instance": INSTANCE,
+            "since": SINCE,
+            "kernel_log": Option(
+                ("--kernel-log",),
+                "Count kernel messages in this saved log (dmesg, kern.log or journal JSON).",
+                type=Path,
+                metavar="FILE",
+            ),
+            "query_timeout": QUERY_TIMEOUT,
+        },
     ),
-]
-NginxConf = Annotated[
-    Path | None,
-    typer.Option(
-        "--nginx-conf",
-        help="nginx's main config (includes are followed); its listen backlogs are checked.",
+    Command(
+        "check",
+        "Lint sysctl.conf / sysctl.d files. Exit 0 clean, 1 findings at --fail-on or worse.",
+        "check:check",
+        {
+            "paths": Option(
+                (),
+                "sysctl.conf files, sysctl.d directories or trees.",
+                type=Path,
+                default=REQUIRED,
+                metavar="PATH",
+                many=True,
+            ),
+            "facts": Option(("--facts",), "Host facts: enables RAM and lowmem checks.", type=Path),
+            "kernel": Option(
+                ("--kernel",), "Target kernel release (else the facts' kernel).", metavar="RELEASE"
+            ),
+            "profile": Option(
+                ("--profile", "-p"),
+                "With --facts: report departures from it (info).",
+                metavar="NAME",
+            ),
+            "fmt": _format(formats.CHECK, "text"),
+            "fail_on": Option(
+                ("--fail-on",),
+                "Exit 1 at this severity or worse.",
+                default="error",
+                choices=tuple(SEVERITY_ORDER),
+            ),
+            "whole_directory": Option(
+                ("--whole-directory",),
+                "Check each file in a sysctl.d directory together with the rest of that "
+                "directory, so overrides between files are found when only one changed "
+                "(pre-commit).",
+                type=bool,
+                default=False,
+            ),
+            "output": OUTPUT,
+        },
+        fast=FAST,
     ),
-]
-Current = Annotated[
-    Path | None,
-    typer.Option(
-        "--current",
-        help="What is in force: a `sysctl -a` dump, a sysctl.conf, or a directory tree with "
-        "etc/sysctl.d, usr/lib/sysctl.d, … (resolved as systemd-sysctl does). "
-        "Default: the facts file's sysctl values, else this host's /proc/sys.",
+    Command(
+        "fleet",
+        "Advise every host of an Ansible fleet: a file per host and a playbook to install "
+        "them.\n\nExit 0: every host written; 1: some hosts skipped; 2: nothing could be done.",
+        "fleet:fleet",
+        {
+            "ansible_facts": Option(
+                ("--ansible-facts",),
+                "Directory written by `ansible all -m setup --tree DIR` (or one host's file).",
+                type=Path,
+                default=REQUIRED,
+            ),
+            "out": Option(
+                ("--out",),
+                "Output directory: host_files/, host_vars/, playbook.yml, summary.*",
+                type=Path,
+                default=REQUIRED,
+            ),
+            "profile": Option(
+                ("--profile", "-p"),
+                "Profile for hosts the --profile-map does not match.",
+                metavar="NAME",
+            ),
+            "profile_map": Option(
+                ("--profile-map",),
+                "YAML list of {hosts|group, profile, set}; first wins.",
+                type=Path,
+            ),
+            "inventory": Option(
+                ("--inventory",),
+                "`ansible-inventory -i INVENTORY --list` output, for `group:` entries in the map.",
+                type=Path,
+            ),
+            "jobs": Option(
+                ("--jobs", "-j"),
+                "Worker processes (0: one per CPU).",
+                type=int,
+                default=0,
+                metavar="N",
+                min=0,
+            ),
+            **KNOWLEDGE_DIRS,
+            "prometheus": PROMETHEUS,
+            "instance": Option(
+                ("--instance",),
+                "Each host's `instance` label: {host} is its inventory name (e.g. {host}:9100); "
+                "default: the inventory name, any port.",
+                metavar="TEMPLATE",
+            ),
+            "since": SINCE,
+            "query_timeout": QUERY_TIMEOUT,
+        },
     ),
-]
-Root = Annotated[
-    Path, typer.Option("--root", help="Read a copied tree (proc/, sys/, etc/) instead of /.")
-]
-Prometheus = Annotated[
-    str | None,
-    typer.Option(
-        "--prometheus",
-        help="Take peaks over --since from this Prometheus (node_exporter metrics).",
-        metavar="URL",
+    Command(
+        "calibrate",
+        "Measure per-socket memory on this kernel (root; in a private network namespace).\n"
+        "The c1m-server rules use the figures from a facts file's `calibration:` section.",
+        "calibrate:calibrate",
+        {
+            "pairs": Option(
+                ("--pairs",),
+                "Loopback connection pairs to open (2000-100000).",
+                type=int,
+                default=10_000,
+                metavar="N",
+            ),
+            "timeout": Option(
+                ("--timeout",),
+                "Stop opening connections after this many seconds.",
+                type=float,
+                default=60.0,
+                metavar="SECONDS",
+            ),
+            "write": Option(
+                ("--write",), "Add the figures to this facts file (`calibration:`).", type=Path
+            ),
+        },
     ),
-]
-Instance = Annotated[
-    str | None,
-    typer.Option(
-        "--instance",
-        help="The host's `instance` label in Prometheus (default: its hostname, any port).",
-        metavar="NAME",
+    Command(
+        "explain",
+        "Explain a key: unit, scope, kernel defaults by version, and the rules that set it.",
+        "explain:explain",
+        {
+            "key": Option(
+                (),
+                "A sysctl key, e.g. net.ipv4.tcp_mem (or tcp_mem).",
+                default=REQUIRED,
+                metavar="KEY",
+            ),
+            "facts": FACTS,
+            "profile": Option(
+                ("--profile", "-p"), "Also show this profile's recommendation.", metavar="NAME"
+            ),
+            "settings": SETTINGS,
+            "nginx_conf": NGINX_CONF,
+            **KNOWLEDGE_DIRS,
+        },
     ),
-]
-InstanceTemplate = Annotated[
-    str | None,
-    typer.Option(
-        "--instance",
-        help="Each host's `instance` label: {host} is its inventory name (e.g. {host}:9100); "
-        "default: the inventory name, any port.",
-        metavar="TEMPLATE",
+    Command(
+        "profiles",
+        "List workload profiles with their parameters.",
+        "explain:profiles",
+        dict(KNOWLEDGE_DIRS),
     ),
-]
-Since = Annotated[
-    str,
-    typer.Option(
-        "--since",
-        help="How far back peaks and kernel messages are taken, e.g. 14d, 36h.",
-        metavar="DURATION",
+    Command(
+        "rules",
+        "List rules (or show one): what each checks, and its references.",
+        "explain:rules",
+        {"rule_id": Option((), "Show one rule in full.", metavar="RULE_ID"), **KNOWLEDGE_DIRS},
     ),
-]
-KernelLogFile = Annotated[
-    Path | None,
-    typer.Option(
-        "--kernel-log",
-        help="Count kernel messages in this saved log (dmesg, kern.log or journal JSON).",
-        metavar="FILE",
-    ),
-]
-QueryTimeout = Annotated[
-    float,
-    typer.Option(
-        "--query-timeout",
-        min=0.1,
-        max=600,
-        help="Give up on a Prometheus query after this many seconds.",
-        metavar="SECONDS",
-    ),
-]
-CheckPaths = Annotated[
-    list[Path],
-    typer.Argument(help="sysctl.conf files, sysctl.d directories or trees.", metavar="PATH"),
-]
-CheckFacts = Annotated[
-    Path | None, typer.Option("--facts", help="Host facts: enables RAM and lowmem checks.")
-]
-Kernel = Annotated[
-    str | None,
-    typer.Option(
-        "--kernel", help="Target kernel release (else the facts' kernel).", metavar="RELEASE"
-    ),
-]
-CheckProfile = Annotated[
-    str | None,
-    typer.Option(
-        "--profile", "-p", help="With --facts: report departures from it (info).", metavar="NAME"
-    ),
-]
-FailOn = Annotated[Severity, typer.Option("--fail-on", help="Exit 1 at this severity or worse.")]
-WholeDirectory = Annotated[
-    bool,
-    typer.Option(
-        "--whole-directory",
-        help="Check each file in a sysctl.d directory together with the rest of that "
-        "directory, so overrides between files are found when only one changed (pre-commit).",
-    ),
-]
-AnsibleFacts = Annotated[
-    Path,
-    typer.Option(
-        "--ansible-facts",
-        help="Directory written by `ansible all -m setup --tree DIR` (or one host's file).",
-    ),
-]
-OutDir = Annotated[
-    Path,
-    typer.Option(
-        "--out", help="Output directory: host_files/, host_vars/, playbook.yml, summary.*"
-    ),
-]
-FallbackProfile = Annotated[
-    str | None,
-    typer.Option(
-        "--profile",
-        "-p",
-        help="Profile for hosts the --profile-map does not match.",
-        metavar="NAME",
-    ),
-]
-ProfileMap = Annotated[
-    Path | None,
-    typer.Option("--profile-map", help="YAML list of {hosts|group, profile, set}; first wins."),
-]
-Inventory = Annotated[
-    Path | None,
-    typer.Option(
-        "--inventory",
-        help="`ansible-inventory -i INVENTORY --list` output, for `group:` entries in the map.",
-    ),
-]
-Jobs = Annotated[
-    int,
-    typer.Option("--jobs", "-j", min=0, help="Worker processes (0: one per CPU).", metavar="N"),
-]
-Pairs = Annotated[
-    int,
-    typer.Option("--pairs", help="Loopback connection pairs to open (2000-100000).", metavar="N"),
-]
-Timeout = Annotated[
-    float,
-    typer.Option(
-        "--timeout", help="Stop opening connections after this many seconds.", metavar="SECONDS"
-    ),
-]
-WriteCalibration = Annotated[
-    Path | None,
-    typer.Option("--write", help="Add the figures to this facts file (`calibration:`)."),
-]
-Key = Annotated[
-    str, typer.Argument(help="A sysctl key, e.g. net.ipv4.tcp_mem (or tcp_mem).", metavar="KEY")
-]
-ExplainProfile = Annotated[
-    str | None,
-    typer.Option(
-        "--profile", "-p", help="Also show this profile's recommendation.", metavar="NAME"
-    ),
-]
-RuleId = Annotated[str | None, typer.Argument(help="Show one rule in full.", metavar="RULE_ID")]
+)
+
+# Before the command: the root's options.
+VERSION = Option(("--version", "-V"), "Print the version.", type=bool, default=False)
+QUIET = Option(
+    ("--quiet", "-q"),
+    "Print only results and errors: no notes, skips or progress.",
+    type=bool,
+    default=False,
+)
+SUMMARY = (
+    "Compute Linux network and memory sysctls from host facts and a workload profile, with the "
+    "arithmetic and the sources behind every value."
+)
 
 
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"sysctl-advisor {__version__}")
-        raise typer.Exit(0)
-
-
-Version = Annotated[
-    bool,
-    typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version."),
-]
-QuietFlag = Annotated[
-    bool,
-    typer.Option(
-        "--quiet", "-q", help="Print only results and errors: no notes, skips or progress."
-    ),
-]
+def command(name: str) -> Command | None:
+    return next((c for c in COMMANDS if c.name == name), None)

@@ -14,11 +14,10 @@ def main() -> None:
         parsed = parse(sys.argv[1:])
         if parsed is not None:
             from sysctl_advisor.commands.common import Quiet, run_direct
-            from sysctl_advisor.fast_path import run
 
             command, quiet, options = parsed
             Quiet.on = quiet
-            run_direct(lambda: run(command, options))
+            run_direct(lambda: command.run(options))
         from sysctl_advisor.cli import main as run_typer
     except KeyboardInterrupt:
         sys.stderr.write("sysctl-advisor: interrupted\n")

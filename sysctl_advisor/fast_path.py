@@ -1,100 +1,55 @@
-"""The common one-shot invocations without typer: an exact parser for `recommend`, `diff` and
-`check` with the options they take, calling the same command functions as the typer CLI.
+"""The common one-shot command lines without typer, read from the same table as the typer CLI
+(cli_options): `recommend`, `diff` and `check` (the commands marked `fast`) with their options,
+calling the same command functions.
 
-typer (with click and rich) costs about as much to import and to build its parameter adapters
-as the whole run of a command. Anything this parser is not sure of — help, completion, a
-version flag, an unknown or repeated option, a bad choice, an option glued to its value, `--`,
-an empty value — returns None and the typer CLI handles the command line from the start, so
-every message, error and exit code of the CLI stays typer's. What the parser accepts it hands
-to the command exactly as typer would: paths as Path, repeatable options as lists, absent
-options as None.
+typer (with its click and rich) costs about as much to import and to build its parameters as
+the whole run of a command. Anything this reader is not sure of — help, completion, a version
+flag, an unknown or repeated option, a bad choice, an option glued to its value, `--`, an
+empty value — returns None and the typer CLI reads the command line from the start, so every
+message, error and exit code of the CLI stays typer's. What it accepts it hands to the command
+exactly as typer would: paths as Path, repeatable options as lists, absent options as their
+defaults.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-_FORMATS = {
-    "recommend": ("conf", "json", "markdown", "tuned", "ansible", "kubernetes"),
-    "diff": ("text", "markdown", "json"),
-    "check": ("text", "json", "github", "sarif", "markdown"),
-}
-_SEVERITIES = ("error", "warning", "info")
+from sysctl_advisor.cli_options import QUIET, REQUIRED, Command, Option, command
 
 
-@dataclass(frozen=True)
-class _Option:
-    dest: str
-    kind: str  # "str", "path", "strs", "paths", "flag", "format", "severity"
-
-
-_COMMON = {"--output": _Option("output", "path"), "-o": _Option("output", "path")}
-_PLAN = {
-    "--profile": _Option("profile", "str"),
-    "-p": _Option("profile", "str"),
-    "--facts": _Option("facts", "path"),
-    "--set": _Option("set_", "strs"),
-    "-s": _Option("set_", "strs"),
-    "--format": _Option("fmt", "format"),
-    "-f": _Option("fmt", "format"),
-    "--nginx-conf": _Option("nginx_conf", "path"),
-    "--rules-dir": _Option("rules_dir", "paths"),
-    "--profiles-dir": _Option("profiles_dir", "paths"),
-    **_COMMON,
-}
-_OPTIONS: dict[str, dict[str, _Option]] = {
-    "recommend": {**_PLAN, "--kubernetes-version": _Option("kubernetes_version", "str")},
-    "diff": {**_PLAN, "--current": _Option("current", "path")},
-    "check": {
-        "--facts": _Option("facts", "path"),
-        "--kernel": _Option("kernel", "str"),
-        "--profile": _Option("profile", "str"),
-        "-p": _Option("profile", "str"),
-        "--format": _Option("fmt", "format"),
-        "-f": _Option("fmt", "format"),
-        "--fail-on": _Option("fail_on", "severity"),
-        "--whole-directory": _Option("whole_directory", "flag"),
-        **_COMMON,
-    },
-}
-_DEFAULTS: dict[str, dict[str, Any]] = {
-    "recommend": {"fmt": "conf"},
-    "diff": {"fmt": "text"},
-    "check": {"fmt": "text", "fail_on": "error", "whole_directory": False},
-}
-
-
-def parse(argv: list[str]) -> tuple[str, bool, dict[str, Any]] | None:
-    """(command, quiet, options) for a command line this parser is sure of, else None."""
+def parse(argv: list[str]) -> tuple[Command, bool, dict[str, Any]] | None:
+    """(command, quiet, options) for a command line this reader is sure of, else None."""
     quiet = False
     args = list(argv)
-    while args and args[0] in ("-q", "--quiet"):
+    while args and args[0] in QUIET.names:
         quiet = True
         args.pop(0)
-    if not args or args[0] not in _OPTIONS:
+    found = command(args[0]) if args else None
+    if found is None or not found.fast:
         return None
-    command, args = args[0], args[1:]
-    table = _OPTIONS[command]
+    by_name = {name: (dest, o) for dest, o in found.options.items() for name in o.names}
+    arguments = [(dest, o) for dest, o in found.options.items() if o.argument]
     values: dict[str, Any] = {}
-    paths: list[Path] = []
+    positional: list[str] = []
+    args = args[1:]
     i = 0
     while i < len(args):
         token = args[i]
         if not token.startswith("-") or token == "-":
-            if command != "check" or not token:
+            if not arguments or not token:
                 return None
-            paths.append(Path(token))
+            positional.append(token)
             i += 1
             continue
-        option = table.get(token)
-        if option is None:
+        if token not in by_name:
             return None  # --help, --opt=value, -fjson, --, an unknown option: typer's job
-        if option.kind == "flag":
-            if option.dest in values:
+        dest, option = by_name[token]
+        if option.type is bool:
+            if dest in values:
                 return None
-            values[option.dest] = True
+            values[dest] = True
             i += 1
             continue
         if i + 1 >= len(args):
@@ -103,43 +58,25 @@ def parse(argv: list[str]) -> tuple[str, bool, dict[str, Any]] | None:
         if not value or (value.startswith("-") and value != "-"):
             return None  # click may read it otherwise (an option, a negative number)
         i += 2
-        if option.kind in ("strs", "paths"):
-            item: Any = Path(value) if option.kind == "paths" else value
-            values.setdefault(option.dest, []).append(item)
+        if option.many:
+            values.setdefault(dest, []).append(_typed(option, value))
             continue
-        if option.dest in values:
-            return None  # repeated: typer decides which wins
-        if option.kind == "format" and value not in _FORMATS[command]:
+        if dest in values or (option.choices and value not in option.choices):
+            return None  # repeated (typer decides which wins), or not a choice
+        if option.type not in (str, Path):
+            return None  # numbers: typer's conversion and bounds
+        values[dest] = _typed(option, value)
+    if positional:
+        if len(arguments) != 1 or not arguments[0][1].many:
             return None
-        if option.kind == "severity" and value not in _SEVERITIES:
-            return None
-        values[option.dest] = Path(value) if option.kind == "path" else value
-    if command == "check":
-        if not paths:
-            return None
-        values["paths"] = paths
-    elif "profile" not in values:
-        return None
-    return command, quiet, {**_DEFAULTS[command], **values}
+        values[arguments[0][0]] = [_typed(arguments[0][1], p) for p in positional]
+    for dest, option in found.options.items():
+        if dest not in values:
+            if option.default is REQUIRED:
+                return None
+            values[dest] = option.default
+    return found, quiet, values
 
 
-# Option names (as typer's parameters are named in cli.py) to the command functions' names.
-_RENAMED = {"set_": "settings"}
-
-
-def run(command: str, options: dict[str, Any]) -> int:
-    """The command, as the typer CLI calls it (the same function, the same arguments)."""
-    from sysctl_advisor.commands.common import guarded
-
-    kwargs: dict[str, Any] = {_RENAMED.get(k, k): v for k, v in options.items()}
-    if command == "recommend":
-        from sysctl_advisor.commands.recommend import recommend
-
-        return guarded(lambda: recommend(**kwargs))
-    if command == "diff":
-        from sysctl_advisor.commands.diff import diff
-
-        return guarded(lambda: diff(**kwargs))
-    from sysctl_advisor.commands.check import check
-
-    return guarded(lambda: check(**kwargs))
+def _typed(option: Option, value: str) -> Any:
+    return Path(value) if option.type is Path else value

@@ -4,8 +4,10 @@ checking only) runs down the stages, and no module imports itself back through o
     commands -> outputs -> engine -> knowledge -> model
     commands -> sources -> model
 
-`cli` (typer) sits on top and calls only `commands`; `sysctl_advisor/__init__.py` (the version) is
-importable from anywhere. The engine does no I/O: no open(), no os, subprocess or sockets.
+`cli` (the command-line table, typer and the fast path) sits on top and calls only `commands`;
+for its closed choices it reads the outputs' format registry and the severities, nothing else
+of the stages. `sysctl_advisor/__init__.py` (the version) is importable from anywhere. The
+engine does no I/O: no open(), no os, subprocess or sockets.
 See docs/architecture.md."""
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ ALLOWED = {
     "commands": {"outputs", "engine", "knowledge", "sources", "model"},
     "cli": {"commands", "cli"},
 }
+# What the command-line table reads besides `commands`: names of formats and severities.
+CLI_CHOICES = {"sysctl_advisor.outputs.formats", "sysctl_advisor.model.severity"}
 ENTRY_POINTS = {"__main__", "entry", "cli", "cli_options", "fast_path"}
 IO_MODULES = {"os", "subprocess", "shutil", "socket", "tempfile", "multiprocessing"}
 
@@ -83,6 +87,8 @@ def flow_violations(edges: dict[str, set[str]]) -> list[str]:
         for target in sorted(targets):
             to = stage_of(target)
             if to is None or stage is None or to == stage:
+                continue
+            if stage == "cli" and target in CLI_CHOICES:
                 continue
             if to not in ALLOWED[stage]:
                 found.append(f"{module} ({stage}) imports {target} ({to}): against the flow")
@@ -159,12 +165,11 @@ def test_every_module_sits_in_a_stage() -> None:
 
 
 def test_the_cli_holds_only_options() -> None:
-    """cli.py: typer and a call into commands, under 200 lines."""
+    """cli.py: typer built from the table, calling into commands, under 200 lines."""
     text = (PACKAGE / "cli.py").read_text(encoding="utf-8")
     assert len(text.splitlines()) < 200
-    assert {t for t in imports(PACKAGE / "cli.py", PACKAGE) if stage_of(t) != "cli"} <= {
-        t for t in graph(PACKAGE) if t.startswith("sysctl_advisor.commands")
-    }
+    outside = {t for t in imports(PACKAGE / "cli.py", PACKAGE) if stage_of(t) not in ("cli", None)}
+    assert outside <= {t for t in graph(PACKAGE) if t.startswith("sysctl_advisor.commands")}
 
 
 @pytest.mark.parametrize(

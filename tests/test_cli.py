@@ -253,18 +253,20 @@ def _entry(
 def test_closed_choices_are_listed_and_refused_in_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 14, item 13: --format and --fail-on are Enums; help lists them, a wrong one is
-    one line and exit 2; the Enums hold exactly what the renderers produce."""
-    from sysctl_advisor import cli_options as cli
-    from sysctl_advisor.knowledge.rules import SEVERITY_ORDER
-    from sysctl_advisor.outputs.check_report import CHECK_FORMATS
-    from sysctl_advisor.outputs.diff_report import DIFF_FORMATS
-    from sysctl_advisor.outputs.plan_render import FORMATS
+    """Issue 14, item 13, and issue 31: --format and --fail-on offer exactly the renderers'
+    registry (outputs/formats.py) and the severities; help lists them, a wrong one is one line
+    and exit 2."""
+    from sysctl_advisor.cli_options import command
+    from sysctl_advisor.model.severity import SEVERITY_ORDER
+    from sysctl_advisor.outputs import formats
 
-    assert [f.value for f in cli.RecommendFormat] == list(FORMATS)
-    assert [f.value for f in cli.DiffFormat] == list(DIFF_FORMATS)
-    assert [f.value for f in cli.CheckFormat] == list(CHECK_FORMATS)
-    assert {f.value for f in cli.Severity} == set(SEVERITY_ORDER)
+    registry = {"recommend": formats.RECOMMEND, "diff": formats.DIFF, "check": formats.CHECK}
+    registry["facts"] = formats.FACTS
+    for name, choices in registry.items():
+        found = command(name)
+        assert found is not None and found.options["fmt"].choices == choices
+    found = command("check")
+    assert found is not None and set(found.options["fail_on"].choices) == set(SEVERITY_ORDER)
     code, out, _ = _entry(monkeypatch, capsys, "check", "-h")
     assert (
         code == 0 and "<text|json|github|sarif|markdown>" in out and "<error|warning|info>" in out
@@ -272,7 +274,7 @@ def test_closed_choices_are_listed_and_refused_in_one_line(
     code, _, err = _entry(
         monkeypatch, capsys, "recommend", "--facts", DCACHE, "-p", "gridftp", "-f", "xml"
     )
-    assert_one_line_error(code, err, "'xml' is not one of", "'markdown'")
+    assert_one_line_error(code, err, "--format", "'xml'")
 
 
 def test_short_help_version_and_completion(

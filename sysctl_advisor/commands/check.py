@@ -12,9 +12,9 @@ from pathlib import Path
 
 from sysctl_advisor.commands.common import choose, emit, load_knowledge, read_facts, to_stdout
 from sysctl_advisor.engine.lint import CheckContext, Checker, CheckFinding, CheckReport
-from sysctl_advisor.knowledge.rules import SEVERITY_ORDER
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelVersion
+from sysctl_advisor.model.severity import SEVERITY_ORDER
 from sysctl_advisor.sources.sysctl_files import read_file, read_tree
 
 
@@ -28,9 +28,10 @@ def check(
     whole_directory: bool = False,
     output: Path | None = None,
 ) -> int:
-    from sysctl_advisor.outputs.check_report import CHECK_FORMATS, render_check, wants_color
+    from sysctl_advisor.outputs import formats
+    from sysctl_advisor.outputs.check_report import render_check, wants_color
 
-    choose(fmt, CHECK_FORMATS, "--format")
+    choose(fmt, formats.CHECK, "--format")
     choose(fail_on, SEVERITY_ORDER, "--fail-on")
     if profile is not None and facts is None:
         raise InputError("--profile needs --facts", field="--profile")

@@ -30,10 +30,11 @@ def diff(
 ) -> int:
     from sysctl_advisor.engine.diff import build_diff
     from sysctl_advisor.engine.plan_builder import build_plan
-    from sysctl_advisor.outputs.diff_report import DIFF_FORMATS, render_diff
+    from sysctl_advisor.outputs import formats
+    from sysctl_advisor.outputs.diff_report import render_diff
     from sysctl_advisor.outputs.plan_render import Renderer
 
-    choose(fmt, DIFF_FORMATS, "--format")
+    choose(fmt, formats.DIFF, "--format")
     overrides = parse_overrides(settings)
     kb = load_knowledge(rules_dir, profiles_dir)
     keys = list(kb.catalog.keys)

@@ -8,6 +8,7 @@ from typing import Any
 
 from sysctl_advisor.commands.common import choose, emit, load_knowledge
 from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.outputs import formats
 
 
 @dataclass(frozen=True)
@@ -25,15 +26,19 @@ def facts(
     root: Path = Path("/"),
     fmt: str = "yaml",
     output: Path | None = None,
-    history: HistoryOptions | None = None,
+    prometheus: str | None = None,
+    instance: str | None = None,
+    since: str = "14d",
+    kernel_log: Path | None = None,
+    query_timeout: float = 10.0,
 ) -> int:
     from sysctl_advisor.model.host_facts import facts_from_data, facts_to_data
     from sysctl_advisor.outputs.facts_file import render_facts
     from sysctl_advisor.sources.local_host import collect_data
     from sysctl_advisor.sources.prometheus import parse_duration
 
-    choose(fmt, ("yaml", "json"), "--format")
-    history = history or HistoryOptions()
+    choose(fmt, formats.FACTS, "--format")
+    history = HistoryOptions(prometheus, instance, since, kernel_log, query_timeout)
     if not root.is_dir():
         raise InputError("not a directory", path=root, field="--root")
     window = parse_duration(history.since)

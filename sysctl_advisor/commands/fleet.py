@@ -253,10 +253,15 @@ def fleet(
     jobs: int = 0,
     rules_dir: list[Path] | None = None,
     profiles_dir: list[Path] | None = None,
-    history: FleetHistory | None = None,
+    prometheus: str | None = None,
+    instance: str | None = None,
+    since: str = "14d",
+    query_timeout: float = 10.0,
 ) -> int:
     """Exit 0: every host written; 1: some hosts skipped; nothing written is an InputError."""
-    if history is not None:
+    history = None
+    if prometheus is not None:
+        history = FleetHistory(prometheus, instance, since, query_timeout)
         from sysctl_advisor.sources.prometheus import check_server, parse_duration
 
         parse_duration(history.since)

@@ -20,9 +20,10 @@ def recommend(
     kubernetes_version: str | None = None,
 ) -> int:
     from sysctl_advisor.engine.plan_builder import build_plan
-    from sysctl_advisor.outputs.plan_render import FORMATS, Renderer, rebuild_command
+    from sysctl_advisor.outputs import formats
+    from sysctl_advisor.outputs.plan_render import Renderer, rebuild_command
 
-    choose(fmt, FORMATS, "--format")
+    choose(fmt, formats.RECOMMEND, "--format")
     if kubernetes_version is not None and fmt != "kubernetes":
         raise InputError(
             "--kubernetes-version needs --format kubernetes", field="--kubernetes-version"

@@ -19,13 +19,13 @@ from sysctl_advisor.knowledge.catalog import KernelContext
 from sysctl_advisor.knowledge.check_rules import CheckRule
 from sysctl_advisor.knowledge.expressions import ExpressionError, new_budget
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from sysctl_advisor.knowledge.rules import SEVERITY_ORDER
 from sysctl_advisor.knowledge.values import parse_text
 from sysctl_advisor.model.current_config import CurrentConfig
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.model.kernel_write import kernel_int, kernel_write
 from sysctl_advisor.model.model_base import plain_data
+from sysctl_advisor.model.severity import SEVERITY_ORDER
 from sysctl_advisor.model.sysctl_conf import Assignment, is_sysctl_key
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from sysctl_advisor.knowledge.catalog import (
 )
 from sysctl_advisor.knowledge.expressions import new_budget
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from sysctl_advisor.knowledge.rules import SEVERITY_ORDER, RuleResult
+from sysctl_advisor.knowledge.rules import RuleResult
 from sysctl_advisor.knowledge.values import Value, conf_text, human, numbers, parse_current
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.plan import (
@@ -35,6 +35,7 @@ from sysctl_advisor.model.plan import (
     Setting,
     Unchanged,
 )
+from sysctl_advisor.model.severity import SEVERITY_ORDER
 
 
 @dataclass

@@ -21,10 +21,11 @@ from sysctl_advisor.knowledge.expressions import (
     as_input_error,
 )
 from sysctl_advisor.knowledge.knowledge_files import check_rule_files
-from sysctl_advisor.knowledge.rules import RULE_ID, Severity
+from sysctl_advisor.knowledge.rules import RULE_ID
 from sysctl_advisor.knowledge.spec_cache import SpecCache
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.model_base import Field, Record, model
+from sysctl_advisor.model.severity import Severity
 
 
 @model

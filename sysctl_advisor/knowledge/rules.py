@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 from sysctl_advisor.knowledge.catalog import Catalog, CatalogKey, normalise
 from sysctl_advisor.knowledge.expressions import (
@@ -24,13 +24,12 @@ from sysctl_advisor.knowledge.knowledge_files import rule_files
 from sysctl_advisor.knowledge.spec_cache import SpecCache
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.model_base import After, Before, Field, Record, model
+from sysctl_advisor.model.severity import Severity
 from sysctl_advisor.model.text_escape import refuse_control_characters
 
 if TYPE_CHECKING:
     from jinja2.runtime import Context
 
-Severity = Literal["error", "warning", "info"]
-SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
 RULE_ID = r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$"
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from sysctl_advisor.knowledge.rules import Severity
 from sysctl_advisor.model.documents import dump_json
 from sysctl_advisor.model.model_base import Field, Record, model, plain_data
+from sysctl_advisor.model.severity import Severity
 
 CHECK_SCHEMA: Final = "sysctl-advisor/check/v1"
 

@@ -21,9 +21,9 @@ from sysctl_advisor import __version__
 from sysctl_advisor.engine.lint import CheckFinding, CheckReport
 from sysctl_advisor.knowledge.check_rules import CheckRule
 from sysctl_advisor.knowledge.resources import data_dir
-from sysctl_advisor.knowledge.rules import SEVERITY_ORDER, Severity
 from sysctl_advisor.model.documents import dump_json, read_bytes
 from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.severity import SEVERITY_ORDER, Severity
 from sysctl_advisor.model.sysctl_conf import C_SPACE
 from sysctl_advisor.model.text_escape import one_line
 from sysctl_advisor.outputs.markdown_text import (
@@ -40,14 +40,12 @@ if TYPE_CHECKING:
     from sysctl_advisor.outputs.check_document import CheckDocument
 
 __all__ = [
-    "CHECK_FORMATS",
     "escape_workflow_data",
     "render_check",
     "rule_url",
     "wants_color",
 ]
 
-CHECK_FORMATS = ("text", "json", "github", "sarif", "markdown")
 SARIF_LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 # GitHub code scanning's problem.severity words for ours.
 _PROBLEM_SEVERITY = {"error": "error", "warning": "warning", "info": "recommendation"}

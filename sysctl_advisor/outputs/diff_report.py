@@ -7,8 +7,8 @@ import textwrap
 from typing import TYPE_CHECKING
 
 from sysctl_advisor.engine.diff import DiffReport
-from sysctl_advisor.knowledge.rules import SEVERITY_ORDER
 from sysctl_advisor.model.documents import dump_json
+from sysctl_advisor.model.severity import SEVERITY_ORDER
 from sysctl_advisor.model.text_escape import one_line
 from sysctl_advisor.outputs.markdown_text import FOLD_ROWS, Limits, fit_document
 from sysctl_advisor.outputs.plan_render import Renderer, first_sentence
@@ -16,7 +16,6 @@ from sysctl_advisor.outputs.plan_render import Renderer, first_sentence
 if TYPE_CHECKING:
     from rich.table import Table
 
-DIFF_FORMATS = ("text", "markdown", "json")
 _COLUMNS = ("STATUS", "KEY", "CURRENT", "RECOMMENDED", "DEFAULT", "SOURCE")
 _STYLES = {"ok": "green", "change": "yellow", "missing": "cyan", "remove": "red"}
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from sysctl_advisor import __version__
-from sysctl_advisor.knowledge.rules import SEVERITY_ORDER
+from sysctl_advisor.model.severity import SEVERITY_ORDER
 from sysctl_advisor.outputs.json_documents import FLEET_SCHEMA
 from sysctl_advisor.outputs.markdown_text import (
     BUDGET,

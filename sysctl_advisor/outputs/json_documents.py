@@ -18,8 +18,8 @@ from typing import Annotated, Final, Literal
 from annotated_types import Ge
 from pydantic import JsonValue  # the type of a profile parameter's value, in the schema
 
-from sysctl_advisor.knowledge.rules import Severity
 from sysctl_advisor.model.model_base import Field, Record, model
+from sysctl_advisor.model.severity import Severity
 from sysctl_advisor.outputs.check_document import document_config
 
 PLAN_SCHEMA: Final = "sysctl-advisor/plan/v1"

@@ -30,7 +30,6 @@ from sysctl_advisor.outputs.markdown_text import (
     md_text_clipped,
 )
 
-FORMATS = ("conf", "json", "markdown", "tuned", "ansible", "kubernetes")
 YAML_WIDTH = 80  # yamllint's default line-length
 TEMPLATES = {
     "conf": "sysctl.conf.j2",

@@ -13,9 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sysctl_advisor.outputs.check_report import CHECK_FORMATS
-from sysctl_advisor.outputs.diff_report import DIFF_FORMATS
-from sysctl_advisor.outputs.plan_render import FORMATS as RECOMMEND_FORMATS
+from sysctl_advisor.outputs import formats
 from tests.conftest import HANG_SECONDS, ROOT
 
 EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.yaml"))
@@ -50,15 +48,15 @@ print(json.dumps({"codes": codes, "pydantic": loaded}))
 def _command_lines() -> list[list[str]]:
     lines = [["recommend", "--facts", str(e), "--profile", p] for e in EXAMPLES for p in PROFILES]
     dcache, nginx = str(ROOT / "examples" / "dcache-32bit.yaml"), str(EXAMPLES[-1])
-    for fmt in RECOMMEND_FORMATS:
+    for fmt in formats.RECOMMEND:
         lines.append(["recommend", "--facts", nginx, "-p", "frontend-proxy", "-f", fmt])
         lines.append(
             ["recommend", "--facts", dcache, "-p", "gridftp", "-f", fmt, "-s", "rtt_ms=80"]
         )
-    for fmt in DIFF_FORMATS:
+    for fmt in formats.DIFF:
         lines.append(["diff", "--facts", dcache, "-p", "gridftp", "-f", fmt])
         lines.append(["diff", "--facts", nginx, "-p", "base", "--current", str(DUMP), "-f", fmt])
-    for fmt in CHECK_FORMATS:
+    for fmt in formats.CHECK:
         lines.append(["check", "-f", fmt, *map(str, CHECKED)])
         lines.append(["check", "-f", fmt, "--facts", dcache, "-p", "gridftp", str(CHECKED[0])])
     return lines

@@ -12,8 +12,9 @@ import pytest
 from sysctl_advisor.engine.kubernetes_placement import placement_for
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.outputs import formats
 from sysctl_advisor.outputs.kubernetes_manifests import render_kubernetes
-from sysctl_advisor.outputs.plan_render import FORMATS, Renderer
+from sysctl_advisor.outputs.plan_render import Renderer
 from sysctl_advisor.sources.facts_file import load_facts
 from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, TESTS
 
@@ -26,7 +27,9 @@ EXT = {
     "ansible": "host_vars.yml",
     "kubernetes": "k8s.yaml",
 }
-PAIRS = [(host, profile, fmt) for host, profile in EXAMPLE_PROFILES.items() for fmt in FORMATS]
+PAIRS = [
+    (host, profile, fmt) for host, profile in EXAMPLE_PROFILES.items() for fmt in formats.RECOMMEND
+]
 
 
 @pytest.mark.parametrize(("host", "profile", "fmt"), PAIRS)

@@ -1,0 +1,8 @@
+"""How serious a finding is: the three severities, most serious first."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Severity = Literal["error", "warning", "info"]
+SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}

@@ -1,0 +1,12 @@
+"""The output formats each command writes: the renderers' registry.
+
+The renderers dispatch on these names and refuse others, and the command line offers exactly
+these (cli_options builds its closed choices from them); nothing else lists them.
+"""
+
+from __future__ import annotations
+
+RECOMMEND = ("conf", "json", "markdown", "tuned", "ansible", "kubernetes")  # plan_render
+DIFF = ("text", "markdown", "json")  # diff_report
+CHECK = ("text", "json", "github", "sarif", "markdown")  # check_report
+FACTS = ("yaml", "json")  # facts_file
