@@ -314,6 +314,19 @@ COMMANDS: tuple[Command, ...] = (
         },
     ),
     Command(
+        "cache",
+        "Show where the caches are, what they hold and how big; --clear removes them.",
+        "cache:cache",
+        {
+            "clear": Option(
+                ("--clear",),
+                "Remove the advisor's cache files (only its own names, only yours).",
+                type=bool,
+                default=False,
+            )
+        },
+    ),
+    Command(
         "explain",
         "Explain a key: unit, scope, kernel defaults by version, and the rules that set it.",
         "explain:explain",

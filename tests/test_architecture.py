@@ -3,6 +3,7 @@ checking only) runs down the stages, and no module imports itself back through o
 
     commands -> outputs -> engine -> knowledge -> model
     commands -> sources -> model
+    knowledge, outputs, commands -> cache -> model
 
 `cli` (the command-line table, typer and the fast path) sits on top and calls only `commands`;
 for its closed choices it reads the outputs' format registry and the severities, nothing else
@@ -21,15 +22,17 @@ import pytest
 from tests.conftest import ROOT
 
 PACKAGE = ROOT / "sysctl_advisor"
-STAGES = ("model", "sources", "knowledge", "engine", "outputs", "commands")
-# What each stage may import, besides itself and the package root.
+STAGES = ("model", "cache", "sources", "knowledge", "engine", "outputs", "commands")
+# What each stage may import, besides itself and the package root. The caches are a leaf beside
+# the model: what may keep something between runs imports them, they import only the model.
 ALLOWED = {
     "model": set(),
+    "cache": {"model"},
     "sources": {"model"},
-    "knowledge": {"model"},
+    "knowledge": {"cache", "model"},
     "engine": {"knowledge", "model"},
-    "outputs": {"engine", "knowledge", "model"},
-    "commands": {"outputs", "engine", "knowledge", "sources", "model"},
+    "outputs": {"engine", "knowledge", "cache", "model"},
+    "commands": {"outputs", "engine", "knowledge", "sources", "cache", "model"},
     "cli": {"commands", "cli"},
 }
 # What the command-line table reads besides `commands`: names of formats and severities.

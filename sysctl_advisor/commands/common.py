@@ -124,7 +124,7 @@ def read_facts(path: Path | None, kb: KnowledgeBase, nginx_conf: Path | None = N
     from sysctl_advisor.sources.service_configs import with_service_configs
 
     if path is not None:
-        from sysctl_advisor.knowledge.facts_cache import cached_facts
+        from sysctl_advisor.cache.facts import cached_facts
         from sysctl_advisor.sources.facts_file import facts_from_text
 
         return with_service_configs(cached_facts(path, facts_from_text), path.parent, nginx_conf)

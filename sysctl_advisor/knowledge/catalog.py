@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
 
 from jinja2.runtime import Context
 
+from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.expressions import (
     Compiler,
     Expression,
@@ -22,7 +23,6 @@ from sysctl_advisor.knowledge.expressions import (
     as_input_error,
 )
 from sysctl_advisor.knowledge.knowledge_files import KERNEL_MODEL, KEY_CATALOG
-from sysctl_advisor.knowledge.spec_cache import SpecCache
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelRange, KernelVersion
 from sysctl_advisor.model.kernel_write import kernel_int

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.expressions import (
     Compiler,
     Expression,
@@ -22,7 +23,6 @@ from sysctl_advisor.knowledge.expressions import (
 )
 from sysctl_advisor.knowledge.knowledge_files import check_rule_files
 from sysctl_advisor.knowledge.rules import RULE_ID
-from sysctl_advisor.knowledge.spec_cache import SpecCache
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.model_base import Field, Record, model
 from sysctl_advisor.model.severity import Severity

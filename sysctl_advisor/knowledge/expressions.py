@@ -1,19 +1,15 @@
 """Rule expressions and rationale templates: sandboxed Jinja2, compiled once.
 
-Code generation is the expensive part of Jinja (about 0.7 ms per expression), so generated code
-objects are kept in a marshal file under the user's private cache directory (cache_files),
-keyed by a hash of the source, the same way Python keeps .pyc files. A warm run only
-unmarshals; a missing, unwritable or untrusted cache only costs time. Set
-SYSCTL_ADVISOR_CACHE=off to disable it.
+Generated code objects are kept between runs by the code cache (cache/code.py), keyed by a
+hash of the source: a warm run only unmarshals; a missing, unwritable or untrusted cache only
+costs time. Set SYSCTL_ADVISOR_CACHE=off to disable it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import marshal
 import math
 import re
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from types import CodeType
@@ -29,13 +25,7 @@ from jinja2.runtime import Context, LoopContext, Undefined, new_context
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.visitor import NodeTransformer
 
-from sysctl_advisor import __version__
-from sysctl_advisor.knowledge.cache_files import (
-    cache_directory,
-    read_marshalled_dict,
-    source_fingerprint,
-    write_cache,
-)
+from sysctl_advisor.cache.code import CodeCache, code_cache_file, load_code, put_code
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.units import (
     human_bytes,
@@ -768,51 +758,6 @@ class _Bounded(NodeTransformer):
         return node
 
 
-class _CodeCache:
-    """Generated code objects by source hash, in one marshal file per Python, Jinja and
-    sandbox version. Loaded only through cache_files' checks (a planted file is ignored); the
-    entries a run did not use are dropped when it saves, so the file does not grow."""
-
-    def __init__(self) -> None:
-        self._codes: dict[str, bytes] = {}
-        self._used: set[str] = set()
-        self._dirty = False
-        self._path = self._locate()
-        self._codes = read_marshalled_dict(self._path)
-
-    @staticmethod
-    def _locate() -> Path | None:
-        base = cache_directory()
-        if base is None:
-            return None
-        tag = (
-            f"py{sys.version_info[0]}{sys.version_info[1]}-jinja{jinja2.__version__}-"
-            f"{__version__}-{source_fingerprint(__name__)}"
-        )
-        return base / f"expressions-{tag}.marshal"
-
-    def get(self, key: str) -> bytes | None:
-        """The marshalled code for `key` (unmarshalled by whoever runs it), marked as used."""
-        raw = self._codes.get(key)
-        if raw is not None:
-            self._used.add(key)
-        return raw
-
-    def put(self, key: str, code: CodeType) -> None:
-        self._codes[key] = marshal.dumps(code)
-        self._used.add(key)
-        self._dirty = True
-
-    def save(self) -> None:
-        if self._path is None:
-            return
-        if set(self._codes) - self._used:
-            self._codes = {k: v for k, v in self._codes.items() if k in self._used}
-            self._dirty = True
-        if self._dirty:
-            self._dirty = not write_cache(self._path, marshal.dumps(self._codes))
-
-
 class _Compiled:
     """A template's generated code, made into a jinja2.Template on first use."""
 
@@ -841,11 +786,7 @@ class _Compiled:
     def _load(self) -> CodeType:
         if self._code is not None:
             return self._code
-        try:
-            code = marshal.loads(self._raw or b"")
-        except (ValueError, EOFError, TypeError):
-            code = None
-        return code if isinstance(code, CodeType) else self._build()
+        return load_code(self._raw) or self._build()
 
 
 class Compiler:
@@ -853,7 +794,7 @@ class Compiler:
 
     def __init__(self) -> None:
         self.env = make_environment()
-        self._cache = _CodeCache()
+        self._cache = CodeCache(code_cache_file("expressions", __name__))
         # A flat dict, not jinja's ChainMap: every evaluation copies the globals into its
         # context, and copying a ChainMap costs a lookup per name through both maps.
         self._globals: dict[str, Any] = dict(self.env.globals)
@@ -873,7 +814,7 @@ class Compiler:
         raw = self._cache.get(key)
         if raw is None:
             code = build()
-            self._cache.put(key, code)
+            put_code(self._cache, key, code)
             compiled = _Compiled(self, build, code=code)
         else:
             compiled = _Compiled(self, build, raw=raw)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from sysctl_advisor.knowledge.spec_cache import SpecCache
+from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.model.documents import line_of, parse_document, read_text
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.model_base import After, Field, Record, model, validate

@@ -6,6 +6,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
+from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.catalog import Catalog
 from sysctl_advisor.knowledge.check_rules import CheckRule, load_check_rules
 from sysctl_advisor.knowledge.expressions import Compiler
@@ -16,7 +17,6 @@ from sysctl_advisor.knowledge.profiles import Profile, load_profiles
 from sysctl_advisor.knowledge.resources import data_dir
 from sysctl_advisor.knowledge.rules import Rule, load_rules
 from sysctl_advisor.knowledge.servers import ServerTable
-from sysctl_advisor.knowledge.spec_cache import SpecCache
 from sysctl_advisor.model.errors import InputError
 
 

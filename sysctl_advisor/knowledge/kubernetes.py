@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.rules import SpecModel
-from sysctl_advisor.knowledge.spec_cache import SpecCache
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.model.model_base import Field, model

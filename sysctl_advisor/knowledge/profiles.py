@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
+from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.expressions import (
     Compiler,
     Expression,
@@ -14,7 +15,6 @@ from sysctl_advisor.knowledge.expressions import (
 )
 from sysctl_advisor.knowledge.knowledge_files import profile_files
 from sysctl_advisor.knowledge.rules import Rule, SpecModel, matches
-from sysctl_advisor.knowledge.spec_cache import SpecCache
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.model_base import Field, model
 from sysctl_advisor.model.text_escape import plain_line

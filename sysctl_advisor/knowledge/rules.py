@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
+from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.catalog import Catalog, CatalogKey, normalise
 from sysctl_advisor.knowledge.expressions import (
     Compiler,
@@ -21,7 +22,6 @@ from sysctl_advisor.knowledge.expressions import (
     each,
 )
 from sysctl_advisor.knowledge.knowledge_files import rule_files
-from sysctl_advisor.knowledge.spec_cache import SpecCache
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.model_base import After, Before, Field, Record, model
 from sysctl_advisor.model.severity import Severity

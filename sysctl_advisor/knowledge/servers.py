@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
+from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.rules import SpecModel
-from sysctl_advisor.knowledge.spec_cache import SpecCache
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.model_base import Field, model
 

@@ -11,7 +11,7 @@ from typing import Any
 import jinja2
 
 from sysctl_advisor import __version__
-from sysctl_advisor.knowledge.cache_files import cache_directory, source_fingerprint
+from sysctl_advisor.cache.code import TemplateCodeCache, code_cache_file
 from sysctl_advisor.knowledge.catalog import Catalog, CatalogKey
 from sysctl_advisor.knowledge.resources import data_dir
 from sysctl_advisor.knowledge.values import human, parse_current
@@ -264,15 +264,10 @@ class Renderer:
     def __init__(self, catalog: Catalog, templates: Path | None = None) -> None:
         self.catalog = catalog
         self._humans: dict[tuple[str, str, int], str | None] = {}
-        # Bytecode of the shipped templates, in a private subdirectory named after this module's
-        # source: Jinja keys its cache by template text only, not by environment options such
-        # as `finalize`, so code from another version of the renderer must never be loaded.
-        bytecode_cache: jinja2.BytecodeCache | None = None
-        cache_dir = cache_directory(
-            f"templates-jinja{jinja2.__version__}-{source_fingerprint(__name__)}"
-        )
-        if cache_dir is not None:
-            bytecode_cache = jinja2.FileSystemBytecodeCache(str(cache_dir))
+        # Bytecode of the shipped templates, in a cache file named after this module's source:
+        # Jinja keys its cache by template text only, not by environment options such as
+        # `finalize`, so code from another version of the renderer must never be loaded.
+        bytecode_cache = TemplateCodeCache(code_cache_file("templates", __name__))
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(templates or data_dir("templates"))),
             autoescape=False,

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.engine.plan_builder import host_defaults
 from sysctl_advisor.knowledge.catalog import Catalog
 from sysctl_advisor.knowledge.expressions import Compiler
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from sysctl_advisor.knowledge.spec_cache import SpecCache
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import facts_from_data
 from tests.conftest import ROOT

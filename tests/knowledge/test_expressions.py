@@ -501,20 +501,20 @@ def test_cached_code_runs_only_when_used_and_a_damaged_entry_is_rebuilt(
     """Issue 19: code from the cache is unmarshalled when the expression first runs (a run
     evaluates only its selected rules); an entry that no longer unmarshals is compiled again
     instead of failing, and a source new to the cache is compiled (and checked) at once."""
-    from sysctl_advisor.knowledge import expressions
+    from sysctl_advisor.cache import code
 
     monkeypatch.setenv("SYSCTL_ADVISOR_CACHE", str(workdir / "cache"))
     first = Compiler()
     first.expression("x * 2")
     first.save()
     loads: list[bytes] = []
-    real_loads = expressions.marshal.loads
+    real_loads = code.marshal.loads
 
     def counted(data: bytes) -> object:
         loads.append(data)
         return real_loads(data)
 
-    monkeypatch.setattr(expressions.marshal, "loads", counted)
+    monkeypatch.setattr(code.marshal, "loads", counted)
     second = Compiler()
     opened = len(loads)  # the cache file itself
     expression = second.expression("x * 2")

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.kernel_messages import (
     MessageFamily,
     load_message_families,
     matchers,
 )
 from sysctl_advisor.knowledge.resources import data_dir
-from sysctl_advisor.knowledge.spec_cache import SpecCache
 from sysctl_advisor.model.errors import InputError
 
 SHIPPED = data_dir("rules") / "catalog" / "kernel-messages.yaml"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sysctl_advisor.knowledge.cache_files import MAX_CACHE_BYTES, read_cache, write_cache
+from sysctl_advisor.cache.files import MAX_CACHE_BYTES, read_cache, write_cache
 from tests.conftest import ROOT
 
 DCACHE = str(ROOT / "examples" / "dcache-32bit.yaml")
@@ -138,8 +138,8 @@ def test_a_spec_cache_key_depends_on_every_model_module_and_on_pydantic(
     """The server table's model is built on rules.SpecModel, facts on model/: an edit of any
     module that defines or checks a model (or another pydantic) retires every cached spec
     and facts file validated with the old checks."""
-    from sysctl_advisor.knowledge import cache_files
-    from sysctl_advisor.knowledge.spec_cache import spec_key
+    from sysctl_advisor.cache import files as cache_files
+    from sysctl_advisor.cache.specs import spec_key
 
     package = ROOT / "sysctl_advisor"
     covered = {

@@ -19,7 +19,7 @@ import pickle
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sysctl_advisor.knowledge.cache_files import (
+from sysctl_advisor.cache.files import (
     content_key,
     read_marshalled_dict,
     unpickled,

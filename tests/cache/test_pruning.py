@@ -12,14 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from sysctl_advisor.knowledge.cache_files import cache_directory, read_cache, write_cache
-from sysctl_advisor.knowledge.cache_pruning import UNUSED_SECONDS, prune_unused
+from sysctl_advisor.cache.files import cache_directory, read_cache, write_cache
+from sysctl_advisor.cache.pruning import UNUSED_SECONDS, remove_entries
 from tests.conftest import ROOT
 
 OLD = time.time() - UNUSED_SECONDS - 3600
 RECENT = time.time() - UNUSED_SECONDS + 3600
 PY = f"py{sys.version_info[0]}{sys.version_info[1]}"
 JINJA_FILE = "__jinja2_" + "0123456789abcdef" * 2 + "01234567.cache"
+
+
+def _prune(directory: Path) -> int:
+    return len(remove_entries(directory))
 
 
 def _aged(path: Path, when: float) -> Path:
@@ -85,7 +89,7 @@ def test_what_the_advisor_did_not_write_stays(private: Path, workdir: Path) -> N
     _file(mixed, "keep-me")
     _aged(mixed, OLD)
 
-    assert prune_unused(private) == 0
+    assert _prune(private) == 0
     assert all(p.exists() for p in kept)
     assert link.is_symlink() and elsewhere.exists()
     assert linked_dir.is_symlink() and workdir.is_dir()
@@ -100,18 +104,18 @@ def test_another_users_file_stays(private: Path) -> None:
     directory = _template_directory(private, "templates-jinja3.1.6-cccccccccccc")
     os.chown(directory / JINJA_FILE, 65534, 65534)
     _aged(directory, OLD)
-    assert prune_unused(private) == 0
+    assert _prune(private) == 0
     assert theirs.exists() and (directory / JINJA_FILE).exists()
 
 
 def test_a_run_that_uses_a_cache_keeps_it(private: Path) -> None:
     used = _file(private, f"specs-{PY}-0.0.4.marshal")
     assert read_cache(used) == b"x"
-    template_dir = _template_directory(private, "templates-jinja3.1.6-dddddddddddd")
-    assert cache_directory(template_dir.name) == template_dir
+    templates = _file(private, f"templates-{PY}-jinja3.1.6-0.0.4-dddddddddddd.marshal")
+    assert read_cache(templates) == b"x"
     assert time.time() - used.stat().st_mtime < 60
-    assert time.time() - template_dir.stat().st_mtime < 60
-    assert prune_unused(private) == 0
+    assert time.time() - templates.stat().st_mtime < 60
+    assert _prune(private) == 0
 
 
 def test_a_real_run_that_writes_removes_the_stale_and_ends_with_its_own_set(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sysctl_advisor.knowledge.facts_cache import MAX_ENTRIES, FactsCache, cached_facts, facts_key
+from sysctl_advisor.cache.facts import MAX_ENTRIES, FactsCache, cached_facts, facts_key
 from sysctl_advisor.model.host_facts import HostFacts, facts_from_data
 from sysctl_advisor.model.model_base import plain_data
 from sysctl_advisor.sources import facts_file

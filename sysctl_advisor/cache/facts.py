@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sysctl_advisor.knowledge.cache_files import (
+from sysctl_advisor.cache.files import (
     content_key,
     read_marshalled_dict,
     unpickled,

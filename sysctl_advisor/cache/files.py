@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sysctl_advisor import __version__
-from sysctl_advisor.knowledge.cache_pruning import mark_used, prune_unused
+from sysctl_advisor.cache.pruning import mark_used, remove_entries
 
 MAX_CACHE_BYTES = 32 * 1024 * 1024
 # What unpickling a damaged or outdated entry of our own can raise (a class renamed since, a
@@ -76,8 +76,8 @@ def private_directory(path: Path) -> Path | None:
         return None
 
 
-def cache_directory(subdirectory: str | None = None) -> Path | None:
-    """The private cache directory (or a private subdirectory of it), None if unusable.
+def cache_directory() -> Path | None:
+    """The private cache directory, None if unusable.
 
     The cache root ($SYSCTL_ADVISOR_CACHE or the XDG location) must belong to the current user
     and be writable by no one else; the files live in a `private` directory inside it with
@@ -92,13 +92,7 @@ def cache_directory(subdirectory: str | None = None) -> Path | None:
             return None
     except OSError:
         return None
-    base = private_directory(root / "private")
-    if base is None or subdirectory is None:
-        return base
-    directory = private_directory(base / subdirectory)
-    if directory is not None:
-        mark_used(directory)
-    return directory
+    return private_directory(root / "private")
 
 
 def versioned_cache_file(name: str, suffix: str) -> Path | None:
@@ -181,7 +175,7 @@ def write_cache(path: Path, data: bytes) -> bool:
     except OSError:
         Path(tmp).unlink(missing_ok=True)
         return False
-    prune_unused(path.parent)
+    remove_entries(path.parent)
     return True
 
 
@@ -230,11 +224,12 @@ def _pydantic_version_file() -> Path | None:
 def validating_code() -> str:
     """A fingerprint of the code that validates knowledge and facts files: the models
     (sysctl_advisor/model), the spec models and their loaders (sysctl_advisor/knowledge), the
-    two facts readers and pydantic's version. Objects validated by other code are never taken from a
-    cache keyed on it."""
+    caches that hold them (sysctl_advisor/cache), the two facts readers and pydantic's version.
+    Objects validated by other code are never taken from a cache keyed on it."""
     paths = [
         *sorted((_PACKAGE / "model").glob("*.py")),
         *sorted((_PACKAGE / "knowledge").glob("*.py")),
+        *sorted((_PACKAGE / "cache").glob("*.py")),
         *[_PACKAGE / "sources" / name for name in ("facts_file.py", "ansible_facts.py")],
     ]
     version = _pydantic_version_file()
