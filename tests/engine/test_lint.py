@@ -1,4 +1,5 @@
-"""`check`: every rule's own examples, annotated fixtures, formats, exit codes."""
+"""`check`: annotated fixtures, formats, exit codes (each rule's cases, its documented examples
+among them, run in tests/knowledge/test_rule_cases.py)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,8 @@ from typer.testing import CliRunner
 from sysctl_advisor.cli import app
 from sysctl_advisor.commands.check import check_paths
 from sysctl_advisor.engine.lint import CheckContext, Checker
-from sysctl_advisor.engine.plan_builder import build_plan, host_variables
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from sysctl_advisor.model.host_facts import facts_from_data
 from sysctl_advisor.model.kernel_version import KernelVersion
-from sysctl_advisor.sources.sysctl_files import read_file, read_tree
 from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, ROOT, TESTS
 
 FIXTURES = TESTS / "fixtures" / "check"
@@ -26,53 +24,11 @@ runner = CliRunner()
 EXPECT = re.compile(r"#\s*expect:\s*(.+)$")
 
 
-def _context(kb: KnowledgeBase, examples: object) -> CheckContext:
-    context = CheckContext()
-    facts_data = getattr(examples, "facts", None)
-    if facts_data:
-        facts = facts_from_data(facts_data)
-        variables, defaults, _ = host_variables(kb, facts)
-        context.facts, context.host, context.defaults = facts, variables["host"], defaults
-        context.kernel = variables["kernel"].version
-        context.plan = build_plan(kb, facts, "frontend-proxy")
-    kernel = getattr(examples, "kernel", None)
-    if kernel:
-        context.kernel = KernelVersion.parse(kernel)
-    return context
-
-
-def _ids(kb: KnowledgeBase, text: str, context: CheckContext, tmp_path: Path) -> set[str]:
-    if "# file:" in text:  # several files, as one sysctl.d directory
-        directory = tmp_path / "sysctl.d"
-        directory.mkdir()
-        for chunk in text.split("# file: ")[1:]:
-            name, _, body = chunk.partition("\n")
-            (directory / name.strip()).write_text(body)
-        config = read_tree(directory)
-    else:
-        path = tmp_path / "example.conf"
-        path.write_bytes(text.encode())
-        config = read_file(path)
-    return {f.id for f in Checker(kb, kb.check_rules, context).check_config(config)}
-
-
 def test_every_check_rule_is_documented(kb: KnowledgeBase) -> None:
     assert len(kb.check_rules) >= 12
     for rule in kb.check_rules.values():
         assert rule.spec.rationale.strip() and rule.spec.references, rule.id
         assert rule.spec.examples.fires and rule.spec.examples.quiet, rule.id
-
-
-@pytest.mark.parametrize("rule_id", sorted(KnowledgeBase.load().check_rules))
-def test_rule_examples_fire_and_stay_quiet(kb: KnowledgeBase, rule_id: str, tmp_path: Path) -> None:
-    rule = kb.check_rules[rule_id]
-    examples = rule.spec.examples
-    context = _context(kb, examples)
-    fires = examples.fires
-    (tmp_path / "fires").mkdir()
-    (tmp_path / "quiet").mkdir()
-    assert rule_id in _ids(kb, fires, context, tmp_path / "fires"), examples.fires
-    assert rule_id not in _ids(kb, examples.quiet, context, tmp_path / "quiet"), examples.quiet
 
 
 def _expectations(path: Path) -> dict[int, set[str]]:

@@ -1,21 +1,33 @@
-"""Per-rule case files: tests/cases/<rule-id>.yaml, each with cases that fire and that do not.
+"""Per-rule cases, one style for advice and check rules: tests/cases/<rule-id>.yaml, each with
+cases that fire and cases that do not, validated against `CaseFile` (a misspelt key is an
+error, never an expectation that checks nothing).
 
-A case gives facts (merged onto a plain 64-bit host), a profile and parameters, whether the
-rule fires (contributes a setting, a cap that bites, a finding or a companion), and what the
-plan must (or must not) contain.
+An advice rule's case gives facts (merged onto a plain 64-bit host), a profile and parameters,
+whether the rule fires (contributes a setting, a cap that bites, a finding or a companion), and
+what the plan must (or must not) contain. A check rule's case gives the sysctl text it judges
+(`conf`; `# file: NAME` lines split it into the files of one sysctl.d directory), the facts or
+`kernel` it assumes, and whether the rule reports a finding; each check rule's documented
+examples (its `examples:` in rules/check) are two more of its cases.
 """
 
 from __future__ import annotations
 
 import copy
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from sysctl_advisor.engine.plan_builder import build_plan
+from sysctl_advisor.engine.lint import CheckContext, Checker
+from sysctl_advisor.engine.plan_builder import build_plan, host_variables
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.documents import parse_document, read_text
+from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import facts_from_data
+from sysctl_advisor.model.kernel_version import KernelVersion
+from sysctl_advisor.model.model_base import Field, Record, model, validate
+from sysctl_advisor.sources.sysctl_files import read_file, read_tree
 from tests.conftest import TESTS
 
 CASES_DIR = TESTS / "cases"
@@ -26,6 +38,59 @@ BASE_FACTS: dict[str, Any] = {
     "memory": {"total": "16 GiB"},
     "cpu": {"threads": 8},
 }
+CHECK_PROFILE = "frontend-proxy"  # the plan a check case's facts are judged against
+
+
+@model
+class Expect(Record):
+    """What the plan must (or must not) hold when the case runs (advice rules)."""
+
+    settings: dict[str, str | int] = Field(default_factory=dict)
+    absent: list[str] = Field(default_factory=list)
+    set_by_rule: list[str] = Field(default_factory=list)
+    capped: list[str] = Field(default_factory=list)
+    findings: list[str] = Field(default_factory=list)
+    no_findings: list[str] = Field(default_factory=list)
+    companions: list[str] = Field(default_factory=list)
+    companions_absent: list[str] = Field(default_factory=list)
+    unchanged: list[str] = Field(default_factory=list)
+    rationale_contains: list[str] = Field(default_factory=list)
+    rationale_absent: list[str] = Field(default_factory=list)
+    message_contains: list[str] = Field(default_factory=list)
+    message_absent: list[str] = Field(default_factory=list)
+    kernel_default: dict[str, str | int | None] = Field(default_factory=dict)
+    notes_contain: list[str] = Field(default_factory=list)
+
+
+@model
+class Case(Record):
+    name: str = Field(min_length=1)
+    fires: bool
+    facts: dict[str, Any] | None = None
+    profile: str | None = None
+    params: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    kernel: str | None = Field(default=None, description="check rules: --kernel")
+    conf: str | None = Field(default=None, description="check rules: the text judged")
+    expect: Expect = Field(default_factory=Expect)
+
+
+@model
+class CaseFile(Record):
+    rule: str
+    cases: list[Case] = Field(min_length=1)
+
+    def __post_init__(self) -> None:
+        check = self.rule.startswith("check.")
+        for index, case in enumerate(self.cases):
+            if check and case.conf is None:
+                raise ValueError(f"cases.{index}: a check rule's case needs `conf`")
+            if not check and (case.conf is not None or case.kernel is not None):
+                raise ValueError(f"cases.{index}: `conf` and `kernel` are for check rules")
+
+
+def load_case_file(path: Path) -> CaseFile:
+    text = read_text(path)
+    return validate(CaseFile, parse_document(text, path), path, text)
 
 
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -38,77 +103,131 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _load_cases() -> list[tuple[str, str, dict[str, Any]]]:
+def _documented(kb: KnowledgeBase) -> list[tuple[str, Case]]:
+    """Each check rule's documented examples, as two cases of its own."""
     found = []
-    for path in sorted(CASES_DIR.glob("*.yaml")):
-        doc = yaml.safe_load(path.read_text())
-        for case in doc["cases"]:
-            found.append((doc["rule"], case["name"], case))
+    for rule_id, rule in sorted(kb.check_rules.items()):
+        examples = rule.spec.examples
+        for fires, text in ((True, examples.fires), (False, examples.quiet)):
+            name = "documented example" + ("" if fires else " (quiet)")
+            case = Case(
+                name=name, fires=fires, facts=examples.facts, kernel=examples.kernel, conf=text
+            )
+            found.append((rule_id, case))
     return found
 
 
-CASES = _load_cases()
+KB = KnowledgeBase.load()
+FILES = [load_case_file(path) for path in sorted(CASES_DIR.glob("*.yaml"))]
+CASES = [(f.rule, case) for f in FILES for case in f.cases] + _documented(KB)
 
 
-@pytest.mark.parametrize(("rule_id", "name", "case"), CASES, ids=[f"{r}:{n}" for r, n, _ in CASES])
-def test_case(kb: KnowledgeBase, rule_id: str, name: str, case: dict[str, Any]) -> None:
-    facts = facts_from_data(_merge(BASE_FACTS, case.get("facts", {})))
-    params = {
-        k: str(v).lower() if isinstance(v, bool) else str(v)
-        for k, v in case.get("params", {}).items()
-    }
-    plan = build_plan(kb, facts, case.get("profile", "base"), params)
+@pytest.mark.parametrize(("rule_id", "case"), CASES, ids=[f"{r}:{c.name}" for r, c in CASES])
+def test_case(kb: KnowledgeBase, rule_id: str, case: Case, tmp_path: Path) -> None:
+    if rule_id.startswith("check."):
+        assert (rule_id in _check_ids(kb, case, tmp_path)) == case.fires, case.conf
+        return
+    facts = facts_from_data(_merge(BASE_FACTS, case.facts or {}))
+    params = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in case.params.items()}
+    plan = build_plan(kb, facts, case.profile or "base", params)
     fired = (
         any(rule_id in s.rules + s.capped_by for s in plan.settings)
         or any(rule_id in u.rules for u in plan.unchanged)
         or any(f.rule == rule_id for f in plan.findings)
         or any(c.rule == rule_id for c in plan.companions)
     )
-    assert fired == case["fires"], (plan.applied_rules, plan.settings, plan.findings)
-    expect = case.get("expect", {})
+    assert fired == case.fires, (plan.applied_rules, plan.settings, plan.findings)
+    expect = case.expect
     settings = {s.key: s for s in plan.settings}
-    for key, value in expect.get("settings", {}).items():
+    for key, value in expect.settings.items():
         assert key in settings, f"{key} not set; unchanged={plan.unchanged}, notes={plan.notes}"
         assert settings[key].value == str(value)
-    for key in expect.get("absent", []):
+    for key in expect.absent:
         assert key not in settings, settings[key].value
-    for key in expect.get("set_by_rule", []):
+    for key in expect.set_by_rule:
         assert rule_id in settings[key].rules + settings[key].capped_by
-    for key in expect.get("capped", []):
+    for key in expect.capped:
         assert rule_id in settings[key].capped_by
     finding_ids = {f.id for f in plan.findings}
-    for fid in expect.get("findings", []):
+    for fid in expect.findings:
         assert fid in finding_ids, finding_ids
-    for fid in expect.get("no_findings", []):
+    for fid in expect.no_findings:
         assert fid not in finding_ids
-    for text in expect.get("companions", []):
+    for text in expect.companions:
         assert any(text in c.setting for c in plan.companions), plan.companions
-    for key in expect.get("unchanged", []):
+    for key in expect.unchanged:
         assert key in {u.key for u in plan.unchanged}
-    for text in expect.get("rationale_contains", []):
+    for text in expect.rationale_contains:
         assert any(text in s.rationale for s in plan.settings), text
-    for text in expect.get("message_contains", []):
+    for text in expect.message_contains:
         assert any(text in f.message for f in plan.findings), (text, plan.findings)
-    for text in expect.get("message_absent", []):
+    for text in expect.message_absent:
         assert not any(text in f.message for f in plan.findings), text
-    for text in expect.get("rationale_absent", []):
+    for text in expect.rationale_absent:
         assert not any(text in s.rationale for s in plan.settings), text
-    for text in expect.get("companions_absent", []):
+    for text in expect.companions_absent:
         assert not any(text in c.setting for c in plan.companions), plan.companions
-    for key, text in expect.get("kernel_default", {}).items():
+    for key, default in expect.kernel_default.items():
         found = [s.kernel_default for s in plan.settings if s.key == key]
         found += [u.kernel_default for u in plan.unchanged if u.key == key]
-        assert found == [None if text is None else str(text)], (key, found)
-    for text in expect.get("notes_contain", []):
+        assert found == [None if default is None else str(default)], (key, found)
+    for text in expect.notes_contain:
         assert any(text in n for n in plan.notes), (text, plan.notes)
+
+
+def _check_ids(kb: KnowledgeBase, case: Case, tmp_path: Path) -> set[str]:
+    """The finding ids `check` reports on the case's text, with its facts or kernel."""
+    context = CheckContext()
+    if case.facts:
+        facts = facts_from_data(case.facts)
+        variables, defaults, _ = host_variables(kb, facts)
+        context.facts, context.host, context.defaults = facts, variables["host"], defaults
+        context.kernel = variables["kernel"].version
+        context.plan = build_plan(kb, facts, case.profile or CHECK_PROFILE)
+    if case.kernel:
+        context.kernel = KernelVersion.parse(case.kernel)
+    text = case.conf or ""
+    if "# file:" in text:  # several files, as one sysctl.d directory
+        directory = tmp_path / "sysctl.d"
+        directory.mkdir()
+        for chunk in text.split("# file: ")[1:]:
+            name, _, body = chunk.partition("\n")
+            (directory / name.strip()).write_text(body)
+        config = read_tree(directory)
+    else:
+        path = tmp_path / "example.conf"
+        path.write_bytes(text.encode())
+        config = read_file(path)
+    return {f.id for f in Checker(kb, kb.check_rules, context).check_config(config)}
 
 
 def test_every_rule_has_firing_and_quiet_cases(kb: KnowledgeBase) -> None:
     by_rule: dict[str, set[bool]] = {}
-    for rule_id, _, case in CASES:
-        by_rule.setdefault(rule_id, set()).add(bool(case["fires"]))
-    for rule_id in kb.rules:
+    for rule_id, case in CASES:
+        by_rule.setdefault(rule_id, set()).add(case.fires)
+    for rule_id in [*kb.rules, *kb.check_rules]:
         assert by_rule.get(rule_id) == {True, False}, f"{rule_id} needs a firing and a quiet case"
+    assert set(by_rule) <= {*kb.rules, *kb.check_rules}, "a case file for no rule"
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("rule: a.b\ncases:\n- {name: x, fires: true, expect: {setting: {k: 1}}}\n", "setting"),
+        ("rule: a.b\ncases:\n- {name: x, fire: true}\n", "fire"),
+        ("rule: a.b\ncases:\n- {name: x, fires: true, params: {a: [1]}}\n", "params.a"),
+        ("rule: a.b\ncases: []\n", "cases"),
+        ("rule: check.x\ncases:\n- {name: x, fires: true}\n", "needs `conf`"),
+    ],
+)
+def test_a_misspelt_case_is_an_error_not_a_silent_pass(
+    text: str, where: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "a.b.yaml"
+    path.write_text(textwrap.dedent(text))
+    with pytest.raises(InputError) as caught:
+        load_case_file(path)
+    assert where in str(caught.value) and "a.b.yaml" in str(caught.value)
 
 
 def test_every_rule_has_rationale_and_reference(kb: KnowledgeBase) -> None:
@@ -133,3 +252,8 @@ def test_seed_references_name_real_seed_files(kb: KnowledgeBase) -> None:
     refs += [r for key in kb.catalog.keys.values() for r in key.references]
     named = {r.split(":", 1)[1].split()[0] for r in refs if r.startswith("seed:")}
     assert named and named <= SEEDS, named - SEEDS
+
+
+def test_case_files_are_named_for_their_rule() -> None:
+    for path, case_file in zip(sorted(CASES_DIR.glob("*.yaml")), FILES, strict=True):
+        assert path.stem == case_file.rule, path.name
