@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sysctl_advisor.knowledge.catalog import KernelContext
 from sysctl_advisor.knowledge.check_rules import CheckRule
-from sysctl_advisor.knowledge.expressions import ExpressionError, new_budget
+from sysctl_advisor.knowledge.expression_budget import new_budget
+from sysctl_advisor.knowledge.expressions import ExpressionError
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.values import parse_text
 from sysctl_advisor.model.current_config import CurrentConfig

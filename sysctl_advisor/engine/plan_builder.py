@@ -21,7 +21,7 @@ from sysctl_advisor.knowledge.catalog import (
     parse_ports,
     ports_text,
 )
-from sysctl_advisor.knowledge.expressions import new_budget
+from sysctl_advisor.knowledge.expression_budget import new_budget
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.rules import RuleResult
 from sysctl_advisor.knowledge.values import Value, conf_text, human, numbers, parse_current

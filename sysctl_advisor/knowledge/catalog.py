@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
 from jinja2.runtime import Context
 
 from sysctl_advisor.cache.specs import SpecCache
+from sysctl_advisor.knowledge.expression_sandbox import KernelData
 from sysctl_advisor.knowledge.expressions import (
     Compiler,
     Expression,
     ExpressionError,
-    KernelData,
     as_input_error,
 )
 from sysctl_advisor.knowledge.knowledge_files import KERNEL_MODEL, KEY_CATALOG

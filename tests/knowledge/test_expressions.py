@@ -18,14 +18,9 @@ from typer.testing import CliRunner
 
 from sysctl_advisor.cli import app
 from sysctl_advisor.engine.plan_builder import host_variables
-from sysctl_advisor.knowledge.expressions import (
-    MAX_BUILD,
-    Compiler,
-    ExpressionError,
-    KernelData,
-    new_budget,
-    weight,
-)
+from sysctl_advisor.knowledge.expression_budget import MAX_BUILD, new_budget, weight
+from sysctl_advisor.knowledge.expression_sandbox import KernelData
+from sysctl_advisor.knowledge.expressions import Compiler, ExpressionError
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import facts_from_data
 from tests.conftest import EXAMPLES, HANG_SECONDS
@@ -453,17 +448,17 @@ def test_jinja_sum_with_an_attribute_still_works(variables: dict[str, Any]) -> N
 def test_reading_a_number_pays_for_its_digits(reader: str, variables: dict[str, Any]) -> None:
     """CPython reads a long number in quadratic time, so `s | int` in a loop pays for the
     digits it reads each time, not only once for building `s`."""
-    from sysctl_advisor.knowledge import expressions
+    from sysctl_advisor.knowledge import expression_budget
 
     compiler = Compiler()
     built = compiler.expression("('9' * 4000) | length")
     parsed = compiler.expression(f"('9' * 4000) | {reader}")
     new_budget()
     built.evaluate(variables)
-    building = expressions.MAX_WORK - expressions._Budget.left
+    building = expression_budget.MAX_WORK - expression_budget._Budget.left
     new_budget()
     parsed.evaluate(variables)
-    assert expressions.MAX_WORK - expressions._Budget.left >= building + 4000
+    assert expression_budget.MAX_WORK - expression_budget._Budget.left >= building + 4000
 
 
 @pytest.mark.parametrize("character", ["\x1b", "\u202e", "\u2028", "\x85", "\r"])
