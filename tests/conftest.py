@@ -11,6 +11,9 @@ import pytest
 os.environ.setdefault("SYSCTL_ADVISOR_CACHE", tempfile.mkdtemp(prefix="sysctl-advisor-test-"))
 
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.documents import read_text
+from sysctl_advisor.model.host_facts import HostFacts
+from sysctl_advisor.sources.facts_file import facts_from_text
 from tests.sarif.validate import validate_check_outputs  # noqa: F401  (autouse: every check SARIF/JSON is validated)
 
 TESTS = Path(__file__).resolve().parent
@@ -34,6 +37,12 @@ EXAMPLE_PROFILES = {
 EXAMPLE_PARAMS: dict[str, dict[str, str]] = {
     "c10m-conntrack-5.15": {"connections": "10000000"},
 }
+
+
+def load_facts(path: Path) -> HostFacts:
+    """A facts file (YAML or JSON) or one host's `ansible -m setup --tree` file, validated
+    (commands read theirs through the validated-facts cache)."""
+    return facts_from_text(path, read_text(path))
 
 
 @pytest.fixture(scope="session")

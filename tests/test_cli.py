@@ -197,6 +197,49 @@ def test_rule_unknown_key(workdir: Path) -> None:
     assert_one_line_error(code, err, "k.yaml", "unknown key 'net.x.y'")
 
 
+@pytest.mark.parametrize(
+    ("where", "source"),
+    [
+        ("when", "params.rtt_msec is defined"),  # gridftp's is rtt_ms
+        ("set.net.core.somaxconn", "params['listen_backlogg'] or 1"),
+        ("rationale", "{{ params.streams }} streams, {{ params.stream }} of them"),
+    ],
+)
+def test_a_rule_reading_an_undeclared_parameter_fails_at_load(
+    workdir: Path, where: str, source: str
+) -> None:
+    """Issue 31, item 5: a misspelt parameter would make `params.X is defined` never hold and
+    the rule never fire; loading names the rule file and field instead."""
+    rules = workdir / "rules" / "custom"
+    rules.mkdir(parents=True)
+    rule = RULE.format(expr="1") if where != "set.net.core.somaxconn" else RULE.format(expr=source)
+    if where == "when":
+        rule += f"when: {source!r}\n"
+    if where == "rationale":
+        rule = rule.replace("rationale: test", f"rationale: {source!r}")
+    (rules / "test.yaml").write_text(rule)
+    profiles = workdir / "profiles"
+    profiles.mkdir()
+    (profiles / "custom.yaml").write_text(
+        "name: custom\nsummary: test\nextends: gridftp\nrules: [custom.test]\n"
+    )
+    code, _, err = run(
+        *["rules", "--rules-dir", str(workdir / "rules"), "--profiles-dir", str(profiles)]
+    )
+    assert_one_line_error(code, err, "test.yaml", where, "params.", "custom")
+
+
+def test_a_rule_outside_its_familys_folder_fails_at_load(workdir: Path) -> None:
+    rules = workdir / "rules" / "time-wait"
+    rules.mkdir(parents=True)
+    (rules / "test.yaml").write_text(RULE.format(expr="1"))  # id custom.test
+    code, _, err = run("rules", "--rules-dir", str(workdir / "rules"))
+    assert_one_line_error(code, err, "test.yaml", "id", "custom.test", "time-wait")
+    (workdir / "rules" / "custom").mkdir()
+    (rules / "test.yaml").rename(workdir / "rules" / "custom" / "test.yaml")
+    assert run("rules", "--rules-dir", str(workdir / "rules"))[0] == 0
+
+
 def test_profile_errors(workdir: Path) -> None:
     d = workdir / "p"
     d.mkdir()

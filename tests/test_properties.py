@@ -18,7 +18,7 @@ from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import facts_from_data
 from sysctl_advisor.model.kernel_version import KernelVersion
-from sysctl_advisor.model.sysctl_conf import parse_conf
+from sysctl_advisor.model.sysctl_conf import parse_conf_lines
 from sysctl_advisor.outputs.plan_render import Renderer, wrap_words
 
 KERNELS = [
@@ -180,7 +180,7 @@ def test_deterministic_and_formats_agree(
     assert conf == renderer.render(again, "conf", "cmd")
     data = json.loads(renderer.render(plan, "json", "cmd"))
     assert data["schema"] == "sysctl-advisor/plan/v1"
-    assignments, bad = parse_conf(conf)
+    assignments, _, bad = parse_conf_lines(conf)
     assert not bad
     assert {a.key: a.value for a in assignments} == {s["key"]: s["value"] for s in data["settings"]}
     assert len(assignments) == len(data["settings"])  # each key once
@@ -291,7 +291,7 @@ def test_arbitrary_facts_never_crash(kb: KnowledgeBase, data: Any) -> None:
 
 @given(text=st.text(max_size=200))
 def test_conf_parser_total(text: str) -> None:
-    assignments, _bad = parse_conf(text)
+    assignments, _, _bad = parse_conf_lines(text)
     for a in assignments:
         # Keys are trimmed of C whitespace as procps trims them (\x1f is not whitespace to C).
         assert "\n" not in a.value and a.key == a.key.strip(" \t\n\v\f\r")

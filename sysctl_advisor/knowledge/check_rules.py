@@ -22,7 +22,7 @@ from sysctl_advisor.knowledge.expressions import (
     as_input_error,
 )
 from sysctl_advisor.knowledge.knowledge_files import check_rule_files
-from sysctl_advisor.knowledge.rules import RULE_ID
+from sysctl_advisor.knowledge.rules import RULE_ID, check_family
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.model_base import Field, Record, model
 from sysctl_advisor.model.severity import Severity
@@ -108,6 +108,7 @@ def load_check_rules(directory: Path, compiler: Compiler, specs: SpecCache) -> d
     rules: dict[str, CheckRule] = {}
     for path in check_rule_files(directory):
         spec = specs.load(path, CheckRuleSpec, "a check rule file")
+        check_family(spec.id, path, directory.parent)
         if spec.id in rules:
             raise InputError(f"duplicate check rule id {spec.id!r}", path=path, field="id")
 

@@ -206,4 +206,24 @@ def load_profiles(
             chain.append(found[current])
             current = found[current][0].extends
         profiles[name] = Profile(list(reversed(chain)), rules, compiler)
+    check_parameters(rules, profiles)
     return profiles
+
+
+def check_parameters(rules: dict[str, Rule], profiles: dict[str, Profile]) -> None:
+    """Every parameter a rule reads by name is declared by a profile that runs the rule (by
+    any profile, for a rule none runs): `params.rtt_msec is defined` with a misspelt name
+    would otherwise never hold, and the rule would never fire."""
+    everyone = list(profiles.values())
+    for rule in rules.values():
+        running = [p for p in everyone if rule.id in p.rule_ids] or everyone
+        declared = {name for p in running for name in p.parameters}
+        for where, name in rule.parameters_read():
+            if name not in declared:
+                names = ", ".join(p.name for p in running) or "none"
+                raise InputError(
+                    f"reads params.{name}, which no profile that runs the rule declares "
+                    f"(profiles: {names})",
+                    path=rule.path,
+                    field=where,
+                )

@@ -7,6 +7,7 @@ outside sysctl that the values depend on).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -30,6 +31,7 @@ from sysctl_advisor.model.text_escape import refuse_control_characters
 if TYPE_CHECKING:
     from jinja2.runtime import Context
 
+_PARAMETER = re.compile(r"\bparams\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*['\"]([^'\"]+)['\"]\s*\])")
 RULE_ID = r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$"
 
 
@@ -62,14 +64,6 @@ class CompanionSpec(SpecModel):
     )
     setting: str
     rationale: str | None = None
-
-
-@model
-class Example(SpecModel):
-    """A documented case: facts overrides and parameters, and whether the rule fires."""
-
-    name: str
-    fires: bool
 
 
 def _rationale_keys(value: str | dict[str, str]) -> str | dict[str, str]:
@@ -181,14 +175,18 @@ class Rule:
                     f"unknown key {finding.key!r}", path=path, field=f"findings[{i}].key"
                 )
         self.keys: dict[str, CatalogKey] = {k: catalog.keys[k] for k in (*spec.set, *spec.cap)}
+        # every expression and template of the rule, by field (for the parameters check)
+        self.sources: list[tuple[str, str]] = []
 
         def expr(source: str, where: str) -> Expression:
+            self.sources.append((where, source))
             try:
                 return compiler.expression(source)
             except ExpressionError as exc:
                 raise as_input_error(exc, path, where) from None
 
         def text(source: str, where: str) -> Text:
+            self.sources.append((where, source))
             try:
                 return compiler.template(source)
             except ExpressionError as exc:
@@ -228,6 +226,15 @@ class Rule:
                         field=f"rationale.{key}",
                     )
             self.rationale = {k: text(v, f"rationale.{k}") for k, v in spec.rationale.items()}
+
+    def parameters_read(self) -> list[tuple[str, str]]:
+        """(field, name) of every profile parameter the rule reads by name (`params.NAME`,
+        `params['NAME']`), in its expressions and templates."""
+        return [
+            (where, match[1] or match[2])
+            for where, source in self.sources
+            for match in _PARAMETER.finditer(source)
+        ]
 
     def fail(self, exc: ExpressionError | ValueError, where: str) -> InputError:
         return InputError(str(exc), path=self.path, field=where)
@@ -318,6 +325,7 @@ def load_rules(
         local: dict[str, Rule] = {}
         for path in rule_files(directory):
             rule = Rule(specs.load(path, RuleSpec, "a rule file"), path, compiler, catalog)
+            check_family(rule.id, path, directory)
             if rule.id in local:
                 raise InputError(
                     f"duplicate rule id {rule.id!r} (also in {local[rule.id].path})",
@@ -337,6 +345,19 @@ def load_rules(
                 )
             seen[finding.id] = rule.path
     return dict(sorted(rules.items()))
+
+
+def check_family(rule_id: str, path: Path, directory: Path) -> None:
+    """A rule in a folder of a rules directory belongs to the family the folder names (its id
+    begins with the folder's name: rules/time-wait/fin-timeout.yaml is time-wait.*)."""
+    folders = path.relative_to(directory).parts[:-1]
+    family = rule_id.split(".")[0]
+    if folders and folders[0] != family:
+        raise InputError(
+            f"rule id {rule_id!r} is not of the family its folder names ({folders[0]}.*)",
+            path=path,
+            field="id",
+        )
 
 
 def matches(pattern: str, rule_id: str) -> bool:

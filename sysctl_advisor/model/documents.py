@@ -212,10 +212,6 @@ def parse_document(text: str, path: Path) -> Any:
     return data
 
 
-def load_document(path: Path) -> Any:
-    return parse_document(read_text(path), path)
-
-
 def line_of(text: str, loc: Sequence[int | str]) -> int | None:
     """The 1-based line of the node at `loc` (a pydantic error location) in a YAML/JSON text.
 

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from sysctl_advisor.model.documents import validation_error
-from sysctl_advisor.model.errors import InputError
 
 if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler, TypeAdapter
@@ -126,14 +125,6 @@ def validate(
     except ValidationError as exc:
         raise validation_error(exc, Path(path) if path is not None else None, text) from None
     return result
-
-
-def is_valid(model_type: type[T], data: Any) -> bool:
-    try:
-        validate(model_type, data)
-    except InputError:
-        return False
-    return True
 
 
 def plain_data(value: Any) -> Any:

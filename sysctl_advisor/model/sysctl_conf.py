@@ -116,8 +116,3 @@ def parse_conf_lines(text: str) -> tuple[list[Assignment], list[Exclusion], list
             value = " ".join(_FIELD_SEPARATOR.split(value))
         assignments.append(Assignment(normalise_key(key), value, number, ignore))
     return assignments, exclusions, bad
-
-
-def parse_conf(text: str) -> tuple[list[Assignment], list[BadLine]]:
-    assignments, _exclusions, bad = parse_conf_lines(text)
-    return assignments, bad

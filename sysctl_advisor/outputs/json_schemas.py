@@ -45,12 +45,6 @@ def schema_path(name: str) -> Path:
     return SCHEMA_DIR / f"{name}.schema.json"
 
 
-def load_schema(name: str) -> dict[str, Any]:
-    """The shipped schema (as installed), parsed."""
-    data: dict[str, Any] = json.loads(schema_path(name).read_text(encoding="utf-8"))
-    return data
-
-
 def main(argv: list[str]) -> int:
     stale = [name for name in SCHEMAS if _read(schema_path(name)) != schema_text(name)]
     if "--check" in argv:

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sysctl_advisor.model.documents import parse_document, read_text
+from sysctl_advisor.model.documents import parse_document
 from sysctl_advisor.model.host_facts import HostFacts, facts_from_data
 from sysctl_advisor.sources.ansible_facts import host_facts_from_document
-
-
-def load_facts(path: Path) -> HostFacts:
-    """Read a facts file (YAML or JSON), or one host's `ansible -m setup --tree` file."""
-    return facts_from_text(path, read_text(path))
 
 
 def facts_from_text(path: Path, text: str) -> HostFacts:

@@ -15,9 +15,8 @@ import yaml
 from sysctl_advisor.cache.facts import MAX_ENTRIES, FactsCache, cached_facts, facts_key
 from sysctl_advisor.model.host_facts import HostFacts, facts_from_data
 from sysctl_advisor.model.model_base import plain_data
-from sysctl_advisor.sources import facts_file
 from sysctl_advisor.sources.facts_file import facts_from_text
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_facts
 
 
 def _case_facts() -> list[dict[str, object]]:
@@ -34,7 +33,7 @@ EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.yaml") if "memory" in p
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_plain_data_is_asdict_for_every_example(path: Path) -> None:
-    facts = facts_file.load_facts(path)
+    facts = load_facts(path)
     assert plain_data(facts) == dataclasses.asdict(facts)
     assert list(plain_data(facts)) == list(dataclasses.asdict(facts))
 
@@ -107,7 +106,7 @@ def test_the_cache_keeps_at_most_max_entries(cache_dir: Path, workdir: Path) -> 
 def test_cache_off_reads_and_writes_nothing(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SYSCTL_ADVISOR_CACHE", "off")
     path = ROOT / "examples" / "dcache-32bit.yaml"
-    assert cached_facts(path, facts_from_text) == facts_file.load_facts(path)
+    assert cached_facts(path, facts_from_text) == load_facts(path)
     assert FactsCache().get(path, path.read_text()) is None
 
 

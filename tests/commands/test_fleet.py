@@ -15,7 +15,7 @@ import yaml
 from typer.testing import CliRunner
 
 from sysctl_advisor.cli import app
-from sysctl_advisor.model.sysctl_conf import parse_conf
+from sysctl_advisor.model.sysctl_conf import parse_conf_lines
 from tests.conftest import TESTS
 
 FIXTURES = TESTS / "fixtures" / "ansible"
@@ -83,7 +83,7 @@ def test_host_files_are_exactly_what_recommend_prints(workdir: Path) -> None:
         )
         conf = (out / "host_files" / f"{host}.conf").read_text()
         assert conf == result.stdout
-        assignments, bad = parse_conf(conf)
+        assignments, _, bad = parse_conf_lines(conf)
         assert not bad
         host_vars = yaml.safe_load((out / "host_vars" / f"{host}.yml").read_text())
         assert {i["name"]: i["value"] for i in host_vars["sysctl_advisor_settings"]} == {
@@ -275,7 +275,7 @@ def test_playbook_installs_applies_and_verifies(
     fake.write_text(FAKE_SYSCTL)
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     conf = (localhost_out / "host_files" / "localhost.conf").read_text()
-    assignments, _ = parse_conf(conf)
+    assignments, _, _ = parse_conf_lines(conf)
     in_force = {a.key: a.value.replace(" ", "\t") for a in assignments}  # sysctl prints tabs
     if overridden:
         in_force["net.core.somaxconn"] = "4096"  # as if 99-sysctl.conf set it again

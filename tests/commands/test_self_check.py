@@ -16,8 +16,7 @@ from sysctl_advisor.engine.plan_builder import build_plan, host_variables
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import facts_from_data
 from sysctl_advisor.outputs.plan_render import Renderer
-from sysctl_advisor.sources.facts_file import load_facts
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, load_facts
 
 GiB = 2**30
 MiB = 2**20

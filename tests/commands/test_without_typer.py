@@ -15,8 +15,7 @@ from sysctl_advisor.commands.explain import explain, profiles, rules
 from sysctl_advisor.commands.facts import facts
 from sysctl_advisor.commands.recommend import recommend
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.sources.facts_file import load_facts
-from tests.conftest import EXAMPLES, TESTS
+from tests.conftest import EXAMPLES, TESTS, load_facts
 
 DCACHE = EXAMPLES / "dcache-32bit.yaml"
 EC2 = EXAMPLES / "ec2-nginx-frontend.yaml"

@@ -60,10 +60,9 @@ import yaml
 from sysctl_advisor.engine.plan_builder import build_plan, host_variables
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import HostFacts, facts_from_data
-from sysctl_advisor.sources.facts_file import load_facts
 from sysctl_advisor.sources.local_host import collect
 from sysctl_advisor.sources.service_configs import with_service_configs
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, load_facts
 from tests.effects import netns_lab as lab
 from tests.namespaces import NGINX_SCRATCH_PATHS, host_sysctls
 

@@ -32,8 +32,7 @@ import pytest
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.plan import Setting
-from sysctl_advisor.sources.facts_file import load_facts
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, load_facts
 from tests.effects.delay_line import Link, Transfer, relay_ceiling_mbit, run_transfer
 from tests.namespaces import host_sysctls, needs_netns
 

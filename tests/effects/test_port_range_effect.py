@@ -52,8 +52,7 @@ import pytest
 
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from sysctl_advisor.sources.facts_file import load_facts
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, load_facts
 from tests.effects import netns_lab as lab
 from tests.namespaces import host_sysctls
 

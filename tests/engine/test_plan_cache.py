@@ -10,8 +10,7 @@ import pytest
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.engine.plan_cache import PlanCache
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from sysctl_advisor.sources.facts_file import load_facts
-from tests.conftest import EXAMPLE_PROFILES, EXAMPLES
+from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, load_facts
 
 
 @pytest.mark.parametrize(("host", "profile"), list(EXAMPLE_PROFILES.items()))

@@ -17,9 +17,8 @@ from yamllint.config import YamlLintConfig
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.outputs.plan_render import Renderer, rendered_settings
-from sysctl_advisor.sources.facts_file import load_facts
 from tests.commands.test_fleet import TREE, fleet
-from tests.conftest import EXAMPLE_PROFILES, EXAMPLES
+from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, load_facts
 
 DEFAULT = YamlLintConfig("extends: default")  # yamllint's own default rules, nothing relaxed
 

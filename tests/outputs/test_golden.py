@@ -15,8 +15,7 @@ from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.outputs import formats
 from sysctl_advisor.outputs.kubernetes_manifests import render_kubernetes
 from sysctl_advisor.outputs.plan_render import Renderer
-from sysctl_advisor.sources.facts_file import load_facts
-from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, TESTS
+from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, TESTS, load_facts
 
 GOLDEN = TESTS / "golden"
 EXT = {

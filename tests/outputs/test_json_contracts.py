@@ -26,7 +26,7 @@ from sysctl_advisor.outputs import fleet_summary
 from sysctl_advisor.outputs.check_document import CHECK_SCHEMA
 from sysctl_advisor.outputs.fleet_summary import HostOutcome
 from sysctl_advisor.outputs.json_documents import DIFF_SCHEMA, FLEET_SCHEMA, PLAN_SCHEMA
-from sysctl_advisor.outputs.json_schemas import SCHEMAS, load_schema, schema_path, schema_text
+from sysctl_advisor.outputs.json_schemas import SCHEMAS, schema_path, schema_text
 from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, ROOT, TESTS
 
 FIXTURES = TESTS / "fixtures"
@@ -38,6 +38,12 @@ CURRENT = [
     FIXTURES / "check" / "annotated.conf",
 ]
 runner = CliRunner()
+
+
+def load_schema(name: str) -> dict[str, Any]:
+    """The shipped schema (as installed), parsed."""
+    data: dict[str, Any] = json.loads(schema_path(name).read_text(encoding="utf-8"))
+    return data
 
 
 def validate(name: str, document: Any) -> None:

@@ -23,8 +23,7 @@ from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.kernel_version import KernelRange, KernelVersion
 from sysctl_advisor.outputs.plan_render import Renderer, removed_in, rendered_settings
-from sysctl_advisor.sources.facts_file import load_facts
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, load_facts
 from tests.namespaces import in_namespace, needs_netns
 
 HOST, PROFILE = "ec2-nginx-frontend", "frontend-proxy"  # kernel 3.2, tcp_tw_recycle on

@@ -32,8 +32,7 @@ from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.model_base import validate
 from sysctl_advisor.outputs.kubernetes_manifests import manifest_settings, render_kubernetes
 from sysctl_advisor.outputs.plan_render import Renderer
-from sysctl_advisor.sources.facts_file import load_facts
-from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, TESTS
+from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, TESTS, load_facts
 
 CRD = TESTS / "fixtures" / "schemas" / "tuned.openshift.io_tuneds.crd.yaml"
 # Releases whose safe lists differ: 1.26 (the original five), 1.29 (reserved ports, keepalive,

@@ -32,9 +32,8 @@ from sysctl_advisor.outputs.diff_report import render_diff
 from sysctl_advisor.outputs.fleet_summary import HostOutcome, SummaryWriter
 from sysctl_advisor.outputs.markdown_text import COMMENT_LIMIT, md_length
 from sysctl_advisor.outputs.plan_render import Renderer, first_sentence
-from sysctl_advisor.sources.facts_file import load_facts
 from sysctl_advisor.sources.service_configs import with_service_configs
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, load_facts
 
 # What GitHub's renderer reads as syntax, in every position: alone, leading, trailing, mixed.
 _PIECES = [

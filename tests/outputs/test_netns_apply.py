@@ -15,7 +15,7 @@ import pytest
 
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from sysctl_advisor.model.sysctl_conf import parse_conf
+from sysctl_advisor.model.sysctl_conf import parse_conf_lines
 from sysctl_advisor.outputs.plan_render import Renderer
 from sysctl_advisor.sources.local_host import collect
 from tests.namespaces import host_sysctls, in_namespace, needs_netns
@@ -45,7 +45,7 @@ def test_per_namespace_values_are_held_exactly(
     overrides = {"frontend-proxy": {"listen_backlog": "32768"}, "gridftp": {"rtt_ms": "150"}}
     plan = build_plan(kb, host_facts, profile, overrides.get(profile, {}))
     conf = Renderer(kb.catalog).render(plan, "conf", "test")
-    assignments, bad = parse_conf(conf)
+    assignments, _, bad = parse_conf_lines(conf)
     assert not bad
     version = kb.catalog.kernel_for(host_facts)[0]
     kept = [

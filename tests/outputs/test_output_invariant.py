@@ -26,8 +26,7 @@ from sysctl_advisor.outputs.plan_render import (
     check_rendered,
     rendered_settings,
 )
-from sysctl_advisor.sources.facts_file import load_facts
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, load_facts
 
 _PIECES = [
     "\n", "\r", "\x0b", "\x0c", "\x85", "\u2028", "\u2029", "\x00", "\x1b", "\u202e",

@@ -18,8 +18,7 @@ import pytest
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.outputs.plan_render import Renderer
-from sysctl_advisor.sources.facts_file import load_facts
-from tests.conftest import EXAMPLE_PROFILES, EXAMPLES
+from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, load_facts
 from tests.namespaces import in_namespace, needs_netns
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from sysctl_advisor.sources.facts_file import load_facts
 from sysctl_advisor.sources.service_configs import with_service_configs
+from tests.conftest import load_facts
 
 PORTS = {"nginx": 80, "haproxy": 8090, "redis": 6379}
 

@@ -18,8 +18,7 @@ from typer.testing import CliRunner
 from sysctl_advisor.cli import app
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.sources.ansible_facts import host_facts_from_document, load_ansible_facts
-from sysctl_advisor.sources.facts_file import load_facts
-from tests.conftest import ROOT, TESTS
+from tests.conftest import ROOT, TESTS, load_facts
 
 TREE = TESTS / "fixtures" / "ansible" / "tree"
 MIB = 1024 * 1024

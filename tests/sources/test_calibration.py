@@ -17,8 +17,7 @@ from sysctl_advisor.model.host_facts import Calibration
 from sysctl_advisor.outputs.calibration_report import write_calibration
 from sysctl_advisor.sources import calibration as calibration_module
 from sysctl_advisor.sources.calibration import summarise
-from sysctl_advisor.sources.facts_file import load_facts
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, load_facts
 from tests.namespaces import host_sysctls, needs_netns, processes_with
 
 FIGURES = Calibration(
