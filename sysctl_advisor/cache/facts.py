@@ -14,19 +14,17 @@ fails them is ignored. SYSCTL_ADVISOR_CACHE=off disables it.
 
 from __future__ import annotations
 
-import marshal
 import pickle
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sysctl_advisor.cache.files import (
+    cache_directory,
     content_key,
-    read_marshalled_dict,
     unpickled,
     validating_code,
-    versioned_cache_file,
-    write_cache,
+    versioned_name,
 )
 from sysctl_advisor.model.documents import read_text
 
@@ -34,6 +32,7 @@ if TYPE_CHECKING:  # imported when a facts file is read
     from sysctl_advisor.model.host_facts import HostFacts
 
 MAX_ENTRIES = 32
+FACTS = versioned_name("facts", "marshal")
 
 
 def facts_key(path: Path, text: str) -> str:
@@ -41,44 +40,28 @@ def facts_key(path: Path, text: str) -> str:
     return content_key(validating_code(), str(path), text)
 
 
-def facts_cache_file() -> Path | None:
-    return versioned_cache_file("facts", "marshal")
-
-
-def read_entries(cache_file: Path | None) -> dict[str, bytes]:
-    """key -> the pickled HostFacts, nothing unpickled."""
-    return {
-        key: value
-        for key, value in read_marshalled_dict(cache_file).items()
-        if isinstance(key, str) and isinstance(value, bytes)
-    }
-
-
 class FactsCache:
     def __init__(self) -> None:
-        self._path = facts_cache_file()
-        self._entries = read_entries(self._path)
+        self._directory = cache_directory()
+        self._entries = self._directory.read_entries(FACTS) if self._directory else {}
 
     def get(self, path: Path, text: str) -> HostFacts | None:
         """The facts validated before from this path and text, else None."""
         from sysctl_advisor.model.host_facts import HostFacts
 
-        if self._path is None:
-            return None
-        key = facts_key(path, text)
-        entry = self._entries.get(key)
+        entry = self._entries.get(facts_key(path, text))
         return unpickled(entry, HostFacts) if entry is not None else None
 
     def put(self, path: Path, text: str, facts: HostFacts) -> None:
         """Keep the facts validated from this path and text (the oldest entry goes)."""
-        if self._path is None:
+        if self._directory is None:
             return
         key = facts_key(path, text)
         self._entries.pop(key, None)
         self._entries[key] = pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL)
         while len(self._entries) > MAX_ENTRIES:
             del self._entries[next(iter(self._entries))]
-        write_cache(self._path, marshal.dumps(self._entries))
+        self._directory.write_entries(FACTS, self._entries)
 
 
 def cached_facts(path: Path, validate: Callable[[Path, str], HostFacts]) -> HostFacts:

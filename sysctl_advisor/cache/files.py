@@ -1,13 +1,23 @@
 """On-disk caches that cannot be turned against the user who runs the advisor.
 
-The caches hold compiled code (marshal, Jinja bytecode) and pickled specs, so loading one is
-running it. They are used only from a directory that belongs to the current user and that no
-one else may write (mode 0700, as Jinja's own default bytecode cache insists), and only files
-in it that are regular, owned by that user, not group- or world-writable, not symlinks and not
-larger than MAX_CACHE_BYTES. A cache that fails any check is ignored, never loaded; it only
-costs time. Files are written through mkstemp (O_EXCL, 0600) and an atomic rename, so no
-predictable temporary name can be raced. `sudo -E` with the invoking user's cache directory
-therefore runs without a cache instead of running that user's files as root.
+The caches hold compiled code (marshal, Jinja bytecode) and pickled models, so loading one is
+running it. What they trust, and when there is no cache at all:
+
+* The cache root ($SYSCTL_ADVISOR_CACHE, else $XDG_CACHE_HOME/sysctl-advisor, else
+  ~/.cache/sysctl-advisor) must be an absolute path. It is opened once, from `/`, one
+  component at a time with O_NOFOLLOW|O_DIRECTORY, and every step is checked on its
+  descriptor: each ancestor belongs to root or to the current user and is writable by no one
+  else unless it has the sticky bit (OpenSSH's StrictModes, with /tmp allowed); the root
+  itself belongs to the user and no one else may write it; the `private` directory inside it
+  is the user's alone (0700). A root that fails any check means no cache: root with the
+  invoking user's HOME (`sudo -E`) therefore runs without one, and a swap of any directory on
+  the way cannot redirect it.
+* Every file is read and written through that directory's descriptor, never by path and never
+  through a symlink: read only if it is a regular file the user owns that no one else can
+  write, at most MAX_CACHE_BYTES; written to a new file with a random name (O_EXCL, 0600) and
+  renamed into place. No library is handed a cache path.
+
+A cache that fails a check is ignored, never loaded; it only costs time.
 """
 
 from __future__ import annotations
@@ -17,11 +27,12 @@ import functools
 import hashlib
 import marshal
 import os
+import secrets
 import stat
 import sys
-import tempfile
+import weakref
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from sysctl_advisor import __version__
 from sysctl_advisor.cache.pruning import mark_used, remove_entries
@@ -40,81 +51,169 @@ UNPICKLING_ERRORS = (
     KeyError,
 )
 _OFF = {"off", "0", "no", "false"}
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 T = TypeVar("T")
 
 
+class NoCache(Exception):
+    """Why there is no usable cache directory (said by `sysctl-advisor cache`)."""
+
+
 def cache_root() -> Path | None:
-    """$SYSCTL_ADVISOR_CACHE, else $XDG_CACHE_HOME/sysctl-advisor, else
-    ~/.cache/sysctl-advisor; None when SYSCTL_ADVISOR_CACHE is off/0/no/false."""
+    """$SYSCTL_ADVISOR_CACHE, else $XDG_CACHE_HOME/sysctl-advisor (a relative XDG_CACHE_HOME is
+    ignored, as the XDG spec says), else ~/.cache/sysctl-advisor; None when
+    SYSCTL_ADVISOR_CACHE is off/0/no/false."""
     setting = os.environ.get("SYSCTL_ADVISOR_CACHE", "")
     if setting.lower() in _OFF:
         return None
     if setting:
         return Path(setting)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "sysctl-advisor"
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "sysctl-advisor"
 
 
-def _owned_dir(path: Path, forbidden_mode: int) -> bool:
-    info = os.lstat(path)
-    return (
-        stat.S_ISDIR(info.st_mode)
-        and info.st_uid == os.geteuid()
-        and not info.st_mode & forbidden_mode
-    )
+class CacheDirectory:
+    """The private cache directory, held open: every read and write goes through its
+    descriptor (closed when the object goes)."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path  # for messages only: never opened by name again
+        self.fd = fd
+        weakref.finalize(self, os.close, fd)
+
+    def read(self, name: str) -> bytes | None:
+        """The file's bytes if it passes every check (see the module docstring), else None."""
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
+                         dir_fd=self.fd)  # fmt: skip
+        except OSError:
+            return None
+        try:
+            info = os.fstat(fd)
+            if (
+                not stat.S_ISREG(info.st_mode)
+                or info.st_uid != os.geteuid()
+                or info.st_mode & 0o022
+                or info.st_size > MAX_CACHE_BYTES
+            ):
+                return None
+            chunks = []
+            size = 0
+            while chunk := os.read(fd, 1 << 20):
+                size += len(chunk)
+                if size > MAX_CACHE_BYTES:
+                    return None
+                chunks.append(chunk)
+            mark_used(fd, info)
+            return b"".join(chunks)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+
+    def write(self, name: str, data: bytes) -> bool:
+        """Replace a cache file atomically through a new file of a random name; False (and
+        nothing else) if it cannot be written or is too large to be worth keeping."""
+        if len(data) > MAX_CACHE_BYTES:
+            return False
+        temporary = f".{name}.{secrets.token_hex(8)}.tmp"
+        try:
+            fd = os.open(
+                temporary,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o600,
+                dir_fd=self.fd,
+            )
+        except OSError:
+            return False
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(temporary, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=self.fd)
+            return False
+        remove_entries(self.fd)
+        return True
+
+    def read_entries(self, name: str) -> dict[str, bytes]:
+        """The entries a cache file holds (a marshalled mapping of key to bytes, nothing in
+        them unpickled or unmarshalled): empty when there is no file, when it fails read's
+        checks or when it is not such a mapping."""
+        raw = self.read(name)
+        if raw is None:
+            return {}
+        try:
+            loaded = marshal.loads(raw)
+        except (ValueError, EOFError, TypeError):
+            return {}
+        if not isinstance(loaded, dict):
+            return {}
+        return {k: v for k, v in loaded.items() if isinstance(k, str) and isinstance(v, bytes)}
+
+    def write_entries(self, name: str, entries: dict[str, bytes]) -> bool:
+        return self.write(name, marshal.dumps(entries))
 
 
-def private_directory(path: Path) -> Path | None:
-    """`path` as a directory only the current user can use: created 0700 if missing; None
-    (no cache) when it is a symlink, belongs to another user or has any group or other
-    permission bit."""
+def _checked_step(parent: int, name: str) -> int:
+    """openat(parent, name) as a directory, never through a link, created 0700 if missing."""
     try:
+        return os.open(name, _DIRECTORY, dir_fd=parent)
+    except FileNotFoundError:
         with contextlib.suppress(FileExistsError):
-            os.mkdir(path, 0o700)
-        return path if _owned_dir(path, 0o077) else None
-    except OSError:
-        return None
+            os.mkdir(name, 0o700, dir_fd=parent)
+        return os.open(name, _DIRECTORY, dir_fd=parent)
 
 
-def cache_directory() -> Path | None:
-    """The private cache directory, None if unusable.
-
-    The cache root ($SYSCTL_ADVISOR_CACHE or the XDG location) must belong to the current user
-    and be writable by no one else; the files live in a `private` directory inside it with
-    mode 0700 (so an older 0755 root still works, and a shared or foreign one is never used).
-    """
+def open_cache_directory() -> CacheDirectory:
+    """The private cache directory, walked from `/` by descriptor; NoCache says why not."""
     root = cache_root()
     if root is None:
-        return None
+        raise NoCache("caches are off (SYSCTL_ADVISOR_CACHE=off)")
+    if not root.is_absolute():
+        raise NoCache(f"the cache root {root} is not an absolute path")
+    me = os.geteuid()
+    parts = [p for p in root.parts[1:] if p not in ("", ".")]
+    if ".." in parts:
+        raise NoCache(f"the cache root {root} climbs with '..'")
+    fd = os.open("/", _DIRECTORY)
     try:
-        root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if not _owned_dir(root, 0o022):
-            return None
-    except OSError:
-        return None
-    return private_directory(root / "private")
+        where = Path("/")
+        for name in [*parts, "private"]:
+            info = os.fstat(fd)
+            if info.st_uid not in (0, me):
+                raise NoCache(f"{where} belongs to another user (uid {info.st_uid})")
+            if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
+                raise NoCache(f"{where} is writable by others and not sticky")
+            step = _checked_step(fd, name)
+            os.close(fd)
+            fd = step
+            where = where / name
+        info = os.fstat(fd)
+        if info.st_uid != me or info.st_mode & 0o077:
+            raise NoCache(f"{where} is not yours alone (it must be mode 0700)")
+        opened, fd = fd, -1
+        return CacheDirectory(where, opened)
+    except OSError as exc:
+        raise NoCache(f"cannot open the cache directory: {exc.strerror or exc}") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
-def versioned_cache_file(name: str, suffix: str) -> Path | None:
-    """`NAME-pyXY-VERSION.SUFFIX` in the private cache directory (one file per Python and
-    advisor version); None when there is no usable cache directory."""
-    base = cache_directory()
-    if base is None:
-        return None
-    return base / f"{name}-py{sys.version_info[0]}{sys.version_info[1]}-{__version__}.{suffix}"
-
-
-def read_marshalled_dict(path: Path | None) -> dict[Any, Any]:
-    """The mapping a marshal cache file holds: empty when there is no file, when it fails
-    read_cache's checks or when it does not unmarshal to a dict."""
-    raw = read_cache(path) if path is not None else None
-    if raw is None:
-        return {}
+def cache_directory() -> CacheDirectory | None:
+    """The private cache directory, or None when there is no usable one."""
     try:
-        loaded = marshal.loads(raw)
-    except (ValueError, EOFError, TypeError):
-        return {}
-    return loaded if isinstance(loaded, dict) else {}
+        return open_cache_directory()
+    except NoCache:
+        return None
+
+
+def versioned_name(name: str, suffix: str) -> str:
+    """`NAME-pyXY-VERSION.SUFFIX`: one cache file per Python and advisor version."""
+    return f"{name}-py{sys.version_info[0]}{sys.version_info[1]}-{__version__}.{suffix}"
 
 
 def unpickled(raw: bytes, kind: type[T]) -> T | None:
@@ -127,56 +226,6 @@ def unpickled(raw: bytes, kind: type[T]) -> T | None:
     except (pickle.UnpicklingError, *UNPICKLING_ERRORS):
         return None
     return value if isinstance(value, kind) else None
-
-
-def read_cache(path: Path) -> bytes | None:
-    """The file's bytes if it passes every check (see the module docstring), else None."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if (
-            not stat.S_ISREG(info.st_mode)
-            or info.st_uid != os.geteuid()
-            or info.st_mode & 0o022
-            or info.st_size > MAX_CACHE_BYTES
-        ):
-            return None
-        chunks = []
-        size = 0
-        while chunk := os.read(fd, 1 << 20):
-            size += len(chunk)
-            if size > MAX_CACHE_BYTES:
-                return None
-            chunks.append(chunk)
-        mark_used(fd, info)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def write_cache(path: Path, data: bytes) -> bool:
-    """Replace a cache file atomically through a fresh mkstemp name; False (and nothing else)
-    if it cannot be written or is too large to be worth keeping."""
-    if len(data) > MAX_CACHE_BYTES or private_directory(path.parent) is None:
-        return False
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError:
-        return False
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        Path(tmp).unlink(missing_ok=True)
-        return False
-    remove_entries(path.parent)
-    return True
 
 
 def source_fingerprint(*modules: str) -> str:

@@ -88,16 +88,12 @@ def _template_directory_files(parent: int, name: str) -> tuple[int, list[str]] |
     return fd, names
 
 
-def _walk(directory: Path, remove_unused_for: float | None) -> list[Entry]:
-    """Our entries in `directory`; with `remove_unused_for`, those not used for that many
-    seconds are removed (and returned). Errors only leave an entry in place."""
+def _walk(parent: int, remove_unused_for: float | None) -> list[Entry]:
+    """Our entries in the directory open at `parent`; with `remove_unused_for`, those not used
+    for that many seconds are removed (and returned). Errors only leave an entry in place."""
     found: list[Entry] = []
     now = time.time()
-    try:
-        parent = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return found
-    try:
+    with contextlib.suppress(OSError):
         for item in os.scandir(parent):
             with contextlib.suppress(OSError):
                 info = item.stat(follow_symlinks=False)
@@ -127,17 +123,15 @@ def _walk(directory: Path, remove_unused_for: float | None) -> list[Entry]:
                         os.rmdir(item.name, dir_fd=parent)
                     if remove_unused_for is None or unused:
                         found.append(Entry(item.name, _KINDS["templates"], size, info.st_mtime))
-    finally:
-        os.close(parent)
     return found
 
 
-def entries(directory: Path) -> list[Entry]:
-    """The advisor's cache entries in `directory`, by name."""
+def entries(directory: int) -> list[Entry]:
+    """The advisor's cache entries in the directory open at `directory`, by name."""
     return sorted(_walk(directory, None), key=lambda e: e.name)
 
 
-def remove_entries(directory: Path, unused_for: float = UNUSED_SECONDS) -> list[Entry]:
-    """Remove the advisor's cache entries in `directory` that no run used for `unused_for`
-    seconds (all of them with a negative value); those removed."""
+def remove_entries(directory: int, unused_for: float = UNUSED_SECONDS) -> list[Entry]:
+    """Remove the advisor's cache entries in the directory open at `directory` that no run
+    used for `unused_for` seconds (all of them with a negative value); those removed."""
     return _walk(directory, unused_for)

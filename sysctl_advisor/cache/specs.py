@@ -3,9 +3,9 @@
 Validating ~40 YAML files needs pydantic to build every spec model's schema, which costs more
 than the rest of a run. Each validated spec (a model instance, model_base) is pickled in the
 user's cache directory under a key over the model's name, the code that validates it
-(cache_files.validating_code) and the file's text, so an unchanged file is validated once and
-any edit, of the file or of that code, validates it afresh; a run whose files are all here
-never imports pydantic.
+(files.validating_code) and the file's text, so an unchanged file is validated once and any
+edit, of the file or of that code, validates it afresh; a run whose files are all here never
+imports pydantic.
 
 The entries are kept as pickled bytes in a marshal mapping: a lookup unpickles only the entry
 it returns, and pruning the entries a run did not use rewrites bytes without re-pickling them.
@@ -14,28 +14,23 @@ The cache holds only what the advisor wrote itself, and only the entries the las
 
 from __future__ import annotations
 
-import marshal
 import pickle
 from pathlib import Path
 from typing import Any, TypeVar
 
 from sysctl_advisor.cache.files import (
+    cache_directory,
     content_key,
-    read_marshalled_dict,
     unpickled,
     validating_code,
-    versioned_cache_file,
-    write_cache,
+    versioned_name,
 )
 from sysctl_advisor.model.documents import parse_document, read_text
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.model_base import validate
 
 M = TypeVar("M")
-
-
-def spec_cache_file() -> Path | None:
-    return versioned_cache_file("specs", "marshal")
+SPECS = versioned_name("specs", "marshal")
 
 
 def spec_key(kind: str, text: str) -> str:
@@ -47,21 +42,12 @@ def model_kind(model: type[Any]) -> str:
     return f"{model.__module__}.{model.__qualname__}"
 
 
-def cached_spec_entries() -> dict[str, bytes]:
-    """The entries the spec cache holds, still pickled."""
-    return {
-        key: value
-        for key, value in read_marshalled_dict(spec_cache_file()).items()
-        if isinstance(key, str) and isinstance(value, bytes)
-    }
-
-
 class SpecCache:
     def __init__(self) -> None:
-        self._path = spec_cache_file()
-        # Loaded only from the user's private cache directory, from a file that passes
-        # cache_files' checks: never a pickle another user could have written.
-        self._entries = cached_spec_entries() if self._path is not None else {}
+        # Loaded only through the private cache directory's checks: never a pickle another
+        # user could have written.
+        self._directory = cache_directory()
+        self._entries = self._directory.read_entries(SPECS) if self._directory else {}
         self._used: set[str] = set()
         self._dirty = False
 
@@ -91,5 +77,5 @@ class SpecCache:
             for key in stale:
                 del self._entries[key]
             self._dirty = True
-        if self._dirty and self._path is not None:
-            self._dirty = not write_cache(self._path, marshal.dumps(self._entries))
+        if self._dirty and self._directory is not None:
+            self._dirty = not self._directory.write_entries(SPECS, self._entries)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from sysctl_advisor.cache.files import cache_directory, cache_root
+from sysctl_advisor.cache.files import NoCache, open_cache_directory
 from sysctl_advisor.cache.pruning import Entry, entries, remove_entries
 from sysctl_advisor.commands.common import emit
 from sysctl_advisor.model.units import human_bytes
@@ -16,25 +16,18 @@ _WHERE = (
 
 
 def cache(clear: bool = False) -> int:
-    root = cache_root()
-    if root is None:
-        emit(f"caches are off (SYSCTL_ADVISOR_CACHE=off).\n{_WHERE}\n", None)
-        return 0
-    directory = cache_directory()
-    if directory is None:
-        emit(
-            f"no usable cache directory at {root}: it must be a directory of yours that no one "
-            f"else can write (runs go without a cache).\n{_WHERE}\n",
-            None,
-        )
+    try:
+        directory = open_cache_directory()
+    except NoCache as exc:
+        emit(f"no cache: {exc} (runs go without one).\n{_WHERE}\n", None)
         return 0
     if clear:
-        removed = remove_entries(directory, unused_for=-1)
+        removed = remove_entries(directory.fd, unused_for=-1)
         size = human_bytes(sum(e.size for e in removed))
-        emit(f"removed {_count(removed)} ({size}) from {directory}\n", None)
+        emit(f"removed {_count(removed)} ({size}) from {directory.path}\n", None)
         return 0
-    found = entries(directory)
-    lines = [f"{directory}"]
+    found = entries(directory.fd)
+    lines = [f"{directory.path}"]
     width = max((len(e.name) for e in found), default=0)
     for entry in found:
         used = time.strftime("%Y-%m-%d", time.localtime(entry.used))

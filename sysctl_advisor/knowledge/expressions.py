@@ -24,7 +24,7 @@ from jinja2.exceptions import SecurityError, TemplateError, TemplateSyntaxError,
 from jinja2.parser import Parser
 from jinja2.runtime import Context, Undefined, new_context
 
-from sysctl_advisor.cache.code import CodeCache, code_cache_file, load_code, put_code
+from sysctl_advisor.cache.code import CodeCache, code_cache_name, load_code, put_code
 from sysctl_advisor.knowledge.expression_budget import LOOP_COST, _charge
 from sysctl_advisor.knowledge.expression_sandbox import _Bounded, make_environment
 from sysctl_advisor.model.errors import InputError
@@ -103,7 +103,7 @@ class Compiler:
 
     def __init__(self) -> None:
         self.env = make_environment()
-        self._cache = CodeCache(code_cache_file("expressions", __name__, *_GENERATORS))
+        self._cache = CodeCache(code_cache_name("expressions", __name__, *_GENERATORS))
         # A flat dict, not jinja's ChainMap: every evaluation copies the globals into its
         # context, and copying a ChainMap costs a lookup per name through both maps.
         self._globals: dict[str, Any] = dict(self.env.globals)

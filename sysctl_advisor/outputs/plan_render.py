@@ -11,7 +11,7 @@ from typing import Any
 import jinja2
 
 from sysctl_advisor import __version__
-from sysctl_advisor.cache.code import TemplateCodeCache, code_cache_file
+from sysctl_advisor.cache.code import TemplateCodeCache, code_cache_name
 from sysctl_advisor.knowledge.catalog import Catalog, CatalogKey
 from sysctl_advisor.knowledge.resources import data_dir
 from sysctl_advisor.knowledge.values import human, parse_current
@@ -267,7 +267,7 @@ class Renderer:
         # Bytecode of the shipped templates, in a cache file named after this module's source:
         # Jinja keys its cache by template text only, not by environment options such as
         # `finalize`, so code from another version of the renderer must never be loaded.
-        bytecode_cache = TemplateCodeCache(code_cache_file("templates", __name__))
+        bytecode_cache = TemplateCodeCache(code_cache_name("templates", __name__))
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(templates or data_dir("templates"))),
             autoescape=False,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sysctl_advisor.cache.files import MAX_CACHE_BYTES, read_cache, write_cache
+from sysctl_advisor.cache.files import MAX_CACHE_BYTES, CacheDirectory, open_cache_directory
 from tests.conftest import ROOT
 
 DCACHE = str(ROOT / "examples" / "dcache-32bit.yaml")
@@ -32,6 +32,11 @@ def _run(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "sysctl_advisor", *args], env=env, capture_output=True, text=True
     )
+
+
+def _opened(root: Path, monkeypatch: pytest.MonkeyPatch) -> CacheDirectory:
+    monkeypatch.setenv("SYSCTL_ADVISOR_CACHE", str(root))
+    return open_cache_directory()
 
 
 def _plant_everywhere(private: Path, marker: Path) -> None:
@@ -77,7 +82,9 @@ def test_a_group_writable_file_in_the_private_directory_is_not_loaded(workdir: P
     assert result.returncode == 0 and not marker.exists()
 
 
-def test_a_symlinked_cache_file_is_not_followed(workdir: Path) -> None:
+def test_a_symlinked_cache_file_is_not_followed(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = workdir / "cache"
     private = root / "private"
     private.mkdir(parents=True, mode=0o700)
@@ -89,10 +96,11 @@ def test_a_symlinked_cache_file_is_not_followed(workdir: Path) -> None:
     victim.write_text("keep me\n")
     name = f"specs-py{sys.version_info[0]}{sys.version_info[1]}-0.1.0.pickle"
     (private / name).symlink_to(target)
-    assert read_cache(private / name) is None
+    directory = _opened(root, monkeypatch)
+    assert directory.read(name) is None
     # a write replaces the link itself, never the file it points to
     (private / "linked").symlink_to(victim)
-    assert write_cache(private / "linked", b"new")
+    assert directory.write("linked", b"new")
     assert victim.read_text() == "keep me\n" and not (private / "linked").is_symlink()
     result = _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp")
     assert result.returncode == 0 and not marker.exists()
@@ -113,13 +121,14 @@ def test_root_never_uses_another_users_cache(workdir: Path) -> None:
     assert result.returncode == 0 and not marker.exists()
 
 
-def test_oversized_cache_is_ignored(workdir: Path) -> None:
+def test_oversized_cache_is_ignored(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = workdir / "cache"
     assert _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp").returncode == 0
     private = root / "private"
     big = next(private.glob("expressions-*.marshal"))
     big.write_bytes(b"\0" * (MAX_CACHE_BYTES + 1))
-    assert read_cache(big) is None  # never read past the cap, so never slower for its size
+    # never read past the cap, so never slower for its size
+    assert _opened(root, monkeypatch).read(big.name) is None
     assert _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp").returncode == 0
 
 

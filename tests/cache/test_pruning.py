@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sysctl_advisor.cache.files import cache_directory, read_cache, write_cache
+from sysctl_advisor.cache.files import CacheDirectory, open_cache_directory
 from sysctl_advisor.cache.pruning import UNUSED_SECONDS, remove_entries
 from tests.conftest import ROOT
 
@@ -23,7 +23,16 @@ JINJA_FILE = "__jinja2_" + "0123456789abcdef" * 2 + "01234567.cache"
 
 
 def _prune(directory: Path) -> int:
-    return len(remove_entries(directory))
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        return len(remove_entries(fd))
+    finally:
+        os.close(fd)
+
+
+def _opened() -> CacheDirectory:
+    """The private cache directory the fixture's SYSCTL_ADVISOR_CACHE names, held open."""
+    return open_cache_directory()
 
 
 def _aged(path: Path, when: float) -> Path:
@@ -47,9 +56,7 @@ def _template_directory(directory: Path, name: str, when: float = OLD) -> Path:
 @pytest.fixture
 def private(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SYSCTL_ADVISOR_CACHE", str(workdir / "cache"))
-    directory = cache_directory()
-    assert directory is not None
-    return directory
+    return _opened().path
 
 
 def test_entries_of_old_versions_go_when_the_cache_is_written(private: Path) -> None:
@@ -65,7 +72,7 @@ def test_entries_of_old_versions_go_when_the_cache_is_written(private: Path) -> 
         _file(private, f"expressions-{PY}-jinja3.1.6-0.1.0-ba9876543210.marshal", RECENT),
         _template_directory(private, "templates-jinja3.1.6-ba9876543210", RECENT),
     ]
-    assert write_cache(private / f"facts-{PY}-0.1.0.marshal", b"new")
+    assert _opened().write(f"facts-{PY}-0.1.0.marshal", b"new")
     assert [p for p in old if os.path.lexists(p)] == []
     assert all(p.exists() for p in recent)
     assert (private / f"facts-{PY}-0.1.0.marshal").read_bytes() == b"new"
@@ -110,9 +117,9 @@ def test_another_users_file_stays(private: Path) -> None:
 
 def test_a_run_that_uses_a_cache_keeps_it(private: Path) -> None:
     used = _file(private, f"specs-{PY}-0.0.4.marshal")
-    assert read_cache(used) == b"x"
+    assert _opened().read(used.name) == b"x"
     templates = _file(private, f"templates-{PY}-jinja3.1.6-0.0.4-dddddddddddd.marshal")
-    assert read_cache(templates) == b"x"
+    assert _opened().read(templates.name) == b"x"
     assert time.time() - used.stat().st_mtime < 60
     assert time.time() - templates.stat().st_mtime < 60
     assert _prune(private) == 0

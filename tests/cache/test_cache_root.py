@@ -1,0 +1,176 @@
+"""Issue 32, items 1 and 4: the cache root is opened once, from `/`, by descriptor, and refused
+when anyone but root or the user could change the way to it; a relative root is never used.
+Root therefore never runs another user's code through a cache, even while that user swaps
+directories on the way in a loop. Payloads are built at test time; each would create MARKER
+if it were loaded."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import HANG_SECONDS, ROOT
+
+DCACHE = str(ROOT / "examples" / "dcache-32bit.yaml")
+PY = f"py{sys.version_info[0]}{sys.version_info[1]}"
+NOBODY = 65534
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="another user's files need root")
+
+
+class _Plant:
+    """Unpickling this creates the marker file: proof that a planted pickle was loaded."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (open, (str(self.marker), "w"))
+
+
+def _run(env: dict[str, str], *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "sysctl_advisor", *args]
+    return subprocess.run(
+        command, env=env, capture_output=True, text=True, cwd=cwd, timeout=HANG_SECONDS
+    )
+
+
+def _env(**values: str) -> dict[str, str]:
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("SYSCTL_ADVISOR_CACHE", "XDG_CACHE_HOME")
+    }
+    env["PYTHONPATH"] = str(ROOT)  # the checkout's package, whatever the working directory
+    return {**env, **values}
+
+
+def _plant_tree(private: Path, marker: Path) -> None:
+    """Every name the advisor reads in its private directory, each holding the payload."""
+    private.mkdir(parents=True, exist_ok=True)
+    payload = pickle.dumps(_Plant(marker))
+    import marshal
+
+    entries = marshal.dumps({"k" * 64: payload})
+    for name in (
+        f"specs-{PY}-0.1.0.marshal",
+        f"facts-{PY}-0.1.0.marshal",
+        f"expressions-{PY}-jinja0-0.1.0-000000000000.marshal",
+        f"templates-{PY}-jinja0-0.1.0-000000000000.marshal",
+    ):
+        (private / name).write_bytes(entries)
+
+
+def test_a_relative_cache_root_is_never_used(workdir: Path) -> None:
+    """SYSCTL_ADVISOR_CACHE=cache in a directory someone else filled (a tarball root
+    extracted): no cache at all, nothing read or written there."""
+    marker = workdir / "MARKER"
+    _plant_tree(workdir / "cache" / "private", marker)
+    before = sorted(p.name for p in (workdir / "cache" / "private").iterdir())
+    env = _env(SYSCTL_ADVISOR_CACHE="cache")
+    shown = _run(env, "cache", cwd=workdir)
+    assert shown.returncode == 0 and "not an absolute path" in shown.stdout
+    result = _run(env, "recommend", "--facts", DCACHE, "-p", "gridftp", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    assert not marker.exists()
+    assert sorted(p.name for p in (workdir / "cache" / "private").iterdir()) == before
+
+
+def test_a_relative_xdg_cache_home_is_ignored(workdir: Path) -> None:
+    """The XDG spec: a relative XDG_CACHE_HOME is invalid and ignored (~/.cache instead)."""
+    marker = workdir / "MARKER"
+    _plant_tree(workdir / "xdg" / "sysctl-advisor" / "private", marker)
+    home = workdir / "home"
+    home.mkdir()
+    env = _env(XDG_CACHE_HOME="xdg", HOME=str(home))
+    shown = _run(env, "cache", cwd=workdir)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[0] == f"{home}/.cache/sysctl-advisor/private"
+    assert _run(env, "recommend", "--facts", DCACHE, "-p", "gridftp", cwd=workdir).returncode == 0
+    assert not marker.exists()
+
+
+@pytest.fixture
+def foreign_home() -> Iterator[Path]:
+    """A directory root can reach but another user (nobody) owns, as a `sudo -E` HOME is."""
+    base = Path(tempfile.mkdtemp(prefix="sysctl-advisor-home-"))
+    os.chmod(base, 0o755)
+    home = base / "home"
+    home.mkdir()
+    os.chown(home, NOBODY, NOBODY)
+    try:
+        yield home
+    finally:
+        subprocess.run(["rm", "-rf", str(base)], check=False)
+
+
+@needs_root
+def test_root_with_another_users_home_uses_no_cache(foreign_home: Path) -> None:
+    marker = foreign_home.parent / "MARKER"
+    private = foreign_home / ".cache" / "sysctl-advisor" / "private"
+    _plant_tree(private, marker)
+    for path in [foreign_home / ".cache", *private.parents, private, *private.iterdir()]:
+        if foreign_home in path.parents:
+            os.chown(path, NOBODY, NOBODY)
+    env = _env(HOME=str(foreign_home))
+    shown = _run(env, "cache")
+    assert "belongs to another user" in shown.stdout, shown.stdout
+    result = _run(env, "recommend", "--facts", DCACHE, "-p", "gridftp")
+    assert result.returncode == 0 and not marker.exists()
+    names = sorted(p.name for p in private.iterdir())
+    assert all(p.stat().st_uid == NOBODY for p in private.iterdir()), names  # nothing written
+
+
+_SWAPPER = """
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+a, b, seconds = sys.argv[1].encode(), sys.argv[2].encode(), float(sys.argv[3])
+os.setgid(65534); os.setuid(65534)
+end = time.monotonic() + seconds
+swaps = 0
+while time.monotonic() < end:
+    if libc.renameat2(-100, a, -100, b, 2) == 0:  # AT_FDCWD, RENAME_EXCHANGE
+        swaps += 1
+print(swaps)
+"""
+
+
+@needs_root
+def test_swapping_the_way_to_roots_cache_never_runs_the_users_code(foreign_home: Path) -> None:
+    """The third review's race: root's cache inside a directory another user owns, which that
+    user swaps with a tree of planted files (renameat2 RENAME_EXCHANGE, in a loop) while root
+    runs the advisor. Bounded: 12 runs during the swapping."""
+    if not hasattr(ctypes.CDLL(None), "renameat2"):
+        pytest.skip("no renameat2 in this libc")
+    marker = foreign_home.parent / "MARKER"
+    cache = foreign_home / "cache"  # root's own cache, as `sudo -E` makes it
+    (cache / "private").mkdir(parents=True, mode=0o700)
+    os.chmod(cache, 0o700)
+    evil = foreign_home / "evil"
+    _plant_tree(evil / "private", marker)
+    for path in [evil, evil / "private", *(evil / "private").iterdir()]:
+        os.chown(path, NOBODY, NOBODY)
+    env = _env(SYSCTL_ADVISOR_CACHE=str(cache))
+    clean = _run(_env(SYSCTL_ADVISOR_CACHE="off"), "recommend", "--facts", DCACHE, "-p", "gridftp")
+    swapper = subprocess.Popen(
+        [sys.executable, "-c", _SWAPPER, str(cache), str(evil), str(HANG_SECONDS)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(0.2)
+        for _ in range(12):
+            result = _run(env, "recommend", "--facts", DCACHE, "-p", "gridftp")
+            assert result.returncode == 0, result.stderr
+            assert result.stdout == clean.stdout
+            assert not marker.exists()
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert "belongs to another user" in _run(env, "cache").stdout
