@@ -10,6 +10,8 @@ this module groups directives by address and reports, per socket, the backlog ng
 from __future__ import annotations
 
 import glob
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,28 +89,64 @@ class _Reader:
         if path in self.seen or depth > MAX_INCLUDE_DEPTH:
             return
         self.seen.add(path)
-        if self.confine is not None and not inside(self.confine, path):
-            self.errors.append(f"{self._shown(path)}: outside {self.confine}; not read")
+        copy = self._bounded_copy(path)
+        if copy is None:
             return
-        if path.is_file() and path.stat().st_size > MAX_CONFIG_BYTES:
-            self.errors.append(f"{self._shown(path)}: larger than {MAX_CONFIG_BYTES} bytes")
-            return
+        # crossplane opens a file by name: it gets the copy's, whose bytes cannot change
+        copied = f"/proc/self/fd/{copy}"
         try:
             payload = crossplane.parse(
-                str(path), catch_errors=True, single=True, comments=False, check_ctx=False
+                copied, catch_errors=True, single=True, comments=False, check_ctx=False
             )
         except (OSError, UnicodeDecodeError, ValueError) as exc:
-            self.errors.append(f"{path}: {exc}")
+            self.errors.append(f"{path}: {str(exc).replace(copied, str(path))}")
             return
+        finally:
+            os.close(copy)
         for entry in payload.get("config", []):
+            entry["file"] = str(path)
             for problem in entry.get("errors", []):
                 line = problem.get("line")
                 shown = self._shown(Path(entry["file"]))
                 where = f"{shown}:{line}" if line else shown
                 message = str(problem.get("error", "cannot parse"))
-                message = message.split(f" in {entry['file']}")[0]  # crossplane repeats the place
+                message = message.split(f" in {copied}")[0]  # crossplane repeats the place
                 self.errors.append(f"{where}: {message}")
             self._walk(entry.get("parsed", []), self._shown(path), inside_server, depth)
+
+    def _bounded_copy(self, path: Path) -> int | None:
+        """A sealed in-memory copy of the file (a memfd), read like every other input: opened
+        non-blocking, a regular file on its descriptor (inside `confine` as that descriptor
+        resolves), at most MAX_CONFIG_BYTES; None with the reason in `errors`."""
+        shown = self._shown(path)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        except OSError as exc:
+            self.errors.append(f"{shown}: {exc.strerror or exc}")
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                self.errors.append(f"{shown}: not a regular file; not read")
+                return None
+            opened = Path(os.readlink(f"/proc/self/fd/{fd}"))
+            if self.confine is not None and not inside(self.confine, opened):
+                self.errors.append(f"{shown}: outside {self.confine}; not read")
+                return None
+            data = os.read(fd, MAX_CONFIG_BYTES + 1)
+            while len(data) <= MAX_CONFIG_BYTES and (more := os.read(fd, 1 << 20)):
+                data += more
+        except OSError as exc:
+            self.errors.append(f"{shown}: {exc.strerror or exc}")
+            return None
+        finally:
+            os.close(fd)
+        if len(data) > MAX_CONFIG_BYTES:
+            self.errors.append(f"{shown}: larger than {MAX_CONFIG_BYTES} bytes")
+            return None
+        copy = os.memfd_create("nginx.conf", os.MFD_CLOEXEC)
+        os.write(copy, data)
+        os.lseek(copy, 0, os.SEEK_SET)
+        return copy
 
     def _shown(self, path: Path) -> str:
         """The path as it is on the host: inside a copied tree, relative to its root."""
@@ -168,8 +206,6 @@ def read_nginx(config: Path, root: Path | None = None, confine: Path | None = No
     `confine`, no file outside that directory is read (a config named by a facts file)."""
     if confine is not None and not inside(confine, config):
         return NginxListens([], _as_fact(f"{config}: outside {confine}; not read"))
-    if not config.is_file():
-        return NginxListens([], _as_fact(f"{config}: cannot read the nginx configuration"))
     reader = _Reader(config, root, confine)
     reader.read(config, inside_server=False)
     errors = reader.errors

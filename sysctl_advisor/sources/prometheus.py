@@ -21,12 +21,14 @@ answer bounded in size and nesting. Every failure is one InputError line naming 
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
 import json
 import math
 import re
 import socket
 import ssl
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -166,6 +168,58 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
+class _Deadline:
+    """Ends a request at its deadline however the server trickles: a socket timeout bounds
+    each read only, so a byte every tenth of a second (headers or body) would keep it going.
+    At the deadline the connection's socket is shut down, which ends the read that waits."""
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self._sockets: list[socket.socket] = []
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def watch(self, sock: socket.socket) -> None:
+        self._sockets.append(sock)
+
+    def _expire(self) -> None:
+        self.expired = True
+        for sock in self._sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+    def handlers(self) -> list[urllib.request.BaseHandler]:
+        """urllib's HTTP and HTTPS handlers, their connections watched by this deadline."""
+        deadline = self
+
+        class _HTTP(http.client.HTTPConnection):
+            def connect(self) -> None:
+                super().connect()
+                deadline.watch(self.sock)
+
+        class _HTTPS(http.client.HTTPSConnection):
+            def connect(self) -> None:
+                super().connect()
+                deadline.watch(self.sock)
+
+        class _HTTPHandler(urllib.request.HTTPHandler):
+            def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+                return self.do_open(_HTTP, req)
+
+        class _HTTPSHandler(urllib.request.HTTPSHandler):
+            def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+                return self.do_open(_HTTPS, req, context=self._context)  # type: ignore[attr-defined]
+
+        return [_HTTPHandler(), _HTTPSHandler()]
+
+
 @dataclass(frozen=True)
 class _Server:
     api: str  # .../api/v1/query, without user:password
@@ -222,19 +276,31 @@ class _Server:
         request.add_header("User-Agent", f"sysctl-advisor/{__version__}")
         if self.authorization:
             request.add_header("Authorization", self.authorization)
-        opener = urllib.request.build_opener(_NoRedirects)
-        deadline = time.monotonic() + self.timeout
-        try:
-            with opener.open(request, timeout=self.timeout) as answer:
-                body = self._read(answer, deadline)
-                content_type = str(answer.headers.get("Content-Type", ""))
-        except urllib.error.HTTPError as exc:
-            self._http_error(exc, deadline)
-        except urllib.error.URLError as exc:
-            self.fail(_reason(exc.reason, self.timeout))
-        except (OSError, http.client.HTTPException, ValueError) as exc:
-            self.fail(_reason(exc, self.timeout))
+        with _Deadline(self.timeout) as watch:
+            opener = urllib.request.build_opener(_NoRedirects, *watch.handlers())
+            deadline = time.monotonic() + self.timeout
+            try:
+                with opener.open(request, timeout=self.timeout) as answer:
+                    body = self._read(answer, deadline)
+                    content_type = str(answer.headers.get("Content-Type", ""))
+            except urllib.error.HTTPError as exc:
+                self._http_error(exc, deadline)
+            except urllib.error.URLError as exc:
+                self._failed(exc.reason, watch)
+            except (OSError, http.client.HTTPException, ValueError) as exc:
+                self._failed(exc, watch)
+        if watch.expired:
+            self._failed(None, watch)
         return _vector(self._document(body, content_type), self)
+
+    def _failed(self, error: object, watch: _Deadline) -> NoReturn:
+        """A silent server is `no answer` (a socket timeout, or the deadline before a byte of
+        the status line); one cut off at the deadline while it was still sending is `no
+        complete answer`."""
+        if watch.expired:
+            silent = isinstance(error, TimeoutError | http.client.RemoteDisconnected)
+            self.fail(f"no {'' if silent else 'complete '}answer within {self.timeout:g} s")
+        self.fail(_reason(error, self.timeout))
 
     def _read(self, answer: Any, deadline: float) -> bytes:
         length = answer.headers.get("Content-Length")

@@ -174,3 +174,20 @@ def test_a_spec_cache_key_depends_on_every_model_module_and_on_pydantic(
         assert spec_key("sysctl_advisor.knowledge.servers.ServerTableSpec", "servers: []\n") != key
     finally:
         cache_files.validating_code.cache_clear()
+
+
+def test_a_damaged_entry_is_rebuilt_not_fatal(workdir: Path) -> None:
+    """Issue 32, item 5: an entry that no longer unpickles (truncated, of a class renamed since)
+    is a miss: the run validates the file again, writes the same output, and the next run is
+    warm again."""
+    import marshal
+
+    root = workdir / "cache"
+    first = _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp")
+    assert first.returncode == 0
+    for path in (root / "private").glob("*-py*.marshal"):
+        entries = marshal.loads(path.read_bytes())
+        path.write_bytes(marshal.dumps({key: value[:7] for key, value in entries.items()}))
+    for _ in range(2):
+        again = _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp")
+        assert again.returncode == 0 and again.stderr == "" and again.stdout == first.stdout

@@ -7,7 +7,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from sysctl_advisor.cli import app
-from sysctl_advisor.sources.nginx_conf import read_nginx, socket_address
+from sysctl_advisor.sources.nginx_conf import MAX_CONFIG_BYTES, read_nginx, socket_address
 from tests.conftest import EXAMPLES, TESTS
 
 FIXTURES = TESTS / "fixtures"
@@ -73,3 +73,50 @@ def test_nginx_conf_option_names_the_lines_to_change() -> None:
     assert "good.conf:2" in truncated["message"]
     # 65535 is above the 16384 target, so no listen line needs a larger backlog.
     assert not [c for c in doc["companions"] if c["rule"] == "listen-backlog.application"]
+
+
+def _config_including(tmp_path: Path, target: str) -> Path:
+    config = tmp_path / "nginx.conf"
+    config.write_text(
+        f"events {{}}\nhttp {{\n  server {{ listen 8080 backlog=4096; }}\n  include {target};\n}}\n"
+    )
+    return config
+
+
+def test_an_included_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    """Issue 32, item 2: an include names a FIFO (in the config's own directory): refused on
+    its descriptor, never read (opening it would wait for a writer forever)."""
+    import os
+
+    os.mkfifo(tmp_path / "fifo.conf")
+    parsed = read_nginx(_config_including(tmp_path, "fifo.conf"), confine=tmp_path)
+    assert [(s.address, s.backlog) for s in parsed.listens] == [("*:8080", 4096)]
+    assert parsed.error is not None and "fifo.conf: not a regular file" in parsed.error
+
+
+def test_an_included_device_is_refused_without_reading_it(tmp_path: Path) -> None:
+    """`include /dev/zero;` through --nginx-conf once grew the process to 11 GB: a device is
+    refused on its descriptor, and nothing larger than the cap is read."""
+    parsed = read_nginx(_config_including(tmp_path, "/dev/zero"))
+    assert parsed.error is not None and "/dev/zero: not a regular file" in parsed.error
+    big = tmp_path / "big.conf"
+    with big.open("wb") as out:
+        out.truncate(MAX_CONFIG_BYTES + 1)  # sparse: costs no disk
+    parsed = read_nginx(_config_including(tmp_path, "big.conf"))
+    assert parsed.error is not None and f"larger than {MAX_CONFIG_BYTES} bytes" in parsed.error
+    assert [(s.address, s.backlog) for s in parsed.listens] == [("*:8080", 4096)]
+
+
+def test_an_include_swapped_for_a_link_outside_is_judged_by_what_was_opened(
+    tmp_path: Path,
+) -> None:
+    """The confinement check runs on the opened descriptor: a link to a file outside the
+    facts file's directory is refused, whatever its name said."""
+    outside = tmp_path / "outside.conf"
+    outside.write_text("server { listen 9999 backlog=1; }\n")
+    confined = tmp_path / "confined"
+    confined.mkdir()
+    (confined / "extra.conf").symlink_to(outside)
+    parsed = read_nginx(_config_including(confined, "extra.conf"), confine=confined)
+    assert "*:9999" not in {s.address for s in parsed.listens}
+    assert parsed.error is not None and "outside" in parsed.error

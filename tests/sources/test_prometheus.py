@@ -12,6 +12,7 @@ series whose instance labels carry quotes, backslashes and newlines.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -691,6 +692,38 @@ def test_a_slow_trickle_is_bounded_by_the_timeout(fake: FakePrometheus) -> None:
     started = time.monotonic()
     with pytest.raises(InputError) as caught:
         read_history(fake.url, instance="web-01:9100", hostname=None, since="7d", timeout=0.5)
+    assert time.monotonic() - started < HANG_SECONDS  # the 0.5 s timeout, not the trickle
+    assert "no complete answer within 0.5 s" in one_line(caught.value)
+
+
+def test_trickled_headers_are_bounded_by_the_timeout() -> None:
+    """Issue 32, item 3: a server that sends its headers a byte at a time, never idle for the
+    socket timeout, is cut off at --query-timeout: the timeout bounds the whole request."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    stop = threading.Event()
+
+    def trickle() -> None:
+        with contextlib.suppress(OSError):
+            connection, _ = listener.accept()
+            with connection:
+                for byte in b"HTTP/1.1 200 OK\r\n" + b"X-Slow: " + b"a" * 100_000:
+                    if stop.is_set():
+                        return
+                    connection.sendall(bytes([byte]))
+                    time.sleep(0.1)
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    started = time.monotonic()
+    try:
+        with pytest.raises(InputError) as caught:
+            read_history(url, instance="web-01:9100", hostname=None, since="7d", timeout=0.5)
+    finally:
+        stop.set()
+        listener.close()
     assert time.monotonic() - started < HANG_SECONDS  # the 0.5 s timeout, not the trickle
     assert "no complete answer within 0.5 s" in one_line(caught.value)
 
