@@ -102,4 +102,4 @@ def _root(
 
 
 def main() -> None:
-    run_cli(app)
+    run_cli(app, [command.name for command in COMMANDS])

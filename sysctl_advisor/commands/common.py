@@ -172,10 +172,10 @@ def run_direct(call: Callable[[], int]) -> NoReturn:
     raise SystemExit(code)
 
 
-def run_cli(app: Callable[..., Any]) -> None:
-    """Run the typer app and turn every way it can end into an exit code: a usage error is one
-    line and exit 2 (not click's usage text and a box); Ctrl-C and a closed pipe end as in
-    run_direct."""
+def run_cli(app: Callable[..., Any], commands: Iterable[str]) -> None:
+    """Run the typer app and turn every way it can end into an exit code: a usage error (no
+    command at all included) is one line and exit 2, not click's usage text and a box; Ctrl-C
+    and a closed pipe end as in run_direct."""
 
     def call() -> int:
         try:
@@ -184,8 +184,11 @@ def run_cli(app: Callable[..., Any]) -> None:
             raise
         except Exception as exc:
             describe = getattr(exc, "format_message", None)
-            if type(exc).__name__ == "NoArgsIsHelpError" and callable(describe):
-                sys.stderr.write(f"{describe()}\n")  # no command: the help, as before
+            if type(exc).__name__ == "NoArgsIsHelpError":
+                error_line(
+                    f"error: no command given; commands: {', '.join(commands)} "
+                    "(sysctl-advisor --help says more)"
+                )
                 raise SystemExit(2) from None
             if callable(describe) and hasattr(exc, "exit_code"):
                 error_line(f"error: {' '.join(str(describe()).split())}")

@@ -20,6 +20,7 @@ from sysctl_advisor.model.model_base import Field, model
 from sysctl_advisor.model.text_escape import plain_line
 
 ParamType = Literal["int", "float", "bool", "str"]
+MAX_EXTENDS = 32  # profiles in one `extends` chain (the shipped ones go two deep)
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
@@ -61,8 +62,15 @@ class Profile:
     """A profile with its inheritance resolved: all parameters and rule ids, parents first."""
 
     def __init__(
-        self, chain: list[tuple[ProfileSpec, Path]], rules: dict[str, Rule], compiler: Compiler
+        self,
+        chain: list[tuple[ProfileSpec, Path]],
+        rules: dict[str, Rule],
+        compiler: Compiler,
+        selected: dict[str, list[str]] | None = None,
     ) -> None:
+        """`selected`: rule ids by selector, shared by the profiles of one load (a selector
+        is matched against the rules once, however many profiles inherit it)."""
+        selected = {} if selected is None else selected
         spec, path = chain[-1]
         self.name = spec.name
         self.summary = spec.summary
@@ -77,7 +85,9 @@ class Profile:
                 self.parameters[name] = param
                 self._param_paths[name] = p
             for i, selector in enumerate(s.rules):
-                found = [rid for rid in rules if matches(selector, rid)]
+                found = selected.get(selector)
+                if found is None:
+                    found = selected[selector] = [rid for rid in rules if matches(selector, rid)]
                 if not found:
                     raise InputError(f"no rule matches {selector!r}", path=p, field=f"rules[{i}]")
                 for rid in found:
@@ -188,16 +198,25 @@ def load_profiles(
                 )
             found[spec.name] = (spec, path)
     profiles: dict[str, Profile] = {}
+    selected: dict[str, list[str]] = {}
     for name in sorted(found):
         chain: list[tuple[ProfileSpec, Path]] = []
+        names: set[str] = set()
         current: str | None = name
         while current is not None:
-            if any(s.name == current for s, _ in chain):
+            if current in names:
                 raise InputError(
                     f"profile inheritance loops through {current!r}",
                     path=found[name][1],
                     field="extends",
                 )
+            if len(chain) == MAX_EXTENDS:
+                raise InputError(
+                    f"extends more than {MAX_EXTENDS} profiles deep",
+                    path=found[name][1],
+                    field="extends",
+                )
+            names.add(current)
             if current not in found:
                 child = chain[-1][1] if chain else found[name][1]
                 raise InputError(
@@ -205,7 +224,7 @@ def load_profiles(
                 )
             chain.append(found[current])
             current = found[current][0].extends
-        profiles[name] = Profile(list(reversed(chain)), rules, compiler)
+        profiles[name] = Profile(list(reversed(chain)), rules, compiler, selected)
     check_parameters(rules, profiles)
     return profiles
 

@@ -291,7 +291,7 @@ class Rule:
                 where = f"companions[{i}]"
                 if when is not None and not when.run(ctx):
                     continue
-                items = list(for_each.run(ctx)) if for_each is not None else [None]
+                items = _items(for_each.run(ctx)) if for_each is not None else [None]
                 for item in each(items):  # each item's renders pay a loop iteration
                     if for_each is not None:
                         ctx.vars["item"] = item
@@ -345,6 +345,13 @@ def load_rules(
                 )
             seen[finding.id] = rule.path
     return dict(sorted(rules.items()))
+
+
+def _items(value: Any) -> list[Any]:
+    """What a companion's `for_each` gives: a list (a number or a text is refused)."""
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"for_each must give a list, not {type(value).__name__}")
+    return list(value)
 
 
 def check_family(rule_id: str, path: Path, directory: Path) -> None:

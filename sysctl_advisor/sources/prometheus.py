@@ -326,7 +326,7 @@ class _Server:
                 self.fail(f"{why}: redirects to {_shown(str(target), 120)} (not followed)")
             try:
                 body = self._read(exc, deadline)
-                document = json.loads(body.decode("utf-8", "replace"))
+                document = parse_json(body.decode("utf-8", "replace"), None)
             except (InputError, OSError, http.client.HTTPException, ValueError):
                 document = None
             if isinstance(document, dict) and document.get("status") == "error":
@@ -459,9 +459,11 @@ def read_history(
     if instance is not None:
         _label_value(instance, "the instance")
         selector = f"instance={promql_string(instance)}"
+        wanted = re.compile(re.escape(instance))
     elif hostname:
         _label_value(hostname, "the host's hostname (pass --instance)")
         selector = f"instance=~{promql_string(regex_literal(hostname) + '(:[0-9]+)?')}"
+        wanted = re.compile(re.escape(hostname) + "(?::[0-9]+)?")
     else:
         raise InputError(
             "the host's hostname is not known: pass --instance with its Prometheus instance "
@@ -475,6 +477,8 @@ def read_history(
             name = labels.get("instance")
             if name is None:
                 server.fail(f"a series of {figure.metric} has no instance label")
+            if not wanted.fullmatch(name):
+                continue  # the server answered with another instance: never taken for ours
             found.setdefault(name, {})[figure.field] = value
 
     matched = _one_instance(found, instance, hostname, selector, since, server)

@@ -167,6 +167,7 @@ def test_profile_map_float_for_int_parameter_works(workdir: Path) -> None:
         (["recommend"], "--profile"),  # the words around the names are click's
         (["recommend", "-p", "base", "--bogus"], "--bogus"),
         (["nosuch"], "nosuch"),
+        ([], "no command given; commands: recommend, diff"),  # issue 32, item 13
         (["explain", "tcp_mem", "--set", "a=1"], "--set: needs --profile"),
         (["calibrate", "--pairs", "100"], ""),
         (["recommend", "--facts", "examples/ec2-nginx-frontend.yaml", "-p", "frontend-proxy",
@@ -269,3 +270,20 @@ def test_json_outputs_hold_a_file_name_that_is_not_utf8(workdir: Path) -> None:
     assert code in (0, 1), err
     document = json.loads(out.read_bytes().decode("utf-8"))  # strict UTF-8
     assert "bad\\udcff" in json.dumps(document) or "bad\udcff" in json.dumps(document)
+
+
+def test_a_long_extends_chain_is_refused_at_once(workdir: Path) -> None:
+    """Issue 32, item 6: 2,000 profiles each extending the one before ran for minutes; the
+    chain is bounded, and each selector is matched once however many profiles inherit it."""
+    profiles = workdir / "profiles"
+    profiles.mkdir()
+    for i in range(2000):
+        parent = f"p{i - 1}" if i else "base"
+        (profiles / f"p{i}.yaml").write_text(f"name: p{i}\nsummary: s\nextends: {parent}\n")
+    one_line_exit_2("profiles", "--profiles-dir", str(profiles), words="profiles deep")
+    for i in range(2000):  # as many flat ones load
+        (profiles / f"p{i}.yaml").write_text(
+            f"name: p{i}\nsummary: s\nextends: gridftp\nrules: ['tcp-*']\n"
+        )
+    code, err = run("profiles", "--profiles-dir", str(profiles))
+    assert code == 0, err

@@ -399,6 +399,18 @@ def test_companion_renders_share_the_hosts_budget(workdir: Path) -> None:
     assert seconds < HANG_SECONDS
 
 
+@pytest.mark.parametrize("for_each", ["5", "'text'", "none"])
+def test_a_companion_for_each_that_is_not_a_list_is_one_line_exit_2(
+    for_each: str, workdir: Path
+) -> None:
+    """Issue 32, item 7: it exited 3 (an internal error) for a number."""
+    companion = {"target": "nginx", "for_each": for_each, "setting": "x"}
+    code, lines, _ = _run_rule(workdir, {"companions": [companion]})
+    assert code == 2 and len(lines) == 1, lines
+    assert "payload.yaml" in lines[0] and "companions[0]" in lines[0], lines[0]
+    assert "for_each must give a list" in lines[0]
+
+
 def test_lets_cannot_double_a_value_into_a_bomb(workdir: Path) -> None:
     """Each `let` may reuse the last: [a, a, a, a] twelve times over is 4**12 copies, which a
     later `| string` or comparison would walk. Literals are weighed as they are built."""

@@ -696,6 +696,37 @@ def test_a_slow_trickle_is_bounded_by_the_timeout(fake: FakePrometheus) -> None:
     assert "no complete answer within 0.5 s" in one_line(caught.value)
 
 
+def test_only_series_of_exactly_the_instance_asked_for_are_taken(fake: FakePrometheus) -> None:
+    """Issue 32, item 10: a server (or a proxy before it) that answers `instance="web-01:9100"`
+    with the series of `web-01:9100-canary` or `web-01:91000`: those are not this host's."""
+    original = fake.answer
+
+    def prefixed(params: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        status, document = original(params)
+        for series in document.get("data", {}).get("result", []):
+            if "instance" in series["metric"]:
+                series["metric"]["instance"] += "-canary"
+        return status, document
+
+    add(fake, full_series("web-01:9100"))
+    fake.answer = prefixed  # type: ignore[method-assign]
+    with pytest.raises(InputError) as caught:
+        read_history(fake.url, instance="web-01:9100", hostname=None, since="7d")
+    assert "no node_exporter series" in one_line(caught.value)
+    with pytest.raises(InputError) as caught:
+        read_history(fake.url, instance=None, hostname="web-01", since="7d")
+    assert "found no instance" in one_line(caught.value)
+
+
+def test_an_error_answer_nested_deep_is_one_error(fake: FakePrometheus) -> None:
+    """Issue 32, item 7: an HTTP error whose body nests 200,000 levels was a RecursionError
+    (exit 3); it is the HTTP error, in one line."""
+    fake.reply = lambda handler: send(handler, 400, b"[" * 200_000 + b"]" * 200_000)
+    with pytest.raises(InputError) as caught:
+        read_history(fake.url, instance="web-01:9100", hostname=None, since="7d")
+    assert "HTTP 400" in one_line(caught.value)
+
+
 def test_trickled_headers_are_bounded_by_the_timeout() -> None:
     """Issue 32, item 3: a server that sends its headers a byte at a time, never idle for the
     socket timeout, is cut off at --query-timeout: the timeout bounds the whole request."""
