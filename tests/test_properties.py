@@ -71,7 +71,7 @@ hosts = st.fixed_dictionaries(
         "kernel": st.sampled_from(KERNELS),
         "arch": st.sampled_from(ARCHES),
         "page_size": st.sampled_from([4096, 16384, 65536]),
-        "nics": st.lists(nic, max_size=3),
+        "nics": st.lists(nic, max_size=3, unique_by=lambda n: n["name"]),
         "sysctl": st.fixed_dictionaries(
             {},
             optional={

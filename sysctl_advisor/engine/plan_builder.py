@@ -36,6 +36,7 @@ from sysctl_advisor.model.plan import (
     Unchanged,
 )
 from sysctl_advisor.model.severity import SEVERITY_ORDER
+from sysctl_advisor.model.text_escape import one_line
 
 
 @dataclass
@@ -167,6 +168,11 @@ def _within(held: Value, modelled: Value, tolerance: float) -> bool:
     return all(abs(x - y) <= tolerance * abs(y) for x, y in zip(a, b, strict=True))
 
 
+def _in_bounds(value: Value, spec: CatalogKey) -> bool:
+    """Whether a number value lies in the key's bounds (a text key's parse said already)."""
+    return isinstance(value, str) or all(spec.min <= v <= spec.max for v in numbers(value))
+
+
 def build_plan(
     kb: KnowledgeBase,
     facts: HostFacts,
@@ -183,9 +189,21 @@ def build_plan(
     current_text: dict[str, str] = {}
     for name, spec in catalog.keys.items():
         text = facts.sysctl.get(name)
+        value = None
         if text is not None:
             current_text[name] = text
-        current[spec.alias] = parse_current(text, spec) if text is not None else None
+            value = parse_current(text, spec)
+            if value is None or not _in_bounds(value, spec):
+                notes.append(
+                    f"facts: {name} = {one_line(text[:60])} is not a value this key holds "
+                    f"({spec.length} number{'s' if spec.length > 1 else ''} in "
+                    f"{spec.min}..{spec.max}); taken as not known"
+                    if not spec.is_text
+                    else f"facts: {name} = {one_line(text[:60])} is not a value this key holds; "
+                    "taken as not known"
+                )
+                value = None
+        current[spec.alias] = value
     kernel_values = _kernel_values_as_defaults(kb, facts, defaults, current, variables)
     readable: dict[str, list[str] | None] = {}  # what the kernel offers: lists of names
     for name, spec_r in catalog.readable.items():

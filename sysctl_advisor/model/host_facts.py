@@ -47,6 +47,28 @@ THIRTY_TWO_BIT_ARCHES = frozenset(
         "riscv32",
     }
 )
+# `uname -m` (and Ansible's architecture fact) of 64-bit kernels; an arch in neither list is
+# refused rather than planned as if it were 64-bit.
+SIXTY_FOUR_BIT_ARCHES = frozenset(
+    {
+        "x86_64",
+        "amd64",
+        "aarch64",
+        "arm64",
+        "aarch64_be",
+        "ppc64",
+        "ppc64le",
+        "s390x",
+        "riscv64",
+        "mips64",
+        "mips64el",
+        "loongarch64",
+        "sparc64",
+        "ia64",
+        "alpha",
+        "parisc64",
+    }
+)
 X86_32 = frozenset({"i386", "i486", "i586", "i686", "x86"})
 MiB = 1024 * 1024
 # Directly mapped memory (lowmem) of 32-bit kernels with their default address split, for
@@ -117,7 +139,18 @@ def _release(value: str) -> str:
 
 
 Release = Annotated[str, After(_release)]
-Arch = Annotated[str, _pattern(_ARCH, "architecture")]
+
+
+def _known_arch(value: str) -> str:
+    if value.lower() not in THIRTY_TWO_BIT_ARCHES | SIXTY_FOUR_BIT_ARCHES:
+        raise ValueError(
+            f"{value[:32]!r} is not an architecture the advisor knows (uname -m, e.g. x86_64, "
+            "aarch64, ppc64le, s390x, i686, armv7l)"
+        )
+    return value
+
+
+Arch = Annotated[str, _pattern(_ARCH, "architecture"), After(_known_arch)]
 Driver = Annotated[str, _pattern(_DRIVER, "driver name")]
 InterfaceName = Annotated[str, After(_interface_name)]
 SysctlKey = Annotated[str, _pattern(_SYSCTL_KEY, "sysctl key")]
@@ -452,6 +485,10 @@ class HostFacts(Record):
     )
 
     def __post_init__(self) -> None:
+        names = [nic.name for nic in self.nics]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"nics: {twice[0]} is listed twice (an interface name is unique)")
         if self.bits == 32 and self.memory.lowmem is None and self.arch_family is None:
             raise ValueError(
                 f"memory.lowmem: the default lowmem of a 32-bit {self.arch} kernel is not "

@@ -9,7 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-_RELEASE_RE = re.compile(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(.*)$")
+# Major, minor, patch (stable) and a fourth number (2.6.32.28) as Linux numbers them: at most
+# 2, 3, 4 and 5 digits; a longer number is not a kernel release.
+_RELEASE_RE = re.compile(r"^\s*(\d{1,2})\.(\d{1,3})(?:\.(\d{1,4}))?(?:\.(\d{1,5}))?(?!\d)(.*)$")
 _CLAUSE_RE = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*([0-9][0-9.]*)\s*$")
 
 

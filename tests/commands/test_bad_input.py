@@ -60,6 +60,10 @@ def facts_file(workdir: Path, text: str, name: str = "facts.yaml") -> str:
         ("[" * 50_000 + "]" * 50_000 + "\n", "facts.yaml:1"),  # PyYAML or our depth check
         ("memory: {total: 8 GiB}\nhostname: \"a\\nkernel.core_pattern = |x\"\n", "hostname"),
         ("memory: {total: 8 GiB}\narch: ppc\n", "memory.lowmem"),
+        # issue 32, item 9: nonsense that was planned as if it were a host
+        ("memory: {total: 8 GiB}\narch: vax\n", "arch: 'vax' is not an architecture"),
+        ("memory: {total: 8 GiB}\nkernel: 99999999999999999999.1.0\n", "kernel"),
+        ("memory: {total: 8 GiB}\nnics: [{name: eth0}, {name: eth0}]\n", "eth0 is listed twice"),
         ("memory: {total: 8 GiB}\nobserved:\n  kernel_messages:\n"
          + ("  - " + "x" * 4000 + "\n") * 200, "more than 768 KiB of kernel messages"),
     ],

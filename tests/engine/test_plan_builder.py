@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import facts_from_data
@@ -61,3 +63,24 @@ def test_a_cap_binds_a_value_a_sysctl_file_sets_within_the_model_tolerance() -> 
     plan = build_plan(kb, facts_from_data(from_file), "base")
     tcp_mem = next(s for s in plan.settings if s.key == "net.ipv4.tcp_mem")
     assert tcp_mem.values[2] == 2097152 and "tcp-mem.ram-cap" in tcp_mem.capped_by
+
+
+@pytest.mark.parametrize(
+    ("key", "text"),
+    [
+        ("net.ipv4.tcp_mem", "a b c"),  # no numbers
+        ("net.ipv4.tcp_rmem", "1 2"),  # two of three elements ([1, 2] in a facts file)
+        ("net.core.somaxconn", "-5"),  # below what the kernel holds
+    ],
+)
+def test_a_value_in_force_the_key_cannot_hold_is_said_and_not_kept(
+    kb: KnowledgeBase, key: str, text: str
+) -> None:
+    """Issue 32, item 9: such a value was kept as in force, or dropped without a word; rules
+    take it as not known (`current.<alias>` is none; the plan still shows what the facts
+    say), and a note names it."""
+    facts = facts_from_data(
+        {"kernel": "5.15.0", "arch": "x86_64", "memory": {"total": "8 GiB"}, "sysctl": {key: text}}
+    )
+    plan = build_plan(kb, facts, "frontend-proxy")
+    assert any(f"facts: {key} = {text} is not a value this key holds" in n for n in plan.notes)
