@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import secrets
 import stat
-import tempfile
+import time
 from pathlib import Path
 
 from sysctl_advisor.model.errors import InputError
@@ -16,21 +19,38 @@ def _umask() -> int:
     return mask
 
 
+STALE_SECONDS = 600  # a temporary file this old is a killed run's, not a concurrent one's
+
+
 def write_atomic(path: Path, content: str) -> None:
     """Write a file so that readers see the old or the new content, never a half-written one.
 
-    The new file is created by mkstemp (0600, a fresh name) and given its final mode through
-    its own descriptor (fchmod), never by name: the mode of the file it replaces without the
-    setuid, setgid and sticky bits, or 0666 less the umask for a new file. Root's output is
-    root's: owned by root and writable by no one else, whatever the replaced file allowed (a
-    file planted as `nobody`, mode 0777, must not make what root applies writable by
-    `nobody`). The file and its directory are fsynced. A target
-    that is a symlink, a device, a FIFO or a directory is refused, not replaced (write the
-    real path; `-` is standard output).
+    The directory is opened once and everything after goes through its descriptor. The new
+    file is created there under a fresh random name (O_EXCL, never through a link, 0600) and
+    given its final mode through its own descriptor (fchmod), never by name: the mode of the
+    file it replaces without the setuid, setgid and sticky bits, or 0666 less the umask for a
+    new file. Root's output is root's: owned by root and writable by no one else, whatever the
+    replaced file allowed (a file planted as `nobody`, mode 0777, must not make what root
+    applies writable by `nobody`). The file and its directory are fsynced. A target that is a
+    symlink, a device, a FIFO or a directory is refused, not replaced (write the real path;
+    `-` is standard output). Temporary files of this target that a killed run left (this
+    user's, older than STALE_SECONDS) are removed first.
     """
     directory = path.parent if str(path.parent) else Path(".")
     try:
-        existing: os.stat_result | None = os.lstat(path)
+        parent = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror}", path=path) from None
+    try:
+        _write_in(parent, path, content)
+    finally:
+        os.close(parent)
+
+
+def _write_in(parent: int, path: Path, content: str) -> None:
+    name = path.name
+    try:
+        existing: os.stat_result | None = os.stat(name, dir_fd=parent, follow_symlinks=False)
     except FileNotFoundError:
         existing = None
     except OSError as exc:
@@ -52,8 +72,15 @@ def write_atomic(path: Path, content: str) -> None:
         mode = 0o666 & ~_umask()
     if os.geteuid() == 0:
         mode &= 0o755
+    _remove_stale_temporaries(parent, name)
+    temporary = f".{name}.{secrets.token_hex(4)}.tmp"
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+        fd = os.open(
+            temporary,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o600,
+            dir_fd=parent,
+        )
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror}", path=path) from None
     try:
@@ -62,21 +89,29 @@ def write_atomic(path: Path, content: str) -> None:
             handle.write(content)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
-        _fsync_directory(directory)
+        os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
+        with contextlib.suppress(OSError):
+            os.fsync(parent)
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=parent)
         raise InputError(f"cannot write: {exc.strerror}", path=path) from None
 
 
-def _fsync_directory(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+def _remove_stale_temporaries(parent: int, name: str) -> None:
+    """`.NAME.XXXXXXXX.tmp` files a killed write of this target left: regular files of this
+    user, older than STALE_SECONDS (a younger one may be a concurrent run's)."""
+    pattern = re.compile(rf"\.{re.escape(name)}\.[A-Za-z0-9_]{{8}}\.tmp\Z")
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(parent):
+            if not pattern.match(entry.name):
+                continue
+            with contextlib.suppress(OSError):
+                info = entry.stat(follow_symlinks=False)
+                if (
+                    stat.S_ISREG(info.st_mode)
+                    and info.st_uid == os.geteuid()
+                    and now - info.st_mtime > STALE_SECONDS
+                ):
+                    os.unlink(entry.name, dir_fd=parent)

@@ -138,6 +138,10 @@ def staging_directory(outdir: Path) -> Path:
     for stale in parent.glob(prefix + "*"):
         if _is_our_staging(stale):
             shutil.rmtree(stale, ignore_errors=True)
+        elif _is_ours(stale) and _listed(stale) is not None:
+            # a run killed while publishing: its complete output (mark already gone), or the
+            # previous run it had swapped out; only what the marker lists is removed
+            _remove_run(stale)
     _restore_after_crash(outdir)
     try:
         path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
@@ -146,6 +150,15 @@ def staging_directory(outdir: Path) -> Path:
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror}", path=parent, field="--out") from None
     return path
+
+
+def _is_ours(path: Path) -> bool:
+    """A real directory (not a link) that belongs to this user."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
 
 
 def _is_our_staging(path: Path) -> bool:

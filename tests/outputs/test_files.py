@@ -127,3 +127,30 @@ def test_stdout_to_dev_full_is_exit_2_with_one_line(command: list[str]) -> None:
     assert lines == [
         "sysctl-advisor: error: cannot write to standard output: No space left on device"
     ]
+
+
+def test_a_killed_writes_temporary_file_is_removed_by_the_next_write(workdir: Path) -> None:
+    """Issue 32, item 12: a SIGKILL during `-o` left `.NAME.XXXXXXXX.tmp` beside the target
+    for good. The next write of that target removes its own kind of leftover: this user's,
+    old enough not to be a concurrent run's; nothing else."""
+    import time
+
+    from sysctl_advisor.outputs.files import STALE_SECONDS
+
+    target = workdir / "90-advisor.conf"
+    old = time.time() - STALE_SECONDS - 60
+    stale = workdir / ".90-advisor.conf.k3j4h5g6.tmp"
+    young = workdir / ".90-advisor.conf.a1b2c3d4.tmp"
+    other = workdir / ".90-advisor.conf.notours.tmp"  # not the shape of our names
+    unrelated = workdir / ".other.conf.k3j4h5g6.tmp"
+    for path in (stale, young, other, unrelated):
+        path.write_text("partial\n")
+    for path in (stale, other, unrelated):
+        os.utime(path, (old, old))
+    write_atomic(target, "net.core.somaxconn = 4096\n")
+    assert not stale.exists()
+    assert young.exists() and other.exists() and unrelated.exists()
+    assert target.read_text() == "net.core.somaxconn = 4096\n"
+    assert sorted(p.name for p in workdir.iterdir() if p.name.endswith(".tmp")) == sorted(
+        [young.name, other.name, unrelated.name]
+    )

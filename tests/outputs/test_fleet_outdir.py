@@ -265,3 +265,20 @@ def test_a_users_directory_that_looks_like_staging_is_not_removed(workdir: Path)
     (linked / ".staging").symlink_to(real_mark)
     assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
     assert (mine / "data").read_text() == "keep\n" and linked.is_dir()
+
+
+def test_a_run_killed_while_publishing_is_cleaned_by_the_next(workdir: Path) -> None:
+    """Issue 32, item 12: killed between dropping the staging mark and the exchange, a run
+    left its complete output (with its marker) beside OUTDIR, which nothing removed; killed
+    after the exchange, the previous run it swapped out. The next run removes exactly what
+    their markers list: a file someone added in the meantime stays."""
+    out = workdir / "out"
+    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    unpublished = workdir / ".out.staging-killed1"
+    shutil.copytree(out, unpublished)
+    swapped_out = workdir / ".out.staging-killed2"
+    shutil.copytree(out, swapped_out)
+    (swapped_out / "added-meanwhile.txt").write_text("keep\n")
+    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    assert not unpublished.exists()
+    assert sorted(p.name for p in swapped_out.iterdir()) == ["added-meanwhile.txt"]
