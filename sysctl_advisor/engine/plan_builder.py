@@ -24,6 +24,7 @@ from sysctl_advisor.knowledge.catalog import (
 from sysctl_advisor.knowledge.expression_budget import new_budget
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.rules import RuleResult
+from sysctl_advisor.knowledge.servers import rule_listens
 from sysctl_advisor.knowledge.values import Value, conf_text, human, numbers, parse_current
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.plan import (
@@ -88,6 +89,14 @@ def host_variables(
             f"The host has {distinct:,} distinct listening sockets; the rules looked at the "
             f"{len(listeners):,} with the fullest accept queues and shortest backlogs."
         )
+    for name, service in data["services"].items():
+        listens = service["listens"]
+        service["listens"] = rule_listens(listens)
+        if len(service["listens"]) < len(listens):
+            notes.append(
+                f"{name}'s configuration has {len(listens):,} listening sockets; the rules "
+                f"looked at the {len(service['listens']):,} with the shortest backlogs."
+            )
     variables: dict[str, Any] = {
         "facts": data,
         "host": host,

@@ -68,6 +68,19 @@ class ServerTableSpec(SpecModel):
     servers: list[ServerSpec] = Field(max_length=256)
 
 
+def rule_listens(listens: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A server's listen directives (one per socket) as rules see them: at most
+    MAX_RULE_LISTENERS, those with the shortest backlogs (nginx's default, 511, for none)
+    when there are more, in the order of the configuration."""
+    if len(listens) <= MAX_RULE_LISTENERS:
+        return listens
+    ranked = sorted(
+        range(len(listens)),
+        key=lambda i: (b if (b := listens[i].get("backlog")) is not None else 511, i),
+    )
+    return [listens[i] for i in sorted(ranked[:MAX_RULE_LISTENERS])]
+
+
 class ServerTable:
     def __init__(self, servers: list[ServerSpec]) -> None:
         self.servers = servers

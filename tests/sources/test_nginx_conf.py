@@ -120,3 +120,44 @@ def test_an_include_swapped_for_a_link_outside_is_judged_by_what_was_opened(
     parsed = read_nginx(_config_including(confined, "extra.conf"), confine=confined)
     assert "*:9999" not in {s.address for s in parsed.listens}
     assert parsed.error is not None and "outside" in parsed.error
+
+
+def test_thousands_of_sockets_are_summarised_not_an_error(tmp_path: Path) -> None:
+    """Issue 32, item 8: 5,000 listen blocks, or 20,000 included files, made a shipped rule
+    exceed its rendering or work budget (exit 2 naming the rule); the rules look at the 1,000
+    shortest backlogs, say so, and their messages count instead of listing every socket."""
+    many = tmp_path / "many.conf"
+    many.write_text(
+        "events {}\nhttp {\n"
+        + "".join(f"server {{ listen {10000 + i} backlog=4096; }}\n" for i in range(5000))
+        + "}\n"
+    )
+    (tmp_path / "conf.d").mkdir()
+    for i in range(20000):
+        (tmp_path / "conf.d" / f"s{i}.conf").write_text(f"server {{ listen {20000 + i}; }}\n")
+    included = tmp_path / "included.conf"
+    included.write_text("events {}\nhttp {\n include conf.d/*.conf;\n}\n")
+    for config, count in ((many, 5000), (included, 20000)):
+        result = runner.invoke(
+            app,
+            [
+                *["recommend", "--facts", str(EXAMPLES / "ec2-nginx-frontend.yaml")],
+                *["-p", "frontend-proxy", "--nginx-conf", str(config), "-f", "json"],
+            ],
+        )
+        assert result.exit_code == 0, result.stderr
+        import json
+
+        plan = json.loads(result.stdout)
+        assert any(f"has {count:,} listening sockets" in n for n in plan["notes"])
+        short = next(f for f in plan["findings"] if f["id"] == "listen-backlog.nginx-below-target")
+        assert "and 990 more" in short["message"] and len(short["message"]) < 2000
+        assert len([c for c in plan["companions"] if c["target"] == "nginx"]) <= 1001
+
+
+def test_a_long_comment_line_is_checked_not_refused(tmp_path: Path) -> None:
+    """Issue 32, item 8: a 3 MB comment line before a setting (valid input) is read."""
+    conf = tmp_path / "99-long.conf"
+    conf.write_text("# " + "x" * 3_000_000 + "\nnet.core.somaxconn = 4096\n")
+    result = runner.invoke(app, ["check", str(conf)])
+    assert result.exit_code == 0, result.stderr
