@@ -30,6 +30,8 @@ from sysctl_advisor.model.severity import SEVERITY_ORDER
 from sysctl_advisor.model.sysctl_conf import Assignment, is_sysctl_key
 
 if TYPE_CHECKING:
+    from jinja2.runtime import Context
+
     from sysctl_advisor.model.host_facts import HostFacts
     from sysctl_advisor.model.plan import Plan
 
@@ -101,6 +103,10 @@ _UNCLOSED_BRACKET = re.compile(r"\[[^\]]*$")
 _PROSE_SPACE = re.compile(r"[ \t\n\r]+")
 # A field a reader takes at face value: no leading zero (octal), no 0x (hex).
 _PLAIN_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)")
+
+
+class _LineError(Exception):
+    """A check rule could not judge a line (its value made it exceed its work budget)."""
 
 
 class Checker:
@@ -225,22 +231,32 @@ class Checker:
         verdicts: list[tuple[CheckRule, str]] = []
         rules = self._rules_for(key, is_glob)
         if rules:
+            new_budget()  # the work the rules may do for one line: the whole, linear in lines
             scope = self._scope(key, value, ignore_failure)
             if is_glob:
                 scope["glob"] = self._glob(key)
+        compiler = self.kb.compiler
+        shared: Context | None = None  # the `when` of rules without lets, read-only
         for rule in rules:
-            # one context for the rule's lets, `when` and message (building one copies the
-            # variables, which costs more than most expressions)
-            ctx = self.kb.compiler.context(scope)
+            # A rule with lets gets a context of its own for them, its `when` and its message;
+            # the others share one for their `when` (building a context copies the variables,
+            # which costs more than most expressions) and render a message, rarely, in a fresh
+            # one, so nothing a rule does is seen by another.
             try:
-                for name, expr in rule.let:
-                    ctx.vars[name] = expr.run(ctx)
+                if rule.let:
+                    ctx = compiler.context(scope)
+                    for name, expr in rule.let:
+                        ctx.vars[name] = expr.run(ctx)
+                else:
+                    ctx = shared = shared or compiler.context(scope)
                 assert rule.when is not None
                 if not rule.when.run(ctx):
                     continue
+                if not rule.let:
+                    ctx = compiler.context(scope)
                 message = _PROSE_SPACE.sub(" ", rule.message.render_in(ctx)).strip(" ")
             except (ExpressionError, ValueError, TypeError) as exc:
-                raise InputError(str(exc), path=rule.path, field="when") from None
+                raise _LineError(f"{rule.id}: {exc}") from None
             verdicts.append((rule, message))
         if len(self._memo) < _MEMO_LINES:
             self._memo[memo_key] = verdicts
@@ -249,9 +265,11 @@ class Checker:
     def _assignments(self, display: str, assignments: list[Assignment]) -> list[CheckFinding]:
         found: list[CheckFinding] = []
         for item in assignments:
-            for rule, message in self._verdicts(
-                item.key, item.value, item.ignore_failure, item.is_glob
-            ):
+            try:
+                verdicts = self._verdicts(item.key, item.value, item.ignore_failure, item.is_glob)
+            except _LineError as exc:  # the line drove a rule past what one line may cost
+                raise InputError(str(exc), path=display, line=item.line) from None
+            for rule, message in verdicts:
                 found.append(
                     CheckFinding(rule.id, rule.spec.severity, display, item.line, item.key, message)
                 )
@@ -314,7 +332,6 @@ class Checker:
     def check_config(self, config: CurrentConfig) -> list[CheckFinding]:
         found = self._structural(config)
         for display, assignments in config.documents:
-            new_budget()  # the work check rules may do for one file
             found += self._assignments(display, assignments)
         if config.kind == "dump":  # the kernel's own values: nothing about how a file is written
             judged = {rule.id for rule in self.rules.values() if rule.spec.in_dumps}

@@ -261,3 +261,16 @@ def test_rules_marked_catalog_keys_never_fire_on_other_keys(kb: KnowledgeBase, v
         for name, expr in rule.let:
             ctx.vars[name] = expr.run(ctx)
         assert rule.when is not None and not rule.when.run(ctx), rule.id
+
+
+def test_a_file_at_the_input_cap_is_judged_line_by_line(tmp_path: Path) -> None:
+    """Issue 32, item 14: every rule's work budget is one line's, so a file of many distinct
+    lines (here 30,000, each value different) is judged whole instead of running out of the
+    one budget a file had and failing with an error that named a shipped rule."""
+    conf = tmp_path / "99-many.conf"
+    conf.write_text(
+        "".join(f"net.ipv4.tcp_rmem = 4096 131072 {200000 + i}\n" for i in range(30000))
+    )
+    result = runner.invoke(app, ["check", str(conf), "--kernel", "5.15.0", "--fail-on", "warning"])
+    assert result.exit_code == 1, result.stderr  # warnings for the overridden lines
+    assert result.stdout.count("(check.duplicate-key)") == 29999 and "error" not in result.stderr
