@@ -374,9 +374,14 @@ def review(workspace: Path) -> int:
         context += ["--profile", profile]
     if kernel:
         context += ["--kernel", kernel]
-    base = ["check", *chosen, *context, "--fail-on", "info"]
     sarif = work / "sysctl-advisor.sarif"
-    report = run_advisor([*base, "--format", "json"], workspace)
+    annotations_file, summary_file = work / "annotations.txt", work / "summary.md"
+    written = [f"sarif={sarif}", f"github={annotations_file}", f"markdown={summary_file}"]
+    also = [option for pair in written for option in ("--also", pair)]
+    # one check, every format the job needs
+    report = run_advisor(
+        ["check", *chosen, *context, "--fail-on", "info", "--format", "json", *also], workspace
+    )
     if report.returncode not in (0, 1):
         raise ReviewError(_first_line(report.stderr) or "sysctl-advisor check failed")
     try:
@@ -385,11 +390,9 @@ def review(workspace: Path) -> int:
         raise ReviewError("sysctl-advisor check did not write its JSON report") from None
     order = {"error": 0, "warning": 1, "info": 2}
     worst = min((f["severity"] for f in findings), key=order.__getitem__, default="none")
-    run_advisor([*base, "--format", "sarif", "--output", str(sarif)], workspace)
-    annotations = run_advisor([*base, "--format", "github"], workspace)
-    sys.stdout.write(annotations.stdout)
-    summary = run_advisor([*base, "--format", "markdown"], workspace)
-    add_summary(summary.stdout + f"\nReviewed: {md_text(how)}.\n")
+    sys.stdout.write(annotations_file.read_text(encoding="utf-8"))
+    summary = summary_file.read_text(encoding="utf-8")
+    add_summary(summary + f"\nReviewed: {md_text(how)}.\n")
     failed = fail_on != "never" and worst != "none" and order[worst] <= order[fail_on]
 
     comment_file = ""

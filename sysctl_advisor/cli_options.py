@@ -232,6 +232,12 @@ COMMANDS: tuple[Command, ...] = (
                 default=False,
             ),
             "output": OUTPUT,
+            "also": Option(
+                ("--also",),
+                "Also write the report in FORMAT to FILE (repeatable): one check, several formats.",
+                metavar="FORMAT=FILE",
+                many=True,
+            ),
         },
         fast=FAST,
     ),

@@ -155,7 +155,12 @@ class _Context:
 
 
 def run_action(
-    workspace: Path, tmp: Path, inputs: dict[str, str], event_name: str, event: dict[str, Any]
+    workspace: Path,
+    tmp: Path,
+    inputs: dict[str, str],
+    event_name: str,
+    event: dict[str, Any],
+    extra_env: dict[str, str] | None = None,
 ) -> Run:
     action = _action()
     values = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
@@ -201,6 +206,7 @@ def run_action(
             "GITHUB_API_URL": os.environ.get("TEST_GITHUB_API_URL", "https://api.invalid"),
             "RUNNER_TEMP": str(runner_temp),
             **{k: context.substitute(str(v)) for k, v in (step.get("env") or {}).items()},
+            **(extra_env or {}),
         }
         script = step["run"]
         if name == "Install sysctl-advisor":
@@ -315,6 +321,28 @@ def test_a_pull_request_with_an_error_fails_with_sarif_summary_and_annotations(
     # Rule links point at the action's own release of the rules reference.
     help_uri = sarif["runs"][0]["tool"]["driver"]["rules"][0]["helpUri"]
     assert help_uri.startswith("https://github.com/example/sysctl-advisor/blob/v1/docs/rules.md#")
+
+
+def test_the_review_runs_check_once_for_every_format(tmp_path: Path) -> None:
+    """Issue 32, item 14: the review ran `check` four times (JSON, SARIF, annotations,
+    summary); one run writes them all (`--also FORMAT=FILE`)."""
+    workspace = tmp_path / "repo"
+    event = pull_request(
+        workspace, BASE, {"hosts/web/etc/sysctl.d/20-pr.conf": "net.ipv4.tcp_tw_recycle = 1\n"}
+    )
+    calls = tmp_path / "calls"
+    logging = tmp_path / "advisor"
+    logging.write_text(
+        f'#!/bin/sh\necho "$1" >> "{calls}"\nexec "{sys.executable}" -m sysctl_advisor "$@"\n'
+    )
+    logging.chmod(0o755)
+    run = run_action(
+        workspace, tmp_path, {}, "pull_request", event, extra_env={"SYSCTL_ADVISOR": str(logging)}
+    )
+    assert calls.read_text().split() == ["check"]
+    assert run.outputs["review"]["worst"] == "error"
+    assert "check.tw-recycle-enabled" in run.summary and "::error file=" in run.stdout
+    assert run.uses and Path(run.uses[0][1]["sarif_file"]).read_text().startswith("{")
 
 
 def test_fail_on_and_a_clean_change(tmp_path: Path) -> None:

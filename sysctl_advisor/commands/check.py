@@ -27,12 +27,14 @@ def check(
     fail_on: str = "error",
     whole_directory: bool = False,
     output: Path | None = None,
+    also: list[str] | None = None,
 ) -> int:
     from sysctl_advisor.outputs import formats
     from sysctl_advisor.outputs.check_report import render_check, wants_color
 
     choose(fmt, formats.CHECK, "--format")
     choose(fail_on, SEVERITY_ORDER, "--fail-on")
+    extra = [_format_and_file(pair) for pair in also or []]
     if profile is not None and facts is None:
         raise InputError("--profile needs --facts", field="--profile")
     kb = load_knowledge()
@@ -54,8 +56,20 @@ def check(
     report = check_paths(Checker(kb, kb.check_rules, context), paths, whole_directory)
     color = wants_color(sys.stdout) if to_stdout(output) and fmt == "text" else False
     emit(render_check(report, fmt, kb.check_rules, color=color), output)
+    for extra_fmt, path in extra:  # one check, written in several formats
+        emit(render_check(report, extra_fmt, kb.check_rules, color=False), path)
     worst = report.worst()
     return 1 if worst is not None and worst <= SEVERITY_ORDER[fail_on] else 0
+
+
+def _format_and_file(pair: str) -> tuple[str, Path]:
+    """--also FORMAT=FILE."""
+    from sysctl_advisor.outputs import formats
+
+    fmt, sep, file = pair.partition("=")
+    if not sep or not file or file == "-":
+        raise InputError(f"expected FORMAT=FILE, got {pair!r}", field="--also")
+    return choose(fmt, formats.CHECK, "--also"), Path(file)
 
 
 def check_paths(checker: Checker, paths: list[Path], whole_directory: bool = False) -> CheckReport:

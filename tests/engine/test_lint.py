@@ -274,3 +274,18 @@ def test_a_file_at_the_input_cap_is_judged_line_by_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["check", str(conf), "--kernel", "5.15.0", "--fail-on", "warning"])
     assert result.exit_code == 1, result.stderr  # warnings for the overridden lines
     assert result.stdout.count("(check.duplicate-key)") == 29999 and "error" not in result.stderr
+
+
+def test_also_writes_each_format_as_its_own_run_would(tmp_path: Path) -> None:
+    conf = str(FIXTURES / "annotated.conf")
+    base = ["check", conf, "--kernel", "5.15.0-91-generic"]
+    also = [f"--also={fmt}={tmp_path / fmt}" for fmt in ("sarif", "markdown", "github")]
+    together = runner.invoke(
+        app, [*base, "--format", "json", *[a for p in also for a in p.split("=", 1)]]
+    )
+    assert together.exit_code == 1, together.stderr
+    for fmt in ("sarif", "markdown", "github"):
+        alone = runner.invoke(app, [*base, "--format", fmt])
+        assert (tmp_path / fmt).read_text() == alone.stdout, fmt
+    bad = runner.invoke(app, [*base, "--also", "xml=out.xml"])
+    assert bad.exit_code == 2 and "--also" in bad.stderr
