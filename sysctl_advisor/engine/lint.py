@@ -130,9 +130,9 @@ class Checker:
             if context.plan is not None
             else {}
         )
-        self._rules_by_key: dict[tuple[str, bool], list[CheckRule]] = {}
+        self._rules_by_key: dict[tuple[str, bool, bool], list[CheckRule]] = {}
         self._usable: list[CheckRule] | None = None
-        self._memo: dict[tuple[str, str, bool, bool], list[tuple[CheckRule, str]]] = {}
+        self._memo: dict[tuple[str, str, bool, bool, bool], list[tuple[CheckRule, str]]] = {}
         # What the file reader noticed, by kind, and the structural rule that reports it.
         self.reported_by: dict[str, CheckRule] = {
             str(code): r for r in rules.values() for code in r.spec.reports
@@ -200,10 +200,11 @@ class Checker:
             "unclosed": _UNCLOSED_BRACKET.search(pattern) is not None,
         }
 
-    def _rules_for(self, key: str, is_glob: bool) -> list[CheckRule]:
-        """The assignment rules that look at a key (or a glob line), worked out once per key;
+    def _rules_for(self, key: str, is_glob: bool, dump: bool) -> list[CheckRule]:
+        """The assignment rules that look at a key (or a glob line) of a file or of a dump (the
+        kernel's own values: no rule about how a file is written), worked out once per key;
         the rules whose needs this check cannot meet are set aside once for all keys."""
-        cached = self._rules_by_key.get((key, is_glob))
+        cached = self._rules_by_key.get((key, is_glob, dump))
         if cached is None:
             if self._usable is None:
                 self._usable = [r for r in self.assignment_rules if self._needs_met(r)]
@@ -212,24 +213,25 @@ class Checker:
                 rule
                 for rule in self._usable
                 if rule.spec.globs == is_glob
+                and (rule.spec.in_dumps or not dump)
                 and (is_glob or known or not rule.spec.catalog_keys)
-                and (is_glob or any(fnmatch.fnmatchcase(key, k) for k in rule.spec.keys))
+                and (is_glob or rule.looks_at(key))
             ]
-            self._rules_by_key[(key, is_glob)] = cached
+            self._rules_by_key[(key, is_glob, dump)] = cached
         return cached
 
     def _verdicts(
-        self, key: str, value: str, ignore_failure: bool, is_glob: bool
+        self, key: str, value: str, ignore_failure: bool, is_glob: bool, dump: bool
     ) -> list[tuple[CheckRule, str]]:
         """The rules a line breaks, with their messages. What a rule sees of a line is its key,
         value and prefix, never where it is: a line that recurs (the same setting in a
         thousand files) is judged once."""
-        memo_key = (key, value, ignore_failure, is_glob)
+        memo_key = (key, value, ignore_failure, is_glob, dump)
         cached = self._memo.get(memo_key)
         if cached is not None:
             return cached
         verdicts: list[tuple[CheckRule, str]] = []
-        rules = self._rules_for(key, is_glob)
+        rules = self._rules_for(key, is_glob, dump)
         if rules:
             new_budget()  # the work the rules may do for one line: the whole, linear in lines
             scope = self._scope(key, value, ignore_failure)
@@ -262,11 +264,15 @@ class Checker:
             self._memo[memo_key] = verdicts
         return verdicts
 
-    def _assignments(self, display: str, assignments: list[Assignment]) -> list[CheckFinding]:
+    def _assignments(
+        self, display: str, assignments: list[Assignment], dump: bool
+    ) -> list[CheckFinding]:
         found: list[CheckFinding] = []
         for item in assignments:
             try:
-                verdicts = self._verdicts(item.key, item.value, item.ignore_failure, item.is_glob)
+                verdicts = self._verdicts(
+                    item.key, item.value, item.ignore_failure, item.is_glob, dump
+                )
             except _LineError as exc:  # the line drove a rule past what one line may cost
                 raise InputError(str(exc), path=display, line=item.line) from None
             for rule, message in verdicts:
@@ -331,8 +337,9 @@ class Checker:
 
     def check_config(self, config: CurrentConfig) -> list[CheckFinding]:
         found = self._structural(config)
+        dump = config.kind == "dump"
         for display, assignments in config.documents:
-            found += self._assignments(display, assignments)
+            found += self._assignments(display, assignments, dump)
         if config.kind == "dump":  # the kernel's own values: nothing about how a file is written
             judged = {rule.id for rule in self.rules.values() if rule.spec.in_dumps}
             found = [f for f in found if f.id in judged]

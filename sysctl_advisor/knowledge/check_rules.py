@@ -9,6 +9,8 @@ the rules reference is generated from the same place the checks run from.
 
 from __future__ import annotations
 
+import fnmatch
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -99,9 +101,20 @@ class CheckRule:
     let: list[tuple[str, Expression]]
     message: Text
 
+    def __post_init__(self) -> None:
+        # `keys` as exact names and compiled globs: a dump asks about a thousand keys
+        globs = [k for k in self.spec.keys if any(c in k for c in "*?[")]
+        self._every = "*" in self.spec.keys
+        self._names = frozenset(self.spec.keys) - set(globs)
+        self._globs = [re.compile(fnmatch.translate(k)) for k in globs]
+
     @property
     def id(self) -> str:
         return self.spec.id
+
+    def looks_at(self, key: str) -> bool:
+        """Whether one of the rule's `keys` (names or fnmatch globs) covers the key."""
+        return self._every or key in self._names or any(g.match(key) for g in self._globs)
 
 
 def load_check_rules(directory: Path, compiler: Compiler, specs: SpecCache) -> dict[str, CheckRule]:
