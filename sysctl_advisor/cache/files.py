@@ -4,14 +4,13 @@ The caches hold compiled code (marshal, Jinja bytecode) and pickled models, so l
 running it. What they trust, and when there is no cache at all:
 
 * The cache root ($SYSCTL_ADVISOR_CACHE, else $XDG_CACHE_HOME/sysctl-advisor, else
-  ~/.cache/sysctl-advisor) must be an absolute path. It is opened once, from `/`, one
-  component at a time with O_NOFOLLOW|O_DIRECTORY, and every step is checked on its
-  descriptor: each ancestor belongs to root or to the current user and is writable by no one
-  else unless it has the sticky bit (OpenSSH's StrictModes, with /tmp allowed); the root
-  itself belongs to the user and no one else may write it; the `private` directory inside it
-  is the user's alone (0700). A root that fails any check means no cache: root with the
-  invoking user's HOME (`sudo -E`) therefore runs without one, and a swap of any directory on
-  the way cannot redirect it.
+  ~/.cache/sysctl-advisor) must be an absolute path. Its links are resolved once and it is
+  opened from `/` one component at a time with O_NOFOLLOW|O_DIRECTORY (model/directories.py):
+  every directory on the way belongs to root or to the current user and is writable by no one
+  else unless it has the sticky bit (OpenSSH's StrictModes, with /tmp allowed), and the
+  `private` directory inside it is the user's alone (0700). A root that fails any check means
+  no cache: root with the invoking user's HOME (`sudo -E`) therefore runs without one, and a
+  swap of any directory on the way cannot redirect it.
 * Every file is read and written through that directory's descriptor, never by path and never
   through a symlink: read only if it is a regular file the user owns that no one else can
   write, at most MAX_CACHE_BYTES; written to a new file with a random name (O_EXCL, 0600) and
@@ -36,6 +35,7 @@ from typing import TypeVar
 
 from sysctl_advisor import __version__
 from sysctl_advisor.cache.pruning import mark_used, remove_entries
+from sysctl_advisor.model.directories import UntrustedDirectory, open_directory
 
 MAX_CACHE_BYTES = 32 * 1024 * 1024
 # What unpickling a damaged or outdated entry of our own can raise (a class renamed since, a
@@ -59,18 +59,23 @@ class NoCache(Exception):
     """Why there is no usable cache directory (said by `sysctl-advisor cache`)."""
 
 
-def cache_root() -> Path | None:
+def cache_root() -> Path:
     """$SYSCTL_ADVISOR_CACHE, else $XDG_CACHE_HOME/sysctl-advisor (a relative XDG_CACHE_HOME is
-    ignored, as the XDG spec says), else ~/.cache/sysctl-advisor; None when
-    SYSCTL_ADVISOR_CACHE is off/0/no/false."""
+    ignored, as the XDG spec says), else ~/.cache/sysctl-advisor; NoCache when
+    SYSCTL_ADVISOR_CACHE is off/0/no/false or there is no home directory to use."""
     setting = os.environ.get("SYSCTL_ADVISOR_CACHE", "")
     if setting.lower() in _OFF:
-        return None
+        raise NoCache("caches are off (SYSCTL_ADVISOR_CACHE=off)")
     if setting:
         return Path(setting)
     xdg = os.environ.get("XDG_CACHE_HOME", "")
-    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
-    return base / "sysctl-advisor"
+    if os.path.isabs(xdg):
+        return Path(xdg) / "sysctl-advisor"
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError):  # HOME unset and no passwd entry for this user
+        raise NoCache("there is no home directory for the cache") from None
+    return home / ".cache" / "sysctl-advisor"
 
 
 class CacheDirectory:
@@ -157,50 +162,32 @@ class CacheDirectory:
         return self.write(name, marshal.dumps(entries))
 
 
-def _checked_step(parent: int, name: str) -> int:
-    """openat(parent, name) as a directory, never through a link, created 0700 if missing."""
-    try:
-        return os.open(name, _DIRECTORY, dir_fd=parent)
-    except FileNotFoundError:
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(name, 0o700, dir_fd=parent)
-        return os.open(name, _DIRECTORY, dir_fd=parent)
-
-
 def open_cache_directory() -> CacheDirectory:
-    """The private cache directory, walked from `/` by descriptor; NoCache says why not."""
+    """The private cache directory, walked from `/` by descriptor (model/directories.py);
+    NoCache says why there is none."""
     root = cache_root()
-    if root is None:
-        raise NoCache("caches are off (SYSCTL_ADVISOR_CACHE=off)")
     if not root.is_absolute():
         raise NoCache(f"the cache root {root} is not an absolute path")
-    me = os.geteuid()
-    parts = [p for p in root.parts[1:] if p not in ("", ".")]
-    if ".." in parts:
-        raise NoCache(f"the cache root {root} climbs with '..'")
-    fd = os.open("/", _DIRECTORY)
     try:
-        where = Path("/")
-        for name in [*parts, "private"]:
-            info = os.fstat(fd)
-            if info.st_uid not in (0, me):
-                raise NoCache(f"{where} belongs to another user (uid {info.st_uid})")
-            if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
-                raise NoCache(f"{where} is writable by others and not sticky")
-            step = _checked_step(fd, name)
-            os.close(fd)
-            fd = step
-            where = where / name
-        info = os.fstat(fd)
-        if info.st_uid != me or info.st_mode & 0o077:
-            raise NoCache(f"{where} is not yours alone (it must be mode 0700)")
-        opened, fd = fd, -1
-        return CacheDirectory(where, opened)
+        fd, resolved = open_directory(root, create=True)
+    except UntrustedDirectory as exc:
+        raise NoCache(str(exc)) from None
+    private = -1
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir("private", 0o700, dir_fd=fd)
+        private = os.open("private", _DIRECTORY, dir_fd=fd)
+        info = os.fstat(private)
+        if info.st_uid != os.geteuid() or info.st_mode & 0o077:
+            raise NoCache(f"{resolved / 'private'} is not yours alone (it must be mode 0700)")
+        opened, private = private, -1
+        return CacheDirectory(resolved / "private", opened)
     except OSError as exc:
-        raise NoCache(f"cannot open the cache directory: {exc.strerror or exc}") from None
+        raise NoCache(f"{resolved / 'private'}: {exc.strerror or exc}") from None
     finally:
-        if fd >= 0:
-            os.close(fd)
+        os.close(fd)
+        if private >= 0:
+            os.close(private)
 
 
 def cache_directory() -> CacheDirectory | None:

@@ -35,6 +35,7 @@ def check(
     choose(fmt, formats.CHECK, "--format")
     choose(fail_on, SEVERITY_ORDER, "--fail-on")
     extra = [_format_and_file(pair) for pair in also or []]
+    _distinct_outputs(output, [path for _, path in extra])
     if profile is not None and facts is None:
         raise InputError("--profile needs --facts", field="--profile")
     kb = load_knowledge()
@@ -60,6 +61,26 @@ def check(
         emit(render_check(report, extra_fmt, kb.check_rules, color=False), path)
     worst = report.worst()
     return 1 if worst is not None and worst <= SEVERITY_ORDER[fail_on] else 0
+
+
+def _distinct_outputs(output: Path | None, extra: list[Path]) -> None:
+    """Every report goes to a file of its own, in a directory it may be written to, checked
+    before anything is written (a report never replaces another, nor stops half-way)."""
+    from sysctl_advisor.model.directories import UntrustedDirectory, open_directory
+
+    named = ([] if to_stdout(output) else [output]) + extra
+    seen: set[str] = set()
+    for path in named:
+        assert path is not None
+        where = os.path.abspath(path)
+        if where in seen:
+            raise InputError("two reports would be written to this file", path=path, field="--also")
+        seen.add(where)
+        try:
+            fd, _ = open_directory(path.parent if str(path.parent) else Path("."))
+        except UntrustedDirectory as exc:
+            raise InputError(f"cannot write there: {exc}", path=path, field="--also") from None
+        os.close(fd)
 
 
 def _format_and_file(pair: str) -> tuple[str, Path]:

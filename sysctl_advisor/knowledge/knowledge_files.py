@@ -3,7 +3,10 @@ profile and check-rule directories, one listing for every loader."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+from sysctl_advisor.model.errors import InputError
 
 KEY_CATALOG = "keys.yaml"
 KERNEL_MODEL = "kernel-model.yaml"
@@ -12,14 +15,25 @@ MESSAGE_CATALOG = "kernel-messages.yaml"
 KUBERNETES = "kubernetes.yaml"
 
 
+MAX_RULE_DEPTH = 8  # folders below a rules directory (the shipped ones use one)
+
+
 def rule_files(directory: Path) -> list[Path]:
     """Every *.yaml under a rules directory but its catalog/ and check/ folders (the key
-    catalog and the `check` linter's rules have their own schemas)."""
-    return [
-        path
-        for path in sorted(directory.rglob("*.yaml"))
-        if not {"catalog", "check"} & set(path.relative_to(directory).parts[:-1])
-    ]
+    catalog and the `check` linter's rules have their own schemas); folders nested deeper than
+    MAX_RULE_DEPTH are refused (a thousand of them made the walk itself fail)."""
+    found: list[Path] = []
+    for folder, folders, files in os.walk(directory):
+        relative = Path(folder).relative_to(directory).parts
+        if len(relative) >= MAX_RULE_DEPTH and folders:
+            raise InputError(
+                f"folders nested more than {MAX_RULE_DEPTH} deep in a rules directory",
+                path=Path(folder) / folders[0],
+            )
+        if {"catalog", "check"} & set(relative):
+            continue
+        found += [Path(folder) / name for name in files if name.endswith(".yaml")]
+    return sorted(found)
 
 
 def profile_files(directory: Path) -> list[Path]:

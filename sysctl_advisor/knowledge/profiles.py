@@ -79,7 +79,7 @@ class Profile:
         self.chain = [s.name for s, _ in chain]
         self.parameters: dict[str, Parameter] = {}
         self._param_paths: dict[str, Path] = {}
-        self.rule_ids: list[str] = []
+        ids: dict[str, None] = {}  # in order, each once
         for s, p in chain:
             for name, param in s.parameters.items():
                 self.parameters[name] = param
@@ -91,8 +91,8 @@ class Profile:
                 if not found:
                     raise InputError(f"no rule matches {selector!r}", path=p, field=f"rules[{i}]")
                 for rid in found:
-                    if rid not in self.rule_ids:
-                        self.rule_ids.append(rid)
+                    ids[rid] = None
+        self.rule_ids = list(ids)
         self._defaults: dict[str, Expression] = {}
         for name, param in self.parameters.items():
             if param.default_expr is not None:
@@ -234,8 +234,9 @@ def check_parameters(rules: dict[str, Rule], profiles: dict[str, Profile]) -> No
     any profile, for a rule none runs): `params.rtt_msec is defined` with a misspelt name
     would otherwise never hold, and the rule would never fire."""
     everyone = list(profiles.values())
+    runs = [(p, set(p.rule_ids)) for p in everyone]
     for rule in rules.values():
-        running = [p for p in everyone if rule.id in p.rule_ids] or everyone
+        running = [p for p, ids in runs if rule.id in ids] or everyone
         declared = {name for p in running for name in p.parameters}
         for where, name in rule.parameters_read():
             if name not in declared:

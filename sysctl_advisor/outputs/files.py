@@ -10,6 +10,7 @@ import stat
 import time
 from pathlib import Path
 
+from sysctl_advisor.model.directories import UntrustedDirectory, open_directory
 from sysctl_advisor.model.errors import InputError
 
 
@@ -25,7 +26,9 @@ STALE_SECONDS = 600  # a temporary file this old is a killed run's, not a concur
 def write_atomic(path: Path, content: str) -> None:
     """Write a file so that readers see the old or the new content, never a half-written one.
 
-    The directory is opened once and everything after goes through its descriptor. The new
+    The directory is opened once, from `/` and checked on the way (model/directories.py: no
+    directory another user owns or may rename entries in, so root never writes where a user
+    can redirect it), and everything after goes through its descriptor. The new
     file is created there under a fresh random name (O_EXCL, never through a link, 0600) and
     given its final mode through its own descriptor (fchmod), never by name: the mode of the
     file it replaces without the setuid, setgid and sticky bits, or 0666 less the umask for a
@@ -38,9 +41,9 @@ def write_atomic(path: Path, content: str) -> None:
     """
     directory = path.parent if str(path.parent) else Path(".")
     try:
-        parent = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror}", path=path) from None
+        parent, _ = open_directory(directory)
+    except UntrustedDirectory as exc:
+        raise InputError(f"cannot write there: {exc}", path=path) from None
     try:
         _write_in(parent, path, content)
     finally:

@@ -25,7 +25,9 @@ from sysctl_advisor.model.text_escape import MAX_TEXT, one_line
 from sysctl_advisor.sources.tree_paths import inside
 
 MAX_INCLUDE_DEPTH = 16
-MAX_CONFIG_BYTES = 16 * 1024 * 1024
+MAX_CONFIG_BYTES = 16 * 1024 * 1024  # of all the files together
+MAX_FILES = 50_000  # files read, includes included
+MAX_DIRECTIVES = 500_000  # (`;` and `{`) of all the files: what crossplane builds a dict for
 
 
 @dataclass(frozen=True)
@@ -71,14 +73,22 @@ class _Reader:
         self.confine = confine  # every file read must lie inside it (links resolved)
         self.found: list[Listen] = []
         self.errors: list[str] = []
-        self.seen: set[Path] = set()
+        self.seen: set[tuple[int, int]] = set()  # (device, inode) of every file read
+        self.bytes = 0
+        self.directives = 0
 
     def _resolve(self, pattern: str) -> list[Path]:
         if pattern.startswith("/"):
             base = (self.root or Path("/")) / pattern.lstrip("/")
         else:
             base = self.config_dir / pattern
-        if any(c in pattern for c in "*?["):
+        globbed = any(c in pattern for c in "*?[")
+        fixed = Path(str(base).split("*")[0].split("?")[0].split("[")[0]) if globbed else base
+        if self.confine is not None and not inside(self.confine, fixed.parent):
+            # never listed or probed: the names there are none of a facts file's business
+            self.errors.append(f"include {one_line(pattern)}: outside {self.confine}; not read")
+            return []
+        if globbed:
             return sorted(Path(p) for p in glob.glob(str(base)))
         if not base.exists():
             self.errors.append(f"{base}: included file not found")
@@ -86,9 +96,11 @@ class _Reader:
         return [base]
 
     def read(self, path: Path, inside_server: bool, depth: int = 0) -> None:
-        if path in self.seen or depth > MAX_INCLUDE_DEPTH:
+        if depth > MAX_INCLUDE_DEPTH:
             return
-        self.seen.add(path)
+        if len(self.seen) >= MAX_FILES:
+            self.errors.append(f"{self._shown(path)}: more than {MAX_FILES:,} files; not read")
+            return
         copy = self._bounded_copy(path)
         if copy is None:
             return
@@ -109,44 +121,76 @@ class _Reader:
                 line = problem.get("line")
                 shown = self._shown(Path(entry["file"]))
                 where = f"{shown}:{line}" if line else shown
-                message = str(problem.get("error", "cannot parse"))
+                message = str(problem.get("error") or "")
                 message = message.split(f" in {copied}")[0]  # crossplane repeats the place
-                self.errors.append(f"{where}: {message}")
+                self.errors.append(f"{where}: {message.strip() or 'cannot parse'}")
             self._walk(entry.get("parsed", []), self._shown(path), inside_server, depth)
 
     def _bounded_copy(self, path: Path) -> int | None:
-        """A sealed in-memory copy of the file (a memfd), read like every other input: opened
-        non-blocking, a regular file on its descriptor (inside `confine` as that descriptor
-        resolves), at most MAX_CONFIG_BYTES; None with the reason in `errors`."""
+        """A sealed in-memory copy of the file (a memfd), read like every other input: first
+        opened O_PATH (which runs no driver code: a device is never opened), where it must
+        be a regular file not read before, inside `confine` as that descriptor resolves; then
+        read through that descriptor, non-blocking, within what is left of MAX_CONFIG_BYTES
+        and MAX_DIRECTIVES for all the files. None with the reason in `errors`."""
         shown = self._shown(path)
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+            found = os.open(path, os.O_PATH | os.O_CLOEXEC)
         except OSError as exc:
             self.errors.append(f"{shown}: {exc.strerror or exc}")
             return None
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            info = os.fstat(found)
+            if not stat.S_ISREG(info.st_mode):
                 self.errors.append(f"{shown}: not a regular file; not read")
                 return None
-            opened = Path(os.readlink(f"/proc/self/fd/{fd}"))
+            if (info.st_dev, info.st_ino) in self.seen:
+                return None  # read already (an include cycle, or one file by many names)
+            opened = Path(os.readlink(f"/proc/self/fd/{found}"))
             if self.confine is not None and not inside(self.confine, opened):
                 self.errors.append(f"{shown}: outside {self.confine}; not read")
                 return None
-            data = os.read(fd, MAX_CONFIG_BYTES + 1)
-            while len(data) <= MAX_CONFIG_BYTES and (more := os.read(fd, 1 << 20)):
-                data += more
+            self.seen.add((info.st_dev, info.st_ino))
+            data = self._read(found, shown)
         except OSError as exc:
             self.errors.append(f"{shown}: {exc.strerror or exc}")
             return None
         finally:
-            os.close(fd)
-        if len(data) > MAX_CONFIG_BYTES:
-            self.errors.append(f"{shown}: larger than {MAX_CONFIG_BYTES} bytes")
+            os.close(found)
+        if data is None:
             return None
         copy = os.memfd_create("nginx.conf", os.MFD_CLOEXEC)
-        os.write(copy, data)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(copy, view) :]
         os.lseek(copy, 0, os.SEEK_SET)
         return copy
+
+    def _read(self, found: int, shown: str) -> bytes | None:
+        """The file's bytes through its O_PATH descriptor, within the budgets left."""
+        left = MAX_CONFIG_BYTES - self.bytes
+        fd = os.open(f"/proc/self/fd/{found}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced meanwhile: same checks
+                self.errors.append(f"{shown}: not a regular file; not read")
+                return None
+            chunks: list[bytes] = []
+            size = 0
+            while size <= left and (chunk := os.read(fd, min(1 << 20, left + 1 - size))):
+                chunks.append(chunk)
+                size += len(chunk)
+        finally:
+            os.close(fd)
+        if size > left:
+            self.errors.append(f"{shown}: the configuration passes {MAX_CONFIG_BYTES:,} bytes")
+            return None
+        data = b"".join(chunks)
+        directives = data.count(b";") + data.count(b"{")
+        if self.directives + directives > MAX_DIRECTIVES:
+            self.errors.append(f"{shown}: the configuration passes {MAX_DIRECTIVES:,} directives")
+            return None
+        self.bytes += size
+        self.directives += directives
+        return data
 
     def _shown(self, path: Path) -> str:
         """The path as it is on the host: inside a copied tree, relative to its root."""
@@ -207,7 +251,10 @@ def read_nginx(config: Path, root: Path | None = None, confine: Path | None = No
     if confine is not None and not inside(confine, config):
         return NginxListens([], _as_fact(f"{config}: outside {confine}; not read"))
     reader = _Reader(config, root, confine)
-    reader.read(config, inside_server=False)
+    try:
+        reader.read(config, inside_server=False)
+    except RecursionError:  # blocks nested a thousand deep: crossplane parses them, we stop
+        reader.errors.append(f"{config}: blocks nested too deeply; not all read")
     errors = reader.errors
     error = "; ".join(errors[:3]) + (f" (and {len(errors) - 3} more)" if len(errors) > 3 else "")
     return NginxListens(_group(reader.found), _as_fact(error) or None)

@@ -291,3 +291,35 @@ def test_a_long_extends_chain_is_refused_at_once(workdir: Path) -> None:
         )
     code, err = run("profiles", "--profiles-dir", str(profiles))
     assert code == 0, err
+
+
+def test_folders_nested_a_thousand_deep_in_a_rules_directory_are_one_line(workdir: Path) -> None:
+    """The fourth review: the walk of such a rules directory failed with a RecursionError
+    (exit 3)."""
+    rules = workdir / "rules"
+    rules.mkdir()
+    fds = [os.open(rules, os.O_RDONLY)]
+    for _ in range(1100):  # built by descriptor: a path that long is beyond PATH_MAX
+        os.mkdir("a", dir_fd=fds[-1])
+        fds.append(os.open("a", os.O_RDONLY, dir_fd=fds[-1]))
+    try:
+        one_line_exit_2("rules", "--rules-dir", str(rules), words="nested more than 8 deep")
+    finally:  # removed by descriptor too (shutil.rmtree recurses as deep)
+        os.close(fds.pop())
+        while fds:
+            os.rmdir("a", dir_fd=fds[-1])
+            os.close(fds.pop())
+
+
+def test_no_home_directory_means_no_cache_not_a_crash(workdir: Path) -> None:
+    """A user with no HOME and no passwd entry: `Could not determine home directory` (exit 3)
+    before; now the run goes without a cache, and `cache` says why."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HOME", "SYSCTL_ADVISOR_CACHE")}
+    command = [sys.executable, "-m", "sysctl_advisor"]
+    if os.geteuid() == 0:
+        command = ["setpriv", "--reuid", "43210", "--regid", "43210", "--clear-groups", *command]
+    env["PYTHONPATH"] = str(ROOT)
+    shown = subprocess.run([*command, "cache"], capture_output=True, text=True, env=env, cwd="/")
+    assert shown.returncode == 0, shown.stderr
+    if os.geteuid() == 0:
+        assert "no home directory" in shown.stdout

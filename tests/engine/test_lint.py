@@ -289,3 +289,18 @@ def test_also_writes_each_format_as_its_own_run_would(tmp_path: Path) -> None:
         assert (tmp_path / fmt).read_text() == alone.stdout, fmt
     bad = runner.invoke(app, [*base, "--also", "xml=out.xml"])
     assert bad.exit_code == 2 and "--also" in bad.stderr
+
+
+def test_also_refuses_two_reports_in_one_file_and_checks_every_target_first(
+    tmp_path: Path,
+) -> None:
+    """The fourth review: `-o r.txt --also sarif=r.txt` left SARIF in r.txt with exit 1, and a
+    missing directory for an --also file was found only after the others were written."""
+    conf = str(FIXTURES / "annotated.conf")
+    out = tmp_path / "r.txt"
+    same = runner.invoke(app, ["check", conf, "-o", str(out), "--also", f"sarif={out}"])
+    assert same.exit_code == 2 and "two reports" in same.stderr and not out.exists()
+    missing = runner.invoke(
+        app, ["check", conf, "-o", str(out), "--also", f"json={tmp_path / 'nowhere' / 'x'}"]
+    )
+    assert missing.exit_code == 2 and "nowhere" in missing.stderr and not out.exists()

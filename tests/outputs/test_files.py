@@ -154,3 +154,50 @@ def test_a_killed_writes_temporary_file_is_removed_by_the_next_write(workdir: Pa
     assert sorted(p.name for p in workdir.iterdir() if p.name.endswith(".tmp")) == sorted(
         [young.name, other.name, unrelated.name]
     )
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="another user's directory needs root")
+def test_root_never_writes_where_another_user_can_redirect_it(workdir: Path) -> None:
+    """The third review: root's `-o ~alice/reports/web.conf`, with `reports` a link alice
+    points at a root-only directory, created the file there. A directory on the way that
+    another user owns (or may rename entries in) is refused before anything is written."""
+    os.chmod(workdir, 0o755)
+    alice = workdir / "alice"
+    alice.mkdir()
+    os.chown(alice, 65534, 65534)
+    rootonly = workdir / "rootonly"
+    rootonly.mkdir(mode=0o700)
+    (alice / "reports").symlink_to(rootonly)
+    for target in (alice / "reports" / "web.conf", alice / "web.conf"):
+        with pytest.raises(InputError) as caught:
+            write_atomic(target, "net.core.somaxconn = 4096\n")
+        assert "belongs to another user" in str(caught.value)
+    assert list(rootonly.iterdir()) == [] and sorted(p.name for p in alice.iterdir()) == ["reports"]
+
+
+def test_a_parent_reached_through_a_trusted_link_is_written(workdir: Path) -> None:
+    """Links on the way are resolved once (a distribution's /var/run -> /run is fine); the
+    resolved directories are what is checked."""
+    real = workdir / "real"
+    real.mkdir()
+    (workdir / "link").symlink_to(real)
+    write_atomic(workdir / "link" / "out.conf", "x = 1\n")
+    assert (real / "out.conf").read_text() == "x = 1\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="another user's link needs root")
+def test_a_link_another_user_made_in_a_sticky_directory_is_not_followed(workdir: Path) -> None:
+    """In /tmp (sticky, writable by all) any user may leave a link named like the directory
+    root means to write into: a link that is not root's or the user's is refused."""
+    shared = workdir / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    rootonly = workdir / "rootonly"
+    rootonly.mkdir(mode=0o700)
+    planted = shared / "reports"
+    planted.symlink_to(rootonly)
+    os.lchown(planted, 65534, 65534)
+    with pytest.raises(InputError) as caught:
+        write_atomic(planted / "web.conf", "x = 1\n")
+    assert "a link another user made" in str(caught.value)
+    assert list(rootonly.iterdir()) == []

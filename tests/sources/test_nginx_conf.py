@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from sysctl_advisor.cli import app
 from sysctl_advisor.sources.nginx_conf import MAX_CONFIG_BYTES, read_nginx, socket_address
-from tests.conftest import EXAMPLES, TESTS
+from tests.conftest import EXAMPLES, HANG_SECONDS, TESTS
 
 FIXTURES = TESTS / "fixtures"
 FRONTEND = FIXTURES / "hosts" / "busy-frontend"
@@ -103,7 +103,7 @@ def test_an_included_device_is_refused_without_reading_it(tmp_path: Path) -> Non
     with big.open("wb") as out:
         out.truncate(MAX_CONFIG_BYTES + 1)  # sparse: costs no disk
     parsed = read_nginx(_config_including(tmp_path, "big.conf"))
-    assert parsed.error is not None and f"larger than {MAX_CONFIG_BYTES} bytes" in parsed.error
+    assert parsed.error is not None and f"passes {MAX_CONFIG_BYTES:,} bytes" in parsed.error
     assert [(s.address, s.backlog) for s in parsed.listens] == [("*:8080", 4096)]
 
 
@@ -161,3 +161,71 @@ def test_a_long_comment_line_is_checked_not_refused(tmp_path: Path) -> None:
     conf.write_text("# " + "x" * 3_000_000 + "\nnet.core.somaxconn = 4096\n")
     result = runner.invoke(app, ["check", str(conf)])
     assert result.exit_code == 0, result.stderr
+
+
+def test_a_fifo_is_never_opened_even_to_be_refused(tmp_path: Path) -> None:
+    """The fourth review: files were opened before they were checked, so an include of a
+    FIFO (or /dev/*: every device node) opened it, releasing a writer blocked on it. Files are
+    now found with O_PATH, which opens nothing, and refused on that descriptor."""
+    import os
+    import threading
+
+    confined = tmp_path / "confined"
+    confined.mkdir()
+    for fifo in (tmp_path / "outside.fifo", confined / "inside.fifo"):
+        os.mkfifo(fifo)
+        opened = threading.Event()
+
+        def writer(fifo: Path = fifo, opened: threading.Event = opened) -> None:
+            with open(fifo, "wb"):  # blocks until someone opens the FIFO to read
+                opened.set()
+
+        thread = threading.Thread(target=writer, daemon=True)
+        thread.start()
+        parsed = read_nginx(_config_including(confined, str(fifo)), confine=confined)
+        assert parsed.error is not None
+        assert not opened.wait(0.3), f"{fifo.name} was opened"
+        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # let the writer go
+        thread.join(HANG_SECONDS)
+
+
+def test_names_outside_the_confinement_are_never_listed(tmp_path: Path) -> None:
+    """An include glob or name outside the facts file's directory was expanded (or probed)
+    and the names found were quoted back: a listing of a root-only directory."""
+    secret = tmp_path / "secret"
+    secret.mkdir(mode=0o700)
+    (secret / "password-is-hunter2").write_text("")
+    confined = tmp_path / "confined"
+    confined.mkdir()
+    config = confined / "nginx.conf"
+    config.write_text(f"http {{ include {secret}/*; include {secret}/nothere; }}\n")
+    parsed = read_nginx(config, confine=confined)
+    assert parsed.error is not None and "hunter2" not in parsed.error
+    assert "nothere: included file not found" not in parsed.error
+
+
+def test_a_directive_bomb_and_an_include_fan_out_are_bounded(tmp_path: Path) -> None:
+    """16 MiB of `a;` took 2.2 GB (crossplane builds a dict a directive); a glob that names
+    one file through a thousand directories read it a thousand times. The directives of all
+    files are counted before they are parsed, and a file is read once whatever its names."""
+    from sysctl_advisor.sources.nginx_conf import MAX_DIRECTIVES
+
+    bomb = tmp_path / "bomb.conf"
+    bomb.write_text("a;" * (MAX_DIRECTIVES + 1))
+    parsed = read_nginx(_config_including(tmp_path, "bomb.conf"))
+    assert parsed.error is not None and f"passes {MAX_DIRECTIVES:,} directives" in parsed.error
+    fan = tmp_path / "fan"
+    fan.mkdir()
+    for i in range(300):
+        (fan / f"d{i}").mkdir()
+    config = fan / "nginx.conf"
+    config.write_text("http { server { listen 80; } include */../nginx.conf; }\n")
+    parsed = read_nginx(config)
+    assert [s.address for s in parsed.listens] == ["*:80"] and parsed.error is None
+
+
+def test_blocks_nested_a_thousand_deep_are_one_error(tmp_path: Path) -> None:
+    config = tmp_path / "nginx.conf"
+    config.write_text("a {" * 965 + "server { listen 80 backlog=200; }" + "}" * 965 + "\n")
+    parsed = read_nginx(config)
+    assert parsed.error is not None

@@ -1,0 +1,93 @@
+"""Directories the advisor writes into (its cache, an `-o` target's), opened so that no one but
+root and the user running it can redirect what is written there.
+
+The path is opened from `/` one component at a time with O_NOFOLLOW|O_DIRECTORY, each
+directory checked on its descriptor: it belongs to root or to the user, and no one else may
+write it unless it has the sticky bit (/tmp), as OpenSSH's StrictModes asks of the way to a
+key. A link on the way is followed only when it lies in a directory that passed and belongs to
+root or to the user (so no one else chose where it points; /var/run -> /run is fine), and its
+target is walked the same way. A directory another user owns or may rename entries in, or a
+link another user made, is refused with the reason. What is then done in the directory goes
+through the descriptor returned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from pathlib import Path
+
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class UntrustedDirectory(Exception):
+    """Why a directory (or the way to it) is not one to write into."""
+
+
+MAX_LINKS = 40  # as the kernel's path walk
+
+
+def open_directory(path: Path, create: bool = False) -> tuple[int, Path]:
+    """(descriptor, path walked) of the directory, opened and checked as the module says;
+    missing components are created (0700) when `create`. UntrustedDirectory says why not;
+    the caller closes the descriptor."""
+    me = os.geteuid()
+    pending = list(reversed(os.path.abspath(path).split("/")))  # the next component last
+    stack: list[tuple[int, Path]] = [(os.open("/", _DIRECTORY), Path("/"))]
+    links = 0
+    current = Path("/")
+    try:
+        _check(*stack[-1], me)
+        while pending:
+            name = pending.pop()
+            fd, where = stack[-1]
+            current = where / name
+            if name in ("", "."):
+                continue
+            if name == "..":
+                if len(stack) > 1:
+                    os.close(stack.pop()[0])
+                continue
+            info = _entry(fd, name, create)
+            if stat.S_ISLNK(info.st_mode):
+                if info.st_uid not in (0, me):
+                    raise UntrustedDirectory(f"{where / name} is a link another user made")
+                links += 1
+                if links > MAX_LINKS:
+                    raise UntrustedDirectory(f"{path}: more than {MAX_LINKS} links on the way")
+                target = os.readlink(name, dir_fd=fd)
+                if target.startswith("/"):
+                    while len(stack) > 1:
+                        os.close(stack.pop()[0])
+                pending.extend(reversed(target.split("/")))
+                continue
+            stack.append((os.open(name, _DIRECTORY, dir_fd=fd), where / name))
+            _check(*stack[-1], me)
+        return stack.pop()
+    except OSError as exc:
+        raise UntrustedDirectory(f"{current}: {exc.strerror or exc}") from None
+    finally:
+        for fd, _ in stack:
+            os.close(fd)
+
+
+def _check(fd: int, where: Path, me: int) -> None:
+    info = os.fstat(fd)
+    if info.st_uid not in (0, me):
+        raise UntrustedDirectory(f"{where} belongs to another user (uid {info.st_uid})")
+    if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
+        raise UntrustedDirectory(f"{where} is writable by others and not sticky")
+
+
+def _entry(parent: int, name: str, create: bool) -> os.stat_result:
+    """lstat of `name` in the directory open at `parent`; a missing directory is created
+    (0700) when asked."""
+    try:
+        return os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        if not create:
+            raise
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, 0o700, dir_fd=parent)
+        return os.stat(name, dir_fd=parent, follow_symlinks=False)
