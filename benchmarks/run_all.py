@@ -15,7 +15,8 @@ machine falls on both sides), on the package byte-compiled as `pip install` leav
    yaml` (target <= 2); `check` and `diff` of it against kernel-hardening-checker on the
    same dump, wall time and peak RSS (target <= 2 each). The peer is installed from
    ../shared/peers/kernel-hardening-checker into a throwaway venv; without it the line says so;
-3. `check` of 1,000 sysctl.d files (target <= 0.5 s) and of one 100,000-line file (<= 1.5 s);
+3. `check` of 1,000 sysctl.d files (target <= 0.5 s), of one 100,000-line file (<= 1.5 s) and
+   of 100,000 lines of one key, one value and each value different (<= 1.5 s);
 4. `fleet` with 2 workers: benchmarks/fleet_throughput.py on 10,000 distinct hosts (target
    >= 1,000 hosts/s) and on 10,000 hosts of 20 kinds of machine (>= 2,000 hosts/s); 1,000 hosts
    of each too, to show that peak memory does not grow with the host count. Run twice: the
@@ -194,9 +195,14 @@ def main() -> None:
         synthetic_files(many, 1000)
         big = work / "big.conf"
         big_file(big, 100_000)
+        one_key, distinct = work / "one-key.conf", work / "distinct.conf"  # issue 32, item 14
+        one_key.write_text("net.core.somaxconn = 4096\n" * 100_000)
+        distinct.write_text("".join(f"net.core.somaxconn = {4096 + i}\n" for i in range(100_000)))
         for label, command, target in (
             ("check of 1,000 sysctl.d files", [*ADVISOR, "check", str(many)], 0.5),
             ("check of one 100,000-line file", [*ADVISOR, "check", str(big)], 1.5),
+            ("check of 100,000 lines of one key", [*ADVISOR, "check", str(one_key)], 1.5),
+            ("  the same, each value different", [*ADVISOR, "check", str(distinct)], 1.5),
         ):
             samples = [measure_rss(command, env) for _ in range(max(3, runs // 3))]
             wall = median(samples, 0)
