@@ -645,34 +645,48 @@ def test_the_answer_is_bounded(
     assert "the answer is larger than 100,000 bytes" in one_line(caught.value)
 
 
-def test_a_server_that_never_answers_times_out() -> None:
+@contextlib.contextmanager
+def _raw_server(
+    serve: Callable[[socket.socket, threading.Event], None],
+) -> Iterator[tuple[str, list[socket.socket]]]:
+    """A bare TCP server that hands each connection to `serve` (with the event set when the
+    test ends); its URL and the connections it accepted, all closed at the end."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
+    stop = threading.Event()
     accepted: list[socket.socket] = []
 
-    def accept() -> None:
-        try:
-            while True:
-                accepted.append(listener.accept()[0])  # and never a byte back
-        except OSError:
-            pass  # closed at the end of the test
+    def loop() -> None:
+        with contextlib.suppress(OSError):  # the listener closed at the end of the test
+            while not stop.is_set():
+                accepted.append(listener.accept()[0])
+                serve(accepted[-1], stop)
 
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-    started = time.monotonic()
+    threading.Thread(target=loop, daemon=True).start()
     try:
-        with pytest.raises(InputError) as caught:
-            read_history(url, instance="web-01:9100", hostname=None, since="7d", timeout=0.5)
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}", accepted
     finally:
-        elapsed = time.monotonic() - started
+        stop.set()
         listener.close()
         for connection in accepted:
             connection.close()
-    assert accepted, "the request reached the server"
+
+
+def _timed_out(url: str) -> tuple[str, float]:
+    """The one-line error of a 0.5 s query of url, and how long it took."""
+    started = time.monotonic()
+    with pytest.raises(InputError) as caught:
+        read_history(url, instance="web-01:9100", hostname=None, since="7d", timeout=0.5)
+    return one_line(caught.value), time.monotonic() - started
+
+
+def test_a_server_that_never_answers_times_out() -> None:
+    with _raw_server(lambda connection, stop: None) as (url, accepted):  # never a byte back
+        message, elapsed = _timed_out(url)
+        assert accepted, "the request reached the server"
     assert 0.45 <= elapsed < HANG_SECONDS
-    assert one_line(caught.value) == f"--prometheus: Prometheus at {url}: no answer within 0.5 s"
+    assert message == f"--prometheus: Prometheus at {url}: no answer within 0.5 s"
 
 
 def test_a_slow_trickle_is_bounded_by_the_timeout(fake: FakePrometheus) -> None:
@@ -730,33 +744,18 @@ def test_an_error_answer_nested_deep_is_one_error(fake: FakePrometheus) -> None:
 def test_trickled_headers_are_bounded_by_the_timeout() -> None:
     """Issue 32, item 3: a server that sends its headers a byte at a time, never idle for the
     socket timeout, is cut off at --query-timeout: the timeout bounds the whole request."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(4)
-    stop = threading.Event()
 
-    def trickle() -> None:
-        with contextlib.suppress(OSError):
-            connection, _ = listener.accept()
-            with connection:
-                for byte in b"HTTP/1.1 200 OK\r\n" + b"X-Slow: " + b"a" * 100_000:
-                    if stop.is_set():
-                        return
-                    connection.sendall(bytes([byte]))
-                    time.sleep(0.1)
+    def trickle(connection: socket.socket, stop: threading.Event) -> None:
+        for byte in b"HTTP/1.1 200 OK\r\n" + b"X-Slow: " + b"a" * 100_000:
+            if stop.is_set():
+                return
+            connection.sendall(bytes([byte]))
+            time.sleep(0.1)
 
-    thread = threading.Thread(target=trickle, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-    started = time.monotonic()
-    try:
-        with pytest.raises(InputError) as caught:
-            read_history(url, instance="web-01:9100", hostname=None, since="7d", timeout=0.5)
-    finally:
-        stop.set()
-        listener.close()
-    assert time.monotonic() - started < HANG_SECONDS  # the 0.5 s timeout, not the trickle
-    assert "no complete answer within 0.5 s" in one_line(caught.value)
+    with _raw_server(trickle) as (url, _):
+        message, elapsed = _timed_out(url)
+    assert elapsed < HANG_SECONDS  # the 0.5 s timeout, not the trickle
+    assert "no complete answer within 0.5 s" in message
 
 
 def test_connection_refused() -> None:
