@@ -3,11 +3,11 @@
 Validating a facts file imports pydantic and builds HostFacts' schema, which costs more than
 the rest of a one-shot `recommend`. A facts file that was validated before is therefore taken
 from a small cache (`cached_facts`, used by the single-host commands): the key is a SHA-256 of
-its path, its text and the code that validates it (cache_files.validating_code: the models,
+its path, its text and the code that validates it (files.validating_code: the models,
 the facts readers, pydantic's version), so any edit to the file or to that code validates it
 afresh. At most MAX_ENTRIES files are kept (the oldest go first); a fleet never passes here.
 
-The cache pickles HostFacts, so it is loaded only through cache_files' checks (the user's own
+The cache pickles HostFacts, so it is loaded only through files.py's checks (the user's own
 0700 directory, a regular file owned by the user and writable by no one else); a cache that
 fails them is ignored. SYSCTL_ADVISOR_CACHE=off disables it.
 """

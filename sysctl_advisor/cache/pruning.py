@@ -25,7 +25,6 @@ import re
 import stat
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 UNUSED_SECONDS = 30 * 24 * 3600
 _REFRESH_SECONDS = 24 * 3600
@@ -42,14 +41,12 @@ _TEMPLATE_DIRECTORY = re.compile(r"templates-jinja[\w.+-]+-[0-9a-f]{12}\Z")
 _TEMPLATE_FILE = re.compile(r"__jinja2_[0-9a-f]{40}\.cache(?:\w+\.tmp)?\Z")
 
 
-def mark_used(target: int | Path, info: os.stat_result | None = None) -> None:
-    """Refresh the mtime of a cache file (an open descriptor) or directory that a run uses, when
-    it is more than a day old; a failure only means it may be pruned later and rebuilt."""
-    with contextlib.suppress(OSError):
-        if info is None:
-            info = os.stat(target) if isinstance(target, int) else os.lstat(target)
-        if time.time() - info.st_mtime > _REFRESH_SECONDS:
-            os.utime(target)
+def mark_used(fd: int, info: os.stat_result) -> None:
+    """Refresh the mtime of a cache file a run uses (open at `fd`, `info` its fstat) when it
+    is more than a day old; a failure only means it may be pruned later and rebuilt."""
+    if time.time() - info.st_mtime > _REFRESH_SECONDS:
+        with contextlib.suppress(OSError):
+            os.utime(fd)
 
 
 @dataclass(frozen=True)
@@ -79,12 +76,18 @@ def _template_directory_files(parent: int, name: str) -> tuple[int, list[str]] |
     bytecode files of ours; None (nothing opened) for anything else."""
     fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
     names = []
-    for entry in os.scandir(fd):
-        info = entry.stat(follow_symlinks=False)
-        if not (_TEMPLATE_FILE.match(entry.name) and stat.S_ISREG(info.st_mode) and _ours(info)):
-            os.close(fd)
-            return None  # not only ours: the directory stays as it is
-        names.append(entry.name)
+    try:
+        for entry in os.scandir(fd):
+            info = entry.stat(follow_symlinks=False)
+            if not (
+                _TEMPLATE_FILE.match(entry.name) and stat.S_ISREG(info.st_mode) and _ours(info)
+            ):
+                os.close(fd)
+                return None  # not only ours: the directory stays as it is
+            names.append(entry.name)
+    except OSError:
+        os.close(fd)
+        raise
     return fd, names
 
 

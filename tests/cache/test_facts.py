@@ -124,7 +124,7 @@ def test_a_planted_entry_in_a_cache_others_can_write_is_never_unpickled(
     cache_dir: Path, workdir: Path
 ) -> None:
     """The entry sits under the very key the next read looks up; only the file's mode is
-    wrong (group- and world-writable), so cache_files refuses the whole file."""
+    wrong (group- and world-writable), so cache/files.py refuses the whole file."""
     import marshal
 
     path = ROOT / "examples" / "dcache-32bit.yaml"
