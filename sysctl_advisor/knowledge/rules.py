@@ -8,9 +8,10 @@ outside sysctl that the values depend on).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.catalog import Catalog, CatalogKey, normalise
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from jinja2.runtime import Context
 
 _PARAMETER = re.compile(r"\bparams\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*['\"]([^'\"]+)['\"]\s*\])")
+C = TypeVar("C", Expression, Text)
 RULE_ID = r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$"
 
 
@@ -178,19 +180,18 @@ class Rule:
         # every expression and template of the rule, by field (for the parameters check)
         self.sources: list[tuple[str, str]] = []
 
-        def expr(source: str, where: str) -> Expression:
+        def compiled(make: Callable[[str], C], source: str, where: str) -> C:
             self.sources.append((where, source))
             try:
-                return compiler.expression(source)
+                return make(source)
             except ExpressionError as exc:
                 raise as_input_error(exc, path, where) from None
 
+        def expr(source: str, where: str) -> Expression:
+            return compiled(compiler.expression, source, where)
+
         def text(source: str, where: str) -> Text:
-            self.sources.append((where, source))
-            try:
-                return compiler.template(source)
-            except ExpressionError as exc:
-                raise as_input_error(exc, path, where) from None
+            return compiled(compiler.template, source, where)
 
         self.when = expr(spec.when, "when") if spec.when else None
         self.let = [(n, expr(e, f"let.{n}")) for n, e in spec.let.items()]
