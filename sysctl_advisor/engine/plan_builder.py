@@ -196,6 +196,10 @@ def build_plan(
     version = variables["kernel"].version
     current: dict[str, Value | None] = {}
     current_text: dict[str, str] = {}
+    # Keys whose value in force the model says the key cannot hold: the model or the facts
+    # are wrong, and which is not known, so the plan says nothing of them (model error is
+    # never drift: no advice may move such a value on the model's word).
+    unmodelled: set[str] = set()
     for name, spec in catalog.keys.items():
         text = facts.sysctl.get(name)
         value = None
@@ -203,14 +207,17 @@ def build_plan(
             current_text[name] = text
             value = parse_current(text, spec)
             if value is None or not _in_bounds(value, spec):
-                notes.append(
-                    f"facts: {name} = {one_line(text[:60])} is not a value this key holds "
-                    f"({spec.length} number{'s' if spec.length > 1 else ''} in "
-                    f"{spec.min}..{spec.max}); taken as not known"
+                holds = (
+                    f" ({spec.length} number{'s' if spec.length > 1 else ''} in "
+                    f"{spec.min}..{spec.max})"
                     if not spec.is_text
-                    else f"facts: {name} = {one_line(text[:60])} is not a value this key holds; "
-                    "taken as not known"
+                    else ""
                 )
+                notes.append(
+                    f"facts: {name} = {one_line(text[:60])} is not a value this key holds"
+                    f"{holds}; taken as not known, and not emitted (not modelled)"
+                )
+                unmodelled.add(name)
                 value = None
         current[spec.alias] = value
     kernel_values = _kernel_values_as_defaults(kb, facts, defaults, current, variables)
@@ -243,7 +250,7 @@ def build_plan(
     settings: list[Setting] = []
     unchanged: list[Unchanged] = []
     for key in catalog.keys:  # catalog order, then sorted by section below: deterministic
-        if key not in work:
+        if key not in work or key in unmodelled:
             continue
         item = work[key]
         if not catalog.exists(key, version):

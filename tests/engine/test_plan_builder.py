@@ -66,21 +66,32 @@ def test_a_cap_binds_a_value_a_sysctl_file_sets_within_the_model_tolerance() -> 
 
 
 @pytest.mark.parametrize(
-    ("key", "text"),
+    ("key", "text", "valid", "profile"),
     [
-        ("net.ipv4.tcp_mem", "a b c"),  # no numbers
-        ("net.ipv4.tcp_rmem", "1 2"),  # two of three elements ([1, 2] in a facts file)
-        ("net.core.somaxconn", "-5"),  # below what the kernel holds
+        # no numbers; a sysctl file's tcp_mem above half of RAM is capped when it is a value
+        ("net.ipv4.tcp_mem", "a b c", "4000000 6000000 9000000", "base"),
+        ("net.ipv4.tcp_rmem", "1 2", None, "gridftp"),  # two of three ([1, 2] in a facts file)
+        ("net.core.somaxconn", "-5", None, "frontend-proxy"),  # below what the kernel holds
     ],
 )
 def test_a_value_in_force_the_key_cannot_hold_is_said_and_not_kept(
-    kb: KnowledgeBase, key: str, text: str
+    kb: KnowledgeBase, key: str, text: str, valid: str | None, profile: str
 ) -> None:
     """Issue 32, item 9: such a value was kept as in force, or dropped without a word; rules
-    take it as not known (`current.<alias>` is none; the plan still shows what the facts
-    say), and a note names it."""
-    facts = facts_from_data(
-        {"kernel": "5.15.0", "arch": "x86_64", "memory": {"total": "8 GiB"}, "sysctl": {key: text}}
+    take it as not known (`current.<alias>` is none), a note names it, and the plan says
+    nothing of the key: the model or the facts are wrong, and no advice moves the value in
+    force on the model's word. With a value the key holds (or none), the profile sets it."""
+    host = {
+        "kernel": "5.15.0",
+        "arch": "x86_64",
+        "memory": {"total": "8 GiB"},
+        "sysctl_files": {key: "/etc/sysctl.d/90-site.conf:1"},
+    }
+    plan = build_plan(kb, facts_from_data({**host, "sysctl": {key: text}}), profile)
+    assert any(
+        f"facts: {key} = {text} is not a value this key holds" in n and "not emitted" in n
+        for n in plan.notes
     )
-    plan = build_plan(kb, facts, "frontend-proxy")
-    assert any(f"facts: {key} = {text} is not a value this key holds" in n for n in plan.notes)
+    assert key not in {s.key for s in plan.settings}
+    control = {**host, "sysctl": {key: valid} if valid is not None else {}}
+    assert key in {s.key for s in build_plan(kb, facts_from_data(control), profile).settings}
