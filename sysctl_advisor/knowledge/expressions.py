@@ -70,17 +70,19 @@ def _nesting(source: str) -> int:
 class _Compiled:
     """A template's generated code, made into a jinja2.Template on first use."""
 
-    __slots__ = ("_build", "_code", "_compiler", "_raw", "_template")
+    __slots__ = ("_build", "_code", "_compiler", "_key", "_raw", "_template")
 
     def __init__(
         self,
         compiler: Compiler,
         build: Callable[[], CodeType],
+        key: str,
         code: CodeType | None = None,
         raw: bytes | None = None,
     ) -> None:
         self._compiler = compiler
         self._build = build
+        self._key = key
         self._code = code
         self._raw = raw
         self._template: jinja2.Template | None = None
@@ -95,7 +97,11 @@ class _Compiled:
     def _load(self) -> CodeType:
         if self._code is not None:
             return self._code
-        return load_code(self._raw) or self._build()
+        code = load_code(self._raw)
+        if code is None:  # a damaged entry: built again, and the cache mended for next time
+            code = self._build()
+            self._compiler.mend(self._key, code)
+        return code
 
 
 class Compiler:
@@ -125,9 +131,9 @@ class Compiler:
         if raw is None:
             code = build()
             put_code(self._cache, key, code)
-            compiled = _Compiled(self, build, code=code)
+            compiled = _Compiled(self, build, key, code=code)
         else:
-            compiled = _Compiled(self, build, raw=raw)
+            compiled = _Compiled(self, build, key, raw=raw)
         self._memo[memo_key] = compiled
         return compiled
 
@@ -206,6 +212,12 @@ class Compiler:
         return frozenset(names), None if whole else frozenset(fields)
 
     def save(self) -> None:
+        self._cache.save()
+
+    def mend(self, key: str, code: CodeType) -> None:
+        """Replace a damaged cache entry found when its template first ran (after the load
+        saved the cache): written at once, since no later save comes."""
+        put_code(self._cache, key, code)
         self._cache.save()
 
     def context(self, variables: dict[str, Any]) -> Context:
