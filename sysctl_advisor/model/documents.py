@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -248,6 +249,7 @@ _OWN_WORDS = {
     "unexpected_keyword_argument": "unknown field (not in the contract; a misspelt name?)",
     "missing": "required field missing",
     "missing_keyword_only_argument": "required field missing",
+    "string_pattern_mismatch": "does not match the pattern {pattern}",
 }
 
 
@@ -256,7 +258,10 @@ def validation_error(exc: ValidationError, path: Path | None, text: str | None) 
     err = exc.errors(include_url=False)[0]
     loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
     field = ".".join(str(p) for p in loc) or None
-    message = _OWN_WORDS.get(err["type"], err["msg"])
+    message = err["msg"]
+    own = _OWN_WORDS.get(err["type"])
+    with contextlib.suppress(KeyError):  # a context pydantic no longer gives: its own words
+        message = own.format_map(err.get("ctx", {})) if own is not None else message
     if message.startswith("Value error, "):
         message = message[len("Value error, ") :]
     line = line_of(text, loc) if text is not None and loc else None

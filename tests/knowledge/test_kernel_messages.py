@@ -201,7 +201,7 @@ def write_family(workdir: Path, **changes: object) -> Path:
 @pytest.mark.parametrize(
     ("changes", "field", "words"),
     [
-        ({"id": "Bad_ID"}, "families.1.id", "should match pattern"),
+        ({"id": "Bad_ID"}, "families.1.id", "does not match the pattern ^"),
         ({"match": []}, "families.1.match", ""),
         ({"match": ["ab"]}, "families.1.match.0", "4 to 200 characters"),
         ({"match": ["x" * 201]}, "families.1.match.0", "4 to 200 characters"),
