@@ -7,6 +7,7 @@ if it were loaded."""
 from __future__ import annotations
 
 import ctypes
+import marshal
 import os
 import pickle
 import subprocess
@@ -16,6 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import jinja2
 import pytest
 
 from tests.conftest import HANG_SECONDS, ROOT
@@ -51,20 +53,51 @@ def _env(**values: str) -> dict[str, str]:
     return {**env, **values}
 
 
-def _plant_tree(private: Path, marker: Path) -> None:
-    """Every name the advisor reads in its private directory, each holding the payload."""
-    private.mkdir(parents=True, exist_ok=True)
-    payload = pickle.dumps(_Plant(marker))
-    import marshal
+KINDS = ("specs", "facts", "expressions", "templates")
 
-    entries = marshal.dumps({"k" * 64: payload})
-    for name in (
-        f"specs-{PY}-0.1.0.marshal",
-        f"facts-{PY}-0.1.0.marshal",
-        f"expressions-{PY}-jinja0-0.1.0-000000000000.marshal",
-        f"templates-{PY}-jinja0-0.1.0-000000000000.marshal",
-    ):
-        (private / name).write_bytes(entries)
+
+def _plant_tree(private: Path, marker: Path, kinds: tuple[str, ...] = KINDS) -> None:
+    """Every file the advisor reads in its private directory, under the names and keys that
+    `recommend --facts DCACHE -p gridftp` reads (taken from a clean run's cache), each entry
+    replaced by a payload that creates `marker` when loaded: a pickle for the validated
+    files, code for the expressions, Jinja bytecode whose checksum is that pickle for the
+    templates (only the files of `kinds`). test_the_planted_tree_runs_from_a_cache_the_user_owns
+    shows that each is live."""
+    pickled = pickle.dumps(_Plant(marker))
+    payloads = {
+        "specs": pickled,
+        "facts": pickled,
+        "expressions": marshal.dumps(compile(f"open({str(marker)!r}, 'w')", "<plant>", "exec")),
+        "templates": jinja2.bccache.bc_magic + pickled,
+    }
+    with tempfile.TemporaryDirectory() as clean:
+        made = _run(_env(SYSCTL_ADVISOR_CACHE=clean), "recommend", "--facts", DCACHE, "-p",
+                    "gridftp")  # fmt: skip
+        assert made.returncode == 0, made.stderr
+        files = sorted((Path(clean) / "private").glob("*.marshal"))
+        assert {f.name.split("-")[0] for f in files} == set(KINDS), files
+        private.mkdir(parents=True, exist_ok=True)
+        for file in files:
+            kind = file.name.split("-")[0]
+            if kind not in kinds:
+                continue
+            payload = payloads[kind]
+            keys = marshal.loads(file.read_bytes())
+            (private / file.name).write_bytes(marshal.dumps(dict.fromkeys(keys, payload)))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_planted_tree_runs_from_a_cache_the_user_owns(workdir: Path, kind: str) -> None:
+    """The control for the tests below: each file of the tree, in a cache directory that
+    passes every check (the user's own, 0700), is loaded and the marker appears; so where they
+    find no marker, the advisor refused the tree, not a payload that could never run."""
+    marker = workdir / "MARKER"
+    cache = workdir / "own-cache"
+    _plant_tree(cache / "private", marker, (kind,))
+    os.chmod(cache / "private", 0o700)
+    env = _env(SYSCTL_ADVISOR_CACHE=str(cache))
+    _run(env, "recommend", "--facts", DCACHE, "-p", "gridftp")
+    assert marker.exists()
 
 
 def test_a_relative_cache_root_is_never_used(workdir: Path) -> None:
@@ -130,11 +163,12 @@ def test_root_with_another_users_home_uses_no_cache(foreign_home: Path) -> None:
 _SWAPPER = """
 import ctypes, os, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
-a, b, seconds = sys.argv[1].encode(), sys.argv[2].encode(), float(sys.argv[3])
+a, b, stop, seconds = sys.argv[1].encode(), sys.argv[2].encode(), sys.argv[3], float(sys.argv[4])
 os.setgid(65534); os.setuid(65534)
 end = time.monotonic() + seconds
-swaps = 0
-while time.monotonic() < end:
+swaps = tries = 0
+while time.monotonic() < end and (tries % 1000 or not os.path.exists(stop)):
+    tries += 1
     if libc.renameat2(-100, a, -100, b, 2) == 0:  # AT_FDCWD, RENAME_EXCHANGE
         swaps += 1
 print(swaps)
@@ -158,8 +192,9 @@ def test_swapping_the_way_to_roots_cache_never_runs_the_users_code(foreign_home:
         os.chown(path, NOBODY, NOBODY)
     env = _env(SYSCTL_ADVISOR_CACHE=str(cache))
     clean = _run(_env(SYSCTL_ADVISOR_CACHE="off"), "recommend", "--facts", DCACHE, "-p", "gridftp")
+    stop = foreign_home.parent / "STOP"
     swapper = subprocess.Popen(
-        [sys.executable, "-c", _SWAPPER, str(cache), str(evil), str(HANG_SECONDS)],
+        [sys.executable, "-c", _SWAPPER, str(cache), str(evil), str(stop), str(HANG_SECONDS)],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -171,6 +206,7 @@ def test_swapping_the_way_to_roots_cache_never_runs_the_users_code(foreign_home:
             assert result.stdout == clean.stdout
             assert not marker.exists()
     finally:
-        swapper.kill()
-        swapper.wait()
+        stop.touch()
+        swaps, _ = swapper.communicate(timeout=HANG_SECONDS)
+    assert int(swaps) > 0  # the race ran: the directories were swapped while root ran
     assert "belongs to another user" in _run(env, "cache").stdout
