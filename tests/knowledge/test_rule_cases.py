@@ -86,6 +86,11 @@ class CaseFile(Record):
                 raise ValueError(f"cases.{index}: a check rule's case needs `conf`")
             if not check and (case.conf is not None or case.kernel is not None):
                 raise ValueError(f"cases.{index}: `conf` and `kernel` are for check rules")
+            if check and (case.profile is not None or case.params or case.expect != Expect()):
+                raise ValueError(
+                    f"cases.{index}: `profile`, `params` and `expect` are for advice rules "
+                    "(a check case says only whether the rule fires)"
+                )
 
 
 def load_case_file(path: Path) -> CaseFile:
@@ -218,6 +223,15 @@ def test_every_rule_has_firing_and_quiet_cases(kb: KnowledgeBase) -> None:
         ("rule: a.b\ncases:\n- {name: x, fires: true, params: {a: [1]}}\n", "params.a"),
         ("rule: a.b\ncases: []\n", "cases"),
         ("rule: check.x\ncases:\n- {name: x, fires: true}\n", "needs `conf`"),
+        (
+            "rule: check.x\ncases:\n- {name: x, fires: true, conf: 'a.b = 1',"
+            " expect: {findings: [check.x]}}\n",
+            "are for advice rules",
+        ),
+        (
+            "rule: check.x\ncases:\n- {name: x, fires: true, conf: 'a.b = 1', profile: p}\n",
+            "are for advice rules",
+        ),
     ],
 )
 def test_a_misspelt_case_is_an_error_not_a_silent_pass(
