@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.text_escape import one_line
 
 if TYPE_CHECKING:  # imported lazily at run time, so `--help` and `--version` stay fast
     from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
@@ -24,7 +25,9 @@ class Quiet:
 
 
 def error_line(message: str) -> None:
-    sys.stderr.write(f"sysctl-advisor: {message}\n")
+    """One line on stderr; a character of hostile text (ESC, BEL, a bidi override, a line
+    break) is written as a visible escape, never to the terminal."""
+    sys.stderr.write(f"sysctl-advisor: {one_line(message)}\n")
     sys.stderr.flush()
 
 

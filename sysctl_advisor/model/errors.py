@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sysctl_advisor.model.text_escape import one_line
+
 
 class InputError(Exception):
     """Bad input from the user: a file, a field or a command-line value. Exit code 2."""
@@ -27,5 +29,6 @@ class InputError(Exception):
         if self.path:
             where = self.path + (f":{self.line}" if self.line else "") + ": "
         field = f"{self.field}: " if self.field else ""
-        # One line, always: YAML and pydantic messages can span several.
-        return " ".join(f"{where}{field}{self.message}".split())
+        # One line, always: YAML and pydantic messages can span several; and no character of
+        # a hostile file's name, key or text (ESC, BEL, a bidi override) reaches a terminal.
+        return one_line(" ".join(f"{where}{field}{self.message}".split()))

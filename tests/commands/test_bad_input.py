@@ -323,3 +323,13 @@ def test_no_home_directory_means_no_cache_not_a_crash(workdir: Path) -> None:
     assert shown.returncode == 0, shown.stderr
     if os.geteuid() == 0:
         assert "no home directory" in shown.stdout
+
+
+def test_hostile_text_in_an_error_never_reaches_the_terminal(workdir: Path) -> None:
+    """The fourth review: a facts file's key carrying ESC sequences was echoed raw in the
+    one-line error. Every character that is not plain text is written as a visible escape."""
+    path = facts_file(workdir, 'memory: {total: 8 GiB}\n"\\e[31mEVIL\\e[0m\\a\\u202e": 1\n')
+    code, err = run("recommend", "--facts", path, "-p", "c1m-server")
+    assert code == 2 and "unknown field" in err
+    assert err.rstrip("\n").isprintable(), repr(err)
+    assert "\\x1b[31mEVIL" in err

@@ -322,3 +322,14 @@ def test_progress_bar_counts_hosts_and_skips(capsys: pytest.CaptureFixture[str])
         advance(HostOutcome("d", "d"))
     assert screen.getvalue() == before  # not a terminal: nothing drawn
     assert capsys.readouterr().out == ""  # the bar never touches stdout
+
+
+def test_a_hosts_hostile_text_never_reaches_the_terminal(workdir: Path) -> None:
+    """The fourth review: a host file's failure message with ESC, BEL and a bidi override
+    was printed raw in the skip line on the operator's terminal."""
+    tree = tree_of(workdir, GOOD[:1])
+    message = "boom\x1b[2J\x1b]0;pwned\x07 \u202eevil"
+    (tree / "evil-02").write_text(json.dumps({"failed": True, "msg": message}))
+    code, err = fleet("--ansible-facts", tree, "--out", workdir / "out", "-p", "c1m-server")
+    assert code == 1 and "skipped evil-02:" in err
+    assert all(line.isprintable() for line in err.splitlines()), repr(err)
