@@ -132,6 +132,7 @@ class Checker:
         )
         self._rules_by_key: dict[tuple[str, bool, bool], list[CheckRule]] = {}
         self._usable: list[CheckRule] | None = None
+        self._globs: dict[str, dict[str, Any]] = {}  # what each glob pattern reaches, once
         self._memo: dict[tuple[str, str, bool, bool, bool], list[tuple[CheckRule, str]]] = {}
         # What the file reader noticed, by kind, and the structural rule that reports it.
         self.reported_by: dict[str, CheckRule] = {
@@ -182,7 +183,11 @@ class Checker:
 
     def _glob(self, pattern: str) -> dict[str, Any]:
         """What a glob line reaches: the catalog's keys it matches on the target kernel, the
-        kinds of value they hold, and whether it matches every key there is."""
+        kinds of value they hold, and whether it matches every key there is (worked out once
+        per pattern: a file may repeat one with many values)."""
+        known = self._globs.get(pattern)
+        if known is not None:
+            return known
         catalog, kernel = self.kb.catalog, self.context.kernel
         matches = [
             name
@@ -191,7 +196,7 @@ class Checker:
             and (kernel is None or catalog.exists(name, kernel))
         ]
         specs = [catalog.keys[name] for name in matches]
-        return {
+        found = self._globs[pattern] = {
             "matches": matches,
             "kinds": sorted({f"{spec.unit}/{spec.length}" for spec in specs}),
             # Nothing but wildcards and separators: every key of the kernel, whatever it is.
@@ -199,6 +204,7 @@ class Checker:
             # fnmatch(3), as procps and systemd call it, matches an unclosed '[' literally.
             "unclosed": _UNCLOSED_BRACKET.search(pattern) is not None,
         }
+        return found
 
     def _rules_for(self, key: str, is_glob: bool, dump: bool) -> list[CheckRule]:
         """The assignment rules that look at a key (or a glob line) of a file or of a dump (the
@@ -236,7 +242,7 @@ class Checker:
             new_budget()  # the work the rules may do for one line: the whole, linear in lines
             scope = self._scope(key, value, ignore_failure)
             if is_glob:
-                scope["glob"] = self._glob(key)
+                scope["glob"] = self._globs.get(key) or self._globs.setdefault(key, self._glob(key))
         compiler = self.kb.compiler
         shared: Context | None = None  # the `when` of rules without lets, read-only
         for rule in rules:

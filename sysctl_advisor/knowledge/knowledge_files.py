@@ -21,9 +21,14 @@ MAX_RULE_DEPTH = 8  # folders below a rules directory (the shipped ones use one)
 def rule_files(directory: Path) -> list[Path]:
     """Every *.yaml under a rules directory but its catalog/ and check/ folders (the key
     catalog and the `check` linter's rules have their own schemas); folders nested deeper than
-    MAX_RULE_DEPTH are refused (a thousand of them made the walk itself fail)."""
+    MAX_RULE_DEPTH are refused (a thousand of them made the walk itself fail), and so is a
+    folder that cannot be listed (skipped, its rules would silently not load)."""
     found: list[Path] = []
-    for folder, folders, files in os.walk(directory):
+
+    def unreadable(exc: OSError) -> None:  # a folder skipped would hide its rules
+        raise InputError(f"cannot list it: {exc.strerror or exc}", path=exc.filename)
+
+    for folder, folders, files in os.walk(directory, onerror=unreadable):
         relative = Path(folder).relative_to(directory).parts
         if len(relative) >= MAX_RULE_DEPTH and folders:
             raise InputError(
