@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sysctl_advisor.commands.common import choose, emit, load_knowledge, read_facts, to_stdout
 from sysctl_advisor.engine.lint import CheckContext, Checker, CheckFinding, CheckReport
@@ -16,6 +17,10 @@ from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.model.severity import SEVERITY_ORDER
 from sysctl_advisor.sources.sysctl_files import read_file, read_tree
+
+if TYPE_CHECKING:
+    from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+    from sysctl_advisor.outputs.files import OutputFile
 
 
 def check(
@@ -35,10 +40,37 @@ def check(
     choose(fmt, formats.CHECK, "--format")
     choose(fail_on, SEVERITY_ORDER, "--fail-on")
     extra = [_format_and_file(pair) for pair in also or []]
-    _distinct_outputs(output, [path for _, path in extra])
     if profile is not None and facts is None:
         raise InputError("--profile needs --facts", field="--profile")
-    kb = load_knowledge()
+    files = _output_files(output, [path for _, path in extra])
+    try:
+        kb = load_knowledge()
+        report = check_paths(
+            Checker(kb, kb.check_rules, _context(kb, facts, kernel, profile)),
+            paths,
+            whole_directory,
+        )
+        color = wants_color(sys.stdout) if files[0] is None and fmt == "text" else False
+        main = render_check(report, fmt, kb.check_rules, color=color)
+        if files[0] is None:
+            emit(main, None)
+        else:
+            files[0].write(main)
+        for (extra_fmt, _), file in zip(extra, files[1:], strict=True):  # one check, many formats
+            assert file is not None
+            file.write(render_check(report, extra_fmt, kb.check_rules, color=False))
+    finally:
+        for file in files:
+            if file is not None:
+                file.close()
+    worst = report.worst()
+    return 1 if worst is not None and worst <= SEVERITY_ORDER[fail_on] else 0
+
+
+def _context(
+    kb: KnowledgeBase, facts: Path | None, kernel: str | None, profile: str | None
+) -> CheckContext:
+    """What is known of the target host: its facts (and a plan for it), or a kernel."""
     context = CheckContext()
     if facts is not None:  # the planner (and the facts model) only for a known host
         from sysctl_advisor.engine.plan_builder import build_plan, host_variables
@@ -54,33 +86,33 @@ def check(
             context.kernel = KernelVersion.parse(kernel)
         except ValueError as exc:
             raise InputError(str(exc), field="--kernel") from None
-    report = check_paths(Checker(kb, kb.check_rules, context), paths, whole_directory)
-    color = wants_color(sys.stdout) if to_stdout(output) and fmt == "text" else False
-    emit(render_check(report, fmt, kb.check_rules, color=color), output)
-    for extra_fmt, path in extra:  # one check, written in several formats
-        emit(render_check(report, extra_fmt, kb.check_rules, color=False), path)
-    worst = report.worst()
-    return 1 if worst is not None and worst <= SEVERITY_ORDER[fail_on] else 0
+    return context
 
 
-def _distinct_outputs(output: Path | None, extra: list[Path]) -> None:
-    """Every report goes to a file of its own, in a directory it may be written to, checked
-    before anything is written (a report never replaces another, nor stops half-way)."""
-    from sysctl_advisor.model.directories import UntrustedDirectory, open_directory
+def _output_files(output: Path | None, extra: list[Path]) -> list[OutputFile | None]:
+    """The report files (None: standard output), each made ready (its directory opened and
+    checked, the target checked) before anything is written, and each a file of its own
+    however it is named: a report never replaces another, nor stops half-way."""
+    from sysctl_advisor.outputs.files import OutputFile
 
-    named = ([] if to_stdout(output) else [output]) + extra
-    seen: set[str] = set()
-    for path in named:
-        assert path is not None
-        where = os.path.abspath(path)
-        if where in seen:
-            raise InputError("two reports would be written to this file", path=path, field="--also")
-        seen.add(where)
-        try:
-            fd, _ = open_directory(path.parent if str(path.parent) else Path("."))
-        except UntrustedDirectory as exc:
-            raise InputError(f"cannot write there: {exc}", path=path, field="--also") from None
-        os.close(fd)
+    files: list[OutputFile | None] = []
+    try:
+        files.append(OutputFile(output) if output is not None and not to_stdout(output) else None)
+        seen = {files[0].identity} if files[0] is not None else set()
+        for path in extra:
+            file = OutputFile(path)
+            files.append(file)
+            if file.identity in seen:
+                raise InputError(
+                    "two reports would be written to this file", path=path, field="--also"
+                )
+            seen.add(file.identity)
+    except BaseException:
+        for opened in files:
+            if opened is not None:
+                opened.close()
+        raise
+    return files
 
 
 def _format_and_file(pair: str) -> tuple[str, Path]:

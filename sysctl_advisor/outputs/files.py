@@ -24,81 +24,106 @@ STALE_SECONDS = 600  # a temporary file this old is a killed run's, not a concur
 
 
 def write_atomic(path: Path, content: str) -> None:
-    """Write a file so that readers see the old or the new content, never a half-written one.
-
-    The directory is opened once, from `/` and checked on the way (model/directories.py: no
-    directory another user owns or may rename entries in, so root never writes where a user
-    can redirect it), and everything after goes through its descriptor. The new
-    file is created there under a fresh random name (O_EXCL, never through a link, 0600) and
-    given its final mode through its own descriptor (fchmod), never by name: the mode of the
-    file it replaces without the setuid, setgid and sticky bits, or 0666 less the umask for a
-    new file. Root's output is root's: owned by root and writable by no one else, whatever the
-    replaced file allowed (a file planted as `nobody`, mode 0777, must not make what root
-    applies writable by `nobody`). The file and its directory are fsynced. A target that is a
-    symlink, a device, a FIFO or a directory is refused, not replaced (write the real path;
-    `-` is standard output). Temporary files of this target that a killed run left (this
-    user's, older than STALE_SECONDS) are removed first.
-    """
-    directory = path.parent if str(path.parent) else Path(".")
+    """Write a file so that readers see the old or the new content, never a half-written one
+    (OutputFile says how)."""
+    target = OutputFile(path)
     try:
-        parent, _ = open_directory(directory)
-    except UntrustedDirectory as exc:
-        raise InputError(f"cannot write there: {exc}", path=path) from None
-    try:
-        _write_in(parent, path, content)
+        target.write(content)
     finally:
-        os.close(parent)
+        target.close()
 
 
-def _write_in(parent: int, path: Path, content: str) -> None:
-    name = path.name
-    try:
-        existing: os.stat_result | None = os.stat(name, dir_fd=parent, follow_symlinks=False)
-    except FileNotFoundError:
-        existing = None
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror}", path=path) from None
-    if existing is not None:
-        if stat.S_ISLNK(existing.st_mode):
-            raise InputError(
-                "is a symbolic link; give the file it points to (links are not followed when "
-                "writing)",
-                path=path,
+class OutputFile:
+    """An output file, made ready before anything is written: its directory opened once, from
+    `/` and checked on the way (model/directories.py: no directory another user owns or may
+    rename entries in, so root never writes where a user can redirect it), and the target in
+    it checked; everything after goes through the directory's descriptor.
+
+    `write` creates the new file there under a fresh random name (O_EXCL, never through a
+    link, 0600), gives it its final mode through its own descriptor (fchmod), never by name:
+    the mode of the file it replaces without the setuid, setgid and sticky bits, or 0666 less
+    the umask for a new file. Root's output is root's: owned by root and writable by no one
+    else, whatever the replaced file allowed (a file planted as `nobody`, mode 0777, must not
+    make what root applies writable by `nobody`). The file and its directory are fsynced. A
+    target that is a symlink, a device, a FIFO or a directory is refused, not replaced (write
+    the real path; `-` is standard output), when the OutputFile is made and again when it is
+    written. Temporary files of this target that a killed run left (this user's, older than
+    STALE_SECONDS) are removed first.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        directory = path.parent if str(path.parent) else Path(".")
+        try:
+            self._parent, _ = open_directory(directory)
+        except UntrustedDirectory as exc:
+            raise InputError(f"cannot write there: {exc}", path=path) from None
+        try:
+            self._mode()
+            info = os.fstat(self._parent)
+        except BaseException:
+            self.close()
+            raise
+        # The same file however it is named (a link to the directory, `a/../b`).
+        self.identity = (info.st_dev, info.st_ino, path.name)
+
+    def close(self) -> None:
+        if self._parent >= 0:
+            os.close(self._parent)
+            self._parent = -1
+
+    def _mode(self) -> int:
+        """The new file's mode; InputError for a target that is not a regular file."""
+        path = self.path
+        try:
+            existing = os.stat(path.name, dir_fd=self._parent, follow_symlinks=False)
+        except FileNotFoundError:
+            mode = 0o666 & ~_umask()
+        except OSError as exc:
+            raise InputError(f"cannot write: {exc.strerror}", path=path) from None
+        else:
+            if stat.S_ISLNK(existing.st_mode):
+                raise InputError(
+                    "is a symbolic link; give the file it points to (links are not followed "
+                    "when writing)",
+                    path=path,
+                )
+            if not stat.S_ISREG(existing.st_mode):
+                raise InputError(
+                    "is not a regular file (a device, FIFO or directory); use - for standard "
+                    "output",
+                    path=path,
+                )
+            mode = stat.S_IMODE(existing.st_mode) & 0o777
+        return mode & 0o755 if os.geteuid() == 0 else mode
+
+    def write(self, content: str) -> None:
+        path, parent, name = self.path, self._parent, self.path.name
+        mode = self._mode()
+        _remove_stale_temporaries(parent, name)
+        temporary = f".{name}.{secrets.token_hex(4)}.tmp"
+        try:
+            fd = os.open(
+                temporary,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o600,
+                dir_fd=parent,
             )
-        if not stat.S_ISREG(existing.st_mode):
-            raise InputError(
-                "is not a regular file (a device, FIFO or directory); use - for standard output",
-                path=path,
-            )
-        mode = stat.S_IMODE(existing.st_mode) & 0o777
-    else:
-        mode = 0o666 & ~_umask()
-    if os.geteuid() == 0:
-        mode &= 0o755
-    _remove_stale_temporaries(parent, name)
-    temporary = f".{name}.{secrets.token_hex(4)}.tmp"
-    try:
-        fd = os.open(
-            temporary,
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-            0o600,
-            dir_fd=parent,
-        )
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror}", path=path) from None
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
-        with contextlib.suppress(OSError):
-            os.fsync(parent)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary, dir_fd=parent)
-        raise InputError(f"cannot write: {exc.strerror}", path=path) from None
+        except OSError as exc:
+            raise InputError(f"cannot write: {exc.strerror}", path=path) from None
+        try:
+            os.fchmod(fd, mode)
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+                handle.write(content)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
+            with contextlib.suppress(OSError):
+                os.fsync(parent)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=parent)
+            raise InputError(f"cannot write: {exc.strerror}", path=path) from None
 
 
 def _remove_stale_temporaries(parent: int, name: str) -> None:

@@ -304,3 +304,25 @@ def test_also_refuses_two_reports_in_one_file_and_checks_every_target_first(
         app, ["check", conf, "-o", str(out), "--also", f"json={tmp_path / 'nowhere' / 'x'}"]
     )
     assert missing.exit_code == 2 and "nowhere" in missing.stderr and not out.exists()
+
+
+def test_also_knows_one_file_by_any_name_and_checks_each_target_itself(tmp_path: Path) -> None:
+    """A later review: a directory link made one file two targets (`-o real/r --also
+    json=alias/r` left only the JSON), and a target that is a directory or a link was refused
+    only after the reports before it were written."""
+    conf = str(FIXTURES / "annotated.conf")
+    (tmp_path / "real").mkdir()
+    (tmp_path / "alias").symlink_to("real")
+    out = tmp_path / "real" / "r"
+    aliased = runner.invoke(
+        app, ["check", conf, "-o", str(out), "--also", f"json={tmp_path / 'alias' / 'r'}"]
+    )
+    assert aliased.exit_code == 2 and "two reports" in aliased.stderr and not out.exists()
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    for target, words in (("adir", "not a regular file"), ("link", "symbolic link")):
+        refused = runner.invoke(
+            app, ["check", conf, "-o", str(out), "--also", f"json={tmp_path / target}"]
+        )
+        assert refused.exit_code == 2 and words in refused.stderr, refused.stderr
+        assert not out.exists() and not (tmp_path / "elsewhere").exists()
