@@ -9,7 +9,7 @@ this module groups directives by address and reports, per socket, the backlog ng
 
 from __future__ import annotations
 
-import glob
+import fnmatch
 import os
 import stat
 from dataclasses import dataclass
@@ -28,6 +28,12 @@ MAX_INCLUDE_DEPTH = 16
 MAX_CONFIG_BYTES = 16 * 1024 * 1024  # of all the files together
 MAX_FILES = 50_000  # files read, includes included
 MAX_DIRECTIVES = 500_000  # (`;` and `{`) of all the files: what crossplane builds a dict for
+MAX_LISTED = 200_000  # directory entries one wildcard include may look at
+_SUBDIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class _Refused(Exception):
+    """Why a wildcard include is not read."""
 
 
 @dataclass(frozen=True)
@@ -78,22 +84,91 @@ class _Reader:
         self.directives = 0
 
     def _resolve(self, pattern: str) -> list[Path]:
+        """The files an include names: a path as it is (read, or refused, like every file),
+        or a wildcard's matches (`_glob`). With a confinement, a name outside it is never
+        listed or probed: a path's links are resolved only to compare it with the
+        confinement, and a wildcard is expanded by descriptor from inside it."""
         if pattern.startswith("/"):
             base = (self.root or Path("/")) / pattern.lstrip("/")
         else:
             base = self.config_dir / pattern
-        globbed = any(c in pattern for c in "*?[")
-        fixed = Path(str(base).split("*")[0].split("?")[0].split("[")[0]) if globbed else base
-        if self.confine is not None and not inside(self.confine, fixed.parent):
+        parts = base.parts
+        first = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")), None)
+        fixed = base if first is None else Path(*parts[:first])
+        if self.confine is not None and not inside(self.confine, fixed):
             # never listed or probed: the names there are none of a facts file's business
             self.errors.append(f"include {one_line(pattern)}: outside {self.confine}; not read")
             return []
-        if globbed:
-            return sorted(Path(p) for p in glob.glob(str(base)))
-        if not base.exists():
-            self.errors.append(f"{base}: included file not found")
+        if first is None:
+            return [base]
+        return self._glob(fixed, list(parts[first:]), pattern)
+
+    def _glob(self, start: Path, rest: list[str], pattern: str) -> list[Path]:
+        """A wildcard include's matches, as glob(3) finds them for nginx (sorted, no hidden
+        names unless the pattern asks), but by descriptor: from `start` (opened, and checked
+        inside the confinement as that descriptor resolves) one component at a time, never
+        through a link to list what lies beyond it (a matched link to a file is judged when
+        it is read) and, with a confinement, never up through `..`; at most MAX_LISTED names
+        are looked at and MAX_FILES gathered."""
+        shown = f"include {one_line(pattern)}"
+        found: list[Path] = []
+        listed = 0
+
+        def expand(fd: int, where: Path, parts: list[str]) -> None:
+            nonlocal listed
+            part, later = parts[0], parts[1:]
+            if part in ("", "."):
+                if later:
+                    expand(fd, where, later)
+                return
+            if part == "..":
+                if self.confine is not None:
+                    raise _Refused("`..` after a wildcard")
+                names = [".."]
+            else:
+                names = []
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        listed += 1
+                        if listed > MAX_LISTED:
+                            raise _Refused(f"looks at more than {MAX_LISTED:,} names")
+                        hidden = entry.name.startswith(".") and not part.startswith(".")
+                        if not hidden and fnmatch.fnmatchcase(entry.name, part):
+                            names.append(entry.name)
+            for name in sorted(names):
+                if not later:
+                    found.append(where / name)
+                    if len(found) > MAX_FILES:
+                        raise _Refused(f"matches more than {MAX_FILES:,} files")
+                    continue
+                try:
+                    sub = os.open(name, _SUBDIRECTORY, dir_fd=fd)
+                except OSError:
+                    continue  # not a directory, or a link: nothing is listed beyond it
+                try:
+                    expand(sub, where / name, later)
+                finally:
+                    os.close(sub)
+
+        try:
+            fd = os.open(start, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            self.errors.append(f"{shown}: {exc.strerror or exc}")
             return []
-        return [base]
+        try:
+            opened = Path(os.readlink(f"/proc/self/fd/{fd}"))
+            if self.confine is not None and not inside(self.confine, opened):
+                raise _Refused(f"outside {self.confine}")
+            expand(fd, start, rest)
+        except _Refused as exc:
+            self.errors.append(f"{shown}: {exc}; not read")
+            return []
+        except OSError as exc:
+            self.errors.append(f"{shown}: {exc.strerror or exc}")
+            return []
+        finally:
+            os.close(fd)
+        return found
 
     def read(self, path: Path, inside_server: bool, depth: int = 0) -> None:
         if depth > MAX_INCLUDE_DEPTH:

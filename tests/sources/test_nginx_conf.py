@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from sysctl_advisor.cli import app
@@ -229,3 +230,48 @@ def test_blocks_nested_a_thousand_deep_are_one_error(tmp_path: Path) -> None:
     config.write_text("a {" * 965 + "server { listen 80 backlog=200; }" + "}" * 965 + "\n")
     parsed = read_nginx(config)
     assert parsed.error is not None
+
+
+def test_a_wildcard_include_never_lists_outside_the_confinement(tmp_path: Path) -> None:
+    """A wildcard that climbs out with `..` after it (`x*/../../secret/*`), or matches a
+    link to a directory outside, was expanded by glob(3) semantics and listed the names
+    there: the wildcard is walked by descriptor from inside, links are not followed to list
+    and `..` after a wildcard is refused."""
+    secret = tmp_path / "secret"
+    secret.mkdir(mode=0o700)
+    (secret / "password-is-hunter2.conf").write_text("server { listen 9999; }\n")
+    confined = tmp_path / "confined"
+    (confined / "xa").mkdir(parents=True)
+    (confined / "sites").mkdir()
+    (confined / "sites" / "ok.conf").write_text("server { listen 8081; }\n")
+    (confined / "linked").symlink_to(secret, target_is_directory=True)
+    config = confined / "nginx.conf"
+    config.write_text(
+        "http { server { listen 80; }\n  include x*/../../secret/pass*;\n  include */*.conf; }\n"
+    )
+    parsed = read_nginx(config, confine=confined)
+    addresses = {s.address for s in parsed.listens}
+    assert addresses == {"*:80", "*:8081"}
+    assert parsed.error is not None and "`..` after a wildcard" in parsed.error
+    assert "hunter2" not in parsed.error
+    # unconfined (the operator's own --nginx-conf) a wildcard still climbs as glob(3) does
+    parsed = read_nginx(config)
+    assert "*:9999" in {s.address for s in parsed.listens}
+
+
+def test_a_wildcard_include_that_looks_at_too_many_names_is_one_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`*/*/*/*` over a wide tree looked at every name in it: the names one wildcard looks
+    at are bounded (the bound is lowered here so the tree stays small)."""
+    from sysctl_advisor.sources import nginx_conf
+
+    monkeypatch.setattr(nginx_conf, "MAX_LISTED", 50)
+    for i in range(10):
+        for j in range(10):
+            (tmp_path / f"d{i}" / f"e{j}").mkdir(parents=True)
+    config = tmp_path / "nginx.conf"
+    config.write_text("http { server { listen 80; } include */*/*.conf; }\n")
+    parsed = read_nginx(config, confine=tmp_path)
+    assert [s.address for s in parsed.listens] == ["*:80"]
+    assert parsed.error is not None and "looks at more than 50 names" in parsed.error
