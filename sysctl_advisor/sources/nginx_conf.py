@@ -210,6 +210,9 @@ class _Reader:
         shown = self._shown(path)
         try:
             found = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except FileNotFoundError:
+            self.errors.append(f"{shown}: file not found")
+            return None
         except OSError as exc:
             self.errors.append(f"{shown}: {exc.strerror or exc}")
             return None
