@@ -216,6 +216,7 @@ COMMANDS: tuple[Command, ...] = (
                 "With --facts: report departures from it (info).",
                 metavar="NAME",
             ),
+            "settings": SETTINGS,
             "fmt": _format(formats.CHECK, "text"),
             "fail_on": Option(
                 ("--fail-on",),

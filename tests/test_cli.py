@@ -386,3 +386,36 @@ def test_check_knows_rhel6_backported_reserved_ports(workdir: Path) -> None:
     assert code == 0 and "no findings" in out
     code, out, _ = run("check", "--kernel", "2.6.32.61", str(conf))
     assert code == 1 and "check.key-not-in-kernel" in out
+
+
+@pytest.mark.parametrize(
+    ("profile", "facts", "settings"),
+    [
+        ("frontend-proxy", "ec2-nginx-frontend.yaml", ["listen_backlog=65535"]),
+        ("gridftp", "dtn-10g.yaml", ["rtt_ms=200", "streams=1"]),
+    ],
+)
+def test_check_takes_the_set_recommend_took(
+    workdir: Path, profile: str, facts: str, settings: list[str]
+) -> None:
+    """A conf written by `recommend --set` departs from the profile's defaults, and not from
+    the same profile run with the same --set."""
+    conf, facts_file = workdir / "made.conf", str(EXAMPLES / facts)
+    sets = [arg for pair in settings for arg in ("--set", pair)]
+    made = ["--facts", facts_file, "--profile", profile]
+    assert run("recommend", *made, *sets, "--output", str(conf))[0] == 0
+    code, out, _ = run("check", str(conf), *made, "--format", "json")
+    assert code == 0 and "check.departs-from-recommendation" in out
+    code, out, _ = run("check", str(conf), *made, *sets, "--format", "json")
+    assert code == 0 and "check.departs-from-recommendation" not in out, out
+
+
+def test_check_set_needs_a_profile_and_a_known_parameter(workdir: Path) -> None:
+    conf = workdir / "x.conf"
+    conf.write_text("net.core.somaxconn = 4096\n")
+    code, _, err = run("check", str(conf), "--set", "listen_backlog=2048")
+    assert_one_line_error(code, err, "--set", "--profile")
+    code, _, err = run(
+        "check", str(conf), "--facts", DCACHE, "-p", "frontend-proxy", "--set", "bogus=1"
+    )
+    assert_one_line_error(code, err, "bogus")

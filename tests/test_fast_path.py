@@ -72,6 +72,7 @@ ACCEPTED = [
     ["diff", "--profile", "base", "--current", "x.conf", "--format", "json"],
     ["check", "a.conf", "--format", "sarif", "b", "--fail-on", "warning", "--whole-directory"],
     ["check", "--kernel", "5.15", "-f", "markdown", "x.conf", "-p", "base", "--facts", FACTS],
+    ["check", "x.conf", "-p", "gridftp", "--facts", FACTS, "-s", "rtt_ms=200", "--set", "x=4"],
 ]
 REFUSED = [
     ["recommend", "--help"],

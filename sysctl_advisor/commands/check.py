@@ -11,7 +11,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sysctl_advisor.commands.common import choose, emit, load_knowledge, read_facts, to_stdout
+from sysctl_advisor.commands.common import (
+    choose,
+    emit,
+    load_knowledge,
+    parse_overrides,
+    read_facts,
+    to_stdout,
+)
 from sysctl_advisor.engine.lint import CheckContext, Checker, CheckFinding, CheckReport
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelVersion
@@ -28,6 +35,7 @@ def check(
     facts: Path | None = None,
     kernel: str | None = None,
     profile: str | None = None,
+    settings: list[str] | None = None,
     fmt: str = "text",
     fail_on: str = "error",
     whole_directory: bool = False,
@@ -42,11 +50,14 @@ def check(
     extra = [_format_and_file(pair) for pair in also or []]
     if profile is not None and facts is None:
         raise InputError("--profile needs --facts", field="--profile")
+    overrides = parse_overrides(settings)
+    if overrides and profile is None:
+        raise InputError("a profile parameter needs --profile", field="--set")
     files = _output_files(output, [path for _, path in extra])
     try:
         kb = load_knowledge()
         report = check_paths(
-            Checker(kb, kb.check_rules, _context(kb, facts, kernel, profile)),
+            Checker(kb, kb.check_rules, _context(kb, facts, kernel, profile, overrides)),
             paths,
             whole_directory,
         )
@@ -68,9 +79,14 @@ def check(
 
 
 def _context(
-    kb: KnowledgeBase, facts: Path | None, kernel: str | None, profile: str | None
+    kb: KnowledgeBase,
+    facts: Path | None,
+    kernel: str | None,
+    profile: str | None,
+    overrides: dict[str, str] | None = None,
 ) -> CheckContext:
-    """What is known of the target host: its facts (and a plan for it), or a kernel."""
+    """What is known of the target host: its facts (and a plan for it, the profile run with
+    the same --set parameters `recommend` takes), or a kernel."""
     context = CheckContext()
     if facts is not None:  # the planner (and the facts model) only for a known host
         from sysctl_advisor.engine.plan_builder import build_plan, host_variables
@@ -80,7 +96,7 @@ def _context(
         context.facts, context.host, context.defaults = host, variables["host"], defaults
         context.kernel = variables["kernel"].version
         if profile is not None:
-            context.plan = build_plan(kb, host, profile)
+            context.plan = build_plan(kb, host, profile, overrides)
     if kernel is not None:
         try:
             context.kernel = KernelVersion.parse(kernel)
