@@ -10,9 +10,11 @@
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +25,7 @@ from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.values import parse_current
 from sysctl_advisor.model.current_config import from_values
 from sysctl_advisor.model.host_facts import facts_from_data
+from tests.conftest import ROOT
 from tests.test_properties import PROFILE_PARAMS, hosts, profile_and_params
 
 SETTINGS = settings(
@@ -167,3 +170,104 @@ def test_base_acts_only_on_evidence_or_hard_facts(kb: KnowledgeBase, host: dict[
 
 def test_profiles_covered() -> None:
     assert set(PROFILE_PARAMS) == {"base", "frontend-proxy", "gridftp", "c1m-server"}
+
+
+HEADROOM = yaml.safe_load((ROOT / "rules" / "catalog" / "kernel-model.yaml").read_text())["quantities"][
+    "evidence_headroom"
+]["eras"][0]["value"]
+
+# Counters and peaks as a host reports them: drops with and without the packets processed and
+# a monitoring window, and TCP memory peaks up to all of RAM.
+observed_evidence = st.fixed_dictionaries(
+    {},
+    optional={
+        "softnet_dropped": st.integers(1, 10**7),
+        "softnet": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "cpu": st.integers(0, 63),
+                    "processed": st.integers(0, 10**9),
+                    "dropped": st.integers(0, 10**6),
+                    "time_squeeze": st.integers(0, 10**5),
+                }
+            ),
+            max_size=4,
+            unique_by=lambda c: c["cpu"],
+        ),
+        "period": st.sampled_from(
+            [
+                {"kind": "snapshot", "source": "/proc", "at": "2026-11-27T00:00:00Z"},
+                {
+                    "kind": "history",
+                    "source": "http://prometheus:9090",
+                    "at": "2026-11-27T00:00:00Z",
+                    "window_seconds": 86400,
+                },
+            ]
+        ),
+        "tcp_mem_pages_peak": st.integers(0, 2**29),
+        "orphans_peak": st.integers(0, 10**6),
+        "time_wait_peak": st.integers(0, 10**6),
+        "connections_peak": st.integers(0, 10**7),
+        "listen_overflows": st.integers(0, 10**6),
+        "rx_overruns": st.integers(0, 10**6),
+    },
+)
+
+
+@SETTINGS
+@given(host=hosts, pp=profile_and_params, observed=observed_evidence, data=st.data())
+def test_no_cap_goes_below_observed_use_with_headroom(
+    kb: KnowledgeBase,
+    host: dict[str, Any],
+    pp: tuple[str, dict[str, Any]],
+    observed: dict[str, Any],
+    data: st.DataObject,
+) -> None:
+    """Issue 33, item 1: a cap (half of RAM, the 32-bit lowmem share) never takes tcp_mem max
+    below the TCP memory the host was seen using with headroom, unless the value in force was
+    already lower (a cap never raises). tcp_mem is the one key a cap holds that an observed
+    peak measures: the other caps (the 16-bit backlog, per-socket buffer shares) bound a
+    single socket, which no observed figure reports."""
+    host = {**host, "sysctl": _in_force(data, kb), "observed": observed}
+    facts, plan = _plan(kb, host, pp)
+    peak = observed.get("tcp_mem_pages_peak")
+    settings = {s.key: s for s in plan.settings}
+    if not peak or "net.ipv4.tcp_mem" not in settings:
+        return
+    headroom = HEADROOM
+    spec = kb.catalog.keys["net.ipv4.tcp_mem"]
+    text = facts.sysctl.get("net.ipv4.tcp_mem")
+    held = parse_current(text, spec) if text is not None else None
+    if not isinstance(held, list):
+        held = [int(n) for n in (host_defaults(kb, facts)["net.ipv4.tcp_mem"] or "0 0 0").split()]
+    needed = math.ceil(peak * headroom)
+    got = settings["net.ipv4.tcp_mem"].values[2]
+    assert got >= min(held[2], needed, spec.max), (held, peak, got, plan.findings)
+
+
+@SETTINGS
+@given(host=hosts, pp=profile_and_params, observed=observed_evidence, data=st.data())
+def test_the_advice_applied_asks_for_nothing_more(
+    kb: KnowledgeBase,
+    host: dict[str, Any],
+    pp: tuple[str, dict[str, Any]],
+    observed: dict[str, Any],
+    data: st.DataObject,
+) -> None:
+    """Issue 33, the fixed point: facts whose values in force are the plan's own values, with
+    the same counters, give the same plan, and `diff` finds nothing to change. Evidence from
+    cumulative counters is never applied again to a value already raised for it."""
+    host = {**host, "sysctl": _in_force(data, kb), "observed": observed}
+    facts, first = _plan(kb, host, pp)
+    applied = {**host["sysctl"], **{s.key: s.value for s in first.settings}}
+    again_facts, again = _plan(kb, {**host, "sysctl": applied}, pp)
+    before = {s.key: s.value for s in first.settings}
+    after = {s.key: s.value for s in again.settings}
+    # a key the plan restated may drop out once in force (nothing left to say); none moves
+    moved = {k: (before.get(k), v) for k, v in after.items() if before.get(k, v) != v}
+    assert not moved, moved
+    version = kb.catalog.kernel_for(again_facts)[0]
+    current = from_values(applied, "facts", "test", "facts")
+    report = build_diff(again, current, kb.catalog, version)
+    assert not [e.key for e in report.entries if e.status in ("change", "missing")]
