@@ -51,6 +51,9 @@ class Expect(Record):
     capped: list[str] = Field(default_factory=list)
     findings: list[str] = Field(default_factory=list)
     no_findings: list[str] = Field(default_factory=list)
+    severities: dict[str, str] = Field(
+        default_factory=dict, description="finding id -> the severity it must have"
+    )
     companions: list[str] = Field(default_factory=list)
     companions_absent: list[str] = Field(default_factory=list)
     unchanged: list[str] = Field(default_factory=list)
@@ -158,6 +161,9 @@ def test_case(kb: KnowledgeBase, rule_id: str, case: Case, tmp_path: Path) -> No
         assert fid in finding_ids, finding_ids
     for fid in expect.no_findings:
         assert fid not in finding_ids
+    for fid, severity in expect.severities.items():
+        found = {str(f.severity) for f in plan.findings if f.id == fid}
+        assert found == {severity}, (fid, found)
     for text in expect.companions:
         assert any(text in c.setting for c in plan.companions), plan.companions
     for key in expect.unchanged:
