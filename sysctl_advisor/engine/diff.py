@@ -35,6 +35,10 @@ class DiffEntry:
     status: str
     source: str | None
     rationale: str
+    # as the plan's Setting: who set `kernel_default` when it is the host's default but not
+    # the kernel's own, and the kernel's own as modelled
+    default_set_by: str | None = None
+    modelled_default: str | None = None
 
 
 @dataclass
@@ -91,6 +95,8 @@ def build_diff(
                 status=status,
                 source=found.source if found else None,
                 rationale=setting.rationale,
+                default_set_by=setting.default_set_by,
+                modelled_default=setting.modelled_default,
             )
         )
     planned = {s.key for s in plan.settings}

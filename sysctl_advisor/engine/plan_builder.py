@@ -9,6 +9,7 @@ enforced.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -124,19 +125,33 @@ def host_defaults(kb: KnowledgeBase, facts: HostFacts) -> dict[str, str | None]:
     return {k: (conf_text(v) if v is not None else None) for k, v in defaults.items()}
 
 
+class HostDefault(NamedTuple):
+    """A host's default that is not the kernel's own: who set it (a tuning daemon and its
+    profile file, a sysctl file and line, or UNKNOWN_SETTER), the kernel's own as modelled
+    (None: not modelled) and, where it was not foreseen, a note for the plan."""
+
+    set_by: str
+    modelled: str | None
+    note: str | None
+
+
+UNKNOWN_SETTER = "no sysctl file (systemd, a tuning daemon, or the kernel unlike its model)"
+
+
 def _kernel_values_as_defaults(
     kb: KnowledgeBase,
     facts: HostFacts,
     defaults: dict[str, Any],
     current: dict[str, Value | None],
     variables: dict[str, Any],
-) -> dict[str, str]:
+) -> dict[str, HostDefault]:
     """Model error is never drift: a value in force that the kernel set itself (no sysctl.d
-    file sets it, when the facts say which files do) or that lies within the catalog's
-    tolerance of the modelled default *is* this host's default. Replaces the modelled figure in
-    `defaults` (and in what expressions see as `default`); returns, by key, a note for each
-    value taken from the kernel that the model did not predict."""
-    notes: dict[str, str] = {}
+    file sets it, when the facts say which files do), that a tuning daemon's profile set, or
+    that lies within the catalog's tolerance of the modelled default *is* this host's default.
+    Replaces the modelled figure in `defaults` (and in what expressions see as `default`);
+    returns, by key, who set each such default when that is not the kernel as modelled (a
+    value within the tolerance that no file sets is the kernel's own)."""
+    taken: dict[str, HostDefault] = {}
     by_alias: dict[str, Any] = variables["default"]
     files = facts.sysctl_files
     for name, spec in kb.catalog.keys.items():
@@ -146,28 +161,46 @@ def _kernel_values_as_defaults(
         modelled = defaults[name]
         if modelled is not None and modelled == held:
             continue
-        kernel_set = files is not None and name not in files
+        source = files.get(name) if files is not None else None
+        daemon = kb.catalog.tuning_daemon(source) if source is not None else None
+        kernel_set = files is not None and source is None
         close = (
             modelled is not None
             and not spec.is_text
             and _within(held, modelled, spec.default_tolerance)
         )
-        if not (kernel_set or close):
+        if not (kernel_set or daemon is not None or close):
             continue
         defaults[name] = by_alias[spec.alias] = held
-        if not close:
-            notes[name] = (
-                f"{name}: {conf_text(held)} in force is set by no sysctl file, so it is taken "
-                "as this host's default"
-                + (
-                    f" (the model gives {conf_text(modelled)}; the kernel, systemd or a tuning "
-                    "daemon set it otherwise)"
-                    if modelled is not None
-                    else " (the model has no figure for this kernel)"
-                )
-                + "."
+        model_text = conf_text(modelled) if modelled is not None else None
+        model_says = (
+            f"the model gives {model_text}"
+            if model_text is not None
+            else "the model has no figure for this kernel"
+        )
+        if daemon is not None:
+            taken[name] = HostDefault(
+                f"{daemon} from {source}",
+                model_text,
+                f"{name}: {conf_text(held)} in force is set by {daemon} ({source}), so it is "
+                f"taken as this host's default ({model_says} for the kernel's own).",
             )
-    return notes
+        elif close and source is not None:  # a file sets the kernel's value, or near it
+            taken[name] = HostDefault(source, model_text, None)
+        elif not close:
+            taken[name] = HostDefault(
+                UNKNOWN_SETTER,
+                model_text,
+                f"{name}: {conf_text(held)} in force is set by no sysctl file, so it is taken "
+                "as this host's default ("
+                + (
+                    f"{model_says}; the kernel, systemd or a tuning daemon set it otherwise"
+                    if modelled is not None
+                    else model_says
+                )
+                + ").",
+            )
+    return taken
 
 
 def _within(held: Value, modelled: Value, tolerance: float) -> bool:
@@ -266,8 +299,9 @@ def build_plan(
                 f"{', '.join(r for r, _ in item.wants + item.caps)})"
             )
             continue
-        if key in kernel_values:
-            notes.append(kernel_values[key])
+        host_default = kernel_values.get(key)
+        if host_default is not None and host_default.note is not None:
+            notes.append(host_default.note)
         # A value a sysctl file sets is the operator's, not the model's: no model tolerance
         # keeps it from a cap.
         file_set = facts.sysctl_files is not None and key in facts.sysctl_files
@@ -281,6 +315,12 @@ def build_plan(
             facts.page_size,
             file_set,
         )
+        if host_default is not None and isinstance(setting, Setting | Unchanged):
+            setting = dataclasses.replace(
+                setting,
+                default_set_by=host_default.set_by,
+                modelled_default=host_default.modelled,
+            )
         if isinstance(setting, str):
             notes.append(setting)
         elif isinstance(setting, Unchanged):

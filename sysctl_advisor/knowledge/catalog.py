@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import posixpath
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
@@ -174,11 +175,29 @@ class ReadableKey(Record):
     references: list[str] = Field(min_length=1)
 
 
+def _directory(text: str) -> str:
+    if not (text.startswith("/") and text.endswith("/")) or posixpath.normpath(text) + "/" != text:
+        raise ValueError("an absolute directory written plainly, ending in /")
+    return text
+
+
+@model
+class TuningDaemon(Record):
+    """A daemon that writes sysctls at run time from profiles of its own, not from sysctl.d:
+    a value in force whose source (the facts' `sysctl_files`) is a file under one of its
+    profile directories was set by it, and is the host's default as the daemon keeps it."""
+
+    profile_dirs: list[Annotated[str, After(_directory)]] = Field(min_length=1)
+    summary: str
+    references: list[str] = Field(min_length=1)
+
+
 @model
 class CatalogFile(Record):
     sections: list[Section]
     keys: dict[str, CatalogKey]
     readable: dict[str, ReadableKey] = Field(default_factory=dict)
+    tuning_daemons: dict[str, TuningDaemon] = Field(default_factory=dict)
 
     def __post_init__(self) -> None:
         ids = {s.id for s in self.sections}
@@ -290,6 +309,7 @@ class Catalog:
         self.sections = keys_file.sections
         self.keys: dict[str, CatalogKey] = keys_file.keys
         self.readable: dict[str, ReadableKey] = keys_file.readable
+        self.tuning_daemons: dict[str, TuningDaemon] = keys_file.tuning_daemons
         self.by_alias = {k.alias: name for name, k in self.keys.items()}
         self._exists = {name: KernelRange.parse(k.exists) for name, k in self.keys.items()}
         self.newest = KernelVersion.parse(self.model.newest_verified)
@@ -320,6 +340,15 @@ class Catalog:
                 )
         self._backports_by_release: dict[str, frozenset[str]] = {}
         self._by_kernel: dict[tuple[tuple[int, int, int, int], frozenset[str]], _KernelEras] = {}
+
+    def tuning_daemon(self, source: str) -> str | None:
+        """The tuning daemon whose profile file `source` ("path:line", as the facts'
+        `sysctl_files` give it) is, or None: a sysctl file, or a setter not known."""
+        path = posixpath.normpath(source.rpartition(":")[0] or source)
+        for name, daemon in self.tuning_daemons.items():
+            if any(path.startswith(d) for d in daemon.profile_dirs):
+                return name
+        return None
 
     def read_keys(self) -> list[str]:
         """Every key the collector reads from the host: the catalog's, then the readable ones."""

@@ -48,6 +48,12 @@ class Setting:
     section: str
     human: str
     capped_by: list[str] = field(default_factory=list)
+    # Who set the value `kernel_default` holds when it is the host's default but not the
+    # kernel's own: a tuning daemon and its profile file, a sysctl file and line, or (no sysctl
+    # file sets it) a setter not known; `modelled_default` is then the kernel's own, as the
+    # catalog models it (None: not modelled). Both None: `kernel_default` is the kernel's.
+    default_set_by: str | None = None
+    modelled_default: str | None = None
     # What the rules asked for before caps, elements no rule is about filled from the value in
     # force (else the kernel default). Internal: not part of the JSON plan.
     wanted: list[int] | None = field(default=None, compare=False)
@@ -81,6 +87,8 @@ class Unchanged:
     kernel_default: str
     wanted: str
     rules: list[str]
+    default_set_by: str | None = None  # as Setting's
+    modelled_default: str | None = None
 
 
 @dataclass(frozen=True)

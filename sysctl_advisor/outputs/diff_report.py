@@ -6,12 +6,12 @@ import io
 import textwrap
 from typing import TYPE_CHECKING
 
-from sysctl_advisor.engine.diff import DiffReport
+from sysctl_advisor.engine.diff import DiffEntry, DiffReport
 from sysctl_advisor.model.documents import dump_json
 from sysctl_advisor.model.severity import SEVERITY_ORDER
 from sysctl_advisor.model.text_escape import one_line
 from sysctl_advisor.outputs.markdown_text import FOLD_ROWS, Limits, fit_document
-from sysctl_advisor.outputs.plan_render import Renderer, first_sentence
+from sysctl_advisor.outputs.plan_render import Renderer, first_sentence, host_default
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -30,12 +30,21 @@ def _rows(report: DiffReport) -> list[tuple[str, ...]]:
                 e.key,
                 e.current if e.current is not None else "-",
                 e.recommended if e.recommended is not None else "(remove)",
-                e.kernel_default if e.kernel_default is not None else "-",
+                _default_cell(e),
                 e.source or "-",
             )
         )
         for e in report.entries
     ]
+
+
+def _default_cell(entry: DiffEntry) -> str:
+    """The DEFAULT column: the kernel's default, or the host's with who set it and the
+    kernel's own beside it."""
+    if entry.kernel_default is None:
+        return "-"
+    said = host_default(entry.default_set_by, entry.modelled_default)
+    return entry.kernel_default if said is None else f"{entry.kernel_default} ({said})"
 
 
 def _heading(report: DiffReport) -> str:

@@ -9,6 +9,7 @@ from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.text_escape import one_line
+from sysctl_advisor.outputs.plan_render import default_origin
 
 
 def _wrap(text: str, indent: str = "  ") -> str:
@@ -115,14 +116,23 @@ def explain_key(
             if found:
                 s = found[0]
                 out.append(f"Profile {profile}: {name} = {s.value} ({s.human})")
-                out.append(f"  kernel default here: {s.kernel_default or 'unknown'}")
+                origin = default_origin(s.default_set_by, s.modelled_default)
+                if origin is not None:
+                    out.append(f"  host default here: {s.kernel_default} ({origin})")
+                else:
+                    out.append(f"  kernel default here: {s.kernel_default or 'unknown'}")
                 out.append(_wrap(s.rationale))
             else:
                 covered = [u for u in plan.unchanged if u.key == name]
                 if covered:
+                    u = covered[0]
+                    origin = default_origin(u.default_set_by, u.modelled_default)
                     out.append(
-                        f"Profile {profile}: the kernel default {covered[0].kernel_default} "
-                        f"already covers what {', '.join(covered[0].rules)} wants."
+                        f"Profile {profile}: the "
+                        + ("kernel default" if origin is None else "host default")
+                        + f" {u.kernel_default} "
+                        + ("" if origin is None else f"({origin}) ")
+                        + f"already covers what {', '.join(u.rules)} wants."
                     )
                 else:
                     out.append(f"Profile {profile} does not set {name}.")

@@ -33,6 +33,14 @@ Count = Annotated[int, Ge(0)]
 # -- plan --------------------------------------------------------------------------------------
 
 
+SET_BY = (
+    "who set kernel_default when it is this host's default but not the kernel's own: a tuning "
+    'daemon and its profile file ("tuned (/usr/lib/tuned/network-throughput/tuned.conf:14)"), '
+    "a sysctl file and line, or no sysctl file (a setter not known); null: the kernel's own"
+)
+MODELLED = "with default_set_by: the kernel's own default as modelled; null when not modelled"
+
+
 @model
 class PlanHostDocument(Record):
     """The host the plan is for, as its facts describe it."""
@@ -66,13 +74,18 @@ class SettingDocument(Record):
     values: list[int] = Field(description="the value's numbers")
     unit: str = Field(description="the catalog's unit: bytes, pages, count, seconds, boolean, …")
     current: str | None = Field(description="the value in force; null when unknown")
-    kernel_default: str | None = Field(description="the kernel's boot default; null when unknown")
+    kernel_default: str | None = Field(
+        description="this host's default: the kernel's boot default, or the value a tuning "
+        "daemon or a sysctl file set in its place (default_set_by says which); null when unknown"
+    )
     rules: list[str] = Field(description="ids of the rules that set it")
     rationale: str
     references: list[str]
     section: str = Field(description="the catalog section it is listed under")
     human: str = Field(description="the value in human units (pages as GiB, …)")
     capped_by: list[str] = Field(description="ids of the safety caps that lowered it")
+    default_set_by: str | None = Field(description=SET_BY)
+    modelled_default: str | None = Field(description=MODELLED)
 
 
 @model
@@ -102,6 +115,8 @@ class UnchangedDocument(Record):
     kernel_default: str
     wanted: str
     rules: list[str]
+    default_set_by: str | None = Field(description=SET_BY)
+    modelled_default: str | None = Field(description=MODELLED)
 
 
 @model
@@ -150,6 +165,8 @@ class DiffEntryDocument(Record):
     status: Literal["ok", "change", "missing", "remove"]
     source: str | None = Field(description="where the current value is set: path:line")
     rationale: str
+    default_set_by: str | None = Field(description=SET_BY)
+    modelled_default: str | None = Field(description=MODELLED)
 
 
 @model

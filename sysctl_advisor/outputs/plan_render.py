@@ -139,6 +139,22 @@ def first_sentence(text: str, drop_tag: bool = True) -> str:
     return flat if end < 0 else flat[: end + 1]
 
 
+def default_origin(set_by: str | None, modelled: str | None) -> str | None:
+    """Where a host's default that is not the kernel's own came from (a tuning daemon or a
+    file set it), with the kernel's own beside it. None: the default is the kernel's."""
+    if set_by is None:
+        return None
+    kernel = "not modelled" if modelled is None else modelled or "none (empty)"
+    return f"set by {set_by}; the kernel's is {kernel}"
+
+
+def host_default(set_by: str | None, modelled: str | None) -> str | None:
+    """The same, said as the host's default: "host default, set by tuned from …; the
+    kernel's is …"."""
+    origin = default_origin(set_by, modelled)
+    return None if origin is None else f"host default, {origin}"
+
+
 def at_least(spec: CatalogKey, setting: Setting) -> bool:
     """Whether tuned may keep a higher value in force (its ">" prefix): a single-number
     capacity (the catalog's `max` merge) that no safety cap governs on this host, binding or
@@ -292,6 +308,9 @@ class Renderer:
         self.env.filters["flat"] = lambda text: " ".join(str(text).split())
         self.env.filters["param"] = _param
         self.env.filters["yaml_string"] = _yaml_string
+        self.env.filters["host_default"] = lambda s: host_default(
+            s.default_set_by, s.modelled_default
+        )
 
     def _human(self, key: str, text: str | None, page_size: int) -> str | None:
         """A value's human form; remembered (bounded), since a fleet's hosts share values."""
@@ -391,6 +410,7 @@ class Renderer:
             extra[s.key] = {
                 "fields": " ".join(spec.fields) if spec.fields else "",
                 "default_human": self._human(s.key, s.kernel_default, page_size),
+                "modelled_human": self._human(s.key, s.modelled_default, page_size),
                 "current_human": self._human(s.key, s.current, page_size),
                 "at_least": at_least(spec, s),
                 "removed_in": removed_in(spec.exists),

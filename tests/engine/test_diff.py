@@ -43,6 +43,8 @@ def test_json_contract_and_statuses_against_a_tree() -> None:
             "status",
             "source",
             "rationale",
+            "default_set_by",
+            "modelled_default",
         }
     somaxconn = by_key["net.core.somaxconn"]
     assert somaxconn["status"] == "change"
