@@ -1,0 +1,46 @@
+"""nic.fast-path's txqueuelen companion states how long pfifo_fast's queue lasts at the NIC's
+speed and MTU (issue 33 item 9: 1,000 packets are 123 µs at 100 Gbit/s and 1,500 bytes, not
+'a few microseconds'), and only where the facts show a qdisc that reads txqueuelen."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sysctl_advisor.engine.plan_builder import build_plan
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.host_facts import facts_from_data
+
+
+def _txqueuelen(kb: KnowledgeBase, mtu: int, qdisc: str | None) -> list[str]:
+    data: dict[str, Any] = {
+        "kernel": "5.14.0-362.el9.x86_64",
+        "arch": "x86_64",
+        "memory": {"total": "256 GiB"},
+        "nics": [{"name": "ens1", "driver": "ice", "speed_mbps": 100000, "mtu": mtu}],
+        "kernel_modules": {"loadable": [], "builtin": []},
+    }
+    if qdisc is not None:
+        data["sysctl"] = {"net.core.default_qdisc": qdisc}
+    plan = build_plan(kb, facts_from_data(data), "gridftp")
+    return [c.rationale for c in plan.companions if "txqueuelen" in c.setting]
+
+
+@pytest.mark.parametrize(
+    ("mtu", "drain"),
+    [
+        (1500, "drain in 123 µs at 100 Gbit/s with 1,500-byte packets (1,538 bytes on the wire"),
+        (9000, "drain in 723 µs at 100 Gbit/s with 9,000-byte packets (9,038 bytes on the wire"),
+    ],
+)
+def test_pfifo_fast_queue_time_at_line_rate(kb: KnowledgeBase, mtu: int, drain: str) -> None:
+    (rationale,) = _txqueuelen(kb, mtu, "pfifo_fast")
+    assert drain in rationale
+    assert "each transmit queue" in rationale
+    assert "microseconds of line rate" not in rationale
+
+
+@pytest.mark.parametrize("qdisc", ["fq_codel", None])
+def test_no_txqueuelen_unless_the_facts_show_pfifo(kb: KnowledgeBase, qdisc: str | None) -> None:
+    assert _txqueuelen(kb, 9000, qdisc) == []
