@@ -19,7 +19,13 @@ from sysctl_advisor.commands.common import (
     read_facts,
     to_stdout,
 )
-from sysctl_advisor.engine.lint import CheckContext, Checker, CheckFinding, CheckReport
+from sysctl_advisor.engine.lint import (
+    CheckContext,
+    Checker,
+    CheckFinding,
+    CheckReport,
+    host_context,
+)
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.model.severity import SEVERITY_ORDER
@@ -89,14 +95,7 @@ def _context(
     the same --set parameters `recommend` takes), or a kernel."""
     context = CheckContext()
     if facts is not None:  # the planner (and the facts model) only for a known host
-        from sysctl_advisor.engine.plan_builder import build_plan, host_variables
-
-        host = read_facts(facts, kb)
-        variables, defaults, _ = host_variables(kb, host)
-        context.facts, context.host, context.defaults = host, variables["host"], defaults
-        context.kernel = variables["kernel"].version
-        if profile is not None:
-            context.plan = build_plan(kb, host, profile, overrides)
+        context = host_context(kb, read_facts(facts, kb), profile, overrides)
     if kernel is not None:
         try:
             context.kernel = KernelVersion.parse(kernel)

@@ -57,6 +57,32 @@ class CheckContext:
     host: dict[str, Any] | None = None
     defaults: dict[str, Any] = field(default_factory=dict)
     plan: Plan | None = None
+    kernel_data: KernelContext | None = None  # the facts' kernel with its era quantities
+    kubernetes: dict[str, Any] | None = None  # whether the facts show a Kubernetes node
+
+
+def host_context(
+    kb: KnowledgeBase,
+    facts: HostFacts,
+    profile: str | None = None,
+    overrides: dict[str, str] | None = None,
+) -> CheckContext:
+    """What check knows of a host from its facts: its kernel (with the era quantities the
+    rules read, as recommend sees them), its modelled defaults, whether it is a Kubernetes
+    node, and the plan for `profile` run with `overrides` (the --set parameters)."""
+    from sysctl_advisor.engine.plan_builder import build_plan, host_variables
+
+    variables, defaults, _ = host_variables(kb, facts)
+    kernel = variables["kernel"]
+    return CheckContext(
+        facts=facts,
+        kernel=kernel.version,
+        host=variables["host"],
+        defaults=defaults,
+        plan=build_plan(kb, facts, profile, overrides) if profile is not None else None,
+        kernel_data=kernel,
+        kubernetes=variables["kubernetes"],
+    )
 
 
 @dataclass
@@ -119,11 +145,16 @@ class Checker:
         self.assignment_rules = [r for r in rules.values() if r.spec.kind == "assignment"]
         # What check rules see, as plain data (no model objects reach an expression).
         self._facts = context.facts.expression_data() if context.facts is not None else None
+        data = context.kernel_data
         self._kernel = (
-            KernelContext(context.kernel, distro=None, known=True, quantities={})
+            data  # the facts' kernel knows its era quantities; a bare --kernel does not
+            if data is not None and data.version == context.kernel
+            else KernelContext(context.kernel, distro=None, known=True, quantities={})
             if context.kernel is not None
             else None
         )
+        # the numbers each key holds once the config is applied (check_config sets them)
+        self._final: dict[str, list[int] | None] = {}
         self._specs = {name: plain_data(key) for name, key in kb.catalog.keys.items()}
         self._recommended = (
             {s.key: dataclasses.asdict(s) for s in context.plan.settings}
@@ -178,6 +209,8 @@ class Checker:
             "page_size": self.context.facts.page_size if self.context.facts else 4096,
             "default": self.context.defaults,
             "recommended": self._recommended.get(key),
+            "final": self._final,
+            "kubernetes": self.context.kubernetes,
             "ignore_failure": ignore_failure,
         }
 
@@ -342,6 +375,14 @@ class Checker:
         return found
 
     def check_config(self, config: CurrentConfig) -> list[CheckFinding]:
+        # A rule about two keys (tcp_rmem with tcp_wmem) reads the other as this config leaves
+        # it: its last assignment here, else the value in force the facts show.
+        in_force = self.context.facts.sysctl if self.context.facts is not None else {}
+        final = {key: _numbers(text) for key, text in in_force.items()}
+        final.update((key, _numbers(found.value)) for key, found in config.values.items())
+        if final != self._final:
+            self._final = final
+            self._memo.clear()  # a verdict may read another key's final value
         found = self._structural(config)
         dump = config.kind == "dump"
         for display, assignments in config.documents:

@@ -108,6 +108,7 @@ def host_variables(
         "nics": data["nics"],
         "listeners": listeners,
         "message_families": kb.message_texts,
+        "kubernetes": kb.kubernetes.node_view(data),
     }
     if saved is not None:
         copy = saved.copy()

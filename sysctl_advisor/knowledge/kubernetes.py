@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.rules import SpecModel
@@ -55,11 +56,28 @@ class BaselineSysctl(SpecModel):
 
 
 @model
+class LinkPrefix(SpecModel):
+    prefix: str = Field(pattern=r"^[a-z0-9_.-]{2,15}$")
+    source: str = Field(max_length=200)
+
+
+@model
+class NodeSigns(SpecModel):
+    """How a Kubernetes node shows in its facts, and the ports it serves without a socket."""
+
+    link_prefixes: list[LinkPrefix] = Field(min_length=1, max_length=100)
+    listener_commands: list[str] = Field(min_length=1, max_length=20)
+    node_port_range: str = Field(pattern=r"^[0-9]{1,5}-[0-9]{1,5}$")
+    kubelet_port: int = Field(ge=1, le=65535)
+
+
+@model
 class KubernetesSpec(SpecModel):
     oldest: str = Field(pattern=_MINOR, description="the oldest release the lists were read for")
     newest: str = Field(pattern=_MINOR, description="the newest release the lists were read for")
     kubelet_safe: list[SafeSysctl] = Field(min_length=1, max_length=200)
     pod_security_baseline: list[BaselineSysctl] = Field(min_length=1, max_length=200)
+    node: NodeSigns
     references: list[str] = Field(min_length=1, max_length=20)
 
     def __post_init__(self) -> None:
@@ -129,3 +147,32 @@ class Kubernetes:
                 False, baseline, f"safe only on nodes with kernel {safe_entry.kernel} or newer"
             )
         return PodVerdict(True, baseline, f"safe since Kubernetes {since}")
+
+    def node_view(self, facts: dict[str, Any]) -> dict[str, Any]:
+        """What rules see as `kubernetes` (plain data): whether the host is a node, the signs
+        that say so (facts.kubernetes.node decides when given), and the ports a node serves
+        that no listening socket shows: the NodePort range and the kubelet's port."""
+        node = self.spec.node
+        given = facts.get("kubernetes") or {}
+        signs = [
+            f"interface {link}"
+            for link in (facts.get("links") or [])
+            if any(link.startswith(p.prefix) for p in node.link_prefixes)
+        ][:3]
+        signs += sorted(
+            {
+                f"a {sock['process']['command']} listener on port {sock['port']}"
+                for sock in (facts.get("listeners") or [])
+                if (sock.get("process") or {}).get("command") in node.listener_commands
+            }
+        )[:3]
+        if given.get("node") is not None:
+            signs = ["the facts say so"] if given["node"] else []
+        port_range = given.get("node_port_range") or node.node_port_range
+        first, last = (int(n) for n in port_range.split("-"))
+        return {
+            "node": bool(signs),
+            "signs": signs,
+            "node_ports": [first, last],
+            "kubelet_port": node.kubelet_port,
+        }

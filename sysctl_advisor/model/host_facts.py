@@ -112,7 +112,7 @@ def _pattern(regex: re.Pattern[str], what: str) -> Any:
     return After(check)
 
 
-def _interface_name(value: str) -> str:
+def interface_name(value: str) -> str:
     """The kernel's dev_valid_name(): 1-15 bytes, not . or .., no /, : or whitespace."""
     plain_line(value, "interface name")
     if (
@@ -152,7 +152,7 @@ def _known_arch(value: str) -> str:
 
 Arch = Annotated[str, _pattern(_ARCH, "architecture"), After(_known_arch)]
 Driver = Annotated[str, _pattern(_DRIVER, "driver name")]
-InterfaceName = Annotated[str, After(_interface_name)]
+InterfaceName = Annotated[str, After(interface_name)]
 SysctlKey = Annotated[str, _pattern(_SYSCTL_KEY, "sysctl key")]
 ServiceName = Annotated[str, _pattern(_SERVICE, "service name")]
 ModuleName = Annotated[str, _pattern(re.compile(r"^[a-z0-9_]{1,56}$"), "kernel module name")]
@@ -237,6 +237,30 @@ class Listen(Record):
     file: Text
     line: int = Field(ge=1, le=10**9)
     text: Text = Field(description="the directive as written, without the semicolon")
+
+
+def _port_range(value: str) -> str:
+    plain_line(value, "port range")
+    first, dash, last = value.partition("-")
+    if not (dash and first.isdecimal() and last.isdecimal() and len(value) <= 11):
+        raise ValueError(f"not a port range such as 30000-32767: {value[:40]!r}")
+    if not 1 <= int(first) <= int(last) <= 65535:
+        raise ValueError(f"not a port range within 1-65535: {value!r}")
+    return value
+
+
+@model
+class Kubernetes(Record):
+    """What the operator (or an inventory) says of the host's place in a Kubernetes cluster;
+    without it, the advisor recognises a node from its links and listeners."""
+
+    node: bool | None = Field(
+        default=None, description="true: a Kubernetes node; false: not one, whatever it shows"
+    )
+    node_port_range: Annotated[str, After(_port_range)] | None = Field(
+        default=None,
+        description="the API server's --service-node-port-range (default 30000-32767)",
+    )
 
 
 @model
@@ -483,6 +507,13 @@ class HostFacts(Record):
     kernel_modules: KernelModules | None = Field(
         default=None, description="the networking modules the kernel has; absent: not read"
     )
+    links: list[InterfaceName] | None = Field(
+        default=None,
+        max_length=65536,
+        description="every network interface's name (/sys/class/net), virtual ones too: "
+        "CNI links show a Kubernetes node; absent: not read",
+    )
+    kubernetes: Kubernetes | None = None
 
     def __post_init__(self) -> None:
         names = [nic.name for nic in self.nics]

@@ -14,11 +14,12 @@ import platform
 import stat
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.host_facts import HostFacts, facts_from_data
+from sysctl_advisor.model.host_facts import HostFacts, facts_from_data, interface_name
 from sysctl_advisor.model.units import is_decimal
 from sysctl_advisor.sources.proc_readers import (
     count_cpu_list,
@@ -128,15 +129,34 @@ def _page_size(root: Path, live: bool) -> int:
     return 4096
 
 
-def _nics(root: Path, rx: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
-    nics: list[dict[str, Any]] = []
+MAX_LINKS = 65536  # a node with many pods has a veth each
+
+
+def _links(root: Path) -> list[str] | None:
+    """Every interface name in /sys/class/net (virtual links too); None when unreadable."""
     net = root / "sys/class/net"
     if not _reachable(root, net):
-        return nics
+        return None
     try:
-        names = sorted(p.name for p in net.iterdir())
+        with os.scandir(net) as entries:
+            names = list(islice((e.name for e in entries), MAX_LINKS))
     except OSError:
-        return nics
+        return None
+    return sorted(name for name in names if _valid_link(name))
+
+
+def _valid_link(name: str) -> bool:
+    """A name the kernel could have given (a copied tree may hold anything)."""
+    try:
+        interface_name(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _nics(root: Path, names: list[str], rx: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
+    nics: list[dict[str, Any]] = []
+    net = root / "sys/class/net"
     for name in names:
         device = net / name / "device"
         if not (_reachable(root, net / name) and _reachable(root, device)):
@@ -288,7 +308,8 @@ def collect_data(
     kernel = _read(root / "proc/sys/kernel/osrelease", root) or (uname.release if live else None)
     hostname = _read(root / "proc/sys/kernel/hostname", root) or (uname.node if live else None)
     rx = parse_net_dev(_read(root / "proc/net/dev", root) or "")
-    nics = _nics(root, rx)
+    links = _links(root)
+    nics = _nics(root, links or [], rx)
     data: dict[str, Any] = {
         "hostname": hostname,
         "kernel": kernel,
@@ -302,6 +323,8 @@ def collect_data(
         "observed": _observed(root, nics),
         "services": _services(root),
     }
+    if links is not None:
+        data["links"] = links
     modules = _kernel_modules(root, kernel)
     if modules is not None:
         data["kernel_modules"] = modules

@@ -172,9 +172,8 @@ def test_profiles_covered() -> None:
     assert set(PROFILE_PARAMS) == {"base", "frontend-proxy", "gridftp", "c1m-server"}
 
 
-HEADROOM = yaml.safe_load((ROOT / "rules" / "catalog" / "kernel-model.yaml").read_text())["quantities"][
-    "evidence_headroom"
-]["eras"][0]["value"]
+MODEL = yaml.safe_load((ROOT / "rules" / "catalog" / "kernel-model.yaml").read_text())
+HEADROOM = MODEL["quantities"]["evidence_headroom"]["eras"][0]["value"]
 
 # Counters and peaks as a host reports them: drops with and without the packets processed and
 # a monitoring window, and TCP memory peaks up to all of RAM.
@@ -259,7 +258,7 @@ def test_the_advice_applied_asks_for_nothing_more(
     the same counters, give the same plan, and `diff` finds nothing to change. Evidence from
     cumulative counters is never applied again to a value already raised for it."""
     host = {**host, "sysctl": _in_force(data, kb), "observed": observed}
-    facts, first = _plan(kb, host, pp)
+    _, first = _plan(kb, host, pp)
     applied = {**host["sysctl"], **{s.key: s.value for s in first.settings}}
     again_facts, again = _plan(kb, {**host, "sysctl": applied}, pp)
     before = {s.key: s.value for s in first.settings}

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from sysctl_advisor.engine.lint import CheckContext, Checker
-from sysctl_advisor.engine.plan_builder import build_plan, host_variables
+from sysctl_advisor.engine.lint import CheckContext, Checker, host_context
+from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.documents import parse_document, read_text
 from sysctl_advisor.model.errors import InputError
@@ -190,11 +190,7 @@ def _check_ids(kb: KnowledgeBase, case: Case, tmp_path: Path) -> set[str]:
     """The finding ids `check` reports on the case's text, with its facts or kernel."""
     context = CheckContext()
     if case.facts:
-        facts = facts_from_data(case.facts)
-        variables, defaults, _ = host_variables(kb, facts)
-        context.facts, context.host, context.defaults = facts, variables["host"], defaults
-        context.kernel = variables["kernel"].version
-        context.plan = build_plan(kb, facts, case.profile or CHECK_PROFILE)
+        context = host_context(kb, facts_from_data(case.facts), case.profile or CHECK_PROFILE)
     if case.kernel:
         context.kernel = KernelVersion.parse(case.kernel)
     text = case.conf or ""
