@@ -13,10 +13,12 @@ its namespace); those stay in the node's plan, as computed for the host.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
-from sysctl_advisor.engine.plan_builder import build_plan
+from sysctl_advisor.engine.plan_builder import build_plan, host_variables
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.kubernetes import Kubernetes, KubernetesVersion, PodVerdict
+from sysctl_advisor.knowledge.values import parse_current
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.model.plan import Plan, Setting
@@ -90,6 +92,18 @@ def pod_facts(kb: KnowledgeBase, facts: HostFacts) -> HostFacts:
     return replace(facts, sysctl=sysctl)
 
 
+def netns_defaults(kb: KnowledgeBase, facts: HostFacts) -> dict[str, tuple[Any, str | None]]:
+    """The keys a fresh network namespace created from the node's starts from otherwise than
+    their kernel default (from 6.1, tcp_max_syn_backlog and tcp_max_tw_buckets follow the
+    node's tcp_child_ehash_entries), by key, with the reason."""
+    variables, _, _ = host_variables(kb, facts)
+    node = {
+        spec.alias: parse_current(facts.sysctl[name], spec) if name in facts.sysctl else None
+        for name, spec in kb.catalog.keys.items()
+    }
+    return kb.catalog.netns_new_defaults(variables, node)
+
+
 def place(
     kb: KnowledgeBase,
     kubernetes: Kubernetes,
@@ -126,5 +140,7 @@ def placement_for(
 ) -> Placement:
     """Both plans (the node's, and the pod's for a fresh namespace), placed."""
     host_plan = build_plan(kb, facts, profile, overrides)
-    pod_plan = build_plan(kb, pod_facts(kb, facts), profile, overrides)
+    pod_plan = build_plan(
+        kb, pod_facts(kb, facts), profile, overrides, netns_defaults=netns_defaults(kb, facts)
+    )
     return place(kb, kb.kubernetes, version, facts, host_plan, pod_plan)

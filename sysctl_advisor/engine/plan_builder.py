@@ -222,11 +222,24 @@ def build_plan(
     profile_name: str,
     overrides: dict[str, str] | None = None,
     memo: MutableMapping[str, KernelDefaults] | None = None,
+    netns_defaults: dict[str, tuple[Any, str | None]] | None = None,
 ) -> Plan:
-    """The host's plan; `memo` as for host_variables."""
+    """The host's plan; `memo` as for host_variables. `netns_defaults` (a fresh network
+    namespace's plan: Catalog.netns_new_defaults) replaces those keys' kernel defaults, each
+    with a note saying why."""
     catalog = kb.catalog
     profile = kb.profile(profile_name)
     variables, defaults, notes = host_variables(kb, facts, memo)
+    for name, (value, why) in (netns_defaults or {}).items():
+        if name in defaults and defaults[name] != value:
+            shown = conf_text(value)
+            notes.append(
+                f"{name}: a new network namespace starts from {shown}, not the kernel default "
+                f"{conf_text(defaults[name]) if defaults[name] is not None else '(not modelled)'}"
+                + (f" ({why})" if why else "")
+                + "."
+            )
+            defaults[name] = variables["default"][catalog.keys[name].alias] = value
     version = variables["kernel"].version
     current: dict[str, Value | None] = {}
     current_text: dict[str, str] = {}

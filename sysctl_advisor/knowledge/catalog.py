@@ -116,6 +116,12 @@ class CatalogKey(Record):
     summary: str
     references: list[str] = Field(min_length=1)
     default: list[Era] = Field(min_length=1)
+    netns_new_default: list[Era] = Field(
+        default_factory=list,
+        description="a new network namespace's own default where it is not `default`: the "
+        "first era whose kernels and `when` hold, reading `node` (the creating namespace's "
+        "values in force, by alias); none holds: `default`",
+    )
 
     def __post_init__(self) -> None:
         if self.fields is not None and len(self.fields) != self.length:
@@ -331,6 +337,14 @@ class Catalog:
             ]
             for name, key in self.keys.items()
         }
+        self._netns_new = {
+            name: [
+                _CompiledEra(e, compiler, keys_path, f"keys.{name}.netns_new_default[{i}]")
+                for i, e in enumerate(key.netns_new_default)
+            ]
+            for name, key in self.keys.items()
+            if key.netns_new_default
+        }
         for distro in self.model.distro_kernels:
             unknown = sorted(set(distro.backports) - set(self.keys))
             if unknown:
@@ -510,6 +524,32 @@ class Catalog:
             return None
         read = {name: data.get(name) for name in sorted(fields)}
         return json.dumps([facts.kernel, facts.page_size, read], sort_keys=True, default=repr)
+
+    def netns_new_defaults(
+        self, variables: dict[str, Any], node: dict[str, Any]
+    ) -> dict[str, tuple[Any, str | None]]:
+        """The keys whose default in a network namespace created from `node` (the creating
+        namespace's values in force, by alias; None where not known) is not their kernel
+        default: by key, that default and the note of its era. `variables` as for defaults."""
+        version: KernelVersion = variables["kernel"].version
+        ctx = self.compiler.context({**variables, "node": node})
+        found: dict[str, tuple[Any, str | None]] = {}
+        for name, eras in self._netns_new.items():
+            for i, era in enumerate(eras):
+                if not era.range.contains(version):
+                    continue
+                field = f"keys.{name}.netns_new_default[{i}]"
+                try:
+                    if era.applies(ctx):
+                        value = era.evaluate(ctx)
+                        if value is not None:
+                            found[name] = (normalise(value, self.keys[name]), era.note)
+                        break
+                except ExpressionError as exc:
+                    raise as_input_error(exc, self.path, field) from None
+                except ValueError as exc:
+                    raise InputError(str(exc), path=self.path, field=field) from None
+        return found
 
     def defaults(self, variables: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str | None]]:
         """Boot default of every key that exists on this kernel (None when unknown), by key,
