@@ -54,14 +54,14 @@ class KnowledgeBase:
         return cls(compiler, catalog, rules, profiles, check_rules, servers, families, kubernetes)
 
     @functools.cached_property
-    def message_texts(self) -> dict[str, dict[str, str | tuple[str, ...]]]:
+    def message_texts(self) -> dict[str, dict[str, str | list[str]]]:
         """What rules see of each message family (title, what it means, and `match`: the
         lowercase substrings that identify its lines, so a rule can find the family in the
         facts' `kernel_messages` as the log reader does), built once: the sandbox is
         immutable, so every host shares it."""
         found = matchers(self.message_families)
         return {
-            f.id: {"title": f.title, "means": " ".join(f.means.split()), "match": found[f.id]}
+            f.id: {"title": f.title, "means": " ".join(f.means.split()), "match": list(found[f.id])}
             for f in self.message_families
         }
 
