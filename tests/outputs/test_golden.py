@@ -102,3 +102,24 @@ def test_the_header_gives_parameters_exactly_so_the_rebuild_line_rebuilds(
     header = Renderer(kb.catalog).render(plan, "conf", "t").split("# params:", 1)[1].split()
     shown = dict(word.split("=", 1) for word in header if "=" in word)
     assert float(shown["active_fraction"]) == 0.0000123 == plan.profile.params["active_fraction"]
+
+
+TUNED_HOST = TESTS / "fixtures" / "tuned" / "dtn-network-throughput.yaml"
+
+
+@pytest.mark.parametrize("command", ["recommend", "diff"])
+def test_golden_host_defaults(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33 item 12: the conf file and the diff table for a host whose tcp_rmem/tcp_wmem
+    tuned's network-throughput set, as a reader sees them (host default, set by tuned)."""
+    from typer.testing import CliRunner
+
+    from sysctl_advisor.cli import app
+
+    monkeypatch.chdir(TESTS.parent)  # the facts path, as the outputs name it
+    facts = str(TUNED_HOST.relative_to(TESTS.parent))
+    result = CliRunner().invoke(app, [command, "--facts", facts, "-p", "gridftp"])
+    assert result.exit_code in (0, 1), result.stderr
+    path = GOLDEN / f"tuned-network-throughput.gridftp.{command}.txt"
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(result.stdout)
+    assert result.stdout == path.read_text()
