@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from sysctl_advisor.knowledge.catalog import (
     MAX_TEXT_VALUE,
+    Catalog,
     CatalogKey,
     KernelContext,
     merge_ranges,
@@ -276,22 +277,41 @@ def build_plan(
     variables["params"] = params = profile.resolve(overrides or {}, variables)
 
     results: list[RuleResult] = []
+    variables["planned"] = None  # what the plan ends with: known in the second pass only
     screen = kb.compiler.context(variables)  # the rules' `when`s, read-only
     for rule_id in profile.rule_ids:
         result = kb.rules[rule_id].evaluate(variables, screen=screen)
         if result is not None:
             results.append(result)
-
-    work: dict[str, _KeyWork] = {}
-    for result in results:
-        for key, value in result.wants.items():
-            work.setdefault(key, _KeyWork(key, catalog.keys[key])).wants.append(
-                (result.rule.id, value)
+    work = _work(results, catalog)
+    if any(r.rule.reads_planned for r in results):
+        # A rule that sizes one key from another's final value (a socket's maximum from the
+        # tcp_mem pressure the plan ends with) runs again once the others are resolved, so
+        # the advice applied asks for nothing more. What it sets must not depend on `planned`.
+        planned = dict(variables["current"])
+        for key, item in work.items():
+            resolve_first = _resolve_text if item.spec.is_text else _resolve
+            first = resolve_first(
+                item,
+                defaults.get(key),
+                current.get(item.spec.alias),
+                current_text.get(key),
+                {r.rule.id: r for r in results},
+                facts.page_size,
+                facts.sysctl_files is not None and key in facts.sysctl_files,
             )
-        for key, value in result.caps.items():
-            work.setdefault(key, _KeyWork(key, catalog.keys[key])).caps.append(
-                (result.rule.id, value)
-            )
+            if isinstance(first, Setting):  # else what is in force, or the default, stays
+                planned[item.spec.alias] = parse_current(first.value, item.spec)
+        for spec in catalog.keys.values():
+            if planned.get(spec.alias) is None:
+                planned[spec.alias] = variables["default"].get(spec.alias)
+        variables["planned"] = planned
+        again = kb.compiler.context(variables)
+        results = [
+            (r.rule.evaluate(variables, screen=again) or r) if r.rule.reads_planned else r
+            for r in results
+        ]
+        work = _work(results, catalog)
     by_rule = {r.rule.id: r for r in results}
 
     settings: list[Setting] = []
@@ -416,6 +436,21 @@ def _fill(
         else:
             return None
     return merged
+
+
+def _work(results: list[RuleResult], catalog: Catalog) -> dict[str, _KeyWork]:
+    """Each key's wants and caps, by rule."""
+    work: dict[str, _KeyWork] = {}
+    for result in results:
+        for key, value in result.wants.items():
+            work.setdefault(key, _KeyWork(key, catalog.keys[key])).wants.append(
+                (result.rule.id, value)
+            )
+        for key, value in result.caps.items():
+            work.setdefault(key, _KeyWork(key, catalog.keys[key])).caps.append(
+                (result.rule.id, value)
+            )
+    return work
 
 
 def _resolve(

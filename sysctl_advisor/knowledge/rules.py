@@ -7,6 +7,7 @@ outside sysctl that the values depend on).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from sysctl_advisor.model.text_escape import refuse_control_characters
 if TYPE_CHECKING:
     from jinja2.runtime import Context
 
+_PLANNED = re.compile(r"\bplanned\b")
 _PARAMETER = re.compile(r"\bparams\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*['\"]([^'\"]+)['\"]\s*\])")
 C = TypeVar("C", Expression, Text)
 RULE_ID = r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$"
@@ -227,6 +229,12 @@ class Rule:
                         field=f"rationale.{key}",
                     )
             self.rationale = {k: text(v, f"rationale.{k}") for k, v in spec.rationale.items()}
+
+    @functools.cached_property
+    def reads_planned(self) -> bool:
+        """Whether the rule reads `planned` (the values the plan ends with), and so runs again
+        once the other rules' wants and caps are resolved."""
+        return any(_PLANNED.search(source) for _, source in self.sources)
 
     def parameters_read(self) -> list[tuple[str, str]]:
         """(field, name) of every profile parameter the rule reads by name (`params.NAME`,
