@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from sysctl_advisor.commands.check import check_paths
-from sysctl_advisor.engine.lint import CheckContext, Checker
-from sysctl_advisor.engine.plan_builder import build_plan, host_variables
+from sysctl_advisor.engine.lint import Checker, host_context
+from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import facts_from_data
 from sysctl_advisor.outputs.plan_render import Renderer
@@ -171,14 +171,7 @@ def _self_check(kb: KnowledgeBase, facts_path: Path, profile: str, out: Path) ->
     plan = build_plan(kb, facts, profile)
     out.write_text(Renderer(kb.catalog).render(plan, "conf", "test"))
     # as `check FILE --facts FACTS --profile PROFILE` builds its context
-    variables, defaults, _ = host_variables(kb, facts)
-    context = CheckContext(
-        facts=facts,
-        kernel=variables["kernel"].version,
-        host=variables["host"],
-        defaults=defaults,
-        plan=build_plan(kb, facts, profile),
-    )
+    context = host_context(kb, facts, profile)
     report = check_paths(Checker(kb, kb.check_rules, context), [out])
     return [f"{f.id} line {f.line}: {f.message}" for f in report.findings]
 
