@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from sysctl_advisor.knowledge.catalog import KernelContext
+from sysctl_advisor.knowledge.catalog import KernelContext, parse_ports
 from sysctl_advisor.knowledge.check_rules import CheckRule
 from sysctl_advisor.knowledge.expression_budget import new_budget
 from sysctl_advisor.knowledge.expressions import ExpressionError
@@ -154,7 +154,7 @@ class Checker:
             else None
         )
         # the numbers each key holds once the config is applied (check_config sets them)
-        self._final: dict[str, list[int] | None] = {}
+        self._final_values: dict[str, list[int] | list[list[int]] | None] = {}
         self._specs = {name: plain_data(key) for name, key in kb.catalog.keys.items()}
         self._recommended = (
             {s.key: dataclasses.asdict(s) for s in context.plan.settings}
@@ -209,7 +209,7 @@ class Checker:
             "page_size": self.context.facts.page_size if self.context.facts else 4096,
             "default": self.context.defaults,
             "recommended": self._recommended.get(key),
-            "final": self._final,
+            "final": self._final_values,
             "kubernetes": self.context.kubernetes,
             "ignore_failure": ignore_failure,
         }
@@ -374,14 +374,25 @@ class Checker:
             )
         return found
 
+    def _final(self, key: str, text: str) -> list[int] | list[list[int]] | None:
+        """What a key holds, as rules read another key: its numbers, or for a port set its
+        merged [first, last] ranges; None when the kernel would refuse the text."""
+        spec = self.kb.catalog.keys.get(key)
+        if spec is not None and spec.unit == "ports":
+            try:
+                return [[first, last] for first, last in parse_ports(text)]
+            except ValueError:
+                return None
+        return _numbers(text)
+
     def check_config(self, config: CurrentConfig) -> list[CheckFinding]:
         # A rule about two keys (tcp_rmem with tcp_wmem) reads the other as this config leaves
         # it: its last assignment here, else the value in force the facts show.
         in_force = self.context.facts.sysctl if self.context.facts is not None else {}
-        final = {key: _numbers(text) for key, text in in_force.items()}
-        final.update((key, _numbers(found.value)) for key, found in config.values.items())
-        if final != self._final:
-            self._final = final
+        final = {key: self._final(key, text) for key, text in in_force.items()}
+        final.update((key, self._final(key, found.value)) for key, found in config.values.items())
+        if final != self._final_values:
+            self._final_values = final
             self._memo.clear()  # a verdict may read another key's final value
         found = self._structural(config)
         dump = config.kind == "dump"

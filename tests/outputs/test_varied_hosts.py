@@ -82,13 +82,7 @@ TABLE: list[tuple[str, str, str]] = [
 ]
 
 # Cases the advisor cannot pass today, each naming the bug (the facts are right).
-KNOWN_BUGS: dict[str, str] = {
-    "k8s-worker-calico-jammy": (
-        "check.node-ports-ephemeral ignores net.ipv4.ip_local_reserved_ports: recommend keeps "
-        "the operator's 1024-65535 range and reserves 30000-32767 and 10250 in the same file, "
-        "and check still warns that the range takes them in"
-    ),
-}
+KNOWN_BUGS: dict[str, str] = {}  # host stem -> the advisor bug it shows (strict xfail)
 
 runner = CliRunner()
 
