@@ -159,13 +159,16 @@ class Kubernetes:
             for link in (facts.get("links") or [])
             if any(link.startswith(p.prefix) for p in node.link_prefixes)
         ][:3]
-        signs += sorted(
-            {
-                f"a {sock['process']['command']} listener on port {sock['port']}"
-                for sock in (facts.get("listeners") or [])
-                if (sock.get("process") or {}).get("command") in node.listener_commands
-            }
-        )[:3]
+        ports: dict[str, set[int]] = {}  # a command's listening ports
+        for sock in facts.get("listeners") or []:
+            command = (sock.get("process") or {}).get("command")
+            if command in node.listener_commands:
+                ports.setdefault(command, set()).add(sock["port"])
+        for command in node.listener_commands:  # one sign a program, at its best-known port
+            if command in ports:
+                port = node.kubelet_port if node.kubelet_port in ports[command] else None
+                shown = port or min(ports[command])
+                signs.append(f"a {command} listener on port {shown}")
         if given.get("node") is not None:
             signs = ["the facts say so"] if given["node"] else []
         port_range = given.get("node_port_range") or node.node_port_range
