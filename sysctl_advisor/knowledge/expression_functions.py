@@ -65,9 +65,14 @@ def _mbits(bits_per_second: float) -> str:
 
 
 def _num(x: float) -> str:
-    """A plain number for prose: integers without decimals, others with up to 3 significant."""
+    """A plain number for prose: integers without decimals, others with up to 3 significant
+    digits; from 1,000 up never in scientific notation but rounded to 3 significant digits and
+    grouped (1512.4 -> "1,510", 0.0123 -> "0.0123")."""
     if isinstance(x, float) and not x.is_integer():
-        return f"{x:.3g}"
+        rounded = f"{x:.3g}"
+        if 1000 <= abs(float(rounded)) < 1e15:  # beyond, digits say nothing more
+            return human_count(float(rounded))
+        return rounded
     return human_count(x)
 
 

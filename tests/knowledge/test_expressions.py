@@ -556,3 +556,24 @@ def test_a_rationale_no_setting_shows_is_never_rendered(
     )
     assert result.exit_code == 0, result.output
     assert "net.core.somaxconn" in result.stdout and not (workdir / "MARKER").exists()
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("1512.4", "1,510"),  # issue 33: was "1.51e+03"
+        ("123456.7", "123,000"),
+        ("-2048.5", "-2,050"),
+        ("999.5", "1,000"),  # rounds to 3 significant digits first
+        ("723.1", "723"),
+        ("0.0123", "0.0123"),
+        ("4.5", "4.5"),
+        ("1510", "1,510"),
+        ("3000.0", "3,000"),
+    ],
+)
+def test_num_never_writes_scientific_notation_from_a_thousand(
+    value: str, shown: str, variables: dict[str, Any]
+) -> None:
+    rendered = Compiler().template("{{ " + value + " | num }}").render(variables)
+    assert rendered == shown
