@@ -44,3 +44,34 @@ def test_pfifo_fast_queue_time_at_line_rate(kb: KnowledgeBase, mtu: int, drain: 
 @pytest.mark.parametrize("qdisc", ["fq_codel", None])
 def test_no_txqueuelen_unless_the_facts_show_pfifo(kb: KnowledgeBase, qdisc: str | None) -> None:
     assert _txqueuelen(kb, 9000, qdisc) == []
+
+
+@pytest.mark.parametrize(
+    ("profile", "driver"),
+    [
+        ("frontend-proxy", "bnxt_en"),
+        ("c1m-server", "ice"),
+        ("base", "ena"),
+        ("gridftp", "ena"),
+        ("gridftp", "mlx5_core"),
+    ],
+)
+def test_irq_companion_fits_the_profile_and_the_driver(
+    kb: KnowledgeBase, profile: str, driver: str
+) -> None:
+    """Issue 33 review item 2: the IRQ/NUMA companion spoke of transfers on every profile, told
+    a frontend to stop irqbalance (which nic.softnet-per-cpu and evidence.rx-overruns spread
+    interrupts with) and offered Mellanox's script for any NIC."""
+    data: dict[str, Any] = {
+        "kernel": "6.6.30",
+        "arch": "x86_64",
+        "memory": {"total": "256 GiB", "numa_nodes": 2},
+        "nics": [{"name": "nic0", "driver": driver, "speed_mbps": 100000, "mtu": 1500}],
+    }
+    plan = build_plan(kb, facts_from_data(data), profile)
+    (irq,) = [c for c in plan.companions if c.target == "irq affinity"]
+    text = irq.setting + " " + irq.rationale
+    assert ("set_irq_affinity_bynode.sh" in text) == driver.startswith("mlx")
+    assert ("transfer" in text) == (profile == "gridftp")
+    assert "Stop irqbalance" not in text
+    assert "rather than stop it" in text
