@@ -12,9 +12,9 @@ is data: file names go to the advisor as arguments (never through a shell), into
 through a delimiter no file name can hold, and into Markdown through the advisor's escaping.
 
 Inputs arrive as environment variables (INPUT_PATHS, INPUT_FILES, INPUT_FACTS, INPUT_PROFILE,
-INPUT_FAIL_ON, INPUT_KERNEL, INPUT_CURRENT, INPUT_COMMENT, INPUT_TOKEN), never interpolated into
-a script. Exit status: 0 done (findings are reported in the outputs, and a later step fails the
-job on them), 2 bad input.
+INPUT_SET, INPUT_FAIL_ON, INPUT_KERNEL, INPUT_CURRENT, INPUT_COMMENT, INPUT_TOKEN), never
+interpolated into a script. Exit status: 0 done (findings are reported in the outputs, and a
+later step fails the job on them), 2 bad input.
 """
 
 from __future__ import annotations
@@ -338,6 +338,10 @@ def review(workspace: Path) -> int:
     facts, profile, kernel = _input_path("FACTS", workspace), _input("PROFILE"), _input("KERNEL")
     if profile and not facts:
         raise ReviewError("profile: needs facts (the host the files are for)")
+    parameters = [line.strip() for line in _input("SET").splitlines() if line.strip()]
+    if parameters and not profile:
+        raise ReviewError("set: needs profile (the parameters are the profile's)")
+    settings = [option for item in parameters for option in ("--set", item)]
     explicit = [f.strip() for f in _input("FILES").splitlines() if f.strip()]
     if explicit:
         changed: list[str] | None = explicit
@@ -371,7 +375,7 @@ def review(workspace: Path) -> int:
     if facts:
         context += ["--facts", facts]
     if profile:
-        context += ["--profile", profile]
+        context += ["--profile", profile, *settings]
     if kernel:
         context += ["--kernel", kernel]
     sarif = work / "sysctl-advisor.sarif"
@@ -407,6 +411,7 @@ def review(workspace: Path) -> int:
                     facts,
                     "--profile",
                     profile,
+                    *settings,
                     "--current",
                     current,
                     "--format",

@@ -726,3 +726,49 @@ def test_a_dropped_connection_is_tried_once_more_and_never_doubles_the_comment(
     expected = {"GET": ["GET", "GET", "POST"], "POST": ["GET", "POST", "GET", "PATCH"]}[lost]
     assert methods == expected
     assert len(_FlakyGitHub.comments) == 1 and _FlakyGitHub.comments[0]["body"].endswith("diff\n")
+
+
+def test_the_profile_runs_with_the_parameters_the_conf_was_made_with(tmp_path: Path) -> None:
+    """Issue 33, item 5: the action's `set` input reaches check (and the diff) as `--set`, so a
+    conf made with `recommend --set rtt_ms=200` is not reported as departing from the profile's
+    defaults; `set` without `profile` is bad input."""
+    facts = (EXAMPLES / "dtn-10g.yaml").read_text()
+    made = subprocess.run(
+        [
+            *(sys.executable, "-m", "sysctl_advisor", "recommend", "-p", "gridftp"),
+            *(
+                "--facts",
+                str(EXAMPLES / "dtn-10g.yaml"),
+                "--set",
+                "rtt_ms=200",
+                "--set",
+                "streams=2",
+            ),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    results = {}
+    for name, parameters in (("with", "rtt_ms=200\nstreams=2\n"), ("without", "")):
+        workspace = tmp_path / name
+        event = pull_request(
+            workspace,
+            {"facts/dtn.yaml": facts, "README.md": "dtn\n"},
+            {"hosts/dtn/etc/sysctl.d/90-sysctl-advisor.conf": made},
+        )
+        inputs = {"facts": "facts/dtn.yaml", "profile": "gridftp", "fail-on": "info"}
+        if parameters:
+            inputs["set"] = parameters
+        (tmp_path / f"{name}-run").mkdir()
+        run = run_action(workspace, tmp_path / f"{name}-run", inputs, "pull_request", event)
+        results[name] = run.outputs["review"]["worst"]
+    assert results == {"with": "none", "without": "info"}
+    env = {**os.environ, "GITHUB_WORKSPACE": str(tmp_path), "INPUT_SET": "rtt_ms=200"}
+    bad = subprocess.run(
+        [sys.executable, str(ROOT / "action" / "review.py"), "review"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "set: needs profile" in bad.stderr
