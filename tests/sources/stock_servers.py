@@ -71,7 +71,7 @@ def haproxy_config(work: Path, extra: str = "") -> Path:
     ]
     frontend = [
         "frontend web",
-        f"    bind 127.0.0.1:{PORTS['haproxy']}",
+        f"    bind 0.0.0.0:{PORTS['haproxy']}",  # a server the network reaches (not loopback)
         *([f"    {extra}"] if extra else []),
         "    http-request return status 200",
     ]
@@ -81,9 +81,15 @@ def haproxy_config(work: Path, extra: str = "") -> Path:
 
 
 def redis_config(work: Path, extra: str = "") -> Path:
-    """Debian's redis.conf; later lines win, so the moved paths (and a companion) go last."""
+    """Debian's redis.conf; later lines win, so the moved paths (and a companion) go last. It
+    binds to every address of the private namespace, not loopback only: the advice for a
+    loopback server is an info, and these tests follow the advice for servers a network
+    reaches."""
     text = Path("/etc/redis/redis.conf").read_text()
-    moved = f"\ndaemonize no\npidfile {work}/redis.pid\nlogfile {work}/redis.log\ndir {work}\n"
+    moved = (
+        f"\ndaemonize no\npidfile {work}/redis.pid\nlogfile {work}/redis.log\ndir {work}\n"
+        "bind 0.0.0.0 ::\nprotected-mode no\n"
+    )
     config = work / "redis.conf"
     config.write_text(text + moved + (extra + "\n" if extra else ""))
     return config
