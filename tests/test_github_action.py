@@ -546,14 +546,19 @@ def test_a_comment_the_token_may_not_write_is_a_warning(tmp_path: Path) -> None:
     assert last.startswith("::warning::could not comment on the pull request")
 
 
-def test_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
-    env = {**os.environ, "GITHUB_WORKSPACE": str(tmp_path), "INPUT_FAIL_ON": "sometimes"}
-    result = subprocess.run(
+def review_alone(workspace: Path, inputs: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """review.py run by itself with these INPUT_* variables (no event, no git)."""
+    env = {**os.environ, "GITHUB_WORKSPACE": str(workspace), **inputs}
+    return subprocess.run(
         [sys.executable, str(ROOT / "action" / "review.py"), "review"],
         env=env,
         capture_output=True,
         text=True,
     )
+
+
+def test_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
+    result = review_alone(tmp_path, {"INPUT_FAIL_ON": "sometimes"})
     assert result.returncode == 2
     assert result.stderr == (
         "sysctl-advisor: error: fail-on: 'sometimes' is not one of error, warning, info, never\n"
@@ -764,11 +769,5 @@ def test_the_profile_runs_with_the_parameters_the_conf_was_made_with(tmp_path: P
         run = run_action(workspace, tmp_path / f"{name}-run", inputs, "pull_request", event)
         results[name] = run.outputs["review"]["worst"]
     assert results == {"with": "none", "without": "info"}
-    env = {**os.environ, "GITHUB_WORKSPACE": str(tmp_path), "INPUT_SET": "rtt_ms=200"}
-    bad = subprocess.run(
-        [sys.executable, str(ROOT / "action" / "review.py"), "review"],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    bad = review_alone(tmp_path, {"INPUT_SET": "rtt_ms=200"})
     assert bad.returncode == 2 and "set: needs profile" in bad.stderr

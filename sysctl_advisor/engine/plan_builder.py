@@ -284,22 +284,31 @@ def build_plan(
         if result is not None:
             results.append(result)
     work = _work(results, catalog)
+
+    def resolved(
+        item: _KeyWork, by_rule: dict[str, RuleResult]
+    ) -> Setting | Unchanged | str | None:
+        """The key's wants and caps merged with its baseline. A value a sysctl file sets is
+        the operator's, not the model's: no model tolerance keeps it from a cap."""
+        resolve = _resolve_text if item.spec.is_text else _resolve
+        return resolve(
+            item,
+            defaults.get(item.key),
+            current.get(item.spec.alias),
+            current_text.get(item.key),
+            by_rule,
+            facts.page_size,
+            facts.sysctl_files is not None and item.key in facts.sysctl_files,
+        )
+
     if any(r.rule.reads_planned for r in results):
         # A rule that sizes one key from another's final value (a socket's maximum from the
         # tcp_mem pressure the plan ends with) runs again once the others are resolved, so
         # the advice applied asks for nothing more. What it sets must not depend on `planned`.
         planned = dict(variables["current"])
-        for key, item in work.items():
-            resolve_first = _resolve_text if item.spec.is_text else _resolve
-            first = resolve_first(
-                item,
-                defaults.get(key),
-                current.get(item.spec.alias),
-                current_text.get(key),
-                {r.rule.id: r for r in results},
-                facts.page_size,
-                facts.sysctl_files is not None and key in facts.sysctl_files,
-            )
+        first_by_rule = {r.rule.id: r for r in results}
+        for item in work.values():
+            first = resolved(item, first_by_rule)
             if isinstance(first, Setting):  # else what is in force, or the default, stays
                 planned[item.spec.alias] = parse_current(first.value, item.spec)
         for spec in catalog.keys.values():
@@ -336,19 +345,7 @@ def build_plan(
         host_default = kernel_values.get(key)
         if host_default is not None and host_default.note is not None:
             notes.append(host_default.note)
-        # A value a sysctl file sets is the operator's, not the model's: no model tolerance
-        # keeps it from a cap.
-        file_set = facts.sysctl_files is not None and key in facts.sysctl_files
-        resolve = _resolve_text if item.spec.is_text else _resolve
-        setting = resolve(
-            item,
-            defaults.get(key),
-            current.get(item.spec.alias),
-            current_text.get(key),
-            by_rule,
-            facts.page_size,
-            file_set,
-        )
+        setting = resolved(item, by_rule)
         if host_default is not None and isinstance(setting, Setting | Unchanged):
             setting = dataclasses.replace(
                 setting,
