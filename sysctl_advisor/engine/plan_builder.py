@@ -276,13 +276,27 @@ def build_plan(
     variables["current"] = {**current, **readable}
     variables["params"] = params = profile.resolve(overrides or {}, variables)
 
-    results: list[RuleResult] = []
-    variables["planned"] = None  # what the plan ends with: known in the second pass only
+    # `planned`: the values the plan ends with. On the first pass it holds the baseline (the
+    # value in force, else the default); a rule that reads it runs again only when a key it
+    # reads ends elsewhere, and one that sets and caps nothing (its findings and companions
+    # quote the plan) runs once, after the others.
+    baseline = {
+        spec.alias: current.get(spec.alias)
+        if current.get(spec.alias) is not None
+        else variables["default"].get(spec.alias)
+        for spec in catalog.keys.values()
+    }
+    variables["planned"] = baseline
     screen = kb.compiler.context(variables)  # the rules' `when`s, read-only
+    by_id: dict[str, RuleResult | None] = {}
+    later: list[str] = []
     for rule_id in profile.rule_ids:
-        result = kb.rules[rule_id].evaluate(variables, screen=screen)
-        if result is not None:
-            results.append(result)
+        rule = kb.rules[rule_id]
+        if rule.reads_planned and not (rule.spec.set or rule.spec.cap):
+            later.append(rule_id)
+            continue
+        by_id[rule_id] = rule.evaluate(variables, screen=screen)
+    results = [r for r in by_id.values() if r is not None]
     work = _work(results, catalog)
 
     def resolved(
@@ -301,26 +315,35 @@ def build_plan(
             facts.sysctl_files is not None and item.key in facts.sysctl_files,
         )
 
-    if any(r.rule.reads_planned for r in results):
-        # A rule that sizes one key from another's final value (a socket's maximum from the
-        # tcp_mem pressure the plan ends with) runs again once the others are resolved, so
-        # the advice applied asks for nothing more. What it sets must not depend on `planned`.
-        planned = dict(variables["current"])
+    readers = [r.rule for r in results if r.rule.reads_planned] + [kb.rules[i] for i in later]
+    if readers:
+        wanted: set[str] | None = set()  # the aliases they read (None: all)
+        for rule in readers:
+            aliases = rule.planned_aliases
+            wanted = None if wanted is None or aliases is None else wanted | aliases
+        planned = dict(baseline)
         first_by_rule = {r.rule.id: r for r in results}
         for item in work.values():
-            first = resolved(item, first_by_rule)
-            if isinstance(first, Setting):  # else what is in force, or the default, stays
-                planned[item.spec.alias] = parse_current(first.value, item.spec)
-        for spec in catalog.keys.values():
-            if planned.get(spec.alias) is None:
-                planned[spec.alias] = variables["default"].get(spec.alias)
-        variables["planned"] = planned
-        again = kb.compiler.context(variables)
-        results = [
-            (r.rule.evaluate(variables, screen=again) or r) if r.rule.reads_planned else r
-            for r in results
+            if wanted is None or item.spec.alias in wanted:
+                first = resolved(item, first_by_rule)
+                if isinstance(first, Setting):  # else the baseline stays
+                    planned[item.spec.alias] = parse_current(first.value, item.spec)
+        moved = {alias for alias, value in planned.items() if value != baseline[alias]}
+        rerun = [
+            rule.id
+            for rule in readers
+            if rule.id in later or rule.planned_aliases is None or rule.planned_aliases & moved
         ]
-        work = _work(results, catalog)
+        if rerun:
+            variables["planned"] = planned
+            again = kb.compiler.context(variables)
+            for rule_id in rerun:
+                by_id[rule_id] = kb.rules[rule_id].evaluate(variables, screen=again)
+            order = {rule_id: i for i, rule_id in enumerate(profile.rule_ids)}
+            results = [
+                r for _, r in sorted(by_id.items(), key=lambda i: order[i[0]]) if r is not None
+            ]
+            work = _work(results, catalog)
     by_rule = {r.rule.id: r for r in results}
 
     settings: list[Setting] = []

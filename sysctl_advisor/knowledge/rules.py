@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from jinja2.runtime import Context
 
 _PLANNED = re.compile(r"\bplanned\b")
+_PLANNED_ALIAS = re.compile(r"\bplanned\.([A-Za-z_]\w*)")
+# `planned` alone as a truth test ("if planned", "and planned"): says which pass this is
+_PLANNED_TEST = re.compile(r"\b(?:if|and|or|not)\s+planned\b(?!\s*\.)")
 _PARAMETER = re.compile(r"\bparams\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*['\"]([^'\"]+)['\"]\s*\])")
 C = TypeVar("C", Expression, Text)
 RULE_ID = r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$"
@@ -235,6 +238,16 @@ class Rule:
         """Whether the rule reads `planned` (the values the plan ends with), and so runs again
         once the other rules' wants and caps are resolved."""
         return any(_PLANNED.search(source) for _, source in self.sources)
+
+    @functools.cached_property
+    def planned_aliases(self) -> frozenset[str] | None:
+        """The catalog aliases the rule reads as `planned.ALIAS`; None when it reads `planned`
+        some other way (then every key is resolved for it)."""
+        named = {m[1] for _, source in self.sources for m in _PLANNED_ALIAS.finditer(source)}
+        uses = sum(len(_PLANNED.findall(source)) for _, source in self.sources)
+        dotted = sum(len(_PLANNED_ALIAS.findall(source)) for _, source in self.sources)
+        bare = sum(len(_PLANNED_TEST.findall(source)) for _, source in self.sources)
+        return frozenset(named) if uses == dotted + bare else None
 
     def parameters_read(self) -> list[tuple[str, str]]:
         """(field, name) of every profile parameter the rule reads by name (`params.NAME`,
