@@ -134,7 +134,10 @@ def read_facts(path: Path | None, kb: KnowledgeBase, nginx_conf: Path | None = N
     from sysctl_advisor.sources.local_host import DEFAULT_WINDOW, collect
 
     host = collect(
-        kb.catalog.read_keys(), message_matchers=kb.message_matchers(), since=DEFAULT_WINDOW
+        kb.catalog.read_keys(),
+        message_matchers=kb.message_matchers(),
+        since=DEFAULT_WINDOW,
+        tuned=kb.catalog.tuned_places(),
     )
     return with_service_configs(host, None, nginx_conf)
 

@@ -44,7 +44,12 @@ def facts(
     window = parse_duration(history.since)
     kb = load_knowledge()
     data = collect_data(
-        kb.catalog.read_keys(), root, kb.message_matchers(), history.kernel_log, window
+        kb.catalog.read_keys(),
+        root,
+        kb.message_matchers(),
+        history.kernel_log,
+        window,
+        kb.catalog.tuned_places(),
     )
     if history.prometheus is not None:
         _add_history(data, history)

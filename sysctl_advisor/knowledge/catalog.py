@@ -194,6 +194,11 @@ class TuningDaemon(Record):
     profile directories was set by it, and is the host's default as the daemon keeps it."""
 
     profile_dirs: list[Annotated[str, After(_directory)]] = Field(min_length=1)
+    active_profile: str | None = Field(
+        default=None,
+        description="the file naming the active profiles (`facts` reads them): a profile is "
+        "<dir>/<name>/tuned.conf, a later directory's winning, its [main] include= read first",
+    )
     summary: str
     references: list[str] = Field(min_length=1)
 
@@ -363,6 +368,13 @@ class Catalog:
             if any(path.startswith(d) for d in daemon.profile_dirs):
                 return name
         return None
+
+    def tuned_places(self) -> tuple[str, list[str]] | None:
+        """Where tuned keeps its active profile and its profiles, for the collector."""
+        tuned = self.tuning_daemons.get("tuned")
+        if tuned is None or tuned.active_profile is None:
+            return None
+        return tuned.active_profile, [d.rstrip("/") for d in tuned.profile_dirs]
 
     def read_keys(self) -> list[str]:
         """Every key the collector reads from the host: the catalog's, then the readable ones."""

@@ -489,8 +489,9 @@ class HostFacts(Record):
     )
     sysctl_files: dict[SysctlKey, Text] | None = Field(
         default=None,
-        description="key -> the sysctl.d file and line that sets it at boot; a key of `sysctl` "
-        "missing here was set by no file. Absent: not known.",
+        description="key -> the sysctl.d file and line that sets it at boot, or a tuning "
+        "daemon's profile file (tuned's tuned.conf); a key of `sysctl` missing here was set "
+        "by no file. Absent: not known.",
     )
     observed: Observed = Field(default_factory=Observed)
     services: dict[ServiceName, Service] = Field(default_factory=dict, max_length=64)

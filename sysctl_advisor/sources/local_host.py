@@ -59,7 +59,9 @@ DEFAULT_WINDOW = 14 * 86400  # `facts --since` default: how far back the kernel 
 MAX_PROC_FILE = 1 << 20  # no /proc or /sys file the collector reads is near this
 
 
-def _read(path: Path, root: Path = Path("/"), limit: int = MAX_PROC_FILE) -> str | None:
+def _read(
+    path: Path, root: Path = Path("/"), limit: int = MAX_PROC_FILE, strip: bool = True
+) -> str | None:
     """A /proc or /sys file's text, or None. Under a copied tree (`--root`), a file whose links
     lead out of the tree is not read (its absolute links would name the host running the
     advisor: `somaxconn -> /etc/shadow`); nor is anything but a regular file."""
@@ -77,7 +79,8 @@ def _read(path: Path, root: Path = Path("/"), limit: int = MAX_PROC_FILE) -> str
         return None
     finally:
         os.close(fd)
-    return data.decode("utf-8", errors="replace").strip()
+    text = data.decode("utf-8", errors="replace")
+    return text.strip() if strip else text
 
 
 def _reachable(root: Path, path: Path) -> bool:
@@ -250,19 +253,37 @@ def _numa_nodes(root: Path) -> int | None:
         return None
 
 
-def _sysctl_files(root: Path, keys: Iterable[str]) -> dict[str, str] | None:
-    """Which catalog keys the host's sysctl.d files (and sysctl.conf) set at boot, and where;
-    None when the host has none of those files to read."""
-    from sysctl_advisor.sources.sysctl_files import SYSCTL_CONF, SYSCTL_D_DIRS, read_tree
+# A tuning daemon's places: its active-profile file and its profile directories (the catalog's
+# `tuning_daemons`, which the command reading the host passes in).
+TunedPlaces = tuple[str, Sequence[str]]
 
+
+def _sysctl_files(
+    root: Path, keys: Iterable[str], tuned: TunedPlaces | None = None
+) -> dict[str, str] | None:
+    """Which catalog keys the host's sysctl.d files (and sysctl.conf) set at boot, and where,
+    and the ones tuned's active profile sets that no such file does (tuned applies sysctl.d
+    again after its profile: reapply_sysctl, on by default); None when the host has none of
+    those files to read."""
+    from sysctl_advisor.sources.sysctl_files import SYSCTL_CONF, SYSCTL_D_DIRS, read_tree
+    from sysctl_advisor.sources.tuned_profile import tuned_sysctls
+
+    keys = tuple(keys)
+    by_tuned: dict[str, str] = {}
+    if tuned is not None:
+        active, dirs = tuned
+        by_tuned = tuned_sysctls(
+            lambda path: _read(path, root, strip=False), root, active, dirs, keys
+        )
     if not any((root / d).is_dir() for d in SYSCTL_D_DIRS) and not (root / SYSCTL_CONF).exists():
-        return None
+        return by_tuned or None
     try:
         config = read_tree(root, keys)
     except InputError:
         return None
     wanted = set(keys)
-    return {k: v.source for k, v in config.values.items() if k in wanted}
+    files = {k: v.source for k, v in config.values.items() if k in wanted}
+    return {**by_tuned, **files}
 
 
 def _services(root: Path) -> dict[str, Any]:
@@ -283,6 +304,7 @@ def collect_data(
     message_matchers: Mapping[str, Sequence[str]] | None = None,
     kernel_log: Path | None = None,
     since_seconds: int | None = None,
+    tuned: TunedPlaces | None = None,
 ) -> dict[str, Any]:
     """The facts of the host under `root` as plain data (a facts-file mapping).
 
@@ -319,7 +341,7 @@ def collect_data(
         "cpu": {"threads": _cpu_threads(root, live)},
         "nics": nics,
         "sysctl": _sysctls(root, keys),
-        "sysctl_files": _sysctl_files(root, keys),
+        "sysctl_files": _sysctl_files(root, keys, tuned),
         "observed": _observed(root, nics),
         "services": _services(root),
     }
@@ -351,5 +373,8 @@ def collect(
     root: Path = LIVE_ROOT,
     message_matchers: Mapping[str, Sequence[str]] | None = None,
     since: int | None = None,
+    tuned: TunedPlaces | None = None,
 ) -> HostFacts:
-    return facts_from_data(collect_data(keys, root, message_matchers, None, since), path=root)
+    return facts_from_data(
+        collect_data(keys, root, message_matchers, None, since, tuned), path=root
+    )

@@ -1,0 +1,114 @@
+"""tuned's active profile in the facts: which keys it sets, and where (issue 33, item 12)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from sysctl_advisor.cli import app
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.sources.local_host import collect_data
+from sysctl_advisor.sources.tuned_profile import tuned_sysctls
+from tests.conftest import TESTS
+
+HOSTS = TESTS / "fixtures" / "hosts"
+RMEM, WMEM, SOMAXCONN = "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.core.somaxconn"
+
+
+def _profile(root: Path, directory: str, name: str, text: str) -> Path:
+    path = root / directory.lstrip("/") / name / "tuned.conf"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def _tuned_tree(tmp_path: Path) -> Path:
+    """busy-frontend with tuned's network-throughput active (it includes
+    throughput-performance), its tcp_rmem in force as the profile writes it."""
+    root = tmp_path / "host"
+    shutil.copytree(HOSTS / "busy-frontend", root, symlinks=True)
+    (root / "etc/tuned").mkdir(parents=True, exist_ok=True)
+    (root / "etc/tuned/active_profile").write_text("network-throughput\n")
+    _profile(
+        root,
+        "/usr/lib/tuned",
+        "throughput-performance",
+        "[main]\nsummary=throughput\n\n[sysctl]\nnet.core.somaxconn = 2048\nvm.swappiness=10\n",
+    )
+    _profile(
+        root,
+        "/usr/lib/tuned",
+        "network-throughput",
+        "\n# a leading blank line: line numbers count it\n[main]\n"
+        "include=throughput-performance\n\n[sysctl]\n"
+        "net.ipv4.tcp_rmem=4096 87380 16777216\nnet/ipv4/tcp_wmem=4096 16384 16777216\n",
+    )
+    (root / "proc/sys/net/ipv4/tcp_rmem").write_text("4096\t87380\t16777216\n")
+    return root
+
+
+def test_the_active_profile_and_its_includes_are_read_with_their_lines(tmp_path: Path) -> None:
+    root = _tuned_tree(tmp_path)
+    kb = KnowledgeBase.load()
+    data = collect_data(kb.catalog.read_keys(), root, tuned=kb.catalog.tuned_places())
+    files = data["sysctl_files"]
+    assert files[RMEM] == "/usr/lib/tuned/network-throughput/tuned.conf:7"
+    assert files[WMEM] == "/usr/lib/tuned/network-throughput/tuned.conf:8"
+    assert files[SOMAXCONN] == "/usr/lib/tuned/throughput-performance/tuned.conf:5"
+    # /etc/tuned holds an own copy: it wins over /usr/lib/tuned, as tuned's locator does
+    _profile(root, "/etc/tuned", "network-throughput", "[sysctl]\nnet.ipv4.tcp_rmem=1 2 3\n")
+    data = collect_data(kb.catalog.read_keys(), root, tuned=kb.catalog.tuned_places())
+    assert data["sysctl_files"][RMEM] == "/etc/tuned/network-throughput/tuned.conf:2"
+    assert WMEM not in data["sysctl_files"] and SOMAXCONN not in data["sysctl_files"]
+
+
+def test_a_sysctl_d_file_wins_over_the_profile(tmp_path: Path) -> None:
+    """tuned applies sysctl.d again after its profile (reapply_sysctl, on by default)."""
+    root = _tuned_tree(tmp_path)
+    (root / "etc/sysctl.d").mkdir(parents=True, exist_ok=True)
+    (root / "etc/sysctl.d/50-local.conf").write_text("net.core.somaxconn = 4096\n")
+    kb = KnowledgeBase.load()
+    files = collect_data(kb.catalog.read_keys(), root, tuned=kb.catalog.tuned_places())[
+        "sysctl_files"
+    ]
+    assert files[SOMAXCONN].endswith("etc/sysctl.d/50-local.conf:1")
+    assert files[RMEM] == "/usr/lib/tuned/network-throughput/tuned.conf:7"
+
+
+def test_hostile_profile_names_and_include_loops_stay_bounded(tmp_path: Path) -> None:
+    """A profile name is a directory name, never a path (`../../etc/shadow`); an include loop
+    or a self-include ends; a link out of a copied tree is not read."""
+    root = tmp_path / "host"
+    outside = tmp_path / "outside"
+    _profile(outside, "/", "leak", "[sysctl]\nnet.core.somaxconn=1\n")
+    (root / "etc/tuned").mkdir(parents=True)
+    (root / "etc/tuned/active_profile").write_text("../../etc/shadow a b leak\n")
+    _profile(root, "/usr/lib/tuned", "a", "[main]\ninclude=b,a\n[sysctl]\nnet.core.somaxconn=5\n")
+    _profile(root, "/usr/lib/tuned", "b", "[main]\ninclude = a ; b\n")
+    (root / "usr/lib/tuned/leak").symlink_to(outside / "leak", target_is_directory=True)
+    from sysctl_advisor.sources.local_host import _read
+
+    found = tuned_sysctls(
+        lambda path: _read(path, root, strip=False),
+        root,
+        "/etc/tuned/active_profile",
+        ["/usr/lib/tuned", "/etc/tuned"],
+        [SOMAXCONN],
+    )
+    assert found == {SOMAXCONN: "/usr/lib/tuned/a/tuned.conf:4"}
+
+
+def test_recommend_says_tuned_set_the_default(tmp_path: Path) -> None:
+    """End to end: `facts --root` of a tuned host, then `recommend`: tcp_rmem's 16 MiB maximum
+    is the host's default, set by tuned, with the kernel's own beside it."""
+    root = _tuned_tree(tmp_path)
+    facts = tmp_path / "facts.yaml"
+    runner = CliRunner()
+    made = runner.invoke(app, ["facts", "--root", str(root), "-o", str(facts)])
+    assert made.exit_code == 0, made.stderr
+    result = runner.invoke(app, ["recommend", "--facts", str(facts), "-p", "gridftp"])
+    assert result.exit_code == 0, result.stderr
+    assert "set by tuned from /usr/lib/tuned/network-throughput/tuned.conf:7" in result.stdout
+    assert "kernel's default:    4096 131072 6291456" in result.stdout
