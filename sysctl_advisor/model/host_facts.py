@@ -239,10 +239,13 @@ class Listen(Record):
     text: Text = Field(description="the directive as written, without the semicolon")
 
 
+_DIGITS = re.compile(r"[0-9]{1,5}")  # ASCII digits only (str.isdecimal takes any script's)
+
+
 def _port_range(value: str) -> str:
     plain_line(value, "port range")
     first, dash, last = value.partition("-")
-    if not (dash and first.isdecimal() and last.isdecimal() and len(value) <= 11):
+    if not (dash and _DIGITS.fullmatch(first) and _DIGITS.fullmatch(last)):
         raise ValueError(f"not a port range such as 30000-32767: {value[:40]!r}")
     if not 1 <= int(first) <= int(last) <= 65535:
         raise ValueError(f"not a port range within 1-65535: {value!r}")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import platform
-import stat
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from itertools import islice
@@ -34,7 +33,7 @@ from sysctl_advisor.sources.proc_readers import (
     selected_mode,
     softnet_totals,
 )
-from sysctl_advisor.sources.tree_paths import inside
+from sysctl_advisor.sources.tree_paths import inside, open_regular
 
 LIVE_ROOT = Path("/")
 NGINX_CONFIGS = ("etc/nginx/nginx.conf", "usr/local/nginx/conf/nginx.conf")
@@ -64,16 +63,13 @@ def _read(
 ) -> str | None:
     """A /proc or /sys file's text, or None. Under a copied tree (`--root`), a file whose links
     lead out of the tree is not read (its absolute links would name the host running the
-    advisor: `somaxconn -> /etc/shadow`); nor is anything but a regular file."""
-    if root != LIVE_ROOT and not inside(root, path):
+    advisor: `somaxconn -> /etc/shadow`), judged by the descriptor opened; nor is anything but
+    a regular file, which is told before it is opened for reading (open_regular: a device
+    node in a tree never runs its driver)."""
+    fd = open_regular(path, None if root == LIVE_ROOT else root)
+    if fd is None:
         return None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
         data = os.read(fd, limit)
     except OSError:
         return None

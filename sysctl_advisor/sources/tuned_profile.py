@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 MAX_PROFILES = 32  # profiles read, includes included (tuned itself has no limit)
-_NAME = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")  # a profile directory's name, never a path
+# a profile directory's name, never a path (nor `.` or `..`)
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}$")
 _INCLUDES = re.compile(r"[\s,;]+")
 
 Reader = Callable[[Path], "str | None"]
@@ -52,7 +53,7 @@ def tuned_sysctls(
         section = None
         includes: list[str] = []
         sets: list[tuple[str, str]] = []
-        for number, line in enumerate(text.splitlines(), 1):
+        for number, line in enumerate(text.split("\n"), 1):  # lines as tuned reads them
             stripped = line.strip()
             if not stripped or stripped[0] in "#;":
                 continue

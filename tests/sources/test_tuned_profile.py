@@ -84,7 +84,8 @@ def test_hostile_profile_names_and_include_loops_stay_bounded(tmp_path: Path) ->
     outside = tmp_path / "outside"
     _profile(outside, "/", "leak", "[sysctl]\nnet.core.somaxconn=1\n")
     (root / "etc/tuned").mkdir(parents=True)
-    (root / "etc/tuned/active_profile").write_text("../../etc/shadow a b leak\n")
+    (root / "etc/tuned/active_profile").write_text("../../etc/shadow .. . a b leak\n")
+    (root / "etc/tuned/tuned.conf").write_text("[sysctl]\nnet.core.somaxconn=9\n")
     _profile(root, "/usr/lib/tuned", "a", "[main]\ninclude=b,a\n[sysctl]\nnet.core.somaxconn=5\n")
     _profile(root, "/usr/lib/tuned", "b", "[main]\ninclude = a ; b\n")
     (root / "usr/lib/tuned/leak").symlink_to(outside / "leak", target_is_directory=True)
@@ -112,3 +113,38 @@ def test_recommend_says_tuned_set_the_default(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert "set by tuned from /usr/lib/tuned/network-throughput/tuned.conf:7" in result.stdout
     assert "kernel's default:    4096 131072 6291456" in result.stdout
+
+
+def test_a_special_file_in_a_copied_tree_is_never_opened(tmp_path: Path) -> None:
+    """The sixth review: the collector opened a file before it checked it, so a device node
+    in a `--root` tree (a watchdog's, a tape's) ran its driver's open. Files are found with
+    O_PATH, refused on that descriptor, and only a regular file is opened to be read: a FIFO
+    named as tuned's profile (or a /proc file) never releases a writer blocked on it."""
+    import os
+    import threading
+
+    from tests.conftest import HANG_SECONDS
+
+    root = _tuned_tree(tmp_path)
+    fifos = [root / "usr/lib/tuned/network-throughput/tuned.conf", root / "proc/sys/vm/swappiness"]
+    for fifo in fifos:
+        fifo.parent.mkdir(parents=True, exist_ok=True)
+        fifo.unlink(missing_ok=True)
+        os.mkfifo(fifo)
+    opened = threading.Event()
+
+    def writer(fifo: Path) -> None:
+        with open(fifo, "wb"):  # blocks until someone opens the FIFO to read
+            opened.set()
+
+    threads = [threading.Thread(target=writer, args=(f,), daemon=True) for f in fifos]
+    for thread in threads:
+        thread.start()
+    kb = KnowledgeBase.load()
+    data = collect_data(kb.catalog.read_keys(), root, tuned=kb.catalog.tuned_places())
+    assert RMEM not in (data["sysctl_files"] or {})
+    assert not opened.wait(0.3), "a FIFO was opened"
+    for fifo in fifos:
+        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # let the writers go
+    for thread in threads:
+        thread.join(HANG_SECONDS)
