@@ -28,7 +28,7 @@ MAX_INCLUDE_DEPTH = 16
 MAX_CONFIG_BYTES = 16 * 1024 * 1024  # of all the files together
 MAX_FILES = 50_000  # files read, includes included
 MAX_DIRECTIVES = 500_000  # (`;` and `{`) of all the files: what crossplane builds a dict for
-MAX_LISTED = 200_000  # directory entries one wildcard include may look at
+MAX_LISTED = 200_000  # directory entries the wildcard includes of one config may look at
 _SUBDIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -82,6 +82,11 @@ class _Reader:
         self.seen: set[tuple[int, int]] = set()  # (device, inode) of every file read
         self.bytes = 0
         self.directives = 0
+        # for every include together: what was expanded (an include met again adds nothing,
+        # as its files were read), the names wildcards looked at and the files they matched
+        self.expanded: set[str] = set()
+        self.listed = 0
+        self.matched = 0
 
     def _resolve(self, pattern: str) -> list[Path]:
         """The files an include names: a path as it is (read, or refused, like every file),
@@ -92,6 +97,9 @@ class _Reader:
             base = (self.root or Path("/")) / pattern.lstrip("/")
         else:
             base = self.config_dir / pattern
+        if str(base) in self.expanded:
+            return []  # its files were read (or refused) the first time
+        self.expanded.add(str(base))
         parts = base.parts
         first = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")), None)
         fixed = base if first is None else Path(*parts[:first])
@@ -108,14 +116,12 @@ class _Reader:
         names unless the pattern asks), but by descriptor: from `start` (opened, and checked
         inside the confinement as that descriptor resolves) one component at a time, never
         through a link to list what lies beyond it (a matched link to a file is judged when
-        it is read) and, with a confinement, never up through `..`; at most MAX_LISTED names
-        are looked at and MAX_FILES gathered."""
+        it is read) and, with a confinement, never up through `..`; all the includes of a
+        config together look at MAX_LISTED names at most and gather MAX_FILES."""
         shown = f"include {one_line(pattern)}"
         found: list[Path] = []
-        listed = 0
 
         def expand(fd: int, where: Path, parts: list[str]) -> None:
-            nonlocal listed
             part, later = parts[0], parts[1:]
             if part in ("", "."):
                 if later:
@@ -129,17 +135,18 @@ class _Reader:
                 names = []
                 with os.scandir(fd) as entries:
                     for entry in entries:
-                        listed += 1
-                        if listed > MAX_LISTED:
-                            raise _Refused(f"looks at more than {MAX_LISTED:,} names")
+                        self.listed += 1
+                        if self.listed > MAX_LISTED:
+                            raise _Refused(f"the includes look at more than {MAX_LISTED:,} names")
                         hidden = entry.name.startswith(".") and not part.startswith(".")
                         if not hidden and fnmatch.fnmatchcase(entry.name, part):
                             names.append(entry.name)
             for name in sorted(names):
                 if not later:
                     found.append(where / name)
-                    if len(found) > MAX_FILES:
-                        raise _Refused(f"matches more than {MAX_FILES:,} files")
+                    self.matched += 1
+                    if self.matched > MAX_FILES:
+                        raise _Refused(f"the includes match more than {MAX_FILES:,} files")
                     continue
                 try:
                     sub = os.open(name, _SUBDIRECTORY, dir_fd=fd)
