@@ -25,9 +25,10 @@ def with_service_configs(
     never elsewhere on the machine running the advisor. `--nginx-conf` is the operator's own
     choice and may point anywhere."""
     services = dict(facts.services)
-    if nginx_conf is not None:
+    if nginx_conf is not None:  # the operator's file, read as on this machine: no root a
+        # (hostile) facts file names re-roots its absolute includes
         current = services.get("nginx", Service())
-        services["nginx"] = replace(current, config=str(nginx_conf))
+        services["nginx"] = replace(current, config=str(nginx_conf), config_root=None)
     nginx = services.get("nginx")
     if nginx is None or nginx.config is None:
         return facts if nginx_conf is None else replace(facts, services=services)

@@ -194,3 +194,38 @@ def test_nginx_error_text_is_escaped_like_facts(workdir: Path) -> None:
         .stdout
     )
     assert all(m["message"].isprintable() for m in doc["findings"])
+
+
+def test_a_facts_file_cannot_re_root_the_operators_nginx_conf(workdir: Path) -> None:
+    """The sixth review: with --nginx-conf the facts file's services.nginx.config_root still
+    re-rooted the operator's absolute includes, into a directory the facts file chose, and the
+    attacker's listen lines were shown as the host's /etc/nginx files."""
+    operator = workdir / "op"
+    operator.mkdir()
+    (operator / "nginx.conf").write_text(
+        f"events {{}}\nhttp {{ include {operator}/conf.d/*.conf; }}\n"
+    )
+    (operator / "conf.d").mkdir()
+    (operator / "conf.d" / "site.conf").write_text("server { listen 8443 backlog=4096; }\n")
+    evil = workdir / "evil" / str(operator).lstrip("/") / "conf.d"
+    evil.mkdir(parents=True)
+    (evil / "site.conf").write_text("server { listen 80 backlog=7; }\n")
+    facts = workdir / "facts" / "facts.yaml"
+    facts.parent.mkdir()
+    facts.write_text(
+        yaml.safe_dump(
+            {
+                "memory": {"total": "8 GiB"},
+                "services": {"nginx": {"config": "nginx.conf", "config_root": "../evil"}},
+            }
+        )
+    )
+    result = CliRunner().invoke(
+        app,
+        [
+            *["recommend", "--facts", str(facts), "-p", "frontend-proxy"],
+            *["--nginx-conf", str(operator / "nginx.conf"), "-f", "json"],
+        ],
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "backlog=7" not in result.stdout and "8443" in result.stdout
