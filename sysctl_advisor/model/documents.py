@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -275,4 +276,17 @@ def dump_json(data: Any) -> str:
     that would make the whole document unreadable to a strict UTF-8 consumer (or fail to be
     written at all)."""
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    # Nor does it hold a character a terminal acts on (DEL, C1 controls such as CSI, bidi
+    # overrides, separators): json.dumps leaves all but C0 raw, so `check -f json` printed a
+    # hostile value's ESC sequence. Each is written as its JSON escape, decoding the same.
+    return _NOT_ASCII.sub(_escaped_if_unprintable, text)
+
+
+_NOT_ASCII = re.compile(r"[^\n\x20-\x7e]")  # only these may need a look: rare in a document
+
+
+def _escaped_if_unprintable(match: re.Match[str]) -> str:
+    char = match.group()
+    if char.isprintable():
+        return char
+    return json.dumps(char)[1:-1]  # \u007f, \u202e, \udcff (a lone surrogate), a pair above

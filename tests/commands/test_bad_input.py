@@ -276,6 +276,30 @@ def test_json_outputs_hold_a_file_name_that_is_not_utf8(workdir: Path) -> None:
     assert "bad\\udcff" in json.dumps(document) or "bad\udcff" in json.dumps(document)
 
 
+@pytest.mark.parametrize("fmt", ["json", "sarif"])
+def test_json_reports_never_carry_a_character_a_terminal_acts_on(workdir: Path, fmt: str) -> None:
+    """The sixth review: json.dumps leaves DEL, C1 controls (CSI, U+009B) and bidi overrides
+    raw, so `check -f json` printed a hostile value's escape sequence to the terminal. They
+    are written as JSON escapes, and the document decodes to the same text."""
+    hostile = "1 2 3\u009b2J\x7f\u202e"
+    directory = workdir / ("d\u202e\u009b" + fmt)
+    directory.mkdir()
+    conf = directory / "s.conf"
+    conf.write_text(f"net.ipv4.tcp_wmem = {hostile}\n", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "sysctl_advisor", "check", str(conf), "-f", fmt],
+        capture_output=True,
+        encoding="utf-8",
+        timeout=HANG_SECONDS,
+        cwd=ROOT,
+    )
+    code, out = result.returncode, result.stdout
+    assert code in (0, 1), result.stderr
+    assert not any(c in out for c in "\x7f\u009b\u202e"), out
+    assert "\\u009b" in out and "\\u202e" in out
+    json.loads(out)
+
+
 def test_a_long_extends_chain_is_refused_at_once(workdir: Path) -> None:
     """Issue 32, item 6: 2,000 profiles each extending the one before ran for minutes; the
     chain is bounded, and each selector is matched once however many profiles inherit it."""
