@@ -7,7 +7,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,24 +36,44 @@ def max_input_bytes() -> int:
         return 16 * 1024 * 1024
 
 
-def read_bytes(path: Path) -> bytes:
-    """A regular file's bytes, bounded: a FIFO, a device (/dev/zero, /dev/urandom) or a socket
-    is refused without blocking, and so is a file above max_input_bytes()."""
-    limit = max_input_bytes()
+def open_regular_file(path: Path, allowed: Callable[[Path], bool] | None = None) -> int:
+    """A descriptor to read the regular file `path` (non-blocking), else InputError with the
+    reason. The name is opened O_PATH first, which runs no driver code: a FIFO, a device node
+    (a watchdog's, a tape's) or a socket is refused on that descriptor without being opened,
+    and, with `allowed`, so is a file whose real path (as the descriptor resolves, so a link
+    swapped in after a check by name is judged by what was opened) it refuses. Only then is
+    the file opened for reading, through the descriptor: the file checked is the file read."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        found = os.open(path, os.O_PATH | os.O_CLOEXEC)
     except FileNotFoundError:
         raise InputError("no such file", path=path) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a file", path=path) from None
+    except (OSError, ValueError) as exc:
+        raise InputError(
+            f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path
+        ) from None
+    try:
+        mode = os.fstat(found).st_mode
+        if stat.S_ISDIR(mode):
+            raise InputError("is a directory, expected a file", path=path)
+        if not stat.S_ISREG(mode):
+            raise InputError("not a regular file (a FIFO, device or socket)", path=path)
+        if allowed is not None and not allowed(Path(os.readlink(f"/proc/self/fd/{found}"))):
+            raise InputError("outside the tree it was read from; not read", path=path)
+        return os.open(f"/proc/self/fd/{found}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=path) from None
+    finally:
+        os.close(found)
+
+
+def read_bytes(path: Path) -> bytes:
+    """A regular file's bytes, bounded: a FIFO, a device (/dev/zero, /dev/urandom) or a socket
+    is refused without being opened (open_regular_file), and so is a file above
+    max_input_bytes()."""
+    limit = max_input_bytes()
+    fd = open_regular_file(path)
     try:
         info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise InputError("is a directory, expected a file", path=path)
-        if not stat.S_ISREG(info.st_mode):
-            raise InputError("not a regular file (a FIFO, device or socket)", path=path)
         if info.st_size > limit:
             raise InputError(
                 f"larger than {limit:,} bytes (set SYSCTL_ADVISOR_MAX_INPUT to allow more)",

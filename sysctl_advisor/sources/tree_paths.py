@@ -4,8 +4,10 @@ every reader of a copied tree (`--root`, sysctl.d trees, nginx includes, kernel 
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
+
+from sysctl_advisor.model.documents import open_regular_file
+from sysctl_advisor.model.errors import InputError
 
 
 def inside(root: Path, path: Path) -> bool:
@@ -19,22 +21,11 @@ def inside(root: Path, path: Path) -> bool:
 
 
 def open_regular(path: Path, root: Path | None = None) -> int | None:
-    """A descriptor to read `path` (non-blocking), or None: the name is opened O_PATH first,
-    which runs no driver code (a device node in a copied tree is never opened), then it must
-    be a regular file and, with `root`, lie inside it as that descriptor resolves (a link
-    swapped in after a check by name is judged by what was opened); only then is it opened
-    for reading, through the descriptor, so the file checked is the file read."""
+    """A descriptor to read the regular file `path`, or None: as open_regular_file (found
+    O_PATH, so a special file is never opened), and with `root` only inside that tree as the
+    descriptor resolves."""
+    allowed = None if root is None else (lambda real: inside(root, real))
     try:
-        found = os.open(path, os.O_PATH | os.O_CLOEXEC)
-    except (OSError, ValueError):
+        return open_regular_file(path, allowed)
+    except InputError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(found).st_mode):
-            return None
-        if root is not None and not inside(root, Path(os.readlink(f"/proc/self/fd/{found}"))):
-            return None
-        return os.open(f"/proc/self/fd/{found}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    finally:
-        os.close(found)

@@ -357,3 +357,27 @@ def test_hostile_text_in_an_error_never_reaches_the_terminal(workdir: Path) -> N
     assert code == 2 and "unknown field" in err
     assert err.rstrip("\n").isprintable(), repr(err)
     assert "\\x1b[31mEVIL" in err
+
+
+def test_an_input_that_is_a_fifo_is_never_opened(workdir: Path) -> None:
+    """Every input was opened (non-blocking) before it was checked, so a device node named as
+    a facts or sysctl file ran its driver's open (a watchdog's arms it). Inputs are found
+    O_PATH and refused on that descriptor: a FIFO never releases a writer blocked on it."""
+    import threading
+
+    fifo = workdir / "facts.yaml"
+    os.mkfifo(fifo)
+    opened = threading.Event()
+
+    def writer() -> None:
+        with open(fifo, "wb"):  # blocks until someone opens the FIFO to read
+            opened.set()
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    for args in (("recommend", "--facts", str(fifo), "-p", "base"), ("check", str(fifo))):
+        code, err = run(*args)
+        assert code == 2 and "not a regular file" in err, err
+    assert not opened.wait(0.3), "the FIFO was opened"
+    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # let the writer go
+    thread.join(HANG_SECONDS)
