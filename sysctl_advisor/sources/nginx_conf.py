@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import crossplane
 
+from sysctl_advisor.model.documents import open_regular_file
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import Listen
 from sysctl_advisor.model.model_base import validate
@@ -209,38 +209,30 @@ class _Reader:
             self._walk(entry.get("parsed", []), self._shown(path), inside_server, depth)
 
     def _bounded_copy(self, path: Path) -> int | None:
-        """A sealed in-memory copy of the file (a memfd), read like every other input: first
-        opened O_PATH (which runs no driver code: a device is never opened), where it must
-        be a regular file not read before, inside `confine` as that descriptor resolves; then
-        read through that descriptor, non-blocking, within what is left of MAX_CONFIG_BYTES
-        and MAX_DIRECTIVES for all the files. None with the reason in `errors`."""
+        """A sealed in-memory copy of the file (a memfd), read like every other input
+        (open_regular_file: found O_PATH, which runs no driver code, so a device is never
+        opened; a regular file, inside `confine` as that descriptor resolves), not read
+        before, within what is left of MAX_CONFIG_BYTES and MAX_DIRECTIVES for all the
+        files. None with the reason in `errors`."""
         shown = self._shown(path)
+        confine = self.confine
+        allowed = None if confine is None else (lambda real: inside(confine, real))
         try:
-            found = os.open(path, os.O_PATH | os.O_CLOEXEC)
-        except FileNotFoundError:
-            self.errors.append(f"{shown}: file not found")
-            return None
-        except OSError as exc:
-            self.errors.append(f"{shown}: {exc.strerror or exc}")
+            fd = open_regular_file(path, allowed)
+        except InputError as exc:
+            self.errors.append(f"{shown}: {exc.message}")
             return None
         try:
-            info = os.fstat(found)
-            if not stat.S_ISREG(info.st_mode):
-                self.errors.append(f"{shown}: not a regular file; not read")
-                return None
+            info = os.fstat(fd)
             if (info.st_dev, info.st_ino) in self.seen:
                 return None  # read already (an include cycle, or one file by many names)
-            opened = Path(os.readlink(f"/proc/self/fd/{found}"))
-            if self.confine is not None and not inside(self.confine, opened):
-                self.errors.append(f"{shown}: outside {self.confine}; not read")
-                return None
             self.seen.add((info.st_dev, info.st_ino))
-            data = self._read(found, shown)
+            data = self._read(fd, shown)
         except OSError as exc:
             self.errors.append(f"{shown}: {exc.strerror or exc}")
             return None
         finally:
-            os.close(found)
+            os.close(fd)
         if data is None:
             return None
         copy = os.memfd_create("nginx.conf", os.MFD_CLOEXEC)
@@ -250,21 +242,14 @@ class _Reader:
         os.lseek(copy, 0, os.SEEK_SET)
         return copy
 
-    def _read(self, found: int, shown: str) -> bytes | None:
-        """The file's bytes through its O_PATH descriptor, within the budgets left."""
+    def _read(self, fd: int, shown: str) -> bytes | None:
+        """The file's bytes, within the budgets left."""
         left = MAX_CONFIG_BYTES - self.bytes
-        fd = os.open(f"/proc/self/fd/{found}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced meanwhile: same checks
-                self.errors.append(f"{shown}: not a regular file; not read")
-                return None
-            chunks: list[bytes] = []
-            size = 0
-            while size <= left and (chunk := os.read(fd, min(1 << 20, left + 1 - size))):
-                chunks.append(chunk)
-                size += len(chunk)
-        finally:
-            os.close(fd)
+        chunks: list[bytes] = []
+        size = 0
+        while size <= left and (chunk := os.read(fd, min(1 << 20, left + 1 - size))):
+            chunks.append(chunk)
+            size += len(chunk)
         if size > left:
             self.errors.append(f"{shown}: the configuration passes {MAX_CONFIG_BYTES:,} bytes")
             return None

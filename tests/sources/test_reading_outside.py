@@ -185,7 +185,7 @@ def test_nginx_error_text_is_escaped_like_facts(workdir: Path) -> None:
             app, ["recommend", "--facts", str(facts), "-p", "frontend-proxy", "-f", fmt]
         )
         assert result.exit_code == 0, result.stderr
-        assert "file not found" in result.stdout
+        assert "no such file" in result.stdout
         assert not any(c in result.stdout for c in "\r\x85\u2028"), fmt
         assert "net.core.somaxconn = 1" not in result.stdout.splitlines()
     doc = json.loads(
