@@ -66,12 +66,12 @@ def open_regular_file(path: Path, allowed: Callable[[Path], bool] | None = None)
         os.close(found)
 
 
-def read_bytes(path: Path) -> bytes:
+def read_bytes(path: Path, allowed: Callable[[Path], bool] | None = None) -> bytes:
     """A regular file's bytes, bounded: a FIFO, a device (/dev/zero, /dev/urandom) or a socket
     is refused without being opened (open_regular_file), and so is a file above
-    max_input_bytes()."""
+    max_input_bytes(); with `allowed`, also one whose real path it refuses, as opened."""
     limit = max_input_bytes()
-    fd = open_regular_file(path)
+    fd = open_regular_file(path, allowed)
     try:
         info = os.fstat(fd)
         if info.st_size > limit:

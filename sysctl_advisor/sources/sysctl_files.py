@@ -87,11 +87,14 @@ class _Collector:
         self.config.values = dict(sorted(values.items()))
 
 
-def _read(path: Path, display: str, problems: list[Problem]) -> str | None:
-    """A file's text, or None with the reason recorded: never blocks on a FIFO, never reads a
-    device or more than the input limit."""
+def _read(
+    path: Path, display: str, problems: list[Problem], tree: Path | None = None
+) -> str | None:
+    """A file's text, or None with the reason recorded: never blocks on a FIFO, never opens a
+    device or reads more than the input limit; with `tree`, only a file inside it as opened
+    (a link swapped in after the check by name is judged by what was opened)."""
     try:
-        data = read_bytes(path)
+        data = read_bytes(path, None if tree is None else (lambda real: inside(tree, real)))
     except InputError as exc:
         problems.append(Problem(display, exc.message, "error", "unreadable"))
         return None
@@ -253,7 +256,7 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
         # A link (99-sysctl.conf -> ../sysctl.conf) is applied at its own name's position, but
         # values are attributed to the file an operator would edit.
         display = shown(target) if linked else entry_shown
-        text = _read(target, display, config.problems)
+        text = _read(target, display, config.problems, tree)
         if text is not None:
             collector.add_text(text, display)
             config.files.append(
@@ -274,7 +277,7 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
                 "info",
             )
         )
-        text = _read(main_conf, shown(main_conf), config.problems)
+        text = _read(main_conf, shown(main_conf), config.problems, tree)
         if text is not None:
             collector.add_text(text, shown(main_conf))
             config.files.append(shown(main_conf))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,8 +13,8 @@ from hypothesis import strategies as st
 
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.sysctl_conf import C_SPACE, parse_conf_lines
-from sysctl_advisor.sources.sysctl_files import read_current, read_file
-from tests.conftest import TESTS
+from sysctl_advisor.sources.sysctl_files import read_current, read_file, read_tree
+from tests.conftest import HANG_SECONDS, TESTS
 
 FIXTURES = TESTS / "fixtures"
 LAYERED = FIXTURES / "sysctl-trees" / "layered"
@@ -170,3 +172,50 @@ def test_unlistable_directories_are_problems_or_one_error(
     assert [(p.source, p.code) for p in config.problems] == [("etc/sysctl.d", "unreadable")]
     with pytest.raises(InputError, match="cannot list"):
         read_current(locked)
+
+
+def test_a_link_swapped_after_the_check_is_judged_by_what_was_opened(tmp_path: Path) -> None:
+    """The sixth review: a sysctl.d entry was checked inside the tree by name, then opened by
+    name again, so a link swapped in between read a file outside the tree (38,168 times in
+    200,000 reads through the same pattern in the collector). Files are now judged on the
+    descriptor that reads them: the outside file's value never appears."""
+    tree = tmp_path / "tree"
+    conf_d = tree / "etc" / "sysctl.d"
+    (conf_d / "real").mkdir(parents=True)
+    (conf_d / "real" / "x.conf").write_text("net.core.somaxconn = 1024\n")
+    away = tmp_path / "away"
+    away.mkdir()
+    (away / "x.conf").write_text("net.core.somaxconn = 31337\n")
+    (conf_d / "sub").symlink_to("real", target_is_directory=True)
+    (conf_d / "50-x.conf").symlink_to("sub/x.conf")
+    # `sub` flips between a directory inside and one outside, from another process (no GIL)
+    swapper = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import os, sys\n"
+            "d, away = sys.argv[1], sys.argv[2]\n"
+            "n = 0\n"
+            "while not os.path.exists(os.path.join(d, 'STOP')):\n"
+            "    for t in (away, 'real'):\n"
+            "        s = os.path.join(d, '.swap')\n"
+            "        if os.path.lexists(s): os.unlink(s)\n"
+            "        os.symlink(t, s)\n"
+            "        os.replace(s, os.path.join(d, 'sub'))\n"
+            "        n += 1\n"
+            "print(n)\n",
+            str(conf_d),
+            str(away),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(5000):
+            config = read_tree(tree, ["net.core.somaxconn"])
+            found = config.values.get("net.core.somaxconn")
+            assert found is None or found.value == "1024", found
+    finally:
+        (conf_d / "STOP").touch()
+        out, _ = swapper.communicate(timeout=HANG_SECONDS)
+    assert int(out) > 0
