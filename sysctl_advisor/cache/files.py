@@ -26,7 +26,6 @@ import functools
 import hashlib
 import marshal
 import os
-import secrets
 import stat
 import sys
 import weakref
@@ -35,7 +34,7 @@ from typing import TypeVar
 
 from sysctl_advisor import __version__
 from sysctl_advisor.cache.pruning import mark_used, remove_entries
-from sysctl_advisor.model.directories import UntrustedDirectory, open_directory
+from sysctl_advisor.model.directories import UntrustedDirectory, open_directory, replace_file
 
 MAX_CACHE_BYTES = 32 * 1024 * 1024
 # What unpickling a damaged or outdated entry of our own can raise (a class renamed since, a
@@ -122,23 +121,9 @@ class CacheDirectory:
         nothing else) if it cannot be written or is too large to be worth keeping."""
         if len(data) > MAX_CACHE_BYTES:
             return False
-        temporary = f".{name}.{secrets.token_hex(8)}.tmp"
         try:
-            fd = os.open(
-                temporary,
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                0o600,
-                dir_fd=self.fd,
-            )
+            replace_file(self.fd, name, data)
         except OSError:
-            return False
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(temporary, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary, dir_fd=self.fd)
             return False
         remove_entries(self.fd)
         return True

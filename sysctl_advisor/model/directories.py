@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import stat
 from pathlib import Path
 
@@ -91,3 +92,36 @@ def _entry(parent: int, name: str, create: bool) -> os.stat_result:
         with contextlib.suppress(FileExistsError):
             os.mkdir(name, 0o700, dir_fd=parent)
         return os.stat(name, dir_fd=parent, follow_symlinks=False)
+
+
+def replace_file(
+    directory: int, name: str, data: bytes, mode: int = 0o600, durable: bool = False
+) -> None:
+    """Replace `name` in the directory open at `directory` atomically: the bytes go to a new
+    file of a random name (`.NAME.XXXXXXXX.tmp`, created O_EXCL|O_NOFOLLOW: never through a
+    link, never over a file that exists), which is then renamed over `name`; with `durable`,
+    the file is synced before the rename and the directory after it. OSError when it fails,
+    with the temporary file removed."""
+    temporary = f".{name}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(
+        temporary,
+        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+        0o600,
+        dir_fd=directory,
+    )
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            if mode != 0o600:
+                os.fchmod(handle.fileno(), mode)
+            handle.write(data)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=directory)
+        raise
+    if durable:
+        with contextlib.suppress(OSError):
+            os.fsync(directory)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 import stat
 import time
 from pathlib import Path
 
-from sysctl_advisor.model.directories import UntrustedDirectory, open_directory
+from sysctl_advisor.model.directories import UntrustedDirectory, open_directory, replace_file
 from sysctl_advisor.model.errors import InputError
 
 
@@ -101,28 +100,9 @@ class OutputFile:
         path, parent, name = self.path, self._parent, self.path.name
         mode = self._mode()
         _remove_stale_temporaries(parent, name)
-        temporary = f".{name}.{secrets.token_hex(4)}.tmp"
         try:
-            fd = os.open(
-                temporary,
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                0o600,
-                dir_fd=parent,
-            )
+            replace_file(parent, name, content.encode("utf-8"), mode, durable=True)
         except OSError as exc:
-            raise InputError(f"cannot write: {exc.strerror}", path=path) from None
-        try:
-            os.fchmod(fd, mode)
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-                handle.write(content)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
-            with contextlib.suppress(OSError):
-                os.fsync(parent)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary, dir_fd=parent)
             raise InputError(f"cannot write: {exc.strerror}", path=path) from None
 
 
