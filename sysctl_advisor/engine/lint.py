@@ -164,7 +164,8 @@ class Checker:
         self._rules_by_key: dict[tuple[str, bool, bool], list[CheckRule]] = {}
         self._usable: list[CheckRule] | None = None
         self._globs: dict[str, dict[str, Any]] = {}  # what each glob pattern reaches, once
-        self._memo: dict[tuple[str, str, bool, bool, bool], list[tuple[CheckRule, str]]] = {}
+        self._memo: dict[tuple[str, str, bool, bool, bool, int], list[tuple[CheckRule, str]]] = {}
+        self._final_epoch = 1  # which `final` the memo's verdicts that read it were made with
         # What the file reader noticed, by kind, and the structural rule that reports it.
         self.reported_by: dict[str, CheckRule] = {
             str(code): r for r in rules.values() for code in r.spec.reports
@@ -265,17 +266,19 @@ class Checker:
         """The rules a line breaks, with their messages. What a rule sees of a line is its key,
         value and prefix, never where it is: a line that recurs (the same setting in a
         thousand files) is judged once."""
-        memo_key = (key, value, ignore_failure, is_glob, dump)
+        rules = self._rules_for(key, is_glob, dump)
+        # a line whose rules read other lines (`final`) is judged again for another config
+        epoch = self._final_epoch if any(r.reads_final for r in rules) else 0
+        memo_key = (key, value, ignore_failure, is_glob, dump, epoch)
         cached = self._memo.get(memo_key)
         if cached is not None:
             return cached
         verdicts: list[tuple[CheckRule, str]] = []
-        rules = self._rules_for(key, is_glob, dump)
         if rules:
             new_budget()  # the work the rules may do for one line: the whole, linear in lines
             scope = self._scope(key, value, ignore_failure)
             if is_glob:
-                scope["glob"] = self._globs.get(key) or self._globs.setdefault(key, self._glob(key))
+                scope["glob"] = self._glob(key)
         compiler = self.kb.compiler
         shared: Context | None = None  # the `when` of rules without lets, read-only
         for rule in rules:
@@ -393,7 +396,7 @@ class Checker:
         final.update((key, self._final(key, found.value)) for key, found in config.values.items())
         if final != self._final_values:
             self._final_values = final
-            self._memo.clear()  # a verdict may read another key's final value
+            self._final_epoch += 1
         found = self._structural(config)
         dump = config.kind == "dump"
         for display, assignments in config.documents:

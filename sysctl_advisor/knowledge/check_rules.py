@@ -93,6 +93,9 @@ class CheckRuleSpec(Record):
             raise ValueError("a structural rule needs `reports` (which reader findings it names)")
 
 
+_FINAL = re.compile(r"\bfinal\b")  # a rule that reads other lines of the config
+
+
 @dataclass
 class CheckRule:
     spec: CheckRuleSpec
@@ -107,6 +110,11 @@ class CheckRule:
         self._every = "*" in self.spec.keys
         self._names = frozenset(self.spec.keys) - set(globs)
         self._globs = [re.compile(fnmatch.translate(k)) for k in globs]
+        # whether a verdict may depend on other lines of the config (`final`): such verdicts
+        # are kept for one config only
+        spec = self.spec
+        sources = [spec.when or "", spec.message, *spec.let.values()]
+        self.reads_final = any(_FINAL.search(source) for source in sources)
 
     @property
     def id(self) -> str:

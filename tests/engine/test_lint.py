@@ -326,3 +326,27 @@ def test_also_knows_one_file_by_any_name_and_checks_each_target_itself(tmp_path:
         )
         assert refused.exit_code == 2 and words in refused.stderr, refused.stderr
         assert not out.exists() and not (tmp_path / "elsewhere").exists()
+
+
+def test_a_verdict_that_reads_other_lines_is_not_carried_to_another_file(tmp_path: Path) -> None:
+    """check.backlog-limit-wraps reads tcp_wmem where it judges tcp_rmem (`final`): the same
+    tcp_rmem line in two files is judged with each file's own tcp_wmem, not the first one's,
+    while lines of rules that read no other line are still judged once for every file."""
+    facts = tmp_path / "facts.yaml"
+    facts.write_text("memory: {total: 64 GiB}\nkernel: 5.15.0-91-generic\n")
+    both = tmp_path / "a-both.conf"
+    both.write_text(
+        "net.ipv4.tcp_rmem = 4096 131072 2147483647\nnet.ipv4.tcp_wmem = 4096 16384 2147483647\n"
+    )
+    one = tmp_path / "b-one.conf"
+    one.write_text(
+        "net.ipv4.tcp_rmem = 4096 131072 2147483647\nnet.ipv4.tcp_wmem = 4096 16384 4194304\n"
+    )
+    result = runner.invoke(app, ["check", str(both), str(one), "--facts", str(facts), "-f", "json"])
+    assert result.exit_code in (0, 1), result.stderr
+    wraps = {
+        Path(f["file"]).name
+        for f in json.loads(result.stdout)["findings"]
+        if f["id"] == "check.backlog-limit-wraps"
+    }
+    assert wraps == {"a-both.conf"}
