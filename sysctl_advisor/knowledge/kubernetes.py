@@ -154,11 +154,11 @@ class Kubernetes:
         that no listening socket shows: the NodePort range and the kubelet's port."""
         node = self.spec.node
         given = facts.get("kubernetes") or {}
+        prefixes = tuple(p.prefix for p in node.link_prefixes)
         signs = [
-            f"interface {link}"
-            for link in (facts.get("links") or [])
-            if any(link.startswith(p.prefix) for p in node.link_prefixes)
-        ][:3]
+            f"interface {link}" for link in facts.get("links") or [] if link.startswith(prefixes)
+        ]
+        signs = signs[:3]
         ports: dict[str, set[int]] = {}  # a command's listening ports
         for sock in facts.get("listeners") or []:
             command = (sock.get("process") or {}).get("command")

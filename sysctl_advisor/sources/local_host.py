@@ -134,13 +134,19 @@ MAX_LINKS = 65536  # a node with many pods has a veth each
 def _links(root: Path) -> list[str] | None:
     """Every interface name in /sys/class/net (virtual links too); None when unreadable."""
     net = root / "sys/class/net"
-    if not _reachable(root, net):
-        return None
     try:
-        with os.scandir(net) as entries:
+        fd = os.open(net, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:  # listed through the descriptor judged inside the tree, never by its name again
+        if not _reachable(root, Path(os.readlink(f"/proc/self/fd/{fd}"))):
+            return None
+        with os.scandir(fd) as entries:
             names = list(islice((e.name for e in entries), MAX_LINKS))
     except OSError:
         return None
+    finally:
+        os.close(fd)
     return sorted(name for name in names if _valid_link(name))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,21 @@ def test_softnet_per_cpu_lines_and_their_totals() -> None:
     ]
     assert softnet_totals(parse_softnet_cpus(old)) == {"dropped": 1, "time_squeeze": 7}
     assert softnet_totals([]) == {}
+
+
+def test_links_name_every_interface_and_stay_in_the_tree(tmp_path: Path) -> None:
+    """`links` lists every interface, virtual ones too (a CNI's links show a Kubernetes node),
+    drops names no kernel gives, and is not listed through a link out of a copied tree."""
+    root = tmp_path / "host"
+    shutil.copytree(HOSTS / "busy-frontend", root, symlinks=True)
+    net = root / "sys/class/net"
+    for name in ("cali0123456789a", "vxlan.calico", "has space", "x" * 20):
+        (net / name).mkdir()
+    data = collect_data([], root)
+    assert {"ens5", "cali0123456789a", "vxlan.calico"} <= set(data["links"])
+    assert "has space" not in data["links"] and "x" * 20 not in data["links"]
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "secret-if").mkdir(parents=True)
+    shutil.rmtree(net)
+    net.symlink_to(elsewhere, target_is_directory=True)
+    assert "links" not in collect_data([], root)
