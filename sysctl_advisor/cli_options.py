@@ -117,6 +117,14 @@ QUERY_TIMEOUT = Option(
 )
 KNOWLEDGE_DIRS = {"rules_dir": RULES_DIR, "profiles_dir": PROFILES_DIR}
 
+DETAIL = Option(
+    ("--detail",),
+    "How much each value of a conf or tuned file explains: normal (the arithmetic, the "
+    "default it replaces, what is in force, why), brief (one line per key) or none (the "
+    "settings alone). `explain KEY` shows everything.",
+    default="normal",
+    choices=formats.DETAIL,
+)
 INSTANCE = Option(
     ("--instance",),
     "The host's `instance` label in Prometheus (default: its hostname, any port).",
@@ -134,6 +142,7 @@ COMMANDS: tuple[Command, ...] = (
             "facts": FACTS,
             "settings": SETTINGS,
             "fmt": _format(formats.RECOMMEND, "conf"),
+            "detail": DETAIL,
             "output": OUTPUT,
             "nginx_conf": NGINX_CONF,
             **KNOWLEDGE_DIRS,

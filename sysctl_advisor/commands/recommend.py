@@ -13,6 +13,7 @@ def recommend(
     facts: Path | None = None,
     settings: list[str] | None = None,
     fmt: str = "conf",
+    detail: str = "normal",
     output: Path | None = None,
     nginx_conf: Path | None = None,
     rules_dir: list[Path] | None = None,
@@ -24,6 +25,7 @@ def recommend(
     from sysctl_advisor.outputs.plan_render import Renderer, rebuild_command
 
     choose(fmt, formats.RECOMMEND, "--format")
+    choose(detail, formats.DETAIL, "--detail")
     if kubernetes_version is not None and fmt != "kubernetes":
         raise InputError(
             "--kubernetes-version needs --format kubernetes", field="--kubernetes-version"
@@ -43,5 +45,7 @@ def recommend(
         emit(render_kubernetes(renderer, placement, command), output)
         return 0
     plan = build_plan(kb, host, profile, overrides)
-    emit(renderer.render(plan, fmt, command), output)
+    if detail != "normal":
+        command += f" --detail {detail}"
+    emit(renderer.render(plan, fmt, command, detail=detail), output)
     return 0

@@ -10,3 +10,5 @@ RECOMMEND = ("conf", "json", "markdown", "tuned", "ansible", "kubernetes")  # pl
 DIFF = ("text", "markdown", "json")  # diff_report
 CHECK = ("text", "json", "github", "sarif", "markdown")  # check_report
 FACTS = ("yaml", "json")  # facts_file
+# how much a conf or tuned file says of each value (plan_render); the first is the default
+DETAIL = ("normal", "brief", "none")

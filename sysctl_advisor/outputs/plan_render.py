@@ -331,7 +331,7 @@ class Renderer:
         value = parse_current(text, spec)
         return human(value, spec, page_size) if value is not None else None
 
-    def render(self, plan: Plan, fmt: str, command: str) -> str:
+    def render(self, plan: Plan, fmt: str, command: str, detail: str = "normal") -> str:
         """The plan in `fmt`, checked by reading it back (see `check_rendered`)."""
         if fmt == "json":
             return dump_json(plan.to_json_data())
