@@ -587,7 +587,7 @@ def _resolve(
             rules=contributing,
         )
 
-    rationale, references = _explained(item, contributing, by_rule, lines)
+    rationale, summary, references = _explained(item, contributing, by_rule, lines)
     return Setting(
         key=item.key,
         value=conf_text(final),
@@ -597,6 +597,7 @@ def _resolve(
         kernel_default=conf_text(default) if default is not None else None,
         rules=contributing,
         rationale=rationale,
+        summary=summary,
         references=references,
         section=spec.section,
         human=human(final, spec, page_size),
@@ -608,13 +609,18 @@ def _resolve(
 
 def _explained(
     item: _KeyWork, contributing: list[str], by_rule: dict[str, RuleResult], lines: list[str]
-) -> tuple[str, list[str]]:
-    """A setting's rationale (each contributing rule's paragraph, then the merge's own lines)
+) -> tuple[str, str, list[str]]:
+    """A setting's rationale, its summary (each rule's one sentence, then the merge's lines) (each contributing rule's paragraph, then the merge's own lines)
     and references (the rules', then the catalog's not already cited more precisely)."""
     paragraphs = [
         f"[{rid}] {by_rule[rid].rationale_for(item.key)}"
         for rid in contributing
         if by_rule[rid].rationale_for(item.key)
+    ]
+    summaries = [
+        f"[{rid}] {by_rule[rid].summary_for(item.key)}"
+        for rid in contributing
+        if by_rule[rid].summary_for(item.key)
     ]
     references: list[str] = []
     for rid in contributing:
@@ -624,7 +630,7 @@ def _explained(
     for ref in item.spec.references:
         if not any(r.startswith(ref) for r in references):
             references.append(ref)
-    return "\n".join(paragraphs + lines), references
+    return "\n".join(paragraphs + lines), "\n".join(summaries + lines), references
 
 
 def _resolve_text(
@@ -681,7 +687,7 @@ def _resolve_text(
             wanted=wanted,
             rules=contributing,
         )
-    rationale, references = _explained(item, contributing, by_rule, lines)
+    rationale, summary, references = _explained(item, contributing, by_rule, lines)
     return Setting(
         key=item.key,
         value=final,
@@ -691,6 +697,7 @@ def _resolve_text(
         kernel_default=conf_text(default) if default is not None else None,
         rules=contributing,
         rationale=rationale,
+        summary=summary,
         references=references,
         section=spec.section,
         human=human(final, spec, page_size),

@@ -106,6 +106,11 @@ class RuleSpec(SpecModel):
     rationale: Annotated[str | dict[str, str], After(_rationale_keys)] = Field(
         description="one template for the whole rule, or one per key (plus `default`)"
     )
+    summary: Annotated[str | dict[str, str], After(_rationale_keys)] | None = Field(
+        default=None,
+        description="the rationale in one sentence with its arithmetic (what a sysctl.conf "
+        "prints by default): one template, or one per key (plus `default`)",
+    )
     references: list[str] = Field(min_length=1)
 
 
@@ -138,19 +143,30 @@ class RuleResult:
     # asks for one (about half the rules that apply to a host end up setting nothing).
     context: Context | None = None
     rationale: dict[str, str] = field(default_factory=dict)
+    summary: dict[str, str] = field(default_factory=dict)
 
     def rationale_for(self, key: str) -> str:
         """The rule's rationale for `key` (its own, else the rule's default, else none)."""
-        templates = self.rule.rationale
+        return self._text(key, self.rule.rationale, self.rationale, "rationale")
+
+    def summary_for(self, key: str) -> str:
+        """The rule's one-sentence summary for `key` (as `rationale_for`), else its rationale."""
+        if not self.rule.summary:
+            return self.rationale_for(key)
+        return self._text(key, self.rule.summary, self.summary, "summary") or self.rationale_for(
+            key
+        )
+
+    def _text(self, key: str, templates: dict[str, Text], done: dict[str, str], what: str) -> str:
         name = key if key in templates else "default"
         if name not in templates or self.context is None:
             return ""
-        text = self.rationale.get(name)
+        text = done.get(name)
         if text is None:
             try:
-                text = self.rationale[name] = templates[name].render_in(self.context)
+                text = done[name] = templates[name].render_in(self.context)
             except ExpressionError as exc:
-                raise self.rule.fail(exc, f"rationale.{name}") from None
+                raise self.rule.fail(exc, f"{what}.{name}") from None
         return text
 
 
@@ -221,17 +237,29 @@ class Rule:
             )
             for i, c in enumerate(spec.companions)
         ]
-        if isinstance(spec.rationale, str):
-            self.rationale = {"default": text(spec.rationale, "rationale")}
-        else:
-            for key in spec.rationale:
-                if key != "default" and key not in self.keys:
-                    raise InputError(
-                        f"rationale for {key!r}, which the rule neither sets nor caps",
-                        path=path,
-                        field=f"rationale.{key}",
-                    )
-            self.rationale = {k: text(v, f"rationale.{k}") for k, v in spec.rationale.items()}
+        self.rationale = self._templates(spec.rationale, "rationale", path, text)
+        self.summary = (
+            self._templates(spec.summary, "summary", path, text) if spec.summary else {}
+        )
+
+    def _templates(
+        self,
+        value: str | dict[str, str],
+        what: str,
+        path: Path,
+        text: Callable[[str, str], Text],
+    ) -> dict[str, Text]:
+        """A rationale or summary: one template for every key (`default`), or one per key."""
+        if isinstance(value, str):
+            return {"default": text(value, what)}
+        for key in value:
+            if key != "default" and key not in self.keys:
+                raise InputError(
+                    f"{what} for {key!r}, which the rule neither sets nor caps",
+                    path=path,
+                    field=f"{what}.{key}",
+                )
+        return {k: text(v, f"{what}.{k}") for k, v in value.items()}
 
     @functools.cached_property
     def reads_planned(self) -> bool:

@@ -48,6 +48,9 @@ class Setting:
     section: str
     human: str
     capped_by: list[str] = field(default_factory=list)
+    # The rationale short: each rule's one sentence (its `summary`, else its rationale), then
+    # the merge's own lines; what a sysctl.conf prints by default.
+    summary: str = ""
     # Who set the value `kernel_default` holds when it is the host's default but not the
     # kernel's own: a tuning daemon and its profile file, a sysctl file and line, or (no sysctl
     # file sets it) a setter not known; `modelled_default` is then the kernel's own, as the
