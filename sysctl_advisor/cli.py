@@ -59,11 +59,18 @@ def _plain(value: Any) -> Any:
     return value
 
 
+_QUIET = "quiet"  # each command's own -q: the root's, also taken after the command's name
+
+
 def _typer_command(command: Command) -> Any:
     def run(**options: Any) -> None:
+        if options.pop(_QUIET):
+            Quiet.on = True
         raise typer.Exit(command.run({name: _plain(value) for name, value in options.items()}))
 
+    assert _QUIET not in command.options, command.name
     parameters = [_parameter(name, option) for name, option in command.options.items()]
+    parameters.append(_parameter(_QUIET, QUIET))
     run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     run.__annotations__ = {p.name: p.annotation for p in parameters}
     run.__doc__ = command.help

@@ -376,7 +376,8 @@ COMMANDS: tuple[Command, ...] = (
     ),
 )
 
-# Before the command: the root's options.
+# Before the command: the root's options. -q is also taken after the command's name (both
+# readers offer it there), and never silences an error.
 VERSION = Option(("--version", "-V"), "Print the version.", type=bool, default=False)
 QUIET = Option(
     ("--quiet", "-q"),

@@ -8,7 +8,7 @@ flag, an unknown or repeated option, a bad choice, an option glued to its value,
 empty value — returns None and the typer CLI reads the command line from the start, so every
 message, error and exit code of the CLI stays typer's. What it accepts it hands to the command
 exactly as typer would: paths as Path, repeatable options as lists, absent options as their
-defaults.
+defaults; `-q` before the command or anywhere after it, as typer reads it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def parse(argv: list[str]) -> tuple[Command, bool, dict[str, Any]] | None:
     """(command, quiet, options) for a command line this reader is sure of, else None."""
     quiet = False
     args = list(argv)
-    while args and args[0] in QUIET.names:
+    while args and args[0] in QUIET.names:  # -q before the command, and after it (below)
         quiet = True
         args.pop(0)
     found = command(args[0]) if args else None
@@ -41,6 +41,10 @@ def parse(argv: list[str]) -> tuple[Command, bool, dict[str, Any]] | None:
             if not arguments or not token:
                 return None
             positional.append(token)
+            i += 1
+            continue
+        if token in QUIET.names:
+            quiet = True
             i += 1
             continue
         if token not in by_name:

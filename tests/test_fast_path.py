@@ -45,6 +45,7 @@ def _typer_reads(argv: list[str]) -> tuple[str, bool, dict[str, Any]] | None:
     except (click.exceptions.Exit, click.UsageError, click.BadParameter):
         return None
     params = {}
+    quiet = bool(ctx.params.pop("quiet")) or quiet  # -q after the command: its own flag
     for name, value in ctx.params.items():
         if isinstance(value, Enum):
             value = value.value
@@ -73,6 +74,10 @@ ACCEPTED = [
     ["check", "a.conf", "--format", "sarif", "b", "--fail-on", "warning", "--whole-directory"],
     ["check", "--kernel", "5.15", "-f", "markdown", "x.conf", "-p", "base", "--facts", FACTS],
     ["check", "x.conf", "-p", "gridftp", "--facts", FACTS, "-s", "rtt_ms=200", "--set", "x=4"],
+    ["check", "x.conf", "-q"],
+    ["check", "-q", "x.conf", "--quiet"],
+    ["-q", "diff", "-p", "base", "--quiet", "-f", "json"],
+    ["--quiet", "recommend", "-p", "gridftp", "-q", "-q"],
 ]
 REFUSED = [
     ["recommend", "--help"],
@@ -113,7 +118,8 @@ VOCABULARY = st.sampled_from(
         "--format", "-f", "conf", "json", "markdown", "sarif", "text", "kubernetes", "--output",
         "-o", "-", "--rules-dir", "--profiles-dir", "--nginx-conf", "--current", "--kernel",
         "--fail-on", "error", "info", "--whole-directory", "--kubernetes-version", "1.30",
-        "gridftp", "a.conf", "x=1", "--help", "--", "", "-x", "--format=json",
+        "gridftp", "a.conf", "x=1", "--help", "--", "", "-x", "--format=json", "--quiet",
+        "-q",
     ]
 )  # fmt: skip
 
@@ -171,3 +177,67 @@ def test_the_entry_point_does_not_import_typer() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(FACTS).parent
     )
     assert result.stderr.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["-q", "check", "{missing}"],
+        ["check", "{missing}", "-q"],
+        ["--quiet", "recommend", "-p", "gridftp", "--facts", "{missing}"],
+        ["recommend", "-p", "gridftp", "--facts", "{missing}", "--quiet"],
+        ["diff", "-q", "-p", "nope", "--facts", FACTS],
+        ["facts", "--root", "{missing}", "-q"],  # typer's alone: not a fast command
+    ],
+    ids=lambda a: " ".join(a)[:40],
+)
+def test_quiet_before_or_after_the_command_never_hides_an_error(
+    argv: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """-q drops notes and progress, never the one line that says why the run failed: read by
+    the fast path and by typer, wherever it stands."""
+    from sysctl_advisor import cli, entry
+    from sysctl_advisor.commands.common import Quiet
+
+    argv = [a.replace("{missing}", str(tmp_path / "missing")) for a in argv]
+    for main in (entry.main, cli.main):
+        monkeypatch.setattr(sys, "argv", ["sysctl-advisor", *argv])
+        monkeypatch.setattr(Quiet, "on", False)  # restored after the test
+        with pytest.raises(SystemExit) as stopped:
+            main()
+        err = capsys.readouterr().err
+        assert Quiet.on, main
+        assert stopped.value.code == 2 and len(err.strip().splitlines()) == 1, err
+        assert err.startswith("sysctl-advisor: error: "), err
+
+
+def test_quiet_after_the_command_drops_notes(tmp_path: Path) -> None:
+    """`fleet ... -q` is `-q fleet ...`: the same files, no lines about skipped hosts."""
+    from typer.testing import CliRunner
+
+    tree = str(Path(__file__).parent / "fixtures" / "ansible" / "tree")
+    fleet = ["fleet", "--ansible-facts", tree, "-p", "base", "--out"]
+    runs = {
+        "loud": CliRunner().invoke(app, [*fleet, str(tmp_path / "a")]),
+        "after": CliRunner().invoke(app, [*fleet, str(tmp_path / "b"), "-q"]),
+    }
+    assert runs["loud"].exit_code == runs["after"].exit_code
+    assert "hosts written to" in runs["loud"].stderr
+    assert runs["after"].stderr == ""
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == sorted(
+        p.name for p in (tmp_path / "b").iterdir()
+    )
+
+
+def test_no_command_takes_quiet_for_its_own() -> None:
+    """-q is the root's flag, offered after every command's name too: no command may declare
+    an option of the same name (one declaration, QUIET in cli_options)."""
+    from sysctl_advisor.cli_options import COMMANDS, QUIET
+
+    for command in COMMANDS:
+        names = {n for option in command.options.values() for n in option.names}
+        assert not names & set(QUIET.names), command.name
+        assert "quiet" not in command.options, command.name
