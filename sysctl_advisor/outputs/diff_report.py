@@ -1,8 +1,9 @@
-"""Format a DiffReport: plain text (or a rich table on a terminal), markdown, JSON."""
+"""Format a DiffReport: plain text within COLUMNS (a rich table on a terminal), markdown, JSON."""
 
 from __future__ import annotations
 
 import io
+import os
 import textwrap
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
 _COLUMNS = ("STATUS", "KEY", "CURRENT", "RECOMMENDED", "DEFAULT", "SOURCE")
 _STYLES = {"ok": "green", "change": "yellow", "missing": "cyan", "remove": "red"}
+_GAP = 2  # between two columns of a table
 
 
 def _rows(report: DiffReport) -> list[tuple[str, ...]]:
@@ -48,12 +50,17 @@ def _default_cell(entry: DiffEntry) -> str:
 
 
 def _heading(report: DiffReport) -> str:
+    return f"{_host_line(report)}; {_values_from(report)}"
+
+
+def _host_line(report: DiffReport) -> str:
     host = report.hostname or "host"
     kernel = f" ({report.kernel})" if report.kernel else ""
-    return one_line(
-        f"{host}{kernel}, profile {report.profile}; "
-        f"current values from {report.current_kind} {report.current_label}"
-    )
+    return one_line(f"{host}{kernel}, profile {report.profile}")
+
+
+def _values_from(report: DiffReport) -> str:
+    return one_line(f"current values from {report.current_kind} {report.current_label}")
 
 
 def summary(report: DiffReport) -> str:
@@ -66,13 +73,14 @@ def summary(report: DiffReport) -> str:
 
 
 def _item(text: str, width: int) -> list[str]:
-    """One list item, wrapped with a hanging indent."""
+    """One list item, wrapped with a hanging indent; a word longer than the line (a file name)
+    is the only thing split."""
     return textwrap.wrap(
         one_line(text),
         width=width,
         initial_indent="  ",
         subsequent_indent="    ",
-        break_long_words=False,
+        break_long_words=True,
         break_on_hyphens=False,
     )
 
@@ -94,22 +102,111 @@ def _notes(report: DiffReport, width: int = 100) -> list[str]:
             lines += _item(f"[{f.severity}] {f.id}: {' '.join(f.message.split())}", width)
     if report.problems:
         lines += ["", "In the current configuration:"]
-        lines += [f"  [{p.severity}] {one_line(p)}" for p in report.problems]
+        for p in report.problems:
+            lines += _item(f"[{p.severity}] {p}", width)
     return lines
 
 
-def render_plain(report: DiffReport) -> str:
-    rows = [_COLUMNS, *_rows(report)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
-    out = [_heading(report), ""]
+DEFAULT_WIDTH = 100  # the plain table's width when COLUMNS does not say (not a terminal)
+MIN_WIDTH = 30  # narrower is taken as this: a key and its label need a line
+
+
+def plain_width() -> int:
+    """The plain text's width: COLUMNS when it is a positive number, else DEFAULT_WIDTH."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isascii() and columns.isdigit() and len(columns) <= 6 and int(columns) > 0:
+        return int(columns)
+    return DEFAULT_WIDTH
+
+
+def _wrapped(text: str, width: int, indent: str = "", hang: str = "") -> list[str]:
+    """`text` in lines of at most `width`, split between words where it can be, inside a word
+    (a file name, a long key) only where one is longer than the line."""
+    return textwrap.wrap(
+        text,
+        width=width,
+        initial_indent=indent,
+        subsequent_indent=hang,
+        break_long_words=True,
+        break_on_hyphens=False,
+    ) or [indent.rstrip()]
+
+
+def _indented(line: str, width: int) -> list[str]:
+    """A line of a cell wrapped to `width`, its continuations as indented as its start."""
+    text = line.lstrip(" ")
+    lead = line[: len(line) - len(text)]
+    if len(lead) >= width:
+        lead = ""
+    return _wrapped(text, width, indent=lead, hang=lead)
+
+
+def _table_lines(rows: list[tuple[str, ...]], widths: list[int]) -> list[str]:
+    """Rows of cells (a cell's own lines apart) laid out in columns of `widths`; a cell wider
+    than its column wraps within it."""
+    out: list[str] = []
     for row in rows:
-        out.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
-    out += _notes(report)
-    out += ["", summary(report)]
+        cells = [
+            [piece for line in cell.split("\n") for piece in _indented(line, w)]
+            for cell, w in zip(row, widths, strict=True)
+        ]
+        for i in range(max(len(c) for c in cells)):
+            parts = [
+                (c[i] if i < len(c) else "").ljust(w) for c, w in zip(cells, widths, strict=True)
+            ]
+            out.append((" " * _GAP).join(parts).rstrip())
+    return out
+
+
+def _stacked(rows: list[tuple[str, ...]], width: int) -> list[str]:
+    """Too narrow for columns: each key on its own line under its status, then one labelled
+    line per value."""
+    labels = [c.lower() for c in _COLUMNS[2:]]
+    indent = 4 + max(len(label) for label in labels) + _GAP
+    out: list[str] = []
+    for row in rows:
+        out += _wrapped(f"{row[0]}  {row[1]}", width, hang="    ")
+        for label, value in zip(labels, row[2:], strict=True):
+            if label == "source" and value == "-":
+                continue
+            lead = f"    {label}".ljust(indent)
+            out += _wrapped(value, width, indent=lead, hang=" " * indent)
+    return out
+
+
+def plain_table(rows: list[tuple[str, ...]], width: int) -> list[str]:
+    """The table of keys in at most `width` columns: six columns when they fit; else the file
+    a value came from under its key, cells wrapping within their columns (a key and a number
+    are never split); else, when even that cannot fit, one block per key."""
+    six = [[c, *(r[i] for r in rows)] for i, c in enumerate(_COLUMNS)]
+    gaps = _GAP * (len(_COLUMNS) - 1)
+    if sum(_fit_widths(six, 10**6)) + gaps <= width:
+        return _table_lines([_COLUMNS, *rows], _fit_widths(six, width))
+    apart = [(r[0], f"{r[1]}\n  {r[-1]}" if r[-1] != "-" else r[1], *r[2:-1]) for r in rows]
+    header = (_COLUMNS[0], f"{_COLUMNS[1]}\n  {_COLUMNS[-1]}", *_COLUMNS[2:-1])
+    five = [[header[i], *(r[i] for r in apart)] for i in range(len(header))]
+    widths = _fit_widths(five, width)
+    if sum(widths) + _GAP * (len(widths) - 1) <= width:
+        return _table_lines([header, *apart], widths)
+    return _stacked(rows, width)
+
+
+def render_plain(report: DiffReport, width: int = DEFAULT_WIDTH) -> str:
+    """The report as plain text, no line longer than `width` (at least MIN_WIDTH). A heading
+    too long for the line keeps the host and profile on top, and says where the values in
+    force came from (a long path, whole) under the table."""
+    width = max(width, MIN_WIDTH)
+    heading, under = _heading(report), []
+    if len(heading) > width:
+        heading = _host_line(report)
+        values_from = _values_from(report)
+        under = ["", *_wrapped(values_from[0].upper() + values_from[1:] + ".", width)]
+    out = [*_wrapped(heading, width), ""]
+    out += plain_table(_rows(report), width)
+    out += under
+    out += _notes(report, width)
+    out += ["", *_wrapped(summary(report), width)]
     return "\n".join(out) + "\n"
-
-
-_GAP = 2  # between two columns of the terminal table
 
 
 def _fit_widths(cells: list[list[str]], width: int) -> list[int]:
@@ -210,9 +307,19 @@ def render_markdown(report: DiffReport, renderer: Renderer) -> str:
     return fit_document(render, [counts, {"entries": len(report.entries)}])
 
 
-def render_diff(report: DiffReport, fmt: str, renderer: Renderer, *, terminal: bool = False) -> str:
+def render_diff(
+    report: DiffReport,
+    fmt: str,
+    renderer: Renderer,
+    *,
+    terminal: bool = False,
+    width: int | None = None,
+) -> str:
+    """`width`: the plain text's, by default COLUMNS (a terminal's own is rich's to find)."""
     if fmt == "json":
         return dump_json(report.to_json_data())
     if fmt == "markdown":
         return render_markdown(report, renderer)
-    return render_rich(report) if terminal else render_plain(report)
+    if terminal:
+        return render_rich(report)
+    return render_plain(report, plain_width() if width is None else width)
