@@ -61,7 +61,7 @@ def test_readme_worked_example_is_the_golden_output() -> None:
     excerpt = readme[start + 4 : readme.index("```\n", start + 4)]
     golden = (GOLDEN / "dcache-32bit.gridftp.conf").read_text()
     lines = [line for line in excerpt.splitlines() if line != "# ..."]
-    assert len(lines) > 40
+    assert len(lines) >= 8
     at = 0
     for line in lines:  # in order, each one present
         at = golden.index(line + "\n", at) + len(line)
