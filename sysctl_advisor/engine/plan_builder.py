@@ -35,6 +35,7 @@ from sysctl_advisor.model.plan import (
     Plan,
     PlanHost,
     PlanProfile,
+    PlanReference,
     Setting,
     Unchanged,
 )
@@ -425,7 +426,20 @@ def build_plan(
         unchanged=unchanged,
         notes=notes,
         applied_rules=[r.rule.id for r in results],
+        references=_references(kb, settings),
     )
+
+
+def _references(kb: KnowledgeBase, settings: list[Setting]) -> list[PlanReference]:
+    """Every source the settings cite, once, in the order first cited."""
+    found: dict[str, PlanReference] = {}
+    for setting in settings:
+        for citation in setting.references:
+            source_id = citation.partition(":")[0]
+            known = kb.sources.references.get(source_id)
+            if known is not None and source_id not in found:
+                found[source_id] = PlanReference(known.id, known.citation, known.url)
+    return list(found.values())
 
 
 def _pick(values: list[int], policy: str) -> int:
@@ -587,7 +601,7 @@ def _resolve(
             rules=contributing,
         )
 
-    rationale, summary, references = _explained(item, contributing, by_rule, lines)
+    why = _explained(item, contributing, by_rule, lines)
     return Setting(
         key=item.key,
         value=conf_text(final),
@@ -596,9 +610,10 @@ def _resolve(
         current=" ".join(current_text.split()) if current_text is not None else None,
         kernel_default=conf_text(default) if default is not None else None,
         rules=contributing,
-        rationale=rationale,
-        summary=summary,
-        references=references,
+        rationale=why.rationale,
+        summary=why.summary,
+        references=why.references,
+        cited=why.cited,
         section=spec.section,
         human=human(final, spec, page_size),
         capped_by=capped_by,
@@ -607,11 +622,18 @@ def _resolve(
     )
 
 
+class Explained(NamedTuple):
+    rationale: str
+    summary: str
+    references: list[str]  # the rules' citations, then the catalog key's
+    cited: dict[str, list[str]]  # each rule's own
+
+
 def _explained(
     item: _KeyWork, contributing: list[str], by_rule: dict[str, RuleResult], lines: list[str]
-) -> tuple[str, str, list[str]]:
-    """A setting's rationale, its summary (each rule's one sentence, then the merge's lines) (each contributing rule's paragraph, then the merge's own lines)
-    and references (the rules', then the catalog's not already cited more precisely)."""
+) -> Explained:
+    """A setting's rationale (each contributing rule's paragraph, then the merge's own lines),
+    its summary (each rule's one sentence, then the same lines) and references (the rules', then the catalog's not already cited more precisely)."""
     paragraphs = [
         f"[{rid}] {by_rule[rid].rationale_for(item.key)}"
         for rid in contributing
@@ -623,14 +645,14 @@ def _explained(
         if by_rule[rid].summary_for(item.key)
     ]
     references: list[str] = []
-    for rid in contributing:
-        for ref in by_rule[rid].rule.spec.references:
-            if ref not in references:
-                references.append(ref)
+    cited = {rid: list(by_rule[rid].rule.spec.references) for rid in contributing}
+    for ref in (r for refs in cited.values() for r in refs):
+        if ref not in references:
+            references.append(ref)
     for ref in item.spec.references:
         if not any(r.startswith(ref) for r in references):
             references.append(ref)
-    return "\n".join(paragraphs + lines), "\n".join(summaries + lines), references
+    return Explained("\n".join(paragraphs + lines), "\n".join(summaries + lines), references, cited)
 
 
 def _resolve_text(
@@ -687,7 +709,7 @@ def _resolve_text(
             wanted=wanted,
             rules=contributing,
         )
-    rationale, summary, references = _explained(item, contributing, by_rule, lines)
+    why = _explained(item, contributing, by_rule, lines)
     return Setting(
         key=item.key,
         value=final,
@@ -696,9 +718,10 @@ def _resolve_text(
         current=current_text.strip() if current_text is not None else None,
         kernel_default=conf_text(default) if default is not None else None,
         rules=contributing,
-        rationale=rationale,
-        summary=summary,
-        references=references,
+        rationale=why.rationale,
+        summary=why.summary,
+        references=why.references,
+        cited=why.cited,
         section=spec.section,
         human=human(final, spec, page_size),
         wanted=None,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.catalog import Catalog
@@ -17,7 +19,10 @@ from sysctl_advisor.knowledge.profiles import Profile, load_profiles
 from sysctl_advisor.knowledge.resources import data_dir
 from sysctl_advisor.knowledge.rules import Rule, load_rules
 from sysctl_advisor.knowledge.servers import ServerTable
+from sysctl_advisor.knowledge.sources import Sources
 from sysctl_advisor.model.errors import InputError
+
+CHECK_CITATIONS = False  # on once the references are ids (issue 34, in progress)
 
 
 @dataclass
@@ -30,6 +35,7 @@ class KnowledgeBase:
     servers: ServerTable
     message_families: list[MessageFamily]
     kubernetes: Kubernetes  # what Kubernetes lets a pod set, by release
+    sources: Sources  # every document the rest cites, by id
 
     @classmethod
     def load(
@@ -49,9 +55,28 @@ class KnowledgeBase:
         # loaded on every run, though only the Kubernetes output reads it: the spec cache
         # keeps the entries the last run used, and this one must stay warm too
         kubernetes = Kubernetes.load(shipped_rules / "catalog" / KUBERNETES, specs)
+        catalogs = [shipped_rules, *(rules_dirs or [])]
+        sources = Sources(
+            [p for d in catalogs if (p := d / "catalog" / Sources.FILE).exists()], specs
+        )
+        catalog_dir = shipped_rules / "catalog"
+        for where, path, field in (
+            (catalog.keys, catalog.path, "keys"),
+            (catalog.readable, catalog.path, "readable"),
+            (catalog.tuning_daemons, catalog.path, "tuning_daemons"),
+            (servers.servers, catalog_dir / SERVER_TABLE, "servers"),
+            (families, catalog_dir / MESSAGE_CATALOG, "families"),
+            (kubernetes.spec, catalog_dir / KUBERNETES, ""),
+            *((rule.spec, rule.path, "") for rule in rules.values()),
+            *((rule.spec, rule.path, "") for rule in check_rules.values()),
+        ):
+            if CHECK_CITATIONS:
+                _check_citations(where, path, field, sources)
         compiler.save()
         specs.save()
-        return cls(compiler, catalog, rules, profiles, check_rules, servers, families, kubernetes)
+        return cls(
+            compiler, catalog, rules, profiles, check_rules, servers, families, kubernetes, sources
+        )
 
     @functools.cached_property
     def message_texts(self) -> dict[str, dict[str, str | list[str]]]:
@@ -77,3 +102,21 @@ class KnowledgeBase:
             raise InputError(
                 f"unknown profile {name!r} (profiles: {known})", field="--profile"
             ) from None
+
+
+def _check_citations(value: Any, path: Path, field: str, sources: Sources) -> None:
+    """Every `references` list in a loaded knowledge file cites sources the catalog holds."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            item = getattr(value, f.name)
+            where = f"{field}.{f.name}" if field else f.name
+            if f.name == "references" and isinstance(item, list):
+                sources.check(item, path, where)
+            else:
+                _check_citations(item, path, where, sources)
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            _check_citations(item, path, f"{field}.{name}" if field else str(name), sources)
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _check_citations(item, path, f"{field}[{i}]", sources)

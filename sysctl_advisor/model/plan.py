@@ -63,6 +63,19 @@ class Setting:
     # Every safety cap that applied to the key on this host, binding or not. Internal: a
     # capped key is never written as tuned's "at least" (a higher value in force would stay).
     caps: list[str] = field(default_factory=list, compare=False)
+    # Each contributing rule's own citations (`references` holds them all, then the catalog
+    # key's): a file prints each rule's sentence with the numbers of its sources. Internal.
+    cited: dict[str, list[str]] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class PlanReference:
+    """A source the plan cites: its id in the sources catalog, the citation in words and its
+    address (None: a work with no stable address, cited by author, title and site)."""
+
+    id: str
+    citation: str
+    url: str | None
 
 
 @dataclass(frozen=True)
@@ -105,6 +118,8 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     # rules whose `when` held for this host, in order
     applied_rules: list[str] = field(default_factory=list)
+    # every source the settings cite, in the order first cited
+    references: list[PlanReference] = field(default_factory=list)
 
     def to_json_data(self) -> dict[str, Any]:
         host = dataclasses.asdict(self.host)
@@ -132,12 +147,13 @@ class Plan:
             "unchanged": [dataclasses.asdict(u) for u in self.unchanged],
             "notes": list(self.notes),
             "applied_rules": list(self.applied_rules),
+            "references": [dataclasses.asdict(r) for r in self.references],
         }
 
 
 def _setting_data(setting: Setting) -> dict[str, Any]:
     data = dataclasses.asdict(setting)
-    del data["wanted"], data["caps"]
+    del data["wanted"], data["caps"], data["cited"]
     return data
 
 

@@ -80,12 +80,27 @@ class SettingDocument(Record):
     )
     rules: list[str] = Field(description="ids of the rules that set it")
     rationale: str
-    references: list[str]
+    references: list[str] = Field(
+        description="the sources behind it: `ID` or `ID: where in it`, each ID one of the "
+        "document's `references`"
+    )
     section: str = Field(description="the catalog section it is listed under")
     human: str = Field(description="the value in human units (pages as GiB, …)")
     capped_by: list[str] = Field(description="ids of the safety caps that lowered it")
     default_set_by: str | None = Field(description=SET_BY)
     modelled_default: str | None = Field(description=MODELLED)
+    summary: str = Field(
+        description="the rationale short: each rule's one sentence, then how the values merged"
+    )
+
+
+@model
+class ReferenceDocument(Record):
+    """A public source the settings cite."""
+
+    id: str = Field(description="its id in the advisor's sources catalog")
+    citation: str = Field(description="author, title, site and date; or a Linux file or commit")
+    url: str | None = Field(description="an address a browser opens; null for a work cited by name")
 
 
 @model
@@ -137,6 +152,9 @@ class PlanDocument(Record):
     unchanged: list[UnchangedDocument]
     notes: list[str]
     applied_rules: list[str] = Field(description="rules whose `when` held for this host, in order")
+    references: list[ReferenceDocument] = Field(
+        description="every source the settings cite, in the order first cited"
+    )
 
 
 # -- diff --------------------------------------------------------------------------------------

@@ -76,6 +76,19 @@ def _comment(text: str, indent: str = "#   ", width: int = 96) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
+def _hanging(text: str, first: str = "# ", rest: str = "#   ", width: int = 96) -> str:
+    """One paragraph as comment lines: the first line after `first`, the others after `rest`."""
+    words = wrap_words(one_line(" ".join(str(text).split())), width - len(rest))
+    if not words:
+        return Lines(first.rstrip())
+    head, *tail = words
+    if len(first) + len(head) > width and " " in head:  # rewrap the first at its own indent
+        head, *more = wrap_words(head, width - len(first))
+        tail = more + tail
+    return Lines("\n".join([first + head, *(rest + line for line in tail)]))
+
+
+@functools.lru_cache(maxsize=4096)
 def _yaml_comment(text: str, indent: str = "#   ", first: str | None = None) -> str:
     """Comment lines for YAML outputs, each at most 80 characters (yamllint's default
     line-length). A word too long for a line stands alone after "# ", the form yamllint's
@@ -153,6 +166,46 @@ def host_default(set_by: str | None, modelled: str | None) -> str | None:
     kernel's is …"."""
     origin = default_origin(set_by, modelled)
     return None if origin is None else f"host default, {origin}"
+
+
+def _shown(raw: str | None, human_form: str | None) -> str:
+    if raw is None:
+        return "not modelled"
+    if not raw:
+        return "none (empty)"
+    return human_form if human_form and human_form != raw else raw
+
+
+def _setting_head(s: Setting, x: dict[str, Any], width: int = 96) -> str:
+    """A setting's first comment lines: key, unit and the value in human units; then the
+    default it replaces (and who set it, when not the kernel) and what is in force, on the
+    same line when it fits."""
+    fields = f" ({x['fields']})" if x["fields"] else ""
+    head = f"{s.key}{fields}, {s.unit}: {s.human}"
+    if s.default_set_by is not None:
+        was = (
+            f"host default {_shown(s.kernel_default, x['default_human'])}, set by "
+            f"{s.default_set_by}; the kernel's {_shown(s.modelled_default, x['modelled_human'])}"
+        )
+    else:
+        was = f"kernel default {_shown(s.kernel_default, x['default_human'])}"
+    if s.current is not None and s.current != s.kernel_default:
+        was += f"; in force {_shown(s.current, x['current_human'])}"
+    if len(head) + 2 + len(was) <= width:
+        return Lines(f"# {one_line(head)}; {one_line(was)}")
+    return Lines(f"{_hanging(head, '# ', '#   ', width)}\n{_comment(was, '#   ', width)}")
+
+
+def _cited_summary(s: Setting, known: dict[str, Any], numbers: dict[str, int]) -> str:
+    """The setting's summary, each rule's sentence followed by its sources' numbers in this
+    file ([1, 3]); sources get the next number the first time they are cited."""
+    out = []
+    for line in s.summary.split("\n"):
+        rule = line[1 : line.find("] ")] if line.startswith("[") and "] " in line else None
+        ids = [c.partition(":")[0] for c in s.cited.get(rule, [])] if rule else []
+        cited = [numbers.setdefault(i, len(numbers) + 1) for i in dict.fromkeys(ids) if i in known]
+        out.append(f"{line} [{', '.join(map(str, cited))}]" if cited else line)
+    return "\n".join(out)
 
 
 def at_least(spec: CatalogKey, setting: Setting) -> bool:
@@ -299,6 +352,7 @@ class Renderer:
         )
         self.env.filters["comment"] = _comment
         self.env.filters["yaml_comment"] = _yaml_comment
+        self.env.filters["hanging"] = _hanging
         self.env.filters["text"] = md_text
         self.env.filters["prose"] = md_text_clipped
         self.env.filters["code"] = md_code
@@ -332,14 +386,16 @@ class Renderer:
         return human(value, spec, page_size) if value is not None else None
 
     def render(self, plan: Plan, fmt: str, command: str, detail: str = "normal") -> str:
-        """The plan in `fmt`, checked by reading it back (see `check_rendered`)."""
+        """The plan in `fmt`, checked by reading it back (see `check_rendered`); `detail`
+        (formats.DETAIL) is how much a conf or tuned file says of each value."""
         if fmt == "json":
             return dump_json(plan.to_json_data())
         if fmt == "markdown":
             return self._markdown(plan, command)
         if fmt == "kubernetes":
             raise ValueError("the kubernetes format renders a Placement: render_kubernetes()")
-        text = self.env.get_template(TEMPLATES[fmt]).render(**self._context(plan, command))
+        context = self._context(plan, command, detail)
+        text = self.env.get_template(TEMPLATES[fmt]).render(**context)
         if fmt == "ansible":
             text += _host_vars(plan)
         check_rendered(plan, fmt, text)
@@ -397,7 +453,7 @@ class Renderer:
         tiers = [{k: counts[k] for k in sections[1:]}, {"settings": counts["settings"]}]
         return fit_document(render, tiers)
 
-    def _context(self, plan: Plan, command: str) -> dict[str, Any]:
+    def _context(self, plan: Plan, command: str, detail: str = "normal") -> dict[str, Any]:
         sections = []
         for section in self.catalog.sections:
             rows = [s for s in plan.settings if s.section == section.id]
@@ -405,9 +461,11 @@ class Renderer:
                 sections.append({"title": section.title, "settings": rows})
         page_size = plan.host.page_size
         extra: dict[str, dict[str, Any]] = {}
-        for s in plan.settings:
+        known = {r.id: r for r in plan.references}
+        numbers: dict[str, int] = {}  # source id -> its number in this file, first cited first
+        for s in (s for section in sections for s in section["settings"]):
             spec = self.catalog.keys[s.key]
-            extra[s.key] = {
+            x = extra[s.key] = {
                 "fields": " ".join(spec.fields) if spec.fields else "",
                 "default_human": self._human(s.key, s.kernel_default, page_size),
                 "modelled_human": self._human(s.key, s.modelled_default, page_size),
@@ -415,8 +473,13 @@ class Renderer:
                 "at_least": at_least(spec, s),
                 "removed_in": removed_in(spec.exists),
             }
+            x["head"] = _setting_head(s, x)
+            x["why"] = _cited_summary(s, known, numbers)
+            x["reason"] = first_sentence(s.summary.split("\n", 1)[0])
         return {
             "plan": plan,
+            "detail": detail,
+            "references": [(n, known[i]) for i, n in numbers.items()],
             "sections": sections,
             "extra": extra,
             "command": command,

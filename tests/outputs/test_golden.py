@@ -99,7 +99,15 @@ def test_the_header_gives_parameters_exactly_so_the_rebuild_line_rebuilds(
     plan = build_plan(
         kb, load_facts(EXAMPLES / "c1m-server.yaml"), "c1m-server", {"active_fraction": "0.0000123"}
     )
-    header = Renderer(kb.catalog).render(plan, "conf", "t").split("# params:", 1)[1].split()
+    header = (
+        Renderer(kb.catalog)
+        .render(plan, "conf", "t")
+        .split("# profile:", 1)[1]
+        .split("\n")[0]
+        .split(" (", 1)[1]
+        .rstrip(")")
+        .split()
+    )
     shown = dict(word.split("=", 1) for word in header if "=" in word)
     assert float(shown["active_fraction"]) == 0.0000123 == plan.profile.params["active_fraction"]
 
