@@ -454,7 +454,7 @@ class Renderer:
         return fit_document(render, tiers)
 
     def _context(self, plan: Plan, command: str, detail: str = "normal") -> dict[str, Any]:
-        sections = []
+        sections: list[dict[str, Any]] = []
         for section in self.catalog.sections:
             rows = [s for s in plan.settings if s.section == section.id]
             if rows:
