@@ -159,3 +159,10 @@ class Sources:
                     path=path,
                     field=f"{field}[{i}]",
                 )
+
+    def describe(self, citation: str) -> str:
+        """A citation in words: the source, where in it, and its address."""
+        source_id, at = citation_parts(citation)
+        ref = self.references[source_id]
+        where = f": {at}" if at else ""
+        return f"{ref.citation}{where}" + (f" <{ref.url}>" if ref.url else "")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 from sysctl_advisor.knowledge.check_rules import CheckRule
+from sysctl_advisor.knowledge.sources import Sources
 from sysctl_advisor.outputs.check_report import _anchor  # the anchors help links point to
 
 
@@ -18,7 +19,7 @@ def _block(text: str) -> str:
     return "```\n" + shown.rstrip("\n") + "\n```"
 
 
-def render_reference(rules: dict[str, CheckRule]) -> str:
+def render_reference(rules: dict[str, CheckRule], sources: Sources | None = None) -> str:
     out = [
         "# sysctl-advisor check: rules reference",
         "",
@@ -50,14 +51,19 @@ def render_reference(rules: dict[str, CheckRule]) -> str:
         suffix = f" ({'; '.join(assumed)})" if assumed else ""
         out += [f"Fires{suffix}:", "", _block(examples.fires), ""]
         out += ["Does not fire:", "", _block(examples.quiet), ""]
-        out += ["References: " + "; ".join(spec.references)]
+        if sources is None:
+            out += ["References: " + "; ".join(spec.references)]
+        else:
+            out += ["References:", ""]
+            out += [f"- {sources.describe(c)}" for c in spec.references]
     return "\n".join(out) + "\n"
 
 
 def main() -> None:
     from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 
-    sys.stdout.write(render_reference(KnowledgeBase.load().check_rules))
+    kb = KnowledgeBase.load()
+    sys.stdout.write(render_reference(kb.check_rules, kb.sources))
 
 
 if __name__ == "__main__":

@@ -104,7 +104,7 @@ def explain_key(
         out.append(f"    {rule.id} ({role}): {rule.spec.title}")
     if not setters:
         out.append("    none")
-    out.append("  references: " + "; ".join(spec.references))
+    out += _references(kb, spec.references)
     if facts is not None:
         version = kb.catalog.kernel_for(facts)[0]
         out.append("")
@@ -122,6 +122,7 @@ def explain_key(
                 else:
                     out.append(f"  kernel default here: {s.kernel_default or 'unknown'}")
                 out.append(_wrap(s.rationale))
+                out += _references(kb, s.references)
             else:
                 covered = [u for u in plan.unchanged if u.key == name]
                 if covered:
@@ -205,9 +206,17 @@ def describe_rules(kb: KnowledgeBase, rule_id: str | None) -> str:
     for c in spec.companions:
         out.append(f"  companion for {c.target}")
     out.append("  profiles: " + (", ".join(profiles) or "none"))
-    out.append("  references: " + "; ".join(spec.references))
+    out += _references(kb, spec.references)
     out.append(f"  file: {rule.path}")
     return "\n".join(out) + "\n"
+
+
+def _references(kb: KnowledgeBase, citations: list[str]) -> list[str]:
+    """A numbered list of the sources cited, each with where in it and its address."""
+    out = ["  references:"]
+    for n, citation in enumerate(citations, 1):
+        out.append(f"    [{n}] {kb.sources.describe(citation)}")
+    return out
 
 
 def _describe_check_rule(kb: KnowledgeBase, rule_id: str) -> str:
@@ -220,6 +229,6 @@ def _describe_check_rule(kb: KnowledgeBase, rule_id: str) -> str:
         out.append("  needs: " + ", ".join(spec.needs))
     for label, text in (("fires on", spec.examples.fires), ("quiet on", spec.examples.quiet)):
         out.append(f"  {label}: " + " | ".join(one_line(x) for x in text.strip("\n").split("\n")))
-    out.append("  references: " + "; ".join(spec.references))
+    out += _references(kb, spec.references)
     out.append(f"  file: {rule.path}")
     return "\n".join(out) + "\n"

@@ -196,16 +196,19 @@ def _setting_head(s: Setting, x: dict[str, Any], width: int = 96) -> str:
     return Lines(f"{_hanging(head, '# ', '#   ', width)}\n{_comment(was, '#   ', width)}")
 
 
-def _cited_summary(s: Setting, known: dict[str, Any], numbers: dict[str, int]) -> str:
+def _cited_summary(s: Setting, known: dict[str, Any], numbers: dict[str, int]) -> tuple[str, str]:
     """The setting's summary, each rule's sentence followed by its sources' numbers in this
-    file ([1, 3]); sources get the next number the first time they are cited."""
+    file ([1, 3]), and all those numbers ("[1, 3, 4]", or ""); sources get the next number
+    the first time they are cited."""
     out = []
+    every: list[int] = []
     for line in s.summary.split("\n"):
         rule = line[1 : line.find("] ")] if line.startswith("[") and "] " in line else None
         ids = [c.partition(":")[0] for c in s.cited.get(rule, [])] if rule else []
         cited = [numbers.setdefault(i, len(numbers) + 1) for i in dict.fromkeys(ids) if i in known]
         out.append(f"{line} [{', '.join(map(str, cited))}]" if cited else line)
-    return "\n".join(out)
+        every += [n for n in cited if n not in every]
+    return "\n".join(out), f"[{', '.join(map(str, sorted(every)))}]" if every else ""
 
 
 def at_least(spec: CatalogKey, setting: Setting) -> bool:
@@ -474,7 +477,7 @@ class Renderer:
                 "removed_in": removed_in(spec.exists),
             }
             x["head"] = _setting_head(s, x)
-            x["why"] = _cited_summary(s, known, numbers)
+            x["why"], x["cites"] = _cited_summary(s, known, numbers)
             x["reason"] = first_sentence(s.summary.split("\n", 1)[0])
         return {
             "plan": plan,
