@@ -1,0 +1,153 @@
+"""Issue 34, item 3: every advice rule of the buffer and memory families (tcp-buffers, tcp-mem,
+lowmem, pacing, vm) that sets or caps a key says its reason in one sentence, its `summary`,
+which the annotated sysctl.conf prints instead of the rationale.
+
+Each summary is rendered as the plan renders it (RuleResult.summary_for, recorded while the
+plan is built) over these rules' own cases (tests/cases/<rule id>.yaml), the varied hosts
+(tests/outputs/test_varied_hosts.py TABLE) and the example hosts with their golden profiles:
+one line, one sentence, at most 200 characters, the summary itself (not the rationale it falls
+back to when it renders empty), no template left over.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from sysctl_advisor.engine.plan_builder import build_plan
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.knowledge.rules import RuleResult
+from sysctl_advisor.model.host_facts import facts_from_data
+from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, load_facts
+from tests.knowledge.test_rule_cases import BASE_FACTS, FILES, _merge
+from tests.outputs.test_varied_hosts import HOSTS, TABLE
+
+FAMILIES = ("tcp-buffers", "tcp-mem", "lowmem", "pacing", "vm")
+MOST = 200
+# A full stop (or ! ?) then a space and a capital starts a second sentence. These summaries
+# abbreviate nothing with a full stop; version numbers (4.13, 2.6.37) have no space after it.
+SECOND_SENTENCE = re.compile(r"[.!?] +[A-Z]")
+
+
+@dataclass(frozen=True)
+class Rendered:
+    rule: str
+    key: str
+    where: str
+    text: str
+    rationale: str
+
+
+def _family(rule_id: str) -> str:
+    return rule_id.split(".", 1)[0]
+
+
+def _ours(kb: KnowledgeBase) -> list[str]:
+    """The rules of these families that set or cap a key."""
+    return sorted(
+        rule_id
+        for rule_id, rule in kb.rules.items()
+        if _family(rule_id) in FAMILIES and (rule.spec.set or rule.spec.cap)
+    )
+
+
+def _template(value: str | dict[str, str] | None, key: str) -> str | None:
+    """The template a rule's rationale or summary gives for `key` (its own, else `default`)."""
+    if value is None or isinstance(value, str):
+        return value
+    return value.get(key, value.get("default"))
+
+
+def _runs() -> Iterator[tuple[str, Any, str, dict[str, str]]]:
+    """(where, facts, profile, parameters) of every plan the summaries are judged on."""
+    for case_file in FILES:
+        if _family(case_file.rule) not in FAMILIES:
+            continue
+        for case in case_file.cases:
+            facts = facts_from_data(_merge(BASE_FACTS, case.facts or {}))
+            params = {
+                k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in case.params.items()
+            }
+            yield f"case {case_file.rule}: {case.name}", facts, case.profile or "base", params
+    for stem, profile, words in TABLE:
+        params = dict(word.split("=", 1) for word in words.split())
+        yield f"host {stem}", load_facts(HOSTS / f"{stem}.yaml"), profile, params
+    for host, profile in EXAMPLE_PROFILES.items():
+        facts = load_facts(EXAMPLES / f"{host}.yaml")
+        yield f"example {host}", facts, profile, EXAMPLE_PARAMS.get(host, {})
+
+
+@pytest.fixture(scope="module")
+def rendered(kb: KnowledgeBase) -> list[Rendered]:
+    """Every summary of these rules that a plan printed, with the run it came from."""
+    ours = set(_ours(kb))
+    found: list[Rendered] = []
+    run = [""]  # the plan being built
+    original = RuleResult.summary_for
+
+    def recording(self: RuleResult, key: str) -> str:
+        text = original(self, key)
+        if self.rule.id in ours:
+            found.append(Rendered(self.rule.id, key, run[0], text, self.rationale_for(key)))
+        return text
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(RuleResult, "summary_for", recording)
+        for where, facts, profile, params in _runs():
+            run[0] = where
+            build_plan(kb, facts, profile, params)
+    return found
+
+
+def test_every_rule_that_sets_or_caps_has_a_summary_for_each_key(kb: KnowledgeBase) -> None:
+    ours = _ours(kb)
+    assert len(ours) >= 16, ours  # every family is here (vm's one rule only reports)
+    for rule_id in ours:
+        spec = kb.rules[rule_id].spec
+        assert spec.summary, f"{rule_id} has no summary"
+        for key in {*spec.set, *spec.cap}:
+            assert _template(spec.summary, key), f"{rule_id} has no summary for {key}"
+
+
+def test_every_rule_is_judged_on_a_plan(kb: KnowledgeBase, rendered: list[Rendered]) -> None:
+    """Each rule's summary is rendered on at least one plan (its firing case at least)."""
+    assert {r.rule for r in rendered} == set(_ours(kb))
+
+
+def test_each_summary_is_one_short_sentence(kb: KnowledgeBase, rendered: list[Rendered]) -> None:
+    bad = []
+    for r in rendered:
+        spec = kb.rules[r.rule].spec
+        own = _template(spec.summary, r.key) != _template(spec.rationale, r.key)
+        text = r.text
+        problems = [
+            "newline" if "\n" in text else "",
+            f"{len(text)} characters" if len(text) > MOST else "",
+            "two sentences" if SECOND_SENTENCE.search(text[:-1]) else "",
+            "not ended by a full stop" if not text.endswith(".") else "",
+            "template left" if "{{" in text or "{%" in text else "",
+            "doubled space" if "  " in text else "",
+            "space before punctuation" if re.search(r" [,;:.)]", text) else "",
+            "the rationale, not the summary" if own and text == r.rationale else "",
+        ]
+        if any(problems):
+            found = ", ".join(p for p in problems if p)
+            bad.append(f"{r.rule} {r.key} ({r.where}): {found}: {text}")
+    assert not bad, "\n".join(bad)
+
+
+def test_a_summary_is_shorter_than_its_rationale(
+    kb: KnowledgeBase, rendered: list[Rendered]
+) -> None:
+    """The point of a summary: where a rule's rationale runs past one short sentence, the
+    summary printed in its place is shorter."""
+    longer = [
+        f"{r.rule} {r.key} ({r.where}): {len(r.text)} >= {len(r.rationale)}"
+        for r in rendered
+        if len(r.rationale) > MOST and len(r.text) >= len(r.rationale)
+    ]
+    assert not longer, "\n".join(longer)
