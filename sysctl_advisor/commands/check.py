@@ -29,7 +29,7 @@ from sysctl_advisor.engine.lint import (
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.model.severity import SEVERITY_ORDER
-from sysctl_advisor.sources.sysctl_files import read_file, read_tree
+from sysctl_advisor.sources.sysctl_files import read_file, read_stdin, read_tree
 
 if TYPE_CHECKING:
     from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
@@ -151,7 +151,9 @@ def check_paths(checker: Checker, paths: list[Path], whole_directory: bool = Fal
     files: list[str] = []
     usable = 0
     for path in paths:
-        if path.is_dir():
+        if str(path) == "-":  # `sysctl -a | sysctl-advisor check -`
+            config = read_stdin(sys.stdin.buffer, checker.kb.catalog.keys)
+        elif path.is_dir():
             config = read_tree(path, checker.kb.catalog.keys)
         elif path.exists():
             config = read_file(path, checker.kb.catalog.keys)
@@ -175,8 +177,11 @@ def check_paths(checker: Checker, paths: list[Path], whole_directory: bool = Fal
         first = findings[0] if findings else None
         reason = f"{first.file}: {first.message}" if first else "no sysctl files to check"
         raise InputError(f"nothing could be checked ({reason})")
+    # a file reached twice (/etc/sysctl.d's 99-sysctl.conf link and /etc/sysctl.conf itself)
+    # is reported once
+    findings = list(dict.fromkeys(findings))
     findings.sort(key=lambda f: (f.file, f.line or 0, SEVERITY_ORDER[f.severity], f.id))
-    return CheckReport(findings, files)
+    return CheckReport(findings, list(dict.fromkeys(files)))
 
 
 class _FromHere:
@@ -210,7 +215,9 @@ def _with_directories(paths: list[Path]) -> list[Path]:
     paths as they are (an Ansible role's files/ holds more than sysctl settings)."""
     chosen: list[Path] = []
     for path in paths:
-        if path.suffix == ".conf" and path.parent.name == "sysctl.d" and path.is_file():
+        if str(path) == "-":
+            pass
+        elif path.suffix == ".conf" and path.parent.name == "sysctl.d" and path.is_file():
             path = path.parent
         if path not in chosen:
             chosen.append(path)

@@ -10,6 +10,7 @@ rules' ids.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import fnmatch
 import re
 from dataclasses import dataclass, field
@@ -131,6 +132,51 @@ _PROSE_SPACE = re.compile(r"[ \t\n\r]+")
 _PLAIN_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)")
 
 
+def _edits(a: str, b: str, limit: int) -> int:
+    """The optimal-string-alignment distance between `a` and `b` (a letter inserted, dropped,
+    changed, or two swapped count one edit each), or limit + 1 once it is sure to exceed it."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    before: list[int] = []
+    row = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        current = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                current[j] = min(current[j], before[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        before, row = row, current
+    return row[-1]
+
+
+def nearest_key(key: str, names: list[str]) -> str | None:
+    """The name `key` was probably meant to be: one of `names` (a `*` there takes the key's own
+    field, an interface name) within one edit of it, two when its last field is ten characters
+    or more; the closest, None when none is that close. A real key that differs by more (udp_mem
+    and tcp_mem, send_ and secure_redirects) is not taken for a typo."""
+    fields = key.split(".")
+    limit = 1 if len(fields[-1]) < 10 else 2
+    best: tuple[int, str] | None = None
+    for name in names:
+        if "*" in name:
+            parts = name.split(".")
+            if len(parts) != len(fields):
+                continue
+            name = ".".join(f if p == "*" else p for p, f in zip(parts, fields, strict=True))
+        distance = _edits(key, name, limit)
+        if distance <= limit and (best is None or distance < best[0]):
+            best = (distance, name)
+    return best[1] if best is not None else None
+
+
+def nearest_name(word: str, names: list[str]) -> str | None:
+    """The name among `names` closest to `word` (difflib's ratio, at least 0.6), or None."""
+    found = difflib.get_close_matches(word, [str(n) for n in names], n=1)
+    return found[0] if found else None
+
+
 class _LineError(Exception):
     """A check rule could not judge a line (its value made it exceed its work budget)."""
 
@@ -162,6 +208,8 @@ class Checker:
             else {}
         )
         self._rules_by_key: dict[tuple[str, bool, bool], list[CheckRule]] = {}
+        self._near: dict[str, str | None] = {}  # a key not in the catalog: the one meant
+        self._kernel_keys: list[str] | None = None
         self._usable: list[CheckRule] | None = None
         self._globs: dict[str, dict[str, Any]] = {}  # what each glob pattern reaches, once
         self._memo: dict[tuple[str, str, bool, bool, bool, int], list[tuple[CheckRule, str]]] = {}
@@ -179,9 +227,25 @@ class Checker:
             return False
         return not ("profile" in needs and self.context.plan is None)
 
-    def _scope(self, key: str, value: str, ignore_failure: bool) -> dict[str, Any]:
+    def _near_key(self, key: str) -> str | None:
+        """For a key neither modelled nor listed as known: the key of the target kernel it is
+        one slip away from, or None (also when the facts show the host has the key itself)."""
+        found = self._near.get(key, "")
+        if found == "":
+            in_force = self.context.facts.sysctl if self.context.facts is not None else {}
+            if self._kernel_keys is None:
+                self._kernel_keys = self.kb.catalog.kernel_keys(self.context.kernel)
+            found = None if key in in_force else nearest_key(key, self._kernel_keys)
+            if len(self._near) < _MEMO_LINES:
+                self._near[key] = found
+        return found
+
+    def _scope(
+        self, key: str, value: str, ignore_failure: bool, dump: bool = False
+    ) -> dict[str, Any]:
         catalog = self.kb.catalog
         spec = catalog.keys.get(key)
+        listed = spec is None and catalog.is_known(key)
         kernel = self.context.kernel
         # What the kernel does with the text of a key it knows: what it stores, refuses, drops.
         text_key = spec is not None and spec.is_text
@@ -203,6 +267,10 @@ class Checker:
             "decimal": all(_PLAIN_DECIMAL.fullmatch(part) for part in read),
             "spec": self._specs.get(key),
             "known": spec is not None,
+            # a key the kernel has that the catalog lists without modelling it
+            "listed": listed,
+            # for any other key of a file: the kernel's key it was probably meant to be
+            "near_key": (self._near_key(key) if spec is None and not listed and not dump else None),
             "exists": (catalog.exists(key, kernel) if spec and kernel else None),
             "kernel": self._kernel,
             "facts": self._facts,
@@ -276,7 +344,7 @@ class Checker:
         verdicts: list[tuple[CheckRule, str]] = []
         if rules:
             new_budget()  # the work the rules may do for one line: the whole, linear in lines
-            scope = self._scope(key, value, ignore_failure)
+            scope = self._scope(key, value, ignore_failure, dump)
             if is_glob:
                 scope["glob"] = self._glob(key)
         compiler = self.kb.compiler
@@ -298,6 +366,12 @@ class Checker:
                     continue
                 if not rule.let:
                     ctx = compiler.context(scope)
+                if rule.suggest is not None:  # the names the value may have meant
+                    names = rule.suggest.run(ctx)
+                    said = scope["text"] if scope["text"] is not None else value
+                    ctx.vars["suggestion"] = (
+                        nearest_name(said, list(names)) if isinstance(names, list) else None
+                    )
                 message = _PROSE_SPACE.sub(" ", rule.message.render_in(ctx)).strip(" ")
             except (ExpressionError, ValueError, TypeError) as exc:
                 raise _LineError(f"{rule.id}: {exc}") from None

@@ -6,6 +6,7 @@ the kernel (version plus era-dependent behaviour) and the kernel's boot default 
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import json
 import posixpath
@@ -181,6 +182,24 @@ class ReadableKey(Record):
     references: list[str] = Field(min_length=1)
 
 
+def _release(text: str) -> str:
+    KernelVersion.parse(text)
+    return text
+
+
+@model
+class KnownKey(Record):
+    """A key the kernel has that the advisor does not model (no unit, bounds or defaults):
+    `check` does not call it unknown. The name may hold `*` for one interface name."""
+
+    since: Annotated[str, After(_release)] | None = Field(
+        default=None,
+        description="the first upstream release that has the key; none: every kernel the "
+        "catalog models has it",
+    )
+    references: list[str] = Field(min_length=1)
+
+
 def _directory(text: str) -> str:
     if not (text.startswith("/") and text.endswith("/")) or posixpath.normpath(text) + "/" != text:
         raise ValueError("an absolute directory written plainly, ending in /")
@@ -209,6 +228,13 @@ class CatalogFile(Record):
     keys: dict[str, CatalogKey]
     readable: dict[str, ReadableKey] = Field(default_factory=dict)
     tuning_daemons: dict[str, TuningDaemon] = Field(default_factory=dict)
+    known: dict[
+        Annotated[str, Field(pattern=r"^[a-z0-9_-]+(\.([a-z0-9_-]+|\*))+$", max_length=200)],
+        KnownKey,
+    ] = Field(
+        default_factory=dict,
+        description="keys the kernel has that the advisor does not model",
+    )
 
     def __post_init__(self) -> None:
         ids = {s.id for s in self.sections}
@@ -218,6 +244,10 @@ class CatalogFile(Record):
         aliases = [k.alias for k in self.keys.values()] + [k.alias for k in self.readable.values()]
         if len(set(aliases)) != len(aliases) or set(self.keys) & set(self.readable):
             raise ValueError("a key or alias is listed twice (keys and readable share one list)")
+        modelled = [*self.keys, *self.readable]
+        for name in self.known:
+            if any(fnmatch.fnmatchcase(key, name) for key in modelled):
+                raise ValueError(f"known: {name} is a key the catalog models (keys or readable)")
 
 
 @functools.total_ordering
@@ -321,6 +351,21 @@ class Catalog:
         self.keys: dict[str, CatalogKey] = keys_file.keys
         self.readable: dict[str, ReadableKey] = keys_file.readable
         self.tuning_daemons: dict[str, TuningDaemon] = keys_file.tuning_daemons
+        self.known: dict[str, KnownKey] = keys_file.known
+        known_globs = [name for name in self.known if "*" in name]
+        self._known_names = frozenset(self.known) - set(known_globs)
+        self._known_globs = (
+            re.compile(
+                "(?:"
+                + "|".join("[^.]+".join(map(re.escape, g.split("*"))) for g in known_globs)
+                + r")\Z"
+            )
+            if known_globs
+            else None
+        )
+        self._known_since = {
+            name: KernelVersion.parse(k.since) for name, k in self.known.items() if k.since
+        }
         self.by_alias = {k.alias: name for name, k in self.keys.items()}
         self._exists = {name: KernelRange.parse(k.exists) for name, k in self.keys.items()}
         self.newest = KernelVersion.parse(self.model.newest_verified)
@@ -375,6 +420,27 @@ class Catalog:
         if tuned is None or tuned.active_profile is None:
             return None
         return tuned.active_profile, [d.rstrip("/") for d in tuned.profile_dirs]
+
+    def is_known(self, key: str) -> bool:
+        """Whether the key is one the kernel has that the catalog lists without modelling it
+        (`known:`; a `*` there is one interface name)."""
+        return key in self._known_names or (
+            self._known_globs is not None and self._known_globs.match(key) is not None
+        )
+
+    def kernel_keys(self, version: KernelVersion | None = None) -> list[str]:
+        """The keys a kernel has, as far as the catalog knows: the modelled ones that exist on
+        it and the `known:` ones (patterns, `*` for an interface) from their release on; every
+        one without a version. The names a misspelt key is compared with."""
+        modelled = [k for k in self.keys if version is None or self.exists(k, version)]
+        listed = [
+            name
+            for name in self.known
+            if version is None
+            or name not in self._known_since
+            or version >= self._known_since[name]
+        ]
+        return [*modelled, *listed]
 
     def read_keys(self) -> list[str]:
         """Every key the collector reads from the host: the catalog's, then the readable ones."""

@@ -81,6 +81,11 @@ class CheckRuleSpec(Record):
         "other keys skip the rule without evaluating it (a `sysctl -a` dump is mostly such)",
     )
     let: dict[str, str] = Field(default_factory=dict)
+    suggest: str | None = Field(
+        default=None,
+        description="an expression giving the names the value may have meant (a list of "
+        "text); the message sees `suggestion`, the closest of them to the value, or none",
+    )
     message: str
     rationale: str
     references: list[str] = Field(min_length=1)
@@ -103,6 +108,7 @@ class CheckRule:
     when: Expression | None
     let: list[tuple[str, Expression]]
     message: Text
+    suggest: Expression | None = None
 
     def __post_init__(self) -> None:
         # `keys` as exact names and compiled globs: a dump asks about a thousand keys
@@ -113,7 +119,7 @@ class CheckRule:
         # whether a verdict may depend on other lines of the config (`final`): such verdicts
         # are kept for one config only
         spec = self.spec
-        sources = [spec.when or "", spec.message, *spec.let.values()]
+        sources = [spec.when or "", spec.message, spec.suggest or "", *spec.let.values()]
         self.reads_final = any(_FINAL.search(source) for source in sources)
 
     @property
@@ -149,5 +155,6 @@ def load_check_rules(directory: Path, compiler: Compiler, specs: SpecCache) -> d
             expr(spec.when, "when") if spec.when else None,
             [(n, expr(e, f"let.{n}")) for n, e in spec.let.items()],
             message,
+            expr(spec.suggest, "suggest") if spec.suggest else None,
         )
     return rules

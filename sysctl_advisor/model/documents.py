@@ -9,7 +9,7 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import yaml
 
@@ -91,6 +91,21 @@ def read_bytes(path: Path, allowed: Callable[[Path], bool] | None = None) -> byt
         raise InputError(f"cannot read: {exc.strerror}", path=path) from None
     finally:
         os.close(fd)
+
+
+def read_stream_bytes(stream: BinaryIO, name: str) -> bytes:
+    """A stream's bytes (standard input: `sysctl -a | sysctl-advisor check -`), bounded as a
+    file is: more than max_input_bytes() is an InputError naming `name`, read no further."""
+    limit = max_input_bytes()
+    try:
+        data = stream.read(limit + 1)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=name) from None
+    if len(data) > limit:
+        raise InputError(
+            f"larger than {limit:,} bytes (set SYSCTL_ADVISOR_MAX_INPUT to allow more)", path=name
+        )
+    return data
 
 
 def read_text(path: Path) -> str:

@@ -14,6 +14,13 @@ etc/sysctl.conf is applied where a sysctl.d symlink places it (distributions shi
 `99-sysctl.conf -> ../sysctl.conf`); without such a link systemd-sysctl ignores it and
 `sysctl --system` applies it last. It is applied last here, with a note saying so.
 
+A link is followed when it stays inside the configuration roots those directories sit in
+(etc, run, usr/local/lib, usr/lib, lib, under the tree given; for a directory given alone,
+such as /etc/sysctl.d, the tree its path names: `/`), as distributions ship them; a link
+that leaves them (/home, /proc, a repository's .git, a copied tree's outside) is reported and
+never read. A directory of *.conf files anywhere else keeps its links inside itself. The
+decisive check is made on the descriptor that reads the file (model.documents).
+
 Every value remembers the file and line it came from. Problems (unreadable files, broken
 links, lines without `=`, inline comments) are collected, never raised, so the rest stays usable.
 """
@@ -22,15 +29,16 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from sysctl_advisor.model.current_config import CurrentConfig, CurrentValue, Override, Problem
-from sysctl_advisor.model.documents import read_bytes
+from sysctl_advisor.model.documents import read_bytes, read_stream_bytes
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.sysctl_conf import Assignment, parse_conf_lines
-from sysctl_advisor.sources.tree_paths import inside
+from sysctl_advisor.sources.tree_paths import inside, within
 
 SYSCTL_D_DIRS = (
     "etc/sysctl.d",
@@ -88,16 +96,25 @@ class _Collector:
 
 
 def _read(
-    path: Path, display: str, problems: list[Problem], tree: Path | None = None
+    path: Path,
+    display: str,
+    problems: list[Problem],
+    allowed: Callable[[Path], bool] | None = None,
 ) -> str | None:
     """A file's text, or None with the reason recorded: never blocks on a FIFO, never opens a
-    device or reads more than the input limit; with `tree`, only a file inside it as opened
-    (a link swapped in after the check by name is judged by what was opened)."""
+    device or reads more than the input limit; with `allowed`, only a file whose real path it
+    accepts as opened (a link swapped in after the check by name is judged by what was
+    opened)."""
     try:
-        data = read_bytes(path, None if tree is None else (lambda real: inside(tree, real)))
+        data = read_bytes(path, allowed)
     except InputError as exc:
         problems.append(Problem(display, exc.message, "error", "unreadable"))
         return None
+    return _decoded(data, display, problems)
+
+
+def _decoded(data: bytes, display: str, problems: list[Problem]) -> str | None:
+    """Text from a file's bytes, or None (recorded) for a binary file."""
     if b"\0" in data:
         problems.append(Problem(display, "binary file, not sysctl settings", "error", "unreadable"))
         return None
@@ -123,7 +140,22 @@ def read_file(
     """One sysctl.conf, or a `sysctl -a` dump (told apart by its content)."""
     shown = display or str(path)
     config = CurrentConfig("file", shown)
-    text = _read(path, shown, config.problems)
+    return _from_text(config, _read(path, shown, config.problems), known_keys)
+
+
+STDIN_NAME = "<stdin>"
+
+
+def read_stdin(stream: BinaryIO, known_keys: Iterable[str] = ()) -> CurrentConfig:
+    """`-`: a sysctl.conf or a `sysctl -a` dump on standard input, bounded as a file is (more
+    is one InputError), reported under the name <stdin>."""
+    config = CurrentConfig("file", STDIN_NAME)
+    data = read_stream_bytes(stream, "-")
+    return _from_text(config, _decoded(data, STDIN_NAME, config.problems), known_keys)
+
+
+def _from_text(config: CurrentConfig, text: str | None, known_keys: Iterable[str]) -> CurrentConfig:
+    shown = config.label
     collector = _Collector(config, tuple(known_keys))
     if text is not None:
         if _looks_like_dump(text):
@@ -147,13 +179,18 @@ def _outside(shown: str) -> Problem:
 
 
 def _resolve_link(
-    root: Path, path: Path, checked: frozenset[Path] = frozenset()
+    reroot: Path,
+    allowed: Callable[[Path], bool],
+    path: Path,
+    checked: frozenset[Path] = frozenset(),
 ) -> Path | str | None:
-    """Follow symlinks inside `root` (absolute targets are re-rooted there). Returns the file,
-    "mask" for /dev/null, "outside" for a link that leaves the tree (never read: a pull
-    request must not get a repository's secrets quoted back), or None when the link is broken
-    or loops. `checked` holds directories already resolved inside the tree: an entry of one
-    that is not a link is inside too, without resolving its path again."""
+    """Follow symlinks while they stay where `allowed` says (absolute targets are re-rooted at
+    `reroot`, the tree's `/`). Returns the file, "mask" for /dev/null, "outside" for a link
+    that leaves (never read: a pull request must not get a repository's secrets quoted back),
+    or None when the link is broken or loops. `checked` holds directories already judged: an
+    entry of one that is not a link is allowed too, without resolving its path again. This
+    is a check by name, to say why a file is skipped; what is read is judged again on its
+    descriptor."""
     current = path
     for _ in range(MAX_LINK_HOPS):
         if not current.is_symlink():
@@ -161,15 +198,44 @@ def _resolve_link(
                 return None
             if current is path and current.parent in checked:
                 return current
-            return current if inside(root, current) else "outside"
+            return current if allowed(current) else "outside"
         target = os.readlink(current)
         if target == "/dev/null":
             return "mask"
-        joined = root / target.lstrip("/") if target.startswith("/") else current.parent / target
+        joined = reroot / target.lstrip("/") if target.startswith("/") else current.parent / target
         current = Path(os.path.normpath(joined))
-        if not inside(root, current.parent) and not inside(root, current):
+        if not allowed(current.parent) and not allowed(current):
             return "outside"
     return None
+
+
+# The directories the sysctl.d directories sit in: a link may lead anywhere inside them.
+CONFIG_ROOTS = tuple(dict.fromkeys(d.rsplit("/", 1)[0] for d in SYSCTL_D_DIRS))
+
+
+def _tree_named_by(directory: Path) -> Path | None:
+    """The tree a sysctl.d directory's own path names (`/` for /etc/sysctl.d, `repo` for
+    repo/usr/lib/sysctl.d), or None for a directory of *.conf files anywhere else."""
+    parts = Path(os.path.abspath(directory)).parts
+    for relative in SYSCTL_D_DIRS:
+        tail = tuple(relative.split("/"))
+        if len(parts) > len(tail) and parts[-len(tail) :] == tail:
+            return Path(*parts[: -len(tail)])
+    return None
+
+
+def _allowed_in(tree: Path, extra: tuple[Path, ...] = ()) -> Callable[[Path], bool]:
+    """Whether a path, links resolved, lies in one of `tree`'s configuration roots (each
+    resolved once, and only if it stays inside the tree: a copied tree's absolute `lib ->
+    /usr/lib` would lead to this host's) or in one of `extra`."""
+    roots = [tree / relative for relative in CONFIG_ROOTS if inside(tree, tree / relative)]
+    return _allowed_at((*roots, *extra))
+
+
+def _allowed_at(roots: tuple[Path, ...]) -> Callable[[Path], bool]:
+    """Whether a path, links resolved, lies in one of `roots` (each resolved once here)."""
+    found = tuple(dict.fromkeys(os.path.realpath(root) for root in roots))
+    return lambda path: within(found, path)
 
 
 def _is_sysctl_d(directory: Path) -> bool:
@@ -187,6 +253,13 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
         if root.is_dir() and _is_sysctl_d(root):
             directories = [root]
             relative_to = root.parent
+            named = _tree_named_by(root)
+            # /etc/sysctl.d alone: its links may reach /etc (99-sysctl.conf -> ../sysctl.conf)
+            # and the other roots of `/`; a directory anywhere else keeps them inside itself.
+            if named is not None:
+                reroot, allowed = named, _allowed_in(named, (root,))
+            else:
+                reroot, allowed = root, _allowed_at((root,))
         else:
             raise InputError(
                 "no sysctl.d directories (etc/sysctl.d, usr/lib/sysctl.d, …), "
@@ -196,6 +269,7 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
     else:
         directories = [root / d for d in SYSCTL_D_DIRS]
         relative_to = root
+        reroot, allowed = root, _allowed_in(root)
 
     def shown(path: Path) -> str:
         try:
@@ -204,13 +278,12 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
             return str(path)
 
     config.base = relative_to
-    tree = root  # every file read must lie inside it once links are resolved
     chosen: dict[str, Path] = {}
     inside_tree: set[Path] = set()
     for directory in directories:
         if not directory.is_dir():
             continue
-        if not inside(tree, directory):
+        if not allowed(directory):
             config.problems.append(_outside(shown(directory)))
             continue
         inside_tree.add(directory)
@@ -235,7 +308,7 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
     for name in sorted(chosen):
         entry = chosen[name]
         entry_shown = shown(entry)
-        target = _resolve_link(root, entry, checked)
+        target = _resolve_link(reroot, allowed, entry, checked)
         if target == "mask":
             config.masked.append(entry_shown)
             continue
@@ -256,13 +329,13 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
         # A link (99-sysctl.conf -> ../sysctl.conf) is applied at its own name's position, but
         # values are attributed to the file an operator would edit.
         display = shown(target) if linked else entry_shown
-        text = _read(target, display, config.problems, tree)
+        text = _read(target, display, config.problems, allowed)
         if text is not None:
             collector.add_text(text, display)
             config.files.append(
                 entry_shown if display == entry_shown else f"{entry_shown} -> {display}"
             )
-    if main_conf.is_file() and not main_conf_linked and not inside(tree, main_conf):
+    if main_conf.is_file() and not main_conf_linked and not allowed(main_conf):
         config.problems.append(
             Problem(
                 shown(main_conf), "a symlink out of the tree; not read", "error", "outside-link"
@@ -277,7 +350,7 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
                 "info",
             )
         )
-        text = _read(main_conf, shown(main_conf), config.problems, tree)
+        text = _read(main_conf, shown(main_conf), config.problems, allowed)
         if text is not None:
             collector.add_text(text, shown(main_conf))
             config.files.append(shown(main_conf))

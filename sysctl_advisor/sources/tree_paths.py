@@ -20,6 +20,16 @@ def inside(root: Path, path: Path) -> bool:
     return os.path.commonpath([real_root, real]) == real_root
 
 
+def within(real_roots: tuple[str, ...], path: Path) -> bool:
+    """Whether `path`, every symlink in it resolved, lies within one of `real_roots` (already
+    resolved: a reader judging many files against the same roots resolves them once)."""
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        return False
+    return any(os.path.commonpath([root, real]) == root for root in real_roots)
+
+
 def open_regular(path: Path, root: Path | None = None) -> int | None:
     """A descriptor to read the regular file `path`, or None: as open_regular_file (found
     O_PATH, so a special file is never opened), and with `root` only inside that tree as the

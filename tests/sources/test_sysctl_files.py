@@ -87,12 +87,84 @@ def test_plain_sysctl_d_directory(tmp_path: Path) -> None:
 
 def test_absolute_symlinks_are_rerooted(tmp_path: Path) -> None:
     (tmp_path / "etc/sysctl.d").mkdir(parents=True)
-    (tmp_path / "opt").mkdir()
-    (tmp_path / "opt/site.conf").write_text("net.core.somaxconn = 3000\n")
-    os.symlink("/opt/site.conf", tmp_path / "etc/sysctl.d/50-site.conf")
+    (tmp_path / "usr/lib/site").mkdir(parents=True)
+    (tmp_path / "usr/lib/site/site.conf").write_text("net.core.somaxconn = 3000\n")
+    os.symlink("/usr/lib/site/site.conf", tmp_path / "etc/sysctl.d/50-site.conf")
     config = read_current(tmp_path)
     assert config.values["net.core.somaxconn"].value == "3000"
-    assert config.values["net.core.somaxconn"].source == "opt/site.conf:1"
+    assert config.values["net.core.somaxconn"].source == "usr/lib/site/site.conf:1"
+
+
+def _outside_links(config: object) -> list[str]:
+    problems = getattr(config, "problems", [])
+    return [p.source for p in problems if p.code == "outside-link"]
+
+
+def test_a_sysctl_d_directory_alone_follows_links_into_its_configuration_root(
+    tmp_path: Path,
+) -> None:
+    """Issue 34: stock Debian's /etc/sysctl.d/99-sysctl.conf -> ../sysctl.conf was refused as
+    out of the tree when the directory was checked alone. A directory whose path ends in
+    etc/sysctl.d (usr/lib/sysctl.d, ...) names its tree: links into that tree's configuration
+    roots are followed; absolute targets resolve in it too."""
+    etc = tmp_path / "etc"
+    (etc / "sysctl.d").mkdir(parents=True)
+    (etc / "sysctl.conf").write_text("net.core.somaxconn = 2048\n")
+    (etc / "sysctl.d" / "99-sysctl.conf").symlink_to("../sysctl.conf")
+    (tmp_path / "usr/lib/sysctl.d").mkdir(parents=True)
+    (tmp_path / "usr/lib/sysctl.d/50-vendor.conf").write_text("vm.swappiness = 10\n")
+    os.symlink("/usr/lib/sysctl.d/50-vendor.conf", etc / "sysctl.d" / "50-vendor.conf")
+    config = read_current(etc / "sysctl.d")
+    assert config.values["net.core.somaxconn"].source == "sysctl.conf:1"
+    assert config.values["vm.swappiness"].value == "10"
+    assert not _outside_links(config)
+    # The same from usr/lib/sysctl.d: a link to etc/ of the same tree.
+    (tmp_path / "usr/lib/sysctl.d/60-etc.conf").symlink_to("../../../etc/sysctl.conf")
+    config = read_current(tmp_path / "usr/lib/sysctl.d")
+    assert config.values["net.core.somaxconn"].value == "2048" and not _outside_links(config)
+
+
+def test_links_out_of_the_configuration_roots_are_not_read(tmp_path: Path) -> None:
+    """A link that leaves etc, run, usr/local/lib, usr/lib and lib (a home directory, /proc,
+    a repository's .git, the copied tree's outside) is reported and never read, whether the
+    tree or its sysctl.d directory alone is checked."""
+    secret = "net.core.somaxconn = 31337\n"
+    tree = tmp_path / "tree"
+    conf_d = tree / "etc" / "sysctl.d"
+    conf_d.mkdir(parents=True)
+    (tree / "home" / "user").mkdir(parents=True)
+    (tree / "home" / "user" / "x.conf").write_text(secret)
+    (tmp_path / "away.conf").write_text(secret)
+    (conf_d / "10-home.conf").symlink_to("../../home/user/x.conf")
+    (conf_d / "20-abs-home.conf").symlink_to("/home/user/x.conf")  # re-rooted: still /home
+    (conf_d / "30-away.conf").symlink_to(tmp_path / "away.conf")  # out of the copied tree
+    (conf_d / "40-up.conf").symlink_to("../../../away.conf")
+    (conf_d / "50-proc.conf").symlink_to("/proc/self/environ")
+    for path in (tree, conf_d):
+        config = read_current(path)
+        assert "net.core.somaxconn" not in config.values, path
+        assert len(_outside_links(config)) == 5, (path, config.problems)
+    # a directory of *.conf files elsewhere keeps its links inside itself
+    plain = tmp_path / "role" / "files"
+    plain.mkdir(parents=True)
+    (plain / "10-a.conf").write_text("vm.swappiness = 1\n")
+    (tmp_path / "role" / "sysctl.conf").write_text(secret)
+    (plain / "99-up.conf").symlink_to("../sysctl.conf")
+    config = read_current(plain)
+    assert "net.core.somaxconn" not in config.values and len(_outside_links(config)) == 1
+
+
+def test_a_copied_trees_absolute_lib_link_does_not_reach_this_host(tmp_path: Path) -> None:
+    """A copied tree's `lib -> /usr/lib` (absolute) resolves on the host running the advisor:
+    that lib is not one of the tree's configuration roots."""
+    tree = tmp_path / "tree"
+    (tree / "etc" / "sysctl.d").mkdir(parents=True)
+    (tree / "etc" / "sysctl.d" / "10-a.conf").write_text("vm.swappiness = 1\n")
+    (tree / "lib").symlink_to("/usr/lib")
+    (tree / "etc" / "sysctl.d" / "20-host.conf").symlink_to("../../lib/os-release")
+    config = read_current(tree)
+    assert set(config.values) == {"vm.swappiness"}  # nothing of this host's /usr/lib
+    assert "etc/sysctl.d/20-host.conf" in _outside_links(config)
 
 
 def test_sysctl_a_dump() -> None:
