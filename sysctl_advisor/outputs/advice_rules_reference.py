@@ -57,6 +57,7 @@ _GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Kernel defaults", ("default",)),
     ("Values the plan ends with", ("planned",)),
 )
+_CATALOG_VIEWS = {"current", "default", "planned"}  # catalog keys by alias
 _BARE = {"observed", "services", "nics", "listeners", "page_size", "kubernetes"}
 _NAMES = "|".join(name for _, names in _GROUPS for name in names)
 _READ = re.compile(rf"(?<![\w.'\"])({_NAMES})\b(?:\s*\.\s*([A-Za-z_]\w*))?")
@@ -253,8 +254,16 @@ def render_page(kb: KnowledgeBase, rule: Rule, example: Example | None) -> str:
     else:
         out += ["No key: the rule reports findings and companion settings only.", ""]
     out += ["## What it reads", ""]
+    keys = {k.alias: name for name, k in kb.catalog.keys.items()}
+    keys.update({k.alias: name for name, k in kb.catalog.readable.items()})
     for group, items in reads(rule).items():
-        out.append(f"* {group}: " + ", ".join(md_code(item) for item in items))
+        variable = items[0].split(".")[0]
+        if variable in _CATALOG_VIEWS:  # `current.somaxconn`: the key, net.core.somaxconn
+            names = sorted(keys.get(item.split(".", 1)[-1], item) for item in items)
+            group = f"{group} (`{variable}`)"
+        else:
+            names = items
+        out.append(f"* {group}: " + ", ".join(md_code(name) for name in names))
     running = [p for p in kb.profiles.values() if rule.id in p.rule_ids]
     parameters = dict.fromkeys(name for _, name in rule.parameters_read())
     for name in parameters:

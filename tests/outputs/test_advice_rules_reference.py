@@ -56,7 +56,8 @@ def test_a_page_shows_what_the_plan_gives_on_the_firing_case(pages: dict[str, st
     assert "net.core.somaxconn = 16384\nnet.ipv4.tcp_max_syn_backlog = 16384" in page
     assert "Profile `frontend-proxy`" in page
     assert "| `net.core.somaxconn` | count | yes | yes |" in page
-    assert "`kernel.listen_backlog_max`" in page and "`current.somaxconn`" in page
+    assert "`kernel.listen_backlog_max`" in page
+    assert "* Values in force (`current`): `net.core.somaxconn`\n" in page
     assert "Profile parameter `listen_backlog`" in page
     assert "`c1m-server`, `frontend-proxy`." in page
     # prose in a template ("the kernel default. ...") is not code it reads
