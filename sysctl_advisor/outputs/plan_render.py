@@ -176,12 +176,16 @@ def _shown(raw: str | None, human_form: str | None) -> str:
     return human_form if human_form and human_form != raw else raw
 
 
+_UNIT_IN_HUMAN = ("bytes", "pages", "kbytes", "seconds")  # the human form names it: "4 KiB", "30 s"
+
+
 def _setting_head(s: Setting, x: dict[str, Any], width: int = 96) -> str:
     """A setting's first comment lines: key, unit and the value in human units; then the
     default it replaces (and who set it, when not the kernel) and what is in force, on the
     same line when it fits."""
     fields = f" ({x['fields']})" if x["fields"] else ""
-    head = f"{s.key}{fields}, {s.unit}: {s.human}"
+    unit = "" if s.unit in _UNIT_IN_HUMAN else f", {s.unit}"
+    head = f"{s.key}{fields}{unit}: {s.human}"
     if s.default_set_by is not None:
         was = (
             f"host default {_shown(s.kernel_default, x['default_human'])}, set by "

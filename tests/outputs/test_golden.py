@@ -54,6 +54,28 @@ def test_golden(kb: KnowledgeBase, host: str, profile: str, fmt: str) -> None:
     assert text == path.read_text()
 
 
+# the shorter levels of the conf and tuned files, for the examples' two kinds of host
+DETAIL_PAIRS = [
+    (host, fmt, detail)
+    for host in ("dtn-10g", "ec2-nginx-frontend")
+    for fmt in ("conf", "tuned")
+    for detail in formats.DETAIL[1:]
+]
+
+
+@pytest.mark.parametrize(("host", "fmt", "detail"), DETAIL_PAIRS)
+def test_golden_detail(kb: KnowledgeBase, host: str, fmt: str, detail: str) -> None:
+    profile = EXAMPLE_PROFILES[host]
+    plan = build_plan(kb, load_facts(EXAMPLES / f"{host}.yaml"), profile, {})
+    command = f"sysctl-advisor recommend --facts examples/{host}.yaml --profile {profile}"
+    text = Renderer(kb.catalog).render(plan, fmt, f"{command} --detail {detail}", detail)
+    path = GOLDEN / f"{host}.{profile}.{detail}.{EXT[fmt]}"
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
+    assert text == path.read_text()
+
+
 def test_readme_worked_example_is_the_golden_output() -> None:
     """The README's excerpt is cut from the golden conf file, line for line."""
     readme = (GOLDEN.parent.parent / "README.md").read_text()
