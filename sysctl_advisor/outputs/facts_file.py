@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -9,17 +10,31 @@ import yaml
 
 from sysctl_advisor import __version__
 from sysctl_advisor.model.documents import dump_json
+from sysctl_advisor.model.text_escape import one_line
 
 
 def render_facts(data: dict[str, Any], fmt: str, root: Path) -> str:
     if fmt == "json":
         return dump_json(data)
-    source = "this host" if root.resolve() == Path("/") else f"the tree at {root}"
-    header = (
-        f"# Host facts read from {source} by sysctl-advisor {__version__}.\n"
-        "# observed: sockstat figures (connections, orphans, TIME-WAIT, TCP memory) are a\n"
-        "# snapshot taken now; netstat and interface counters are totals since boot. Replace\n"
-        "# the snapshot with peak figures to size for peaks.\n"
+    live = root.resolve() == Path("/")
+    source = "this host" if live else f"the tree at {one_line(str(root))}"
+    taken = "when this host was read" if live else "when the tree's sockstat was copied"
+    said = (
+        f"Host facts read from {source} by sysctl-advisor {__version__}. observed: sockstat "
+        "figures (connections, orphans, TIME-WAIT, TCP memory) are a snapshot at "
+        f"observed.period.at, {taken}; netstat and interface counters are totals since boot. "
+        "Replace the snapshot with peak figures to size for peaks."
+    )
+    header = "".join(
+        f"{line}\n"
+        for line in textwrap.wrap(
+            said,
+            88,
+            initial_indent="# ",
+            subsequent_indent="# ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
     )
     body = yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True)
     return header + body

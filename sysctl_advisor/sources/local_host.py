@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import platform
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from itertools import islice
@@ -209,10 +210,10 @@ def _kernel_modules(root: Path, release: str | None) -> dict[str, list[str]] | N
     return {"loadable": parse_module_list(dep), "builtin": parse_module_list(builtin)}
 
 
-def _observed(root: Path, nics: list[dict[str, Any]]) -> dict[str, Any]:
+def _observed(root: Path, nics: list[dict[str, Any]], at: str) -> dict[str, Any]:
     observed: dict[str, Any] = {
-        # sockstat is what exists now: the *_peak fields below are a snapshot, and say so
-        "period": {"kind": "snapshot", "source": f"{root / 'proc'}", "at": utc_now()},
+        # sockstat is what exists at `at`: the *_peak fields below are a snapshot, and say so
+        "period": {"kind": "snapshot", "source": f"{root / 'proc'}", "at": at},
     }
     sockstat = parse_sockstat(_read(root / "proc/net/sockstat", root) or "").get("TCP", {})
     for field, column in (
@@ -241,8 +242,43 @@ def _observed(root: Path, nics: list[dict[str, Any]]) -> dict[str, Any]:
     return observed
 
 
-def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+def utc_text(moment: float) -> str:
+    return datetime.fromtimestamp(int(moment), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# The copied tree's file whose modification time says when the copy was taken: sockstat, whose
+# figures the snapshot time qualifies, else meminfo, which every tree has.
+_SNAPSHOT_FILES = ("proc/net/sockstat", "proc/meminfo")
+
+
+def _modified(fd: int) -> float:
+    return os.fstat(fd).st_mtime
+
+
+def snapshot_time(root: Path, live: bool) -> float:
+    """When the host was in the state its figures describe: now, on the live host; for a copied
+    tree, when its copy of proc/net/sockstat (else proc/meminfo) was written, which is when the
+    copy read /proc. The time the advisor reads the copy is no fact of the host, so it is never
+    written: the same tree gives the same facts, and its kernel log window ends there too."""
+    if live:
+        return time.time()
+    for relative in _SNAPSHOT_FILES:
+        fd = open_regular(root / relative, root)
+        if fd is None:
+            continue
+        try:
+            moment = _modified(fd)
+        finally:
+            os.close(fd)
+        try:
+            utc_text(moment)
+        except (OverflowError, OSError, ValueError):
+            raise InputError(
+                "its modification time (when the tree was copied) is not a date",
+                path=root / relative,
+            ) from None
+        return moment
+    raise InputError("cannot read the memory size (no /proc/meminfo)", path=root / "proc/meminfo")
 
 
 def _numa_nodes(root: Path) -> int | None:
@@ -312,7 +348,7 @@ def collect_data(
 
     On the live host also its listening sockets (netlink); given message families, the kernel
     log (`kernel_log`, else the journal, kern.log or dmesg; only the files under a copied
-    tree) counted over the last `since_seconds`."""
+    tree) counted over the `since_seconds` before the snapshot (snapshot_time)."""
     keys = tuple(keys)
     live = root.resolve() == LIVE_ROOT
     meminfo_path = root / "proc/meminfo"
@@ -331,6 +367,7 @@ def collect_data(
     uname = platform.uname()
     kernel = _read(root / "proc/sys/kernel/osrelease", root) or (uname.release if live else None)
     hostname = _read(root / "proc/sys/kernel/hostname", root) or (uname.node if live else None)
+    moment = snapshot_time(root, live)
     rx = parse_net_dev(_read(root / "proc/net/dev", root) or "")
     links = _links(root)
     nics = _nics(root, links or [], rx)
@@ -344,7 +381,7 @@ def collect_data(
         "nics": nics,
         "sysctl": _sysctls(root, keys),
         "sysctl_files": _sysctl_files(root, keys, tuned),
-        "observed": _observed(root, nics),
+        "observed": _observed(root, nics, utc_text(moment)),
         "services": _services(root),
     }
     if links is not None:
@@ -363,7 +400,7 @@ def collect_data(
         from sysctl_advisor.sources.kernel_log import read_kernel_log
 
         log = read_kernel_log(
-            message_matchers, path=kernel_log, since_seconds=since_seconds, root=root
+            message_matchers, path=kernel_log, since_seconds=since_seconds, root=root, now=moment
         )
         if log is not None:
             data["observed"].update(log)
