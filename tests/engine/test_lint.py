@@ -350,3 +350,74 @@ def test_a_verdict_that_reads_other_lines_is_not_carried_to_another_file(tmp_pat
         if f["id"] == "check.backlog-limit-wraps"
     }
     assert wraps == {"a-both.conf"}
+
+
+def test_a_misspelt_key_gets_the_key_the_kernel_has(kb: KnowledgeBase) -> None:
+    """Issue 34: one slip from a key of the target kernel (catalog or known:) is a warning
+    naming that key; a real key further away, or one the host's facts show in force, is not
+    taken for a slip."""
+    from sysctl_advisor.engine.lint import nearest_key
+
+    names = kb.catalog.kernel_keys()
+    assert nearest_key("net.ipv4.tcp_keepalive_tim", names) == "net.ipv4.tcp_keepalive_time"
+    assert nearest_key("net.ipv4.tcp_keepailve_time", names) == "net.ipv4.tcp_keepalive_time"
+    assert nearest_key("net.ipv4.conf.eth0.rp_fliter", names) == "net.ipv4.conf.eth0.rp_filter"
+    assert nearest_key("fs.protected_symlink", names) == "fs.protected_symlinks"
+    for real in (
+        "net.ipv4.udp_mem",
+        "net.ipv4.conf.all.send_redirects",
+        "net.ipv4.conf.all.arp_ignore",
+        "net.netfilter.nf_conntrack_acct",
+        "kernel.msgmax",
+    ):
+        assert nearest_key(real, names) is None, real
+    # the release that added a key counts: 4.14 has no protected_regular to mean
+    old = kb.catalog.kernel_keys(KernelVersion.parse("4.14.0"))
+    assert nearest_key("fs.protected_regula", old) is None
+    assert nearest_key("fs.protected_regula", names) == "fs.protected_regular"
+
+
+def test_misspelt_and_unknown_keys_are_told_apart(workdir: Path) -> None:
+    conf = workdir / "x.conf"
+    conf.write_text(
+        "net.ipv4.tcp_keepalive_tim = 600\nkernel.msgmax = 65536\nkernel.pid_max = 4194304\n"
+        "net.ipv4.conf.eth0.rp_filter = 2\n"
+    )
+    result = runner.invoke(app, ["check", str(conf), "-f", "json", "--fail-on", "info"])
+    found = {(f["line"], f["id"]) for f in json.loads(result.stdout)["findings"]}
+    assert found == {(1, "check.misspelt-key"), (2, "check.unknown-key")}
+    # a key the facts show in force on the host is the host's own, not a slip
+    facts = workdir / "facts.yaml"
+    facts.write_text(
+        "kernel: 6.8.0-45-generic\nmemory: {total: 8 GiB}\n"
+        "sysctl: {net.ipv4.tcp_keepalive_tim: '1'}\n"
+    )
+    result = runner.invoke(app, ["check", str(conf), "-f", "json", "--facts", str(facts)])
+    ids = {f["id"] for f in json.loads(result.stdout)["findings"]}
+    assert "check.misspelt-key" not in ids
+
+
+def test_a_congestion_control_the_facts_do_not_offer(workdir: Path) -> None:
+    conf = workdir / "cc.conf"
+    conf.write_text("net.ipv4.tcp_congestion_control = htpc\n")
+    facts = workdir / "facts.yaml"
+    facts.write_text(
+        "kernel: 6.8.0-45-generic\nmemory: {total: 8 GiB}\n"
+        "sysctl: {net.ipv4.tcp_available_congestion_control: reno cubic bbr htcp}\n"
+    )
+    result = runner.invoke(app, ["check", str(conf), "-f", "json", "--facts", str(facts)])
+    assert result.exit_code == 1
+    (finding,) = json.loads(result.stdout)["findings"]
+    assert finding["id"] == "check.name-not-offered" and finding["severity"] == "error"
+    assert "did you mean htcp?" in finding["message"]
+    # without facts nothing is said: what a kernel offers is the host's
+    result = runner.invoke(app, ["check", str(conf), "-f", "json"])
+    assert result.exit_code == 0 and not json.loads(result.stdout)["findings"]
+    # a module on disk is loaded by the write itself
+    facts.write_text(
+        "kernel: 6.8.0-45-generic\nmemory: {total: 8 GiB}\n"
+        "sysctl: {net.ipv4.tcp_available_congestion_control: reno cubic}\n"
+        "kernel_modules: {loadable: [tcp_htpc], builtin: []}\n"
+    )
+    result = runner.invoke(app, ["check", str(conf), "-f", "json", "--facts", str(facts)])
+    assert result.exit_code == 0, result.stdout

@@ -1,0 +1,79 @@
+"""Issue 34: `check` of a stock distribution's sysctl trees, as a new user runs it first. The
+trees in tests/fixtures/distro-trees/ hold the files the distributions ship (their README says
+where each comes from); the links they ship are made here, at test time."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sysctl_advisor.cli import app
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.sources.sysctl_files import read_tree
+from tests.conftest import TESTS
+
+TREES = TESTS / "fixtures" / "distro-trees"
+NAMES = ["debian", "fedora", "opensuse", "arch", "alpine"]
+# The links each distribution ships (Debian's and Fedora's systemd packages install
+# /etc/sysctl.d/99-sysctl.conf -> ../sysctl.conf).
+LINKS = {
+    "debian": {"etc/sysctl.d/99-sysctl.conf": "../sysctl.conf"},
+    "fedora": {"etc/sysctl.d/99-sysctl.conf": "../sysctl.conf"},
+}
+runner = CliRunner()
+
+
+def _tree(name: str, workdir: Path) -> Path:
+    tree = workdir / name
+    shutil.copytree(TREES / name, tree, symlinks=True)
+    for link, target in LINKS.get(name, {}).items():
+        (tree / link).parent.mkdir(parents=True, exist_ok=True)
+        (tree / link).symlink_to(target)
+    return tree
+
+
+def test_every_tree_is_described() -> None:
+    readme = (TREES / "README.md").read_text()
+    for name in NAMES:
+        assert (TREES / name).is_dir() and f"## {name}" in readme, name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_stock_tree_is_clean(name: str, workdir: Path) -> None:
+    tree = _tree(name, workdir)
+    result = runner.invoke(app, ["check", str(tree)])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    result = runner.invoke(app, ["check", str(tree), "--fail-on", "info", "-f", "json"])
+    findings = json.loads(result.stdout)["findings"]
+    # no info noise for keys the kernel has: every key these trees set is known
+    noise = [f for f in findings if f["id"] in ("check.unknown-key", "check.misspelt-key")]
+    assert not noise, noise
+    assert all(f["severity"] != "error" for f in findings), findings
+
+
+@pytest.mark.parametrize("name", ["debian", "fedora"])
+def test_the_sysctl_d_directory_with_its_link_is_clean(name: str, workdir: Path) -> None:
+    """The first command the issue's user ran: `check /etc/sysctl.d /etc/sysctl.conf` (exit 1:
+    the link to ../sysctl.conf was 'out of the tree'), and `check /etc/sysctl.d` (exit 2)."""
+    tree = _tree(name, workdir)
+    conf_d, conf = tree / "etc" / "sysctl.d", tree / "etc" / "sysctl.conf"
+    for args in ([str(conf_d), str(conf)], [str(conf_d)]):
+        result = runner.invoke(app, ["check", *args, "-f", "json"])
+        assert result.exit_code == 0, result.stdout + result.stderr
+        report = json.loads(result.stdout)
+        assert not report["findings"]
+        assert any(f.endswith("etc/sysctl.d/99-sysctl.conf") for f in report["files"])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_key_a_stock_tree_sets_is_one_the_catalog_knows(
+    name: str, workdir: Path, kb: KnowledgeBase
+) -> None:
+    config = read_tree(_tree(name, workdir))
+    assert config.values, name
+    for key in config.values:
+        assert key in kb.catalog.keys or kb.catalog.is_known(key), (name, key)
