@@ -210,7 +210,7 @@ COMMANDS: tuple[Command, ...] = (
         {
             "paths": Option(
                 (),
-                "sysctl.conf files, sysctl.d directories or trees.",
+                "sysctl.conf files, sysctl.d directories or trees; - reads standard input.",
                 type=Path,
                 default=REQUIRED,
                 metavar="PATH",
