@@ -392,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         kb = KnowledgeBase.load()
         removed = write_pages(Path(args[0]), render_pages(kb, cases_directory()))
-    except InputError as exc:
+    except (InputError, FileNotFoundError) as exc:  # FileNotFoundError: no tests/cases here
         sys.stderr.write(f"advice_rules_reference: error: {exc}\n")
         return 2
     for name in removed:
