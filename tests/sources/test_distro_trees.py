@@ -77,3 +77,21 @@ def test_every_key_a_stock_tree_sets_is_one_the_catalog_knows(
     assert config.values, name
     for key in config.values:
         assert key in kb.catalog.keys or kb.catalog.is_known(key), (name, key)
+
+
+def test_the_facts_collector_reads_a_copied_tree_as_check_does(workdir: Path) -> None:
+    """`facts --root` of a copied Debian tree: the 99-sysctl.conf link is followed into
+    etc/sysctl.conf; a link to the copy's /home is not read."""
+    from sysctl_advisor.sources.local_host import collect_data
+
+    tree = _tree("debian", workdir)
+    with (tree / "etc" / "sysctl.conf").open("a") as conf:
+        conf.write("net.core.somaxconn = 4096\n")
+    (tree / "home" / "user").mkdir(parents=True)
+    (tree / "home" / "user" / "x.conf").write_text("net.ipv4.tcp_fin_timeout = 7\n")
+    (tree / "etc" / "sysctl.d" / "50-home.conf").symlink_to("/home/user/x.conf")
+    (tree / "proc").mkdir()
+    (tree / "proc" / "meminfo").write_text("MemTotal: 8000000 kB\n")
+    data = collect_data(["net.core.somaxconn", "net.ipv4.tcp_fin_timeout"], tree)
+    line = len((tree / "etc" / "sysctl.conf").read_text().splitlines())
+    assert data["sysctl_files"] == {"net.core.somaxconn": f"etc/sysctl.conf:{line}"}
