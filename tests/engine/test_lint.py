@@ -421,3 +421,35 @@ def test_a_congestion_control_the_facts_do_not_offer(workdir: Path) -> None:
     )
     result = runner.invoke(app, ["check", str(conf), "-f", "json", "--facts", str(facts)])
     assert result.exit_code == 0, result.stdout
+
+
+def test_the_known_list_names_no_modelled_key_and_a_star_is_one_field(kb: KnowledgeBase) -> None:
+    from sysctl_advisor.knowledge.catalog import CatalogFile
+    from sysctl_advisor.model.errors import InputError
+    from sysctl_advisor.model.model_base import validate
+
+    catalog = kb.catalog
+    assert catalog.is_known("net.ipv4.conf.eth0.rp_filter")
+    assert not catalog.is_known("net.ipv4.conf.eth0.100.rp_filter")  # a VLAN is eth0/100
+    assert not catalog.is_known("net.ipv4.conf.eth0.rp_filter.x")
+    data = {
+        "sections": [{"id": "s", "title": "S"}],
+        "keys": {},
+        "known": {"net.core.somaxconn": {"references": ["kernel: x"]}},
+    }
+    validate(CatalogFile, data)  # somaxconn is not modelled in this catalog
+    data["keys"] = {
+        "net.core.somaxconn": {
+            "alias": "somaxconn",
+            "section": "s",
+            "unit": "count",
+            "min": 0,
+            "max": 1,
+            "merge": "max",
+            "summary": "x",
+            "references": ["kernel: x"],
+            "default": [{"value": 1}],
+        }
+    }
+    with pytest.raises((InputError, ValueError)):
+        validate(CatalogFile, data)
