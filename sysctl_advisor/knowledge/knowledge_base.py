@@ -22,9 +22,6 @@ from sysctl_advisor.knowledge.servers import ServerTable
 from sysctl_advisor.knowledge.sources import Sources
 from sysctl_advisor.model.errors import InputError
 
-CHECK_CITATIONS = False  # on once the references are ids (issue 34, in progress)
-
-
 @dataclass
 class KnowledgeBase:
     compiler: Compiler
@@ -64,14 +61,14 @@ class KnowledgeBase:
             (catalog.keys, catalog.path, "keys"),
             (catalog.readable, catalog.path, "readable"),
             (catalog.tuning_daemons, catalog.path, "tuning_daemons"),
+            (catalog.known, catalog.path, "known"),
             (servers.servers, catalog_dir / SERVER_TABLE, "servers"),
             (families, catalog_dir / MESSAGE_CATALOG, "families"),
             (kubernetes.spec, catalog_dir / KUBERNETES, ""),
             *((rule.spec, rule.path, "") for rule in rules.values()),
             *((rule.spec, rule.path, "") for rule in check_rules.values()),
         ):
-            if CHECK_CITATIONS:
-                _check_citations(where, path, field, sources)
+            _check_citations(where, path, field, sources)
         compiler.save()
         specs.save()
         return cls(

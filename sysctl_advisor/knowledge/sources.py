@@ -37,6 +37,11 @@ def _plain_path(path: str) -> str:
     return path
 
 
+def _one_line(text: str | None, name: str) -> None:
+    if text is not None and (not text.strip() or text != " ".join(text.split())):
+        raise ValueError(f"{name}: one line of text, no line breaks or runs of spaces")
+
+
 @model
 class KernelFile(SpecModel):
     path: Annotated[str, After(_plain_path)] = Field(pattern=_PATH, max_length=200)
@@ -48,6 +53,10 @@ class KernelCommit(SpecModel):
     id: str = Field(pattern=r"^[0-9a-f]{12,40}$")
     subject: str = Field(max_length=200)
     release: str = Field(pattern=_RELEASE, description="the first release that has it")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _one_line(self.subject, "subject")
 
 
 @model
@@ -65,6 +74,8 @@ class SourceSpec(SpecModel):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        for name in ("author", "title", "site", "date", "note"):
+            _one_line(getattr(self, name), name)
         kinds = [k for k in (self.kernel, self.commit, self.title) if k is not None]
         if len(kinds) != 1:
             raise ValueError("a source is exactly one of: kernel, commit, or a work with a title")
