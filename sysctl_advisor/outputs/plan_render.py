@@ -210,9 +210,21 @@ def _cited_summary(s: Setting, known: dict[str, Any], numbers: dict[str, int]) -
         rule = line[1 : line.find("] ")] if line.startswith("[") and "] " in line else None
         ids = [c.partition(":")[0] for c in s.cited.get(rule, [])] if rule else []
         cited = [numbers.setdefault(i, len(numbers) + 1) for i in dict.fromkeys(ids) if i in known]
-        out.append(f"{line} [{', '.join(map(str, cited))}]" if cited else line)
+        out.append(f"{line} [{_numbers(cited)}]" if cited else line)
         every += [n for n in cited if n not in every]
-    return "\n".join(out), f"[{', '.join(map(str, sorted(every)))}]" if every else ""
+    return "\n".join(out), f"[{_numbers(every)}]" if every else ""
+
+
+def _numbers(numbers: list[int]) -> str:
+    """Reference numbers in order, runs of three or more as a range, with no space a line
+    could break at: "1-11,14"."""
+    runs: list[list[int]] = []
+    for n in sorted(set(numbers)):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ",".join(map(str, r)) for r in runs)
 
 
 def at_least(spec: CatalogKey, setting: Setting) -> bool:

@@ -47,7 +47,16 @@ def test_the_default_conf_is_short(kb: KnowledgeBase, plans: list[tuple[str, Pla
     assert lines / settings <= LINES_PER_SETTING, f"{lines} lines for {settings} settings"
 
 
-_CITED = re.compile(r" \[(\d+(?:, \d+)*)\]$")
+_CITED = re.compile(r" \[(\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)\]$")
+
+
+def _expand(numbers: str) -> set[int]:
+    """ "1-3,7" -> {1, 2, 3, 7}"""
+    found: set[int] = set()
+    for part in numbers.split(","):
+        first, _, last = part.partition("-")
+        found |= set(range(int(first), int(last or first) + 1))
+    return found
 
 
 @pytest.mark.parametrize("fmt", ["conf", "tuned"])
@@ -65,10 +74,7 @@ def test_every_reference_is_printed_once_and_every_number_resolves(
         bodies = [line.split("] ", 1)[1] for line in listed]
         assert len(set(bodies)) == len(bodies), f"{name}: a reference printed twice"
         cited = {
-            int(n)
-            for line in head.splitlines()
-            if (m := _CITED.search(line))
-            for n in m[1].split(", ")
+            n for line in head.splitlines() if (m := _CITED.search(line)) for n in _expand(m[1])
         }
         assert cited == set(numbers), name
         printed_any |= bool(numbers)
