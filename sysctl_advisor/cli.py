@@ -1,10 +1,14 @@
 """The typer CLI, built from the table in cli_options: one typer command per `Command`, whose
 parameters are that command's options, calling its function in `sysctl_advisor.commands` with
-every option by keyword. Help, completion and usage errors are typer's."""
+every option by keyword. Help, completion and usage errors are typer's.
+
+The manual page is the same help for `man`, from the same table: `man_page()`, written by
+`python -m sysctl_advisor.cli > sysctl_advisor/man/sysctl-advisor.1`."""
 
 from __future__ import annotations
 
 import inspect
+import sys
 from enum import Enum
 from typing import Annotated, Any
 
@@ -78,12 +82,14 @@ def _typer_command(command: Command) -> Any:
     return run
 
 
+HELP_NAMES = ("--help", "-h")
+
 app = typer.Typer(
     name="sysctl-advisor",
     help=SUMMARY,
     no_args_is_help=True,
     add_completion=True,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    context_settings={"help_option_names": list(HELP_NAMES)},
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -110,3 +116,16 @@ def _root(
 
 def main() -> None:
     run_cli(app, [command.name for command in COMMANDS])
+
+
+def man_page(commands: tuple[Command, ...] = COMMANDS, summary: str = SUMMARY) -> str:
+    """The manual page from the same table: every command and option, and the root's
+    (outputs/man_page.py writes the roff)."""
+    from sysctl_advisor.commands.man_page import man_page as render
+
+    root = (VERSION, QUIET, Option(HELP_NAMES, "Show the help and exit.", type=bool))
+    return render(commands, root, summary, REQUIRED)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(man_page())
