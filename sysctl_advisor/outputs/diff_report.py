@@ -283,9 +283,14 @@ def render_rich(report: DiffReport, width: int | None = None) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=True, width=width, highlight=False, emoji=False)
     table, table_width = _rich_table(report, console.width)
-    Console(
-        file=buffer, force_terminal=True, width=table_width, highlight=False, emoji=False
-    ).print(table)
+    if table_width <= console.width:
+        Console(
+            file=buffer, force_terminal=True, width=table_width, highlight=False, emoji=False
+        ).print(table)
+    else:  # narrower than a key and its numbers: one block per key, as the plain text does
+        width = max(console.width, MIN_WIDTH)
+        lines = [*_wrapped(_heading(report), width), "", *_stacked(_rows(report), width)]
+        console.print("\n".join(lines), markup=False, overflow="ignore", crop=False)
     console.print("\n".join(_notes(report, console.width - 2)), markup=False)
     console.print("\n" + summary(report), markup=False)
     return buffer.getvalue()

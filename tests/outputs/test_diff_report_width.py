@@ -133,3 +133,17 @@ def test_the_command_fits_columns(
     if width >= 100:  # six columns, or the file under its key: never cut in two
         for name in ("etc/sysctl.conf:3", "net.core.somaxconn"):
             assert any(name in line for line in lines) or current == DUMP, name
+
+
+@settings(max_examples=80, deadline=None)
+@given(report=reports(), width=st.integers(MIN_WIDTH, 200))
+def test_on_a_terminal_no_line_is_wider_either(report: DiffReport, width: int) -> None:
+    """The rich table on a terminal of that width; narrower than a key and its numbers, one
+    block per key as in the plain text, never lines the terminal would cut."""
+    import re
+
+    from sysctl_advisor.outputs.diff_report import render_rich
+
+    text = re.sub(r"\x1b\[[0-9;]*m", "", render_rich(report, width))
+    lines = text.splitlines()
+    assert all(len(line) <= width for line in lines), max(lines, key=len)
