@@ -85,7 +85,9 @@ def _rules_dir(tmp_path: Path, title: str, description: str) -> Path:
             set:
               net.core.somaxconn: "params.listen_backlog if params.listen_backlog else none"
             rationale: "x"
-            references: ["a | b <!-- c", "[link](javascript:x)"]
+            references:
+              - "linux-6-18-net-socket: a | b <!-- c"
+              - "chartbeat-tcp-nginx-ec2: [link](javascript:x)"
             """
         )
     )
