@@ -150,6 +150,7 @@ def check_paths(checker: Checker, paths: list[Path], whole_directory: bool = Fal
     findings: list[CheckFinding] = []
     files: list[str] = []
     usable = 0
+    linked: set[str] = set()  # files a tree reached through a link (99-sysctl.conf)
     for path in paths:
         if str(path) == "-":  # `sysctl -a | sysctl-advisor check -`
             config = read_stdin(sys.stdin.buffer, checker.kb.catalog.keys)
@@ -172,16 +173,31 @@ def check_paths(checker: Checker, paths: list[Path], whole_directory: bool = Fal
         ]
         tree = config.base is not None
         files += [from_here(f.split(" -> ")[0] if tree else f) for f in config.files]
+        if tree:
+            linked.update(from_here(f.split(" -> ")[1]) for f in config.files if " -> " in f)
         findings += found
     if not usable:
         first = findings[0] if findings else None
         reason = f"{first.file}: {first.message}" if first else "no sysctl files to check"
         raise InputError(f"nothing could be checked ({reason})")
-    # a file reached twice (/etc/sysctl.d's 99-sysctl.conf link and /etc/sysctl.conf itself)
-    # is reported once
-    findings = list(dict.fromkeys(findings))
+    if linked:  # `check /etc/sysctl.d /etc/sysctl.conf`: a linked file's line is said once
+        findings = _once_per_link(findings, linked)
     findings.sort(key=lambda f: (f.file, f.line or 0, SEVERITY_ORDER[f.severity], f.id))
-    return CheckReport(findings, list(dict.fromkeys(files)))
+    return CheckReport(findings, files)
+
+
+def _once_per_link(findings: list[CheckFinding], linked: set[str]) -> list[CheckFinding]:
+    """The findings, less the second of two identical ones about a file that a tree read
+    through a link and that was also checked on its own (a file named twice on the command
+    line is still checked twice)."""
+    kept: list[CheckFinding] = []
+    seen: set[CheckFinding] = set()
+    for finding in findings:
+        if finding.file in linked and finding in seen:
+            continue
+        seen.add(finding)
+        kept.append(finding)
+    return kept
 
 
 class _FromHere:

@@ -205,6 +205,10 @@ def _resolve_link(
         joined = reroot / target.lstrip("/") if target.startswith("/") else current.parent / target
         current = Path(os.path.normpath(joined))
         if not allowed(current.parent) and not allowed(current):
+            # a dangling link to elsewhere in the tree given is broken, as it always was;
+            # whether a path exists outside that tree is never said
+            if not os.path.lexists(current) and inside(reroot, current):
+                return None
             return "outside"
     return None
 

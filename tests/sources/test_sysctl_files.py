@@ -137,13 +137,18 @@ def test_links_out_of_the_configuration_roots_are_not_read(tmp_path: Path) -> No
     (tmp_path / "away.conf").write_text(secret)
     (conf_d / "10-home.conf").symlink_to("../../home/user/x.conf")
     (conf_d / "20-abs-home.conf").symlink_to("/home/user/x.conf")  # re-rooted: still /home
-    (conf_d / "30-away.conf").symlink_to(tmp_path / "away.conf")  # out of the copied tree
+    (tree / "mnt").symlink_to(tmp_path)  # a directory link out of the copied tree
+    (conf_d / "30-away.conf").symlink_to("/mnt/away.conf")
     (conf_d / "40-up.conf").symlink_to("../../../away.conf")
-    (conf_d / "50-proc.conf").symlink_to("/proc/self/environ")
+    (conf_d / "50-proc.conf").symlink_to(os.path.relpath("/proc/self/environ", conf_d))
+    # an absolute target is the tree's own path: dangling there it is broken, and not read
+    (conf_d / "60-abs-proc.conf").symlink_to("/proc/self/environ")
     for path in (tree, conf_d):
         config = read_current(path)
         assert "net.core.somaxconn" not in config.values, path
         assert len(_outside_links(config)) == 5, (path, config.problems)
+        broken = [p.source for p in config.problems if p.code == "broken-link"]
+        assert [b.rsplit("/", 1)[-1] for b in broken] == ["60-abs-proc.conf"]
     # a directory of *.conf files elsewhere keeps its links inside itself
     plain = tmp_path / "role" / "files"
     plain.mkdir(parents=True)
