@@ -95,3 +95,18 @@ def test_the_facts_collector_reads_a_copied_tree_as_check_does(workdir: Path) ->
     data = collect_data(["net.core.somaxconn", "net.ipv4.tcp_fin_timeout"], tree)
     line = len((tree / "etc" / "sysctl.conf").read_text().splitlines())
     assert data["sysctl_files"] == {"net.core.somaxconn": f"etc/sysctl.conf:{line}"}
+
+
+def test_a_line_read_through_the_link_and_given_itself_is_reported_once(workdir: Path) -> None:
+    tree = _tree("debian", workdir)
+    conf = tree / "etc" / "sysctl.conf"
+    with conf.open("a") as out:
+        out.write("net.ipv4.tcp_tw_recycle = 1\n")
+    result = runner.invoke(
+        app, ["check", str(tree / "etc" / "sysctl.d"), str(conf), "-f", "json", "--kernel", "4.4"]
+    )
+    findings = json.loads(result.stdout)["findings"]
+    assert [f["id"] for f in findings] == ["check.tw-recycle-enabled"], findings
+    # the same file named twice is checked twice, as asked
+    result = runner.invoke(app, ["check", str(conf), str(conf), "-f", "json", "--kernel", "4.4"])
+    assert len(json.loads(result.stdout)["findings"]) == 2
