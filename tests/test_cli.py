@@ -139,7 +139,7 @@ description: A rule written by a user, to check errors name the file and field.
 set:
   net.core.somaxconn: "{expr}"
 rationale: test
-references: [test]
+references: [linux-6-18-doc-ip-sysctl]
 """
 
 
@@ -186,7 +186,8 @@ def _profile(workdir: Path) -> Path:
 
 def test_rule_schema_error_names_file_and_line(workdir: Path) -> None:
     (workdir / "broken.yaml").write_text(
-        "id: custom.broken\ntitle: t\ndescription: d\nrationale: r\nreferences: [x]\nsett: {}\n"
+        "id: custom.broken\ntitle: t\ndescription: d\nrationale: r\n"
+        "references: [linux-6-18-doc-ip-sysctl]\nsett: {}\n"
     )
     code, _, err = run("rules", "--rules-dir", str(workdir))
     assert_one_line_error(code, err, "broken.yaml:6", "sett", "unknown field")
@@ -258,7 +259,11 @@ def test_profiles_and_rules_lists() -> None:
     code, out, _ = run("rules")
     assert code == 0 and "tcp-buffers.bdp" in out
     code, out, _ = run("rules", "tcp-buffers.bdp")
-    assert code == 0 and "seed:001_acd4bf0469cc77db.txt" in out and "gridftp" in out
+    assert (
+        code == 0
+        and "Tuning Systems for TCP/IP Performance on High Latency Networks" in out
+        and "gridftp" in out
+    )
 
 
 def test_explain() -> None:

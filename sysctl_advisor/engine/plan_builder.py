@@ -633,7 +633,8 @@ def _explained(
     item: _KeyWork, contributing: list[str], by_rule: dict[str, RuleResult], lines: list[str]
 ) -> Explained:
     """A setting's rationale (each contributing rule's paragraph, then the merge's own lines),
-    its summary (each rule's one sentence, then the same lines) and references (the rules', then the catalog's not already cited more precisely)."""
+    its summary (each rule's one sentence, then the same lines) and references (the rules',
+    then the catalog's not already cited more precisely)."""
     paragraphs = [
         f"[{rid}] {by_rule[rid].rationale_for(item.key)}"
         for rid in contributing

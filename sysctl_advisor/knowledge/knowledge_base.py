@@ -22,6 +22,7 @@ from sysctl_advisor.knowledge.servers import ServerTable
 from sysctl_advisor.knowledge.sources import Sources
 from sysctl_advisor.model.errors import InputError
 
+
 @dataclass
 class KnowledgeBase:
     compiler: Compiler

@@ -238,9 +238,7 @@ class Rule:
             for i, c in enumerate(spec.companions)
         ]
         self.rationale = self._templates(spec.rationale, "rationale", path, text)
-        self.summary = (
-            self._templates(spec.summary, "summary", path, text) if spec.summary else {}
-        )
+        self.summary = self._templates(spec.summary, "summary", path, text) if spec.summary else {}
 
     def _templates(
         self,

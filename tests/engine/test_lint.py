@@ -141,7 +141,7 @@ def test_rules_reference_is_current(kb: KnowledgeBase) -> None:
     from sysctl_advisor.outputs.check_rules_reference import render_reference
 
     committed = (ROOT / "docs" / "rules.md").read_text()
-    assert committed == render_reference(kb.check_rules), (
+    assert committed == render_reference(kb.check_rules, kb.sources), (
         "regenerate: python -m sysctl_advisor.outputs.check_rules_reference > docs/rules.md"
     )
 
@@ -435,7 +435,7 @@ def test_the_known_list_names_no_modelled_key_and_a_star_is_one_field(kb: Knowle
     data = {
         "sections": [{"id": "s", "title": "S"}],
         "keys": {},
-        "known": {"net.core.somaxconn": {"references": ["kernel: x"]}},
+        "known": {"net.core.somaxconn": {"references": ["linux-6-18-doc-ip-sysctl: x"]}},
     }
     validate(CatalogFile, data)  # somaxconn is not modelled in this catalog
     data["keys"] = {
@@ -447,7 +447,7 @@ def test_the_known_list_names_no_modelled_key_and_a_star_is_one_field(kb: Knowle
             "max": 1,
             "merge": "max",
             "summary": "x",
-            "references": ["kernel: x"],
+            "references": ["linux-6-18-doc-ip-sysctl: x"],
             "default": [{"value": 1}],
         }
     }

@@ -17,7 +17,7 @@ description: Sets nf_conntrack_max whether or not the module is loaded on the ho
 set:
   net.netfilter.nf_conntrack_max: 1000000
 rationale: Site policy.
-references: ["site: policy"]
+references: ["linux-6-18-doc-ip-sysctl: site policy"]
 """
 PROFILE = """\
 name: site

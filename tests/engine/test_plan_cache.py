@@ -60,7 +60,7 @@ def test_a_rule_that_reads_the_hostname_keeps_every_host_apart(
         "when: \"facts.hostname is not none and facts.hostname.startswith('big')\"\n"
         'set:\n  net.core.somaxconn: "8192"\n'
         "rationale: by name\n"
-        "references: [local]\n"
+        "references: [linux-6-18-doc-ip-sysctl]\n"
     )
     custom = KnowledgeBase.load(rules_dirs=[tmp_path])
     assert not PlanCache(custom).enabled

@@ -288,7 +288,7 @@ def _rules_dir(tmp: Path, where: str, payload: str) -> Path:
         "title": "payload",
         "description": "A rule that tries to escape the sandbox.",
         "rationale": "text",
-        "references": ["test"],
+        "references": ["linux-6-18-doc-ip-sysctl"],
         # above 2.6.32's default (128), so the setting is shown and its rationale rendered
         "set": {"net.core.somaxconn": "1024"},
     }
@@ -371,7 +371,7 @@ def _run_rule(workdir: Path, extra: dict[str, Any]) -> tuple[int, list[str], flo
         "title": "payload",
         "description": "A rule that tries to exhaust the machine.",
         "rationale": "text",
-        "references": ["test"],
+        "references": ["linux-6-18-doc-ip-sysctl"],
         "set": {"net.core.somaxconn": "100"},
         **extra,
     }

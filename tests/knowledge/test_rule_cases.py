@@ -253,23 +253,6 @@ def test_every_rule_has_rationale_and_reference(kb: KnowledgeBase) -> None:
         assert len(rule.spec.description) > 40, rule.id
 
 
-SEEDS = {
-    "000_0b38f953df3d3951.txt",
-    "001_acd4bf0469cc77db.txt",
-    "002_562960dd2feb2fcc.txt",
-    "003_be7a195788c93bd6.txt",
-    "004_5423ca1b8920f361.txt",
-}
-
-
-def test_seed_references_name_real_seed_files(kb: KnowledgeBase) -> None:
-    refs = [r for rule in kb.rules.values() for r in rule.spec.references]
-    refs += [r for rule in kb.check_rules.values() for r in rule.spec.references]
-    refs += [r for key in kb.catalog.keys.values() for r in key.references]
-    named = {r.split(":", 1)[1].split()[0] for r in refs if r.startswith("seed:")}
-    assert named and named <= SEEDS, named - SEEDS
-
-
 def test_case_files_are_named_for_their_rule() -> None:
     for path, case_file in zip(sorted(CASES_DIR.glob("*.yaml")), FILES, strict=True):
         assert path.stem == case_file.rule, path.name

@@ -102,7 +102,7 @@ def test_rules_that_disagree_on_a_name_emit_nothing(tmp_path: Path) -> None:
     profiles.mkdir()
     (rules / "other.yaml").write_text(
         "id: pacing.other\ntitle: t\ndescription: d\nset:\n"
-        f"  {CC}: \"'bbr'\"\nrationale: r\nreferences: [x]\n"
+        f"  {CC}: \"'bbr'\"\nrationale: r\nreferences: [linux-6-18-doc-ip-sysctl]\n"
     )
     (profiles / "dtn-test.yaml").write_text(
         "name: dtn-test\nsummary: s\nextends: gridftp\nrules: [pacing.other]\n"
@@ -118,7 +118,7 @@ def test_a_cap_on_a_text_key_does_not_load(tmp_path: Path) -> None:
     rules.mkdir()
     (rules / "capped.yaml").write_text(
         "id: pacing.capped\ntitle: t\ndescription: d\ncap:\n"
-        f"  {CC}: \"'reno'\"\nrationale: r\nreferences: [x]\n"
+        f"  {CC}: \"'reno'\"\nrationale: r\nreferences: [linux-6-18-doc-ip-sysctl]\n"
     )
     with pytest.raises(InputError, match="has no cap"):
         KnowledgeBase.load([rules])

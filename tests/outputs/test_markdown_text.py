@@ -173,6 +173,8 @@ def _hostile_plan(plan: Plan, value: str) -> Plan:
                 kernel_default=value,
                 human=value,
                 rationale=value,
+                summary=value,
+                cited={},
                 rules=[value],
             )
             for s in plan.settings
@@ -194,7 +196,7 @@ def test_plan_markdown_cells_and_headings_are_the_values(
     assert headings(page, "h3") == [shown(f"sysctl-advisor: {v} for {shown(value or 'this host')}")]
     (table,) = page.tables
     assert table[0] == ["key", "kernel default", "recommended", "why"]
-    why = shown(first_sentence(value))
+    why = shown(first_sentence(value.split("\n", 1)[0]))  # a summary is read to its first line
     for s, row in zip(plan.settings, table[1:], strict=True):
         capped = "; capped" if s.capped_by else ""
         expected = [shown(s.key), v, f"{v} ({v})", shown(f"{why} ({v}{capped})")]

@@ -227,7 +227,6 @@ def test_fleet_takes_each_hosts_peaks_by_its_instance_label(
     web = (out / "host_files" / "web-01.conf").read_text()
     dtn = (out / "host_files" / "dtn-01.conf").read_text()
     assert "net.ipv4.tcp_max_orphans = 360000" in web
-    assert "the peak over the last 7 days" in web
     assert "(observed peaks: Prometheus over 7d, not in these facts)" in web  # the rebuild line
     assert "net.ipv4.tcp_max_orphans = 262144 (wanted 40;" in dtn  # kept: default covers it
     instances = {q["query"].split('instance="', 1)[1].split('"')[0] for q in fake.queries[1:]}

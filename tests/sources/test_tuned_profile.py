@@ -111,8 +111,9 @@ def test_recommend_says_tuned_set_the_default(tmp_path: Path) -> None:
     assert made.exit_code == 0, made.stderr
     result = runner.invoke(app, ["recommend", "--facts", str(facts), "-p", "gridftp"])
     assert result.exit_code == 0, result.stderr
-    assert "set by tuned from /usr/lib/tuned/network-throughput/tuned.conf:7" in result.stdout
-    assert "kernel's default:    4096 131072 6291456" in result.stdout
+    said = " ".join(line.lstrip("#").strip() for line in result.stdout.splitlines())
+    assert "set by tuned from /usr/lib/tuned/network-throughput/tuned.conf:7" in said
+    assert "the kernel's 4 KiB / 128 KiB / 6 MiB" in said
 
 
 def test_a_special_file_in_a_copied_tree_is_never_opened(tmp_path: Path) -> None:
