@@ -45,8 +45,8 @@ BASE_FACTS: dict[str, Any] = {
     "memory": {"total": "16 GiB"},
     "cpu": {"threads": 8},
 }
-"""The plain 64-bit host every rule case's facts are merged onto (as the rule-case tests do:
-tests/knowledge/test_rule_cases.py, whose BASE_FACTS a test holds equal to this one)."""
+"""The plain 64-bit host every rule case's facts are merged onto (the rule-case tests,
+tests/knowledge/test_rule_cases.py, take it from here)."""
 
 # What a rule reads, named by the variable it reads it through (docs/architecture.md, "Writing
 # a rule"): each group, the variables in it, and whether a bare name (no attribute) counts.

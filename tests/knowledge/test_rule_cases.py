@@ -27,17 +27,11 @@ from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import facts_from_data
 from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.model.model_base import Field, Record, model, validate
+from sysctl_advisor.outputs.advice_rules_reference import BASE_FACTS  # the cases' plain host
 from sysctl_advisor.sources.sysctl_files import read_file, read_tree
 from tests.conftest import TESTS
 
 CASES_DIR = TESTS / "cases"
-BASE_FACTS: dict[str, Any] = {
-    "hostname": "case",
-    "kernel": "5.15.0-91-generic",
-    "arch": "x86_64",
-    "memory": {"total": "16 GiB"},
-    "cpu": {"threads": 8},
-}
 CHECK_PROFILE = "frontend-proxy"  # the plan a check case's facts are judged against
 
 

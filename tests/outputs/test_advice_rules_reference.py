@@ -45,12 +45,6 @@ def test_one_page_per_advice_rule_and_none_for_check_rules(
     assert not any(name.startswith("check.") for name in pages)
 
 
-def test_the_cases_base_host_is_the_rule_tests_own() -> None:
-    from tests.knowledge.test_rule_cases import BASE_FACTS
-
-    assert reference.BASE_FACTS == BASE_FACTS
-
-
 def test_a_page_shows_what_the_plan_gives_on_the_firing_case(pages: dict[str, str]) -> None:
     page = pages["listen-backlog.target.md"]
     assert "net.core.somaxconn = 16384\nnet.ipv4.tcp_max_syn_backlog = 16384" in page
