@@ -215,6 +215,13 @@ def _cited_summary(s: Setting, known: dict[str, Any], numbers: dict[str, int]) -
     return "\n".join(out), f"[{_numbers(every)}]" if every else ""
 
 
+def _reason(summary: str) -> str:
+    """A setting's reason on one line: the first rule's sentence, then how the merge moved the
+    value when it did (a value in force kept, a cap that won), so the line names the value set."""
+    first, *rest = summary.split("\n")
+    return " ".join([first_sentence(first), *(line for line in rest if not line.startswith("["))])
+
+
 def _numbers(numbers: list[int]) -> str:
     """Reference numbers in order, runs of three or more as a range, with no space a line
     could break at: "1-11,14"."""
@@ -494,7 +501,7 @@ class Renderer:
             }
             x["head"] = _setting_head(s, x)
             x["why"], x["cites"] = _cited_summary(s, known, numbers)
-            x["reason"] = first_sentence(s.summary.split("\n", 1)[0])
+            x["reason"] = _reason(s.summary)
         return {
             "plan": plan,
             "detail": detail,

@@ -196,7 +196,8 @@ def test_plan_markdown_cells_and_headings_are_the_values(
     assert headings(page, "h3") == [shown(f"sysctl-advisor: {v} for {shown(value or 'this host')}")]
     (table,) = page.tables
     assert table[0] == ["key", "kernel default", "recommended", "why"]
-    why = shown(first_sentence(value.split("\n", 1)[0]))  # a summary is read to its first line
+    first, *rest = value.split("\n")  # a summary's first line, then the merge's lines
+    why = shown(" ".join([first_sentence(first), *(r for r in rest if not r.startswith("["))]))
     for s, row in zip(plan.settings, table[1:], strict=True):
         capped = "; capped" if s.capped_by else ""
         expected = [shown(s.key), v, f"{v} ({v})", shown(f"{why} ({v}{capped})")]
