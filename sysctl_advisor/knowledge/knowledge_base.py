@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,18 +57,29 @@ class KnowledgeBase:
             [p for d in catalogs if (p := d / "catalog" / Sources.FILE).exists()], specs
         )
         catalog_dir = shipped_rules / "catalog"
-        for where, path, field in (
-            (catalog.keys, catalog.path, "keys"),
-            (catalog.readable, catalog.path, "readable"),
-            (catalog.tuning_daemons, catalog.path, "tuning_daemons"),
-            (catalog.known, catalog.path, "known"),
-            (servers.servers, catalog_dir / SERVER_TABLE, "servers"),
-            (families, catalog_dir / MESSAGE_CATALOG, "families"),
-            (kubernetes.spec, catalog_dir / KUBERNETES, ""),
-            *((rule.spec, rule.path, "") for rule in rules.values()),
-            *((rule.spec, rule.path, "") for rule in check_rules.values()),
-        ):
-            _check_citations(where, path, field, sources)
+        cited: list[tuple[Path, str, dict[str, Any]]] = [
+            (catalog.path, "keys", catalog.keys),
+            (catalog.path, "readable", catalog.readable),
+            (catalog.path, "tuning_daemons", catalog.tuning_daemons),
+            (catalog.path, "known", catalog.known),
+            (
+                catalog_dir / SERVER_TABLE,
+                "servers",
+                {str(i): s for i, s in enumerate(servers.servers)},
+            ),
+            (
+                catalog_dir / MESSAGE_CATALOG,
+                "families",
+                {str(i): f for i, f in enumerate(families)},
+            ),
+            (catalog_dir / KUBERNETES, "", {"": kubernetes.spec}),
+            *((rule.path, "", {"": rule.spec}) for rule in rules.values()),
+            *((rule.path, "", {"": rule.spec}) for rule in check_rules.values()),
+        ]
+        for path, field, entries in cited:  # every `references` list a knowledge file holds
+            for name, entry in entries.items():
+                where = ".".join(str(part) for part in (field, name, "references") if part != "")
+                sources.check(entry.references, path, where)
         compiler.save()
         specs.save()
         return cls(
@@ -100,21 +110,3 @@ class KnowledgeBase:
             raise InputError(
                 f"unknown profile {name!r} (profiles: {known})", field="--profile"
             ) from None
-
-
-def _check_citations(value: Any, path: Path, field: str, sources: Sources) -> None:
-    """Every `references` list in a loaded knowledge file cites sources the catalog holds."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for f in dataclasses.fields(value):
-            item = getattr(value, f.name)
-            where = f"{field}.{f.name}" if field else f.name
-            if f.name == "references" and isinstance(item, list):
-                sources.check(item, path, where)
-            else:
-                _check_citations(item, path, where, sources)
-    elif isinstance(value, dict):
-        for name, item in value.items():
-            _check_citations(item, path, f"{field}.{name}" if field else str(name), sources)
-    elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            _check_citations(item, path, f"{field}[{i}]", sources)
