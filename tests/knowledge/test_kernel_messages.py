@@ -55,6 +55,7 @@ ERAS: dict[str, list[str]] = {
         "nf_conntrack: table full, dropping packet.",  # 2.6.15 .. 3.4
         "nf_conntrack: table full, dropping packet",  # 3.5 .. 4.6
         "nf_conntrack: nf_conntrack: table full, dropping packet",  # 4.7+
+        "nf_conntrack: nf_conntrack: table full in netns 4026532297, dropping packet",  # 6.18
     ],
     "mm.page-allocation-failure": [
         "java: page allocation failure. order:0, mode:0x20",  # .. 2.6.39
