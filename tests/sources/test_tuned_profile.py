@@ -64,6 +64,22 @@ def test_the_active_profile_and_its_includes_are_read_with_their_lines(tmp_path:
     assert WMEM not in data["sysctl_files"] and SOMAXCONN not in data["sysctl_files"]
 
 
+def test_tuned_2_23_keeps_its_profiles_under_profiles(tmp_path: Path) -> None:
+    """From tuned 2.23 the profiles are /usr/lib/tuned/profiles/<name> (consts.py
+    CFG_DEF_PROFILE_DIRS): a host with that layout is read as well as one with the older."""
+    root = _tuned_tree(tmp_path)
+    shutil.move(str(root / "usr/lib/tuned"), str(tmp_path / "old"))
+    (root / "usr/lib/tuned").mkdir()
+    shutil.move(str(tmp_path / "old"), str(root / "usr/lib/tuned/profiles"))
+    kb = KnowledgeBase.load()
+    files = collect_data(kb.catalog.read_keys(), root, tuned=kb.catalog.tuned_places())[
+        "sysctl_files"
+    ]
+    assert files[RMEM] == "/usr/lib/tuned/profiles/network-throughput/tuned.conf:7"
+    assert files[SOMAXCONN] == "/usr/lib/tuned/profiles/throughput-performance/tuned.conf:5"
+    assert kb.catalog.tuning_daemon(files[RMEM]) == "tuned"
+
+
 def test_a_sysctl_d_file_wins_over_the_profile(tmp_path: Path) -> None:
     """tuned applies sysctl.d again after its profile (reapply_sysctl, on by default)."""
     root = _tuned_tree(tmp_path)
