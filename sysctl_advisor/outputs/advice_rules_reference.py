@@ -129,6 +129,11 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def case_facts(facts: dict[str, Any] | None) -> dict[str, Any]:
+    """A rule case's facts merged onto BASE_FACTS (nested mappings merged key by key)."""
+    return _merge(BASE_FACTS, facts or {})
+
+
 def firing_case(cases_dir: Path, rule_id: str) -> Example | None:
     """The first case of the rule's case file that fires; None without one."""
     path = cases_dir / f"{rule_id}.yaml"
@@ -215,7 +220,7 @@ def _example(kb: KnowledgeBase, rule: Rule, example: Example | None) -> list[str
         + ". What the plan holds from this rule:",
         "",
     ]
-    facts = facts_from_data(_merge(BASE_FACTS, example.facts))
+    facts = facts_from_data(case_facts(example.facts))
     plan = build_plan(kb, facts, example.profile, example.params)
     produced = _produced(plan, rule.id)
     if not produced:

@@ -12,7 +12,6 @@ examples (its `examples:` in rules/check) are two more of its cases.
 
 from __future__ import annotations
 
-import copy
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import facts_from_data
 from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.model.model_base import Field, Record, model, validate
-from sysctl_advisor.outputs.advice_rules_reference import BASE_FACTS  # the cases' plain host
+from sysctl_advisor.outputs.advice_rules_reference import case_facts  # onto the cases' plain host
 from sysctl_advisor.sources.sysctl_files import read_file, read_tree
 from tests.conftest import TESTS
 
@@ -95,16 +94,6 @@ def load_case_file(path: Path) -> CaseFile:
     return validate(CaseFile, parse_document(text, path), path, text)
 
 
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(base)
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
 def _documented(kb: KnowledgeBase) -> list[tuple[str, Case]]:
     """Each check rule's documented examples, as two cases of its own."""
     found = []
@@ -129,7 +118,7 @@ def test_case(kb: KnowledgeBase, rule_id: str, case: Case, tmp_path: Path) -> No
     if rule_id.startswith("check."):
         assert (rule_id in _check_ids(kb, case, tmp_path)) == case.fires, case.conf
         return
-    facts = facts_from_data(_merge(BASE_FACTS, case.facts or {}))
+    facts = facts_from_data(case_facts(case.facts))
     params = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in case.params.items()}
     plan = build_plan(kb, facts, case.profile or "base", params)
     fired = (
