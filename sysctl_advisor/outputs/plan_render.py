@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -71,8 +72,18 @@ def _comment(text: str, indent: str = "#   ", width: int = 96) -> str:
     """Wrap prose into comment lines; every line starts with `indent`."""
     lines: list[str] = []
     for paragraph in str(text).splitlines():
-        lines.extend(indent + w for w in wrap_words(one_line(paragraph), width - len(indent)))
+        wrapped = wrap_words(one_line(paragraph), width - len(indent))
+        # a paragraph's closing source numbers ("[1-11,14]") stay on its last line of text
+        # rather than stand alone, a few characters past the width
+        if len(wrapped) > 1 and _SOURCES.fullmatch(wrapped[-1]):
+            if len(indent) + len(wrapped[-2]) + 1 + len(wrapped[-1]) <= width + _SOURCES_SLACK:
+                wrapped[-2:] = [f"{wrapped[-2]} {wrapped[-1]}"]
+        lines.extend(indent + w for w in wrapped)
     return Lines("\n".join(lines))
+
+
+_SOURCES = re.compile(r"\[[0-9,-]+\]")
+_SOURCES_SLACK = 12
 
 
 @functools.lru_cache(maxsize=4096)
