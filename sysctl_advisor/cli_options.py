@@ -302,6 +302,7 @@ COMMANDS: tuple[Command, ...] = (
             ),
             "since": SINCE,
             "query_timeout": QUERY_TIMEOUT,
+            "detail": DETAIL,
         },
     ),
     Command(

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sysctl_advisor import __version__
-from sysctl_advisor.commands.common import Quiet, load_knowledge, note, say
+from sysctl_advisor.commands.common import Quiet, choose, load_knowledge, note, say
 from sysctl_advisor.engine.plan_cache import PlanCache
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.profile_map import ProfileMap, load_profile_map
@@ -91,6 +91,7 @@ class FleetJob:
     staging: Path
     history: FleetHistory | None = None
     plans: PlanCache | None = None  # plans by host shape (process-local)
+    detail: str = "normal"  # how much each host's conf says of each value (formats.DETAIL)
 
     def advise(self, path: Path) -> HostOutcome:
         host = path.name
@@ -126,7 +127,9 @@ class FleetJob:
             command += (
                 f"  (observed peaks: Prometheus over {self.history.since}, not in these facts)"
             )
-        conf = self.renderer.render_for_shape(plan, "conf", command, shape.rendered)
+        if self.detail != "normal":
+            command += f" --detail {self.detail}"
+        conf = self.renderer.render_for_shape(plan, "conf", command, shape.rendered, self.detail)
         host_vars = self.renderer.render_for_shape(plan, "ansible", command, shape.rendered)
         _write(self.staging / HOST_FILES / f"{host}.conf", conf)
         _write(self.staging / HOST_VARS / f"{host}.yml", host_vars)
@@ -199,6 +202,7 @@ def run_fleet(
     summary_writer: Callable[[Path, Iterator[HostOutcome]], int],
     note: Callable[[str], None] = lambda _: None,
     history: FleetHistory | None = None,
+    detail: str = "normal",
 ) -> int:
     """Advise every host, write the outputs; returns how many hosts were written. OUTDIR is
     replaced as a whole, only when at least one host was written (see fleet_outdir)."""
@@ -211,7 +215,7 @@ def run_fleet(
         try:
             for name in (HOST_FILES, HOST_VARS):
                 (staging / name).mkdir()
-            job = FleetJob(kb, renderer, profile_map, staging, history)
+            job = FleetJob(kb, renderer, profile_map, staging, history, detail=detail)
             hosts: list[str] = []
             advised = advise_all(job, paths, jobs)
 
@@ -257,8 +261,12 @@ def fleet(
     instance: str | None = None,
     since: str = "14d",
     query_timeout: float = 10.0,
+    detail: str = "normal",
 ) -> int:
     """Exit 0: every host written; 1: some hosts skipped; nothing written is an InputError."""
+    from sysctl_advisor.outputs import formats
+
+    choose(detail, formats.DETAIL, "--detail")
     history = None
     if prometheus is not None:
         history = FleetHistory(prometheus, instance, since, query_timeout)
@@ -272,7 +280,16 @@ def fleet(
     summary = SummaryWriter(ansible_facts, profile_map, profile)
     with progress_reporter(len(paths), sys.stderr.isatty() and not Quiet.on) as on_host:
         written = run_fleet(
-            kb, paths, pmap, out, jobs or os.cpu_count() or 1, on_host, summary, note, history
+            kb,
+            paths,
+            pmap,
+            out,
+            jobs or os.cpu_count() or 1,
+            on_host,
+            summary,
+            note,
+            history,
+            detail,
         )
     totals = summary.totals
     for host, reason in totals.skipped:

@@ -75,9 +75,12 @@ def _comment(text: str, indent: str = "#   ", width: int = 96) -> str:
         wrapped = wrap_words(one_line(paragraph), width - len(indent))
         # a paragraph's closing source numbers ("[1-11,14]") stay on its last line of text
         # rather than stand alone, a few characters past the width
-        if len(wrapped) > 1 and _SOURCES.fullmatch(wrapped[-1]):
-            if len(indent) + len(wrapped[-2]) + 1 + len(wrapped[-1]) <= width + _SOURCES_SLACK:
-                wrapped[-2:] = [f"{wrapped[-2]} {wrapped[-1]}"]
+        if (
+            len(wrapped) > 1
+            and _SOURCES.fullmatch(wrapped[-1])
+            and len(indent) + len(wrapped[-2]) + 1 + len(wrapped[-1]) <= width + _SOURCES_SLACK
+        ):
+            wrapped[-2:] = [f"{wrapped[-2]} {wrapped[-1]}"]
         lines.extend(indent + w for w in wrapped)
     return Lines("\n".join(lines))
 
@@ -438,15 +441,17 @@ class Renderer:
         check_rendered(plan, fmt, text)
         return text
 
-    def render_for_shape(self, plan: Plan, fmt: str, command: str, memo: dict[str, Any]) -> str:
-        """`render(plan, fmt, command)` for a fleet host whose shape's other hosts share `memo`
-        (engine.plan_cache): the template's `body` block, which does not name the host, is
+    def render_for_shape(
+        self, plan: Plan, fmt: str, command: str, memo: dict[str, Any], detail: str = "normal"
+    ) -> str:
+        """`render(plan, fmt, command, detail)` for a fleet host whose shape's other hosts share
+        `memo` (engine.plan_cache): the template's `body` block, which does not name the host, is
         rendered once per shape; the `head` (host name, rebuild command) for each host. Every
         host's file is read back, as `render` does, in two parts (see below)."""
         template = self.env.get_template(TEMPLATES[fmt])
         base = memo.get("context")
         if base is None:
-            base = memo["context"] = self._context(plan, command)
+            base = memo["context"] = self._context(plan, command, detail)
         context = template.new_context({**base, "plan": plan, "command": command})
         head = "".join(template.blocks["head"](context))
         body: str | None = memo.get(f"body:{fmt}")
