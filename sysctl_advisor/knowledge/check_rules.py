@@ -131,9 +131,14 @@ class CheckRule:
         return self._every or key in self._names or any(g.match(key) for g in self._globs)
 
 
-def load_check_rules(directory: Path, compiler: Compiler, specs: SpecCache) -> dict[str, CheckRule]:
+def load_check_rules(
+    directories: list[Path], compiler: Compiler, specs: SpecCache
+) -> dict[str, CheckRule]:
+    """The check rules of the shipped rules/check/ and of each --rules-dir's check/ folder,
+    one schema and one sandbox for all; an id defined twice (a colleague's rule shadowing a
+    shipped one) is refused."""
     rules: dict[str, CheckRule] = {}
-    for path in check_rule_files(directory):
+    for directory, path in ((d, p) for d in directories for p in check_rule_files(d)):
         spec = specs.load(path, CheckRuleSpec, "a check rule file")
         check_family(spec.id, path, directory.parent)
         if spec.id in rules:

@@ -46,7 +46,10 @@ class KnowledgeBase:
         profiles = load_profiles(
             [data_dir("profiles"), *(profiles_dirs or [])], rules, compiler, specs
         )
-        check_rules = load_check_rules(shipped_rules / "check", compiler, specs)
+        check_dirs = [d / "check" for d in [shipped_rules, *(rules_dirs or [])]]
+        check_rules = load_check_rules(
+            [check_dirs[0], *(d for d in check_dirs[1:] if d.is_dir())], compiler, specs
+        )
         servers = ServerTable.load(shipped_rules / "catalog" / SERVER_TABLE, specs)
         families = load_message_families(shipped_rules / "catalog" / MESSAGE_CATALOG, specs)
         # loaded on every run, though only the Kubernetes output reads it: the spec cache

@@ -1,0 +1,64 @@
+"""Issue 35, item 5: a --rules-dir also brings check rules (its check/ folder), under the same
+strict schema and sandbox as the shipped ones; a colleague's rule cannot shadow a shipped one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from sysctl_advisor.cli import app
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+
+RULE = """id: check.site-somaxconn-floor
+severity: warning
+title: somaxconn below the site's floor
+keys: [net.core.somaxconn]
+when: "numbers is not none and numbers[0] < 4096"
+message: >-
+  net.core.somaxconn = {{ value }} is below the site's floor of 4096.
+rationale: >-
+  Our load balancers hold 4,096 connections per listener.
+references:
+  - "linux-6-18-doc-ip-sysctl: somaxconn"
+examples:
+  fires: "net.core.somaxconn = 128\\n"
+  quiet: "net.core.somaxconn = 4096\\n"
+"""
+
+
+def _dir(tmp_path: Path, name: str, text: str) -> Path:
+    rules = tmp_path / "site-rules"
+    (rules / "check").mkdir(parents=True, exist_ok=True)
+    (rules / "check" / name).write_text(text)
+    return rules
+
+
+def test_a_rules_dir_check_rule_is_loaded_beside_the_shipped_ones(tmp_path: Path) -> None:
+    rules = _dir(tmp_path, "site-somaxconn-floor.yaml", RULE)
+    kb = KnowledgeBase.load([rules])
+    assert "check.site-somaxconn-floor" in kb.check_rules
+    assert "check.tw-recycle-enabled" in kb.check_rules
+    listed = CliRunner().invoke(app, ["rules", "--rules-dir", str(rules)])
+    assert listed.exit_code == 0 and "check.site-somaxconn-floor" in listed.stdout
+
+
+def test_a_rules_dir_cannot_shadow_a_shipped_check_rule(tmp_path: Path) -> None:
+    text = RULE.replace("check.site-somaxconn-floor", "check.tw-recycle-enabled")
+    rules = _dir(tmp_path, "tw-recycle-enabled.yaml", text)
+    result = CliRunner().invoke(app, ["rules", "--rules-dir", str(rules)])
+    assert result.exit_code == 2
+    assert "duplicate check rule id 'check.tw-recycle-enabled'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_user_check_rule_meets_the_same_schema(tmp_path: Path) -> None:
+    for bad, words in (
+        (RULE.replace("severity: warning", "severity: fatal"), "severity"),
+        (RULE + "extra: 1\n", "extra"),
+        (RULE.replace("check.site-somaxconn-floor", "site.floor"), "family"),
+    ):
+        rules = _dir(tmp_path / words, "rule.yaml", bad)
+        result = CliRunner().invoke(app, ["rules", "--rules-dir", str(rules)])
+        assert result.exit_code == 2, (words, result.stdout)
+        assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
