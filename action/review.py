@@ -12,9 +12,9 @@ is data: file names go to the advisor as arguments (never through a shell), into
 through a delimiter no file name can hold, and into Markdown through the advisor's escaping.
 
 Inputs arrive as environment variables (INPUT_PATHS, INPUT_FILES, INPUT_FACTS, INPUT_PROFILE,
-INPUT_SET, INPUT_FAIL_ON, INPUT_KERNEL, INPUT_CURRENT, INPUT_COMMENT, INPUT_TOKEN), never
-interpolated into a script. Exit status: 0 done (findings are reported in the outputs, and a
-later step fails the job on them), 2 bad input.
+INPUT_SET, INPUT_SELECT, INPUT_IGNORE, INPUT_FAIL_ON, INPUT_KERNEL, INPUT_CURRENT,
+INPUT_COMMENT, INPUT_TOKEN), never interpolated into a script. Exit status: 0 done (findings
+are reported in the outputs, and a later step fails the job on them), 2 bad input.
 """
 
 from __future__ import annotations
@@ -378,6 +378,10 @@ def review(workspace: Path) -> int:
         context += ["--profile", profile, *settings]
     if kernel:
         context += ["--kernel", kernel]
+    for name in ("SELECT", "IGNORE"):  # which rules run: check reads the ids, bad ones exit 2
+        for line in _input(name).splitlines():
+            if line.strip():
+                context += [f"--{name.lower()}", line.strip()]
     sarif = work / "sysctl-advisor.sarif"
     annotations_file, summary_file = work / "annotations.txt", work / "summary.md"
     written = [f"sarif={sarif}", f"github={annotations_file}", f"markdown={summary_file}"]

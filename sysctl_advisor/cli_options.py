@@ -248,6 +248,31 @@ COMMANDS: tuple[Command, ...] = (
                 metavar="FORMAT=FILE",
                 many=True,
             ),
+            "select": Option(
+                ("--select",),
+                "Run only these rules: ids or prefixes (check.glob is check.glob and "
+                "check.glob-*; check.* every rule), comma-separated or repeated.",
+                metavar="RULES",
+                many=True,
+            ),
+            "ignore": Option(
+                ("--ignore",),
+                "Do not run these rules (ids or prefixes, as --select); applied after --select.",
+                metavar="RULES",
+                many=True,
+            ),
+            "warn": Option(
+                ("--warn",),
+                "Report these rules (ids or prefixes) as warnings, before --fail-on applies.",
+                metavar="RULES",
+                many=True,
+            ),
+            "error": Option(
+                ("--error",),
+                "Report these rules (ids or prefixes) as errors, before --fail-on applies.",
+                metavar="RULES",
+                many=True,
+            ),
         },
         fast=FAST,
     ),

@@ -2,14 +2,15 @@
 --fail-on or worse.
 
 The files are read here (sources.sysctl_files, with systemd-sysctl's precedence for a
-directory); the lint itself (engine.lint) sees only what was read."""
+directory); the lint itself (engine.lint) sees only what was read, with the rules --select and
+--ignore leave; --warn and --error then change severities before --fail-on reads them."""
 
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from sysctl_advisor.commands.common import (
     choose,
@@ -19,11 +20,13 @@ from sysctl_advisor.commands.common import (
     read_facts,
     to_stdout,
 )
+from sysctl_advisor.engine.check_tuning import tuning
 from sysctl_advisor.engine.lint import (
     CheckContext,
     Checker,
     CheckFinding,
     CheckReport,
+    Suppressed,
     host_context,
 )
 from sysctl_advisor.model.errors import InputError
@@ -47,6 +50,10 @@ def check(
     whole_directory: bool = False,
     output: Path | None = None,
     also: list[str] | None = None,
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    warn: list[str] | None = None,
+    error: list[str] | None = None,
 ) -> int:
     from sysctl_advisor.outputs import formats
     from sysctl_advisor.outputs.check_report import render_check, wants_color
@@ -62,11 +69,17 @@ def check(
     files = _output_files(output, [path for _, path in extra])
     try:
         kb = load_knowledge()
+        tuned = tuning(kb.check_rules, select, ignore, warn, error)
+        rules = {i: rule for i, rule in kb.check_rules.items() if i in tuned.selected}
         report = check_paths(
-            Checker(kb, kb.check_rules, _context(kb, facts, kernel, profile, overrides)),
+            Checker(kb, rules, _context(kb, facts, kernel, profile, overrides)),
             paths,
             whole_directory,
         )
+        if tuned.severities:  # --warn, --error: before --fail-on reads the report
+            report.findings = [
+                f._replace(severity=tuned.severities.get(f.id, f.severity)) for f in report.findings
+            ]
         color = wants_color(sys.stdout) if files[0] is None and fmt == "text" else False
         main = render_check(report, fmt, kb.check_rules, color=color)
         if files[0] is None:
@@ -148,6 +161,7 @@ def check_paths(checker: Checker, paths: list[Path], whole_directory: bool = Fal
     if whole_directory:
         paths = _with_directories(paths)
     findings: list[CheckFinding] = []
+    suppressed: list[Suppressed] = []
     files: list[str] = []
     usable = 0
     linked: set[str] = set()  # files a tree reached through a link (99-sysctl.conf)
@@ -171,6 +185,10 @@ def check_paths(checker: Checker, paths: list[Path], whole_directory: bool = Fal
         found = [
             f if f.file == (name := from_here(f.file)) else f._replace(file=name) for f in found
         ]
+        suppressed += [
+            Suppressed(f._replace(file=from_here(f.file)), reason)
+            for f, reason in checker.take_suppressed()
+        ]
         tree = config.base is not None
         files += [from_here(f.split(" -> ")[0] if tree else f) for f in config.files]
         if tree:
@@ -182,21 +200,27 @@ def check_paths(checker: Checker, paths: list[Path], whole_directory: bool = Fal
         raise InputError(f"nothing could be checked ({reason})")
     if linked:  # `check /etc/sysctl.d /etc/sysctl.conf`: a linked file's line is said once
         findings = _once_per_link(findings, linked)
+        suppressed = _once_per_link(suppressed, linked)
     findings.sort(key=lambda f: (f.file, f.line or 0, SEVERITY_ORDER[f.severity], f.id))
-    return CheckReport(findings, files)
+    suppressed.sort(key=lambda s: (s.finding.file, s.finding.line or 0, s.finding.id))
+    return CheckReport(findings, files, suppressed)
 
 
-def _once_per_link(findings: list[CheckFinding], linked: set[str]) -> list[CheckFinding]:
-    """The findings, less the second of two identical ones about a file that a tree read
-    through a link and that was also checked on its own (a file named twice on the command
-    line is still checked twice)."""
-    kept: list[CheckFinding] = []
-    seen: set[CheckFinding] = set()
-    for finding in findings:
-        if finding.file in linked and finding in seen:
+_Found = TypeVar("_Found", CheckFinding, Suppressed)
+
+
+def _once_per_link(findings: list[_Found], linked: set[str]) -> list[_Found]:
+    """The findings (or suppressed findings), less the second of two identical ones about a
+    file that a tree read through a link and that was also checked on its own (a file named
+    twice on the command line is still checked twice)."""
+    kept: list[_Found] = []
+    seen: set[_Found] = set()
+    for found in findings:
+        finding = found if isinstance(found, CheckFinding) else found.finding
+        if finding.file in linked and found in seen:
             continue
-        seen.add(finding)
-        kept.append(finding)
+        seen.add(found)
+        kept.append(found)
     return kept
 
 

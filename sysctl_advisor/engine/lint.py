@@ -4,7 +4,8 @@ It sees a CurrentConfig, already read (commands/check.py reads files with the re
 uses; a directory is resolved with systemd-sysctl's precedence): every assignment is run
 through the assignment rules in rules/check/, and what the reader noticed (inline comments,
 unparsable lines, duplicates, overrides, unreadable files) is reported under the structural
-rules' ids.
+rules' ids. A file's suppression comments (engine.check_tuning) then set aside the findings
+they accept, and are themselves reported when malformed or unused.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from sysctl_advisor.engine.check_tuning import Directive, parse_directive, with_targets
 from sysctl_advisor.knowledge.catalog import KernelContext, parse_ports
 from sysctl_advisor.knowledge.check_rules import CheckRule
 from sysctl_advisor.knowledge.expression_budget import new_budget
@@ -86,10 +88,19 @@ def host_context(
     )
 
 
+class Suppressed(NamedTuple):
+    """A finding a comment in its file accepts, with the comment's reason."""
+
+    finding: CheckFinding
+    reason: str
+
+
 @dataclass
 class CheckReport:
     findings: list[CheckFinding]
     files: list[str]
+    # what the files' own comments accept: never printed as findings, never failing a check
+    suppressed: list[Suppressed] = field(default_factory=list)
 
     def worst(self) -> int | None:
         """Lowest SEVERITY_ORDER present (0 = error), None when clean."""
@@ -218,6 +229,7 @@ class Checker:
         self.reported_by: dict[str, CheckRule] = {
             str(code): r for r in rules.values() for code in r.spec.reports
         }
+        self.suppressed: list[Suppressed] = []  # check_config adds what comments accept
 
     def _needs_met(self, rule: CheckRule) -> bool:
         needs = rule.spec.needs
@@ -478,4 +490,87 @@ class Checker:
         if config.kind == "dump":  # the kernel's own values: nothing about how a file is written
             judged = {rule.id for rule in self.rules.values() if rule.spec.in_dumps}
             found = [f for f in found if f.id in judged]
+        elif config.advisor_comments:
+            found = self._suppress(config, found)
         return found
+
+    def _suppress(self, config: CurrentConfig, found: list[CheckFinding]) -> list[CheckFinding]:
+        """The findings less those the files' suppression comments accept (kept in
+        `suppressed`), plus what is wrong with the comments: one that does not parse, gives no
+        reason or names no rule, and one that accepts nothing a rule in force here reported."""
+        malformed = self.reported_by.get("suppression-malformed")
+        unused = self.reported_by.get("suppression-unused")
+        known = self.kb.check_rules.keys()
+        lines = {
+            display: [a.line for a in assignments] for display, assignments in config.documents
+        }
+        whole: dict[tuple[str, str], Directive] = {}
+        by_line: dict[tuple[str, int, str], list[Directive]] = {}
+        directives: list[tuple[str, Directive]] = []
+        notes: list[CheckFinding] = []
+        for display, comments in config.advisor_comments:
+            parsed: list[Directive] = []
+            for number, text in comments:
+                directive = parse_directive(number, text, known)
+                if isinstance(directive, str):
+                    if malformed is not None:
+                        notes.append(
+                            CheckFinding(
+                                malformed.id,
+                                malformed.spec.severity,
+                                display,
+                                number,
+                                None,
+                                directive,
+                            )
+                        )
+                    continue
+                parsed.append(directive)
+            for directive in with_targets(parsed, lines.get(display, [])):
+                directives.append((display, directive))
+                for rule_id in directive.ids:
+                    if directive.whole_file:
+                        whole.setdefault((display, rule_id), directive)
+                    elif directive.target is not None:
+                        by_line.setdefault((display, directive.target, rule_id), []).append(
+                            directive
+                        )
+        kept: list[CheckFinding] = []
+        for finding in found:
+            accepting = by_line.get((finding.file, finding.line or 0, finding.id))
+            if accepting is None:
+                file_wide = whole.get((finding.file, finding.id))
+                accepting = [file_wide] if file_wide is not None else None
+            if accepting is None:
+                kept.append(finding)
+                continue
+            for directive in accepting:
+                directive.used.add(finding.id)
+            self.suppressed.append(Suppressed(finding, accepting[0].reason))
+        if unused is not None:
+            in_force = {r.id for r in self.rules.values() if self._needs_met(r)}
+            for display, directive in directives:
+                idle = [i for i in directive.ids if i not in directive.used and i in in_force]
+                if directive.target is None and not directive.whole_file:
+                    message = f"{directive.spelled}: no assignment line follows it"
+                elif not idle:
+                    continue
+                else:
+                    where = (
+                        "in this file" if directive.whole_file else f"on line {directive.target}"
+                    )
+                    message = (
+                        f"{directive.spelled}: no {', '.join(idle)} finding {where} "
+                        "to accept; remove it"
+                    )
+                notes.append(
+                    CheckFinding(
+                        unused.id, unused.spec.severity, display, directive.line, None, message
+                    )
+                )
+        return kept + notes
+
+    def take_suppressed(self) -> list[Suppressed]:
+        """The findings comments accepted since the last call."""
+        taken, self.suppressed = self.suppressed, []
+        return taken

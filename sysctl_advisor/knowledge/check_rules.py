@@ -59,6 +59,8 @@ class CheckRuleSpec(Record):
             "unreadable",
             "duplicate",
             "override",
+            "suppression-unused",
+            "suppression-malformed",
         ]
     ] = Field(
         default_factory=list,

@@ -161,10 +161,12 @@ def _paint(text: str, code: str, color: bool) -> str:
 def _counts(report: CheckReport) -> str:
     counts = {s: sum(1 for f in report.findings if f.severity == s) for s in SARIF_LEVELS}
     plural = {"error": "errors", "warning": "warnings", "info": "info"}
-    return (
+    said = (
         ", ".join(f"{n} {s if n == 1 else plural[s]}" for s, n in counts.items() if n)
         or "no findings"
     )
+    accepted = len(report.suppressed)  # what the files' own comments accept
+    return f"{said}; {accepted} suppressed by comments in the files" if accepted else said
 
 
 def _text(report: CheckReport, color: bool) -> str:
@@ -402,13 +404,17 @@ def _sarif_rule(rule_id: str, rule: CheckRule | None, base: str) -> dict[str, An
 def sarif_log(report: CheckReport, rules: dict[str, CheckRule]) -> dict[str, Any]:
     base = docs_url()
     cwd = os.getcwd()
-    used = sorted({f.id for f in report.findings} | set(rules))
-    index = {rule_id: i for i, rule_id in enumerate(used)}
     columns = _Lines()
-    locations = [_artifact_location(f.file, cwd) for f in report.findings]
-    prints = _fingerprints(report.findings, [loc["uri"] for loc in locations])
+    # Findings a comment in the file accepts are results too, each with an in-source
+    # suppression and the comment's reason (code scanning shows them as dismissed).
+    every = [*report.findings, *(s.finding for s in report.suppressed)]
+    reasons = [None] * len(report.findings) + [s.reason for s in report.suppressed]
+    used = sorted({f.id for f in every} | set(rules))
+    index = {rule_id: i for i, rule_id in enumerate(used)}
+    locations = [_artifact_location(f.file, cwd) for f in every]
+    prints = _fingerprints(every, [loc["uri"] for loc in locations])
     results = []
-    for f, artifact, fingerprint in zip(report.findings, locations, prints, strict=True):
+    for f, artifact, fingerprint, reason in zip(every, locations, prints, reasons, strict=True):
         physical: dict[str, Any] = {"artifactLocation": artifact}
         if f.line is not None:  # a finding about the whole file gets no invented line
             region: dict[str, int] = {"startLine": f.line}
@@ -416,16 +422,17 @@ def sarif_log(report: CheckReport, rules: dict[str, CheckRule]) -> dict[str, Any
             if span is not None:
                 region.update(startColumn=span[0], endColumn=span[1])
             physical["region"] = region
-        results.append(
-            {
-                "ruleId": f.id,
-                "ruleIndex": index[f.id],
-                "level": SARIF_LEVELS[f.severity],
-                "message": {"text": f.message},
-                "locations": [{"physicalLocation": physical}],
-                "partialFingerprints": {FINGERPRINT: fingerprint},
-            }
-        )
+        result: dict[str, Any] = {
+            "ruleId": f.id,
+            "ruleIndex": index[f.id],
+            "level": SARIF_LEVELS[f.severity],
+            "message": {"text": f.message},
+            "locations": [{"physicalLocation": physical}],
+            "partialFingerprints": {FINGERPRINT: fingerprint},
+        }
+        if reason is not None:
+            result["suppressions"] = [{"kind": "inSource", "justification": reason}]
+        results.append(result)
     driver: dict[str, Any] = {
         "name": "sysctl-advisor",
         "version": __version__,

@@ -37,7 +37,7 @@ from typing import BinaryIO
 from sysctl_advisor.model.current_config import CurrentConfig, CurrentValue, Override, Problem
 from sysctl_advisor.model.documents import read_bytes, read_stream_bytes
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.sysctl_conf import Assignment, parse_conf_lines
+from sysctl_advisor.model.sysctl_conf import C_SPACE, Assignment, parse_conf_lines
 from sysctl_advisor.sources.tree_paths import inside, within
 
 SYSCTL_D_DIRS = (
@@ -72,6 +72,10 @@ class _Collector:
             self.excluded.add(exclusion.key)
         for item in assignments:
             self._add(item, display)
+        if ADVISOR_MARK in text:  # rare: most files never address the advisor
+            comments = _advisor_comments(text)
+            if comments:
+                self.config.advisor_comments.append((display, comments))
 
     def _add(self, item: Assignment, display: str) -> None:
         where = f"{display}:{item.line}"
@@ -93,6 +97,25 @@ class _Collector:
                 if fnmatch.fnmatchcase(key, glob.key):
                     values[key] = CurrentValue(key, glob.value, glob.source, glob.ignore_failure)
         self.config.values = dict(sorted(values.items()))
+
+
+ADVISOR_MARK = "sysctl-advisor:"
+# A comment line's text kept for the advisor, at most (the rest is cut; check judges it).
+_COMMENT_CAP = 1024
+
+
+def _advisor_comments(text: str) -> list[tuple[int, str]]:
+    """The comment lines (first non-blank character `#` or `;`, which procps and
+    systemd-sysctl skip) whose text starts with `sysctl-advisor:`, with their line numbers;
+    one pass over the text."""
+    found: list[tuple[int, str]] = []
+    for number, raw in enumerate(text.split("\n"), start=1):
+        if ADVISOR_MARK not in raw:
+            continue
+        line = raw.strip(C_SPACE)
+        if line[:1] in ("#", ";") and line[1:].lstrip(" \t").startswith(ADVISOR_MARK):
+            found.append((number, line[:_COMMENT_CAP]))
+    return found
 
 
 def _read(
