@@ -77,9 +77,17 @@ def check(
             whole_directory,
         )
         if tuned.severities:  # --warn, --error: before --fail-on reads the report
+            severity = tuned.severities.get
             report.findings = [
-                f._replace(severity=tuned.severities.get(f.id, f.severity)) for f in report.findings
+                f._replace(severity=severity(f.id, f.severity)) for f in report.findings
             ]
+            report.suppressed = [  # SARIF keeps these, at the severity they would have had
+                s._replace(
+                    finding=s.finding._replace(severity=severity(s.finding.id, s.finding.severity))
+                )
+                for s in report.suppressed
+            ]
+            report.findings.sort(key=_report_order)
         color = wants_color(sys.stdout) if files[0] is None and fmt == "text" else False
         main = render_check(report, fmt, kb.check_rules, color=color)
         if files[0] is None:
@@ -201,9 +209,14 @@ def check_paths(checker: Checker, paths: list[Path], whole_directory: bool = Fal
     if linked:  # `check /etc/sysctl.d /etc/sysctl.conf`: a linked file's line is said once
         findings = _once_per_link(findings, linked)
         suppressed = _once_per_link(suppressed, linked)
-    findings.sort(key=lambda f: (f.file, f.line or 0, SEVERITY_ORDER[f.severity], f.id))
+    findings.sort(key=_report_order)
     suppressed.sort(key=lambda s: (s.finding.file, s.finding.line or 0, s.finding.id))
     return CheckReport(findings, files, suppressed)
+
+
+def _report_order(f: CheckFinding) -> tuple[str, int, int, str]:
+    """File, line, worst first, rule id."""
+    return (f.file, f.line or 0, SEVERITY_ORDER[f.severity], f.id)
 
 
 _Found = TypeVar("_Found", CheckFinding, Suppressed)
