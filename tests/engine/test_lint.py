@@ -364,7 +364,7 @@ def test_a_misspelt_key_gets_the_key_the_kernel_has(kb: KnowledgeBase) -> None:
     assert nearest_key("net.ipv4.conf.eth0.rp_fliter", names) == "net.ipv4.conf.eth0.rp_filter"
     assert nearest_key("fs.protected_symlink", names) == "fs.protected_symlinks"
     for real in (
-        "net.ipv4.udp_mem",
+        "net.ipv4.udp_rmem_min",
         "net.ipv4.conf.all.send_redirects",
         "net.ipv4.conf.all.arp_ignore",
         "net.netfilter.nf_conntrack_acct",
