@@ -273,6 +273,7 @@ COMMANDS: tuple[Command, ...] = (
                 metavar="RULES",
                 many=True,
             ),
+            **KNOWLEDGE_DIRS,  # a rules directory's check/ folder adds check rules
         },
         fast=FAST,
     ),

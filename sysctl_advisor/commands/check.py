@@ -54,6 +54,8 @@ def check(
     ignore: list[str] | None = None,
     warn: list[str] | None = None,
     error: list[str] | None = None,
+    rules_dir: list[Path] | None = None,
+    profiles_dir: list[Path] | None = None,
 ) -> int:
     from sysctl_advisor.outputs import formats
     from sysctl_advisor.outputs.check_report import render_check, wants_color
@@ -68,7 +70,7 @@ def check(
         raise InputError("a profile parameter needs --profile", field="--set")
     files = _output_files(output, [path for _, path in extra])
     try:
-        kb = load_knowledge()
+        kb = load_knowledge(rules_dir, profiles_dir)
         tuned = tuning(kb.check_rules, select, ignore, warn, error)
         rules = {i: rule for i, rule in kb.check_rules.items() if i in tuned.selected}
         report = check_paths(

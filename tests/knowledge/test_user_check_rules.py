@@ -62,3 +62,34 @@ def test_a_user_check_rule_meets_the_same_schema(tmp_path: Path) -> None:
         result = CliRunner().invoke(app, ["rules", "--rules-dir", str(rules)])
         assert result.exit_code == 2, (words, result.stdout)
         assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_check_runs_a_rules_dir_check_rule_on_the_files(tmp_path: Path) -> None:
+    rules = _dir(tmp_path, "site-somaxconn-floor.yaml", RULE)
+    conf = tmp_path / "90-site.conf"
+    conf.write_text("net.core.somaxconn = 128\n")
+    found = CliRunner().invoke(app, ["check", str(conf), "--rules-dir", str(rules)])
+    assert "check.site-somaxconn-floor" in found.stdout and found.exit_code == 0  # a warning
+    failed = CliRunner().invoke(
+        app, ["check", str(conf), "--rules-dir", str(rules), "--fail-on", "warning"]
+    )
+    assert failed.exit_code == 1
+    conf.write_text("net.core.somaxconn = 4096\n")
+    quiet = CliRunner().invoke(app, ["check", str(conf), "--rules-dir", str(rules)])
+    assert quiet.exit_code == 0 and "check.site-somaxconn-floor" not in quiet.stdout
+
+
+def test_a_user_check_rule_runs_in_the_sandbox(tmp_path: Path) -> None:
+    """An expression reaching for Python internals is refused when it runs: one line, exit 2,
+    naming the line checked and the rule, never a traceback."""
+    escape = RULE.replace('numbers[0] < 4096"', 'numbers.__class__.__mro__"')
+    rules = _dir(tmp_path, "escape.yaml", escape)
+    conf = tmp_path / "90-site.conf"
+    conf.write_text("net.core.somaxconn = 128\n")
+    result = CliRunner().invoke(app, ["check", str(conf), "--rules-dir", str(rules)])
+    assert result.exit_code == 2, result.stdout
+    assert (
+        "check.site-somaxconn-floor" in result.stderr and "refused by the sandbox" in result.stderr
+    )
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
