@@ -19,8 +19,7 @@ from sysctl_advisor.engine.plan_builder import build_plan  # noqa: E402
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase  # noqa: E402
 from sysctl_advisor.outputs import formats  # noqa: E402
 from sysctl_advisor.outputs.plan_render import Renderer  # noqa: E402
-from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, load_facts  # noqa: E402
-from tests.outputs.test_varied_hosts import HOSTS, TABLE  # noqa: E402
+from tests.outputs.test_varied_hosts import every_host  # noqa: E402
 
 SECTIONS = {"# Findings:": "findings", "# Outside sysctl": "outside sysctl",
             "# Already covered": "covered by the default", "# Notes:": "notes",
@@ -30,15 +29,7 @@ SECTIONS = {"# Findings:": "findings", "# Outside sysctl": "outside sysctl",
 def main() -> None:
     kb = KnowledgeBase.load()
     renderer = Renderer(kb.catalog)
-    plans = [
-        build_plan(kb, load_facts(EXAMPLES / f"{h}.yaml"), p, EXAMPLE_PARAMS.get(h, {}))
-        for h, p in EXAMPLE_PROFILES.items()
-    ] + [
-        build_plan(
-            kb, load_facts(HOSTS / f"{s}.yaml"), p, dict(w.split("=", 1) for w in ws.split())
-        )
-        for s, p, ws in TABLE
-    ]
+    plans = [build_plan(kb, facts, p, params) for _, facts, p, params in every_host()]
     settings = sum(len(plan.settings) for plan in plans)
     print(f"{len(plans)} plans, {settings} settings")
     for detail in formats.DETAIL:

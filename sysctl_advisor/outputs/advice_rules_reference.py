@@ -129,6 +129,11 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def case_params(params: dict[Any, Any]) -> dict[str, str]:
+    """A rule case's parameters as `--set` gives them (YAML's true as "true")."""
+    return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in params.items()}
+
+
 def case_facts(facts: dict[str, Any] | None) -> dict[str, Any]:
     """A rule case's facts merged onto BASE_FACTS (nested mappings merged key by key)."""
     return _merge(BASE_FACTS, facts or {})
@@ -153,10 +158,7 @@ def firing_case(cases_dir: Path, rule_id: str) -> Example | None:
             name=str(case.get("name", "")),
             facts=facts,
             profile=str(profile or "base"),
-            params={
-                str(k): str(v).lower() if isinstance(v, bool) else str(v)
-                for k, v in (params or {}).items()
-            },
+            params=case_params(params or {}),
             source=f"tests/cases/{path.name}",
         )
     return None

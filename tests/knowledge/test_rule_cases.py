@@ -26,7 +26,7 @@ from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import facts_from_data
 from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.model.model_base import Field, Record, model, validate
-from sysctl_advisor.outputs.advice_rules_reference import case_facts  # onto the cases' plain host
+from sysctl_advisor.outputs.advice_rules_reference import case_facts, case_params
 from sysctl_advisor.sources.sysctl_files import read_file, read_tree
 from tests.conftest import TESTS
 
@@ -119,8 +119,7 @@ def test_case(kb: KnowledgeBase, rule_id: str, case: Case, tmp_path: Path) -> No
         assert (rule_id in _check_ids(kb, case, tmp_path)) == case.fires, case.conf
         return
     facts = facts_from_data(case_facts(case.facts))
-    params = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in case.params.items()}
-    plan = build_plan(kb, facts, case.profile or "base", params)
+    plan = build_plan(kb, facts, case.profile or "base", case_params(case.params))
     fired = (
         any(rule_id in s.rules + s.capped_by for s in plan.settings)
         or any(rule_id in u.rules for u in plan.unchanged)

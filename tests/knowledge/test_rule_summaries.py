@@ -21,10 +21,9 @@ from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.rules import RuleResult
 from sysctl_advisor.model.host_facts import facts_from_data
-from sysctl_advisor.outputs.advice_rules_reference import case_facts
-from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, load_facts
+from sysctl_advisor.outputs.advice_rules_reference import case_facts, case_params
 from tests.knowledge.test_rule_cases import FILES
-from tests.outputs.test_varied_hosts import HOSTS, TABLE
+from tests.outputs.test_varied_hosts import every_host
 
 MOST = 200
 # A full stop (or ! ?) then a space and a capital starts a second sentence. These summaries
@@ -58,16 +57,9 @@ def _runs() -> Iterator[tuple[str, Any, str, dict[str, str]]]:
     for case_file in FILES:
         for case in case_file.cases:
             facts = facts_from_data(case_facts(case.facts))
-            params = {
-                k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in case.params.items()
-            }
-            yield f"case {case_file.rule}: {case.name}", facts, case.profile or "base", params
-    for stem, profile, words in TABLE:
-        params = dict(word.split("=", 1) for word in words.split())
-        yield f"host {stem}", load_facts(HOSTS / f"{stem}.yaml"), profile, params
-    for host, profile in EXAMPLE_PROFILES.items():
-        facts = load_facts(EXAMPLES / f"{host}.yaml")
-        yield f"example {host}", facts, profile, EXAMPLE_PARAMS.get(host, {})
+            where = f"case {case_file.rule}: {case.name}"
+            yield where, facts, case.profile or "base", case_params(case.params)
+    yield from every_host()
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,7 @@ from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.plan import Plan
 from sysctl_advisor.outputs.plan_render import Renderer, rendered_settings
-from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, load_facts
-from tests.outputs.test_varied_hosts import HOSTS, TABLE
+from tests.outputs.test_varied_hosts import every_host
 
 # Lines of the default conf per setting, over all these plans: 24.5 before issue 34, 13.3 after
 # (the issue asked for 8: docs/outputs.md gives the figures of the layouts tried). A guard
@@ -23,15 +22,7 @@ NOTHING = "# No setting needs to change for this host and profile."
 
 
 def _plans(kb: KnowledgeBase) -> list[tuple[str, Plan]]:
-    plans = []
-    for host, profile in EXAMPLE_PROFILES.items():
-        facts = load_facts(EXAMPLES / f"{host}.yaml")
-        plans.append((host, build_plan(kb, facts, profile, EXAMPLE_PARAMS.get(host, {}))))
-    for stem, profile, params in TABLE:
-        facts = load_facts(HOSTS / f"{stem}.yaml")
-        overrides = dict(word.split("=", 1) for word in params.split())
-        plans.append((stem, build_plan(kb, facts, profile, overrides)))
-    return plans
+    return [(name, build_plan(kb, f, profile, params)) for name, f, profile, params in every_host()]
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ of each says what it stands for)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,8 @@ import yaml
 from typer.testing import CliRunner
 
 from sysctl_advisor.cli import app
-from tests.conftest import TESTS
+from sysctl_advisor.model.host_facts import HostFacts
+from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, TESTS, load_facts
 
 HOSTS = TESTS / "fixtures" / "hosts-varied"
 
@@ -85,6 +87,17 @@ TABLE: list[tuple[str, str, str]] = [
 KNOWN_BUGS: dict[str, str] = {}  # host stem -> the advisor bug it shows (strict xfail)
 
 runner = CliRunner()
+
+
+def every_host() -> Iterator[tuple[str, HostFacts, str, dict[str, str]]]:
+    """(name, facts, profile, parameters) of the examples with their golden profiles, then of
+    every row of TABLE: the hosts the conf's length and the rules' summaries are judged on."""
+    for host, profile in EXAMPLE_PROFILES.items():
+        facts = load_facts(EXAMPLES / f"{host}.yaml")
+        yield f"example {host}", facts, profile, dict(EXAMPLE_PARAMS.get(host, {}))
+    for stem, profile, words in TABLE:
+        params = dict(word.split("=", 1) for word in words.split())
+        yield f"host {stem}", load_facts(HOSTS / f"{stem}.yaml"), profile, params
 
 
 def _sets(params: str) -> list[str]:
