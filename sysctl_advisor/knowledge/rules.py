@@ -38,7 +38,18 @@ _PLANNED_ALIAS = re.compile(r"\bplanned\.([A-Za-z_]\w*)")
 # `planned` alone as a truth test ("if planned", "and planned"): says which pass this is
 _PLANNED_TEST = re.compile(r"\b(?:if|and|or|not)\s+planned\b(?!\s*\.)")
 _PARAMETER = re.compile(r"\bparams\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*['\"]([^'\"]+)['\"]\s*\])")
+# what is code in a field: a string literal is not, nor a template's prose outside {{ }}/{% %}
+_STRING = re.compile(r"'[^'\\]*(?:\\.[^'\\]*)*'|\"[^\"\\]*(?:\\.[^\"\\]*)*\"")
+_TEMPLATE_CODE = re.compile(r"\{\{(.*?)\}\}|\{%(.*?)%\}", re.DOTALL)
 C = TypeVar("C", Expression, Text)
+
+
+def code_of(source: str, template: bool) -> str:
+    """An expression's code, or a template's `{{ }}` and `{% %}` parts (its prose is not
+    code), string literals blanked: what a rule reads is found here, not in its words."""
+    if template:
+        source = " ".join(a or b for a, b in _TEMPLATE_CODE.findall(source))
+    return _STRING.sub("''", source)
 RULE_ID = r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$"
 
 
@@ -198,11 +209,15 @@ class Rule:
                     f"unknown key {finding.key!r}", path=path, field=f"findings[{i}].key"
                 )
         self.keys: dict[str, CatalogKey] = {k: catalog.keys[k] for k in (*spec.set, *spec.cap)}
-        # every expression and template of the rule, by field (for the parameters check)
+        # every expression and template of the rule, by field (for the parameters check), and
+        # the code in each (what it reads of `planned`, the facts, the kernel model)
         self.sources: list[tuple[str, str]] = []
+        self.code: list[tuple[str, str]] = []
+        self._aliases = catalog.by_alias
 
         def compiled(make: Callable[[str], C], source: str, where: str) -> C:
             self.sources.append((where, source))
+            self.code.append((where, code_of(source, make == compiler.template)))
             try:
                 return make(source)
             except ExpressionError as exc:
@@ -263,17 +278,20 @@ class Rule:
     def reads_planned(self) -> bool:
         """Whether the rule reads `planned` (the values the plan ends with), and so runs again
         once the other rules' wants and caps are resolved."""
-        return any(_PLANNED.search(source) for _, source in self.sources)
+        return any(_PLANNED.search(code) for _, code in self.code)
 
     @functools.cached_property
     def planned_aliases(self) -> frozenset[str] | None:
         """The catalog aliases the rule reads as `planned.ALIAS`; None when it reads `planned`
-        some other way (then every key is resolved for it)."""
-        named = {m[1] for _, source in self.sources for m in _PLANNED_ALIAS.finditer(source)}
-        uses = sum(len(_PLANNED.findall(source)) for _, source in self.sources)
-        dotted = sum(len(_PLANNED_ALIAS.findall(source)) for _, source in self.sources)
-        bare = sum(len(_PLANNED_TEST.findall(source)) for _, source in self.sources)
-        return frozenset(named) if uses == dotted + bare else None
+        some other way, or an attribute that is no alias (`planned.get(...)`): then every key
+        is resolved for it."""
+        named = {m[1] for _, code in self.code for m in _PLANNED_ALIAS.finditer(code)}
+        uses = sum(len(_PLANNED.findall(code)) for _, code in self.code)
+        dotted = sum(len(_PLANNED_ALIAS.findall(code)) for _, code in self.code)
+        bare = sum(len(_PLANNED_TEST.findall(code)) for _, code in self.code)
+        if uses != dotted + bare or any(name not in self._aliases for name in named):
+            return None
+        return frozenset(named)
 
     def parameters_read(self) -> list[tuple[str, str]]:
         """(field, name) of every profile parameter the rule reads by name (`params.NAME`,

@@ -62,9 +62,6 @@ _CATALOG_VIEWS = {"current", "default", "planned"}  # catalog keys by alias
 _BARE = {"observed", "services", "nics", "listeners", "page_size", "kubernetes"}
 _NAMES = "|".join(name for _, names in _GROUPS for name in names)
 _READ = re.compile(rf"(?<![\w.'\"])({_NAMES})\b(?:\s*\.\s*([A-Za-z_]\w*))?")
-_STRING = re.compile(r"'[^'\\]*(?:\\.[^'\\]*)*'|\"[^\"\\]*(?:\\.[^\"\\]*)*\"")
-_TEMPLATE_CODE = re.compile(r"\{\{(.*?)\}\}|\{%(.*?)%\}", re.DOTALL)
-_TEMPLATE_FIELDS = ("message", "setting", "rationale", "target", "summary")
 
 
 def _references(kb: KnowledgeBase, spec: RuleSpec) -> list[str]:
@@ -79,23 +76,13 @@ def _references(kb: KnowledgeBase, spec: RuleSpec) -> list[str]:
     return out
 
 
-def _code(where: str, source: str) -> str:
-    """The expression code of one field: a template's `{{ }}` and `{% %}` parts only (its
-    prose is not code), string literals blanked."""
-    if where.split(".")[0].split("[")[0] in _TEMPLATE_FIELDS or where.endswith(
-        tuple(f".{f}" for f in _TEMPLATE_FIELDS)
-    ):
-        source = " ".join(a or b for a, b in _TEMPLATE_CODE.findall(source))
-    return _STRING.sub("''", source)
-
-
 def reads(rule: Rule) -> dict[str, list[str]]:
     """What the rule reads of the host and the kernel model, by group: `observed.orphans_peak`,
     `host.lowmem_bytes`, `current.somaxconn`... (variables named in its expressions and in the
     code of its templates; profile parameters are `Rule.parameters_read`)."""
     found: dict[str, set[str]] = {name: set() for name in _NAMES.split("|")}
-    for where, source in rule.sources:
-        for name, attribute in _READ.findall(_code(where, source)):
+    for _, code in rule.code:
+        for name, attribute in _READ.findall(code):
             if attribute:
                 found[name].add(f"{name}.{attribute}")
             elif name in _BARE:

@@ -95,3 +95,35 @@ def test_a_value_in_force_the_key_cannot_hold_is_said_and_not_kept(
     assert key not in {s.key for s in plan.settings}
     control = {**host, "sysctl": {key: valid} if valid is not None else {}}
     assert key in {s.key for s in build_plan(kb, facts_from_data(control), profile).settings}
+
+
+def _rule(tmp_path: Path, lets: str, rationale: str) -> object:
+    rules = tmp_path / "rules" / "site"
+    rules.mkdir(parents=True)
+    (rules / "probe.yaml").write_text(
+        "id: site.probe\ntitle: t\ndescription: d\n"
+        f"let:\n{lets}\nset: {{net.core.somaxconn: 'want'}}\n"
+        f"rationale: {rationale}\nreferences: [linux-6-18-doc-ip-sysctl]\n"
+    )
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "site.yaml").write_text(
+        "name: site\nsummary: s\ndescription: d\nextends: base\nrules: [site.probe]\n"
+    )
+    return KnowledgeBase.load([tmp_path / "rules"], [profiles]).rules["site.probe"]
+
+
+def test_planned_read_through_a_method_resolves_every_key(tmp_path: Path) -> None:
+    """`planned.get(...)` names no alias: the rule is rerun on any move, not on an alias
+    `get` that never moves (its first-pass value would stay in the plan)."""
+    rule = _rule(tmp_path, "  want: \"planned.get('somaxconn', 4096) if planned else 4096\"", "'r'")
+    assert rule.reads_planned and rule.planned_aliases is None  # type: ignore[attr-defined]
+
+
+def test_the_word_planned_in_prose_or_a_string_is_not_a_read(tmp_path: Path) -> None:
+    rule = _rule(
+        tmp_path,
+        '  note: "\'the value planned\'"\n  want: "4096"',
+        "'{{ want }} connections, as planned for this host'",
+    )
+    assert not rule.reads_planned  # type: ignore[attr-defined]
