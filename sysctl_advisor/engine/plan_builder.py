@@ -27,6 +27,7 @@ from sysctl_advisor.knowledge.expression_budget import new_budget
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.rules import RuleResult
 from sysctl_advisor.knowledge.servers import rule_listens
+from sysctl_advisor.knowledge.sources import citation_parts
 from sysctl_advisor.knowledge.values import Value, conf_text, human, numbers, parse_current
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.plan import (
@@ -435,7 +436,7 @@ def _references(kb: KnowledgeBase, settings: list[Setting]) -> list[PlanReferenc
     found: dict[str, PlanReference] = {}
     for setting in settings:
         for citation in setting.references:
-            source_id = citation.partition(":")[0]
+            source_id, _ = citation_parts(citation)
             known = kb.sources.references.get(source_id)
             if known is not None and source_id not in found:
                 found[source_id] = PlanReference(known.id, known.citation, known.url)
@@ -650,8 +651,10 @@ def _explained(
     for ref in (r for refs in cited.values() for r in refs):
         if ref not in references:
             references.append(ref)
-    for ref in item.spec.references:
-        if not any(r.startswith(ref) for r in references):
+    cited_ids = {citation_parts(r)[0] for r in references}
+    for ref in item.spec.references:  # the catalog's, unless cited already or more precisely
+        source_id, at = citation_parts(ref)
+        if ref not in references and (at is not None or source_id not in cited_ids):
             references.append(ref)
     return Explained("\n".join(paragraphs + lines), "\n".join(summaries + lines), references, cited)
 

@@ -50,6 +50,8 @@ def code_of(source: str, template: bool) -> str:
     if template:
         source = " ".join(a or b for a, b in _TEMPLATE_CODE.findall(source))
     return _STRING.sub("''", source)
+
+
 RULE_ID = r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$"
 
 

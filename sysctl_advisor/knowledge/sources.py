@@ -11,6 +11,7 @@ own `catalog/sources.yaml` for the documents its rules cite; an id already shipp
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -171,9 +172,10 @@ class Sources:
                     field=f"{field}[{i}]",
                 )
 
-    def describe(self, citation: str) -> str:
-        """A citation in words: the source, where in it, and its address."""
+    def describe(self, citation: str, escape: Callable[[str], str] = str) -> str:
+        """A citation in words: the source and where in it (through `escape`, for the format
+        it goes into), then its address (an http(s) URL with no space, quote or bracket)."""
         source_id, at = citation_parts(citation)
         ref = self.references[source_id]
         where = f": {at}" if at else ""
-        return f"{ref.citation}{where}" + (f" <{ref.url}>" if ref.url else "")
+        return escape(f"{ref.citation}{where}") + (f" <{ref.url}>" if ref.url else "")

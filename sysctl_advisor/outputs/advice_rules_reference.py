@@ -26,7 +26,6 @@ import yaml
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.rules import RULE_ID, Rule, RuleSpec
-from sysctl_advisor.knowledge.sources import citation_parts
 from sysctl_advisor.model.directories import UntrustedDirectory, open_directory, replace_file
 from sysctl_advisor.model.documents import parse_document, read_text
 from sysctl_advisor.model.errors import InputError
@@ -65,15 +64,8 @@ _READ = re.compile(rf"(?<![\w.'\"])({_NAMES})\b(?:\s*\.\s*([A-Za-z_]\w*))?")
 
 
 def _references(kb: KnowledgeBase, spec: RuleSpec) -> list[str]:
-    """The rule's references as the page lists them, one per item: the source and where in
-    it (Markdown, escaped), then its address (a catalogued http(s) URL, no space or bracket)."""
-    out = []
-    for citation in spec.references:
-        source_id, at = citation_parts(citation)
-        ref = kb.sources.references[source_id]
-        text = md_text(ref.citation + (f": {at}" if at else ""))
-        out.append(text + (f" <{ref.url}>" if ref.url else ""))
-    return out
+    """The rule's references as the page lists them, one per item (Markdown, escaped)."""
+    return [kb.sources.describe(citation, md_text) for citation in spec.references]
 
 
 def reads(rule: Rule) -> dict[str, list[str]]:

@@ -12,6 +12,7 @@ import sys
 from sysctl_advisor.knowledge.check_rules import CheckRule
 from sysctl_advisor.knowledge.sources import Sources
 from sysctl_advisor.outputs.check_report import _anchor  # the anchors help links point to
+from sysctl_advisor.outputs.markdown_text import md_text
 
 
 def _block(text: str) -> str:
@@ -55,7 +56,7 @@ def render_reference(rules: dict[str, CheckRule], sources: Sources | None = None
             out += ["References: " + "; ".join(spec.references)]
         else:
             out += ["References:", ""]
-            out += [f"- {sources.describe(c)}" for c in spec.references]
+            out += [f"- {sources.describe(c, md_text)}" for c in spec.references]
     return "\n".join(out) + "\n"
 
 

@@ -15,6 +15,7 @@ from sysctl_advisor import __version__
 from sysctl_advisor.cache.code import TemplateCodeCache, code_cache_name
 from sysctl_advisor.knowledge.catalog import Catalog, CatalogKey
 from sysctl_advisor.knowledge.resources import data_dir
+from sysctl_advisor.knowledge.sources import citation_parts
 from sysctl_advisor.knowledge.values import human, parse_current
 from sysctl_advisor.model.documents import dump_json
 from sysctl_advisor.model.kernel_version import KernelRange
@@ -222,7 +223,7 @@ def _cited_summary(s: Setting, known: dict[str, Any], numbers: dict[str, int]) -
     every: list[int] = []
     for line in s.summary.split("\n"):
         rule = line[1 : line.find("] ")] if line.startswith("[") and "] " in line else None
-        ids = [c.partition(":")[0] for c in s.cited.get(rule, [])] if rule else []
+        ids = [citation_parts(c)[0] for c in s.cited.get(rule, [])] if rule else []
         cited = [numbers.setdefault(i, len(numbers) + 1) for i in dict.fromkeys(ids) if i in known]
         out.append(f"{line} [{_numbers(cited)}]" if cited else line)
         every += [n for n in cited if n not in every]
