@@ -371,6 +371,9 @@ def test_a_misspelt_key_gets_the_key_the_kernel_has(kb: KnowledgeBase) -> None:
         "kernel.msgmax",
     ):
         assert nearest_key(real, names) is None, real
+    # a real key one letter from another is listed, never taken for a slip: telling a
+    # tcp_dsack line "did you mean tcp_sack?" would turn SACK off
+    assert nearest_key("net.ipv4.tcp_dsack", names) == "net.ipv4.tcp_dsack"
     # the release that added a key counts: 4.14 has no protected_regular to mean
     old = kb.catalog.kernel_keys(KernelVersion.parse("4.14.0"))
     assert nearest_key("fs.protected_regula", old) is None
