@@ -175,8 +175,12 @@ def check_paths(checker: Checker, paths: list[Path], whole_directory: bool = Fal
     files: list[str] = []
     usable = 0
     linked: set[str] = set()  # files a tree reached through a link (99-sysctl.conf)
+    if sum(str(path) == "-" for path in paths) > 1:
+        raise InputError("standard input can be read once: give `-` once", path="-")
     for path in paths:
         if str(path) == "-":  # `sysctl -a | sysctl-advisor check -`
+            if sys.stdin is None:  # started with standard input closed
+                raise InputError("no standard input to read", path="-")
             config = read_stdin(sys.stdin.buffer, checker.kb.catalog.keys)
         elif path.is_dir():
             config = read_tree(path, checker.kb.catalog.keys)

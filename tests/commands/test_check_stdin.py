@@ -4,6 +4,7 @@ bounded as a file is, and reported under the name <stdin>."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -38,7 +39,7 @@ def test_standard_input_beyond_the_cap_is_one_error(monkeypatch: pytest.MonkeyPa
     result = runner.invoke(app, ["check", "-"], input=big)
     assert result.exit_code == 2
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "-" in lines[0] and "larger than" in lines[0]
+    assert len(lines) == 1 and "error: -: larger than" in lines[0]
     assert "Traceback" not in result.output
 
 
@@ -60,3 +61,19 @@ def test_a_pipe_from_another_process() -> None:
     producer.wait(timeout=HANG_SECONDS)
     assert checked.returncode == 0, checked.stderr  # a warning only
     assert "<stdin>:1" in checked.stdout and "net.ipv4.tcp_keepalive_time" in checked.stdout
+
+
+def test_a_closed_standard_input_and_a_second_dash_are_one_line_errors() -> None:
+    """`check - <&-` has no standard input to read (an internal error, exit 3, before), and
+    `check - -` would read it twice (the second time empty, counted as a file)."""
+    closed = subprocess.run(
+        [sys.executable, "-m", "sysctl_advisor", "check", "-"],
+        capture_output=True,
+        text=True,
+        check=False,
+        preexec_fn=lambda: os.close(0),
+    )
+    assert closed.returncode == 2, closed.stderr
+    assert closed.stderr.count("\n") == 1 and "standard input" in closed.stderr
+    twice = runner.invoke(app, ["check", "-", "-"], input="net.core.somaxconn = 4096\n")
+    assert twice.exit_code == 2 and "standard input" in twice.stderr
