@@ -73,4 +73,8 @@ def test_an_ignore_points_at_the_next_assignment_line() -> None:
 @given(st.text(alphabet="# ;sysctl-advisor:ignore-file[]check.,glob \t\x07é", max_size=300))
 def test_any_comment_is_a_directive_or_one_reason(text: str) -> None:
     found = parse_directive(1, text, IDS)
-    assert isinstance(found, Directive | str)
+    if isinstance(found, Directive):  # a well-formed one: known ids and a printable reason
+        assert found.ids and set(found.ids) <= set(IDS), text
+        assert found.reason.isprintable() and 0 < len(found.reason) <= 200, text
+    else:  # or one reason on one line for check.suppression-malformed
+        assert isinstance(found, str) and "\n" not in found, text
