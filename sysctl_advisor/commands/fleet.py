@@ -123,12 +123,12 @@ class FleetJob:
         shape = self.plans.lookup(self.kb, facts, choice.profile, choice.overrides)
         plan = shape.plan
         command = rebuild_command(choice.profile, path, choice.overrides)
+        if self.detail != "normal":  # part of the command, before any note after it
+            command += f" --detail {self.detail}"
         if self.history is not None:  # the peaks are not in the Ansible facts: say so
             command += (
                 f"  (observed peaks: Prometheus over {self.history.since}, not in these facts)"
             )
-        if self.detail != "normal":
-            command += f" --detail {self.detail}"
         conf = self.renderer.render_for_shape(plan, "conf", command, shape.rendered, self.detail)
         host_vars = self.renderer.render_for_shape(plan, "ansible", command, shape.rendered)
         _write(self.staging / HOST_FILES / f"{host}.conf", conf)

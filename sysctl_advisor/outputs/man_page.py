@@ -133,7 +133,7 @@ def _option_entry(option: ManOption, required: object) -> list[str]:
         said.append(f"At least {_default(option.min)}.")
     if option.default is required:
         said.append("Required.")
-    elif option.default not in (None, False):
+    elif option.default is not None and option.default is not False:  # 0 is a default too
         said.append(f"Default: {_bold(_default(option.default))}.")
     if option.many and not option.argument and "repeatable" not in option.help.lower():
         said.append("Repeatable.")

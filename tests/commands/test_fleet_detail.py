@@ -3,6 +3,7 @@ takes (one declaration in cli_options.py), and its rebuild line says it."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,17 @@ def test_each_host_file_is_written_at_the_level_asked_for(tmp_path: Path, detail
             assert len(comments) >= len(settings) > 0
 
 
-def test_an_unknown_level_is_one_line_and_exit_2(tmp_path: Path) -> None:
+def test_an_unknown_level_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the installed command runs: the fast path's reader and typer's both."""
+    from sysctl_advisor import cli, entry
+
     args = ["fleet", "--ansible-facts", str(TREE), "-p", "base", "--out", str(tmp_path / "o")]
-    result = CliRunner().invoke(app, [*args, "--detail", "terse"])
-    assert result.exit_code == 2 and "terse" in result.stderr
+    for main in (entry.main, cli.main):
+        monkeypatch.setattr(sys, "argv", ["sysctl-advisor", *args, "--detail", "terse"])
+        with pytest.raises(SystemExit) as stopped:
+            main()
+        err = capsys.readouterr().err
+        assert stopped.value.code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "terse" in err and "Traceback" not in err

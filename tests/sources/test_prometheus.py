@@ -231,6 +231,32 @@ def test_fleet_takes_each_hosts_peaks_by_its_instance_label(
     assert "net.ipv4.tcp_max_orphans = 262144 (wanted 40;" in dtn  # kept: default covers it
     instances = {q["query"].split('instance="', 1)[1].split('"')[0] for q in fake.queries[1:]}
     assert instances == {"web-01:9100", "dtn-01:9100"}
+    # with --detail, the rebuild line is still a command, the note after it
+    brief = workdir / "brief"
+    args[-1] = str(brief)
+    result = CliRunner().invoke(
+        app,
+        [
+            *args,
+            "--prometheus",
+            fake.url,
+            "--instance",
+            "{host}:9100",
+            "--since",
+            "7d",
+            "--detail",
+            "brief",
+        ],
+    )
+    assert result.exit_code == 0, result.stderr
+    rebuild = next(
+        line
+        for line in (brief / "host_files" / "web-01.conf").read_text().splitlines()
+        if line.startswith("# rebuild:")
+    )
+    assert rebuild.endswith(
+        "--detail brief  (observed peaks: Prometheus over 7d, not in these facts)"
+    ), rebuild
 
 
 def test_fleet_matches_the_inventory_name_not_the_hostname_a_host_reports(
