@@ -218,6 +218,11 @@ class TuningDaemon(Record):
         description="the file naming the active profiles (`facts` reads them): a profile is "
         "<dir>/<name>/tuned.conf, a later directory's winning, its [main] include= read first",
     )
+    reapplies: list[str] = Field(
+        default_factory=list,
+        description="sysctl files the daemon applies again after its profile (a directory ends "
+        "in /): a key one of them sets wins over the profile; one set elsewhere loses to it",
+    )
     summary: str
     references: list[str] = Field(min_length=1)
 
@@ -414,12 +419,13 @@ class Catalog:
                 return name
         return None
 
-    def tuned_places(self) -> tuple[str, list[str]] | None:
-        """Where tuned keeps its active profile and its profiles, for the collector."""
+    def tuned_places(self) -> tuple[str, list[str], list[str]] | None:
+        """Where tuned keeps its active profile and its profiles, and the sysctl files it
+        applies again after the profile, for the collector."""
         tuned = self.tuning_daemons.get("tuned")
         if tuned is None or tuned.active_profile is None:
             return None
-        return tuned.active_profile, [d.rstrip("/") for d in tuned.profile_dirs]
+        return tuned.active_profile, [d.rstrip("/") for d in tuned.profile_dirs], tuned.reapplies
 
     def is_known(self, key: str) -> bool:
         """Whether the key is one the kernel has that the catalog lists without modelling it

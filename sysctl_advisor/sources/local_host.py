@@ -293,7 +293,7 @@ def _numa_nodes(root: Path) -> int | None:
 
 # A tuning daemon's places: its active-profile file and its profile directories (the catalog's
 # `tuning_daemons`, which the command reading the host passes in).
-TunedPlaces = tuple[str, Sequence[str]]
+TunedPlaces = tuple[str, Sequence[str], Sequence[str]]  # active profile, profile dirs, reapplied
 
 
 def _sysctl_files(
@@ -308,8 +308,9 @@ def _sysctl_files(
 
     keys = tuple(keys)
     by_tuned: dict[str, str] = {}
+    reapplied: Sequence[str] = ()
     if tuned is not None:
-        active, dirs = tuned
+        active, dirs, reapplied = tuned
         by_tuned = tuned_sysctls(
             lambda path: _read(path, root, strip=False), root, active, dirs, keys
         )
@@ -318,10 +319,22 @@ def _sysctl_files(
     try:
         config = read_tree(root, keys)
     except InputError:
-        return None
+        return by_tuned or None
     wanted = set(keys)
     files = {k: v.source for k, v in config.values.items() if k in wanted}
-    return {**by_tuned, **files}
+    # tuned applies some files again after its profile: those win over it, the rest lose
+    return {
+        **{k: v for k, v in files.items() if k not in by_tuned},
+        **by_tuned,
+        **{k: v for k, v in files.items() if k in by_tuned and _reapplied(v, reapplied)},
+    }
+
+
+def _reapplied(source: str, reapplied: Sequence[str]) -> bool:
+    """Whether a sysctl file ("path:line", relative to the tree read) is one tuned applies
+    again after its profile."""
+    path = "/" + (source.rpartition(":")[0] or source).lstrip("/")
+    return any(path == r or (r.endswith("/") and path.startswith(r)) for r in reapplied)
 
 
 def _services(root: Path) -> dict[str, Any]:

@@ -93,6 +93,26 @@ def test_a_sysctl_d_file_wins_over_the_profile(tmp_path: Path) -> None:
     assert files[RMEM] == "/usr/lib/tuned/network-throughput/tuned.conf:7"
 
 
+def test_a_vendor_sysctl_d_file_loses_to_the_profile(tmp_path: Path) -> None:
+    """tuned applies again only /run/sysctl.d, /etc/sysctl.d and /etc/sysctl.conf
+    (plugin_sysctl.py _apply_system_sysctl): a key a /usr/lib/sysctl.d file sets and the
+    profile sets too holds the profile's value, so tuned set it."""
+    root = _tuned_tree(tmp_path)
+    (root / "usr/lib/sysctl.d").mkdir(parents=True, exist_ok=True)
+    (root / "usr/lib/sysctl.d/50-vendor.conf").write_text(
+        "net.core.somaxconn = 1024\nnet.ipv4.tcp_rmem = 4096 87380 6291456\n"
+        "net.core.netdev_max_backlog = 2000\n"
+    )
+    kb = KnowledgeBase.load()
+    files = collect_data(kb.catalog.read_keys(), root, tuned=kb.catalog.tuned_places())[
+        "sysctl_files"
+    ]
+    assert files[SOMAXCONN] == "/usr/lib/tuned/throughput-performance/tuned.conf:5"
+    assert files[RMEM] == "/usr/lib/tuned/network-throughput/tuned.conf:7"
+    # a key the profile does not set keeps the file that set it
+    assert files["net.core.netdev_max_backlog"].endswith("usr/lib/sysctl.d/50-vendor.conf:3")
+
+
 def test_hostile_profile_names_and_include_loops_stay_bounded(tmp_path: Path) -> None:
     """A profile name is a directory name, never a path (`../../etc/shadow`); an include loop
     or a self-include ends; a link out of a copied tree is not read."""
