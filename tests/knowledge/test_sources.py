@@ -169,17 +169,17 @@ def test_a_rules_dir_brings_its_own_sources(tmp_path: Path) -> None:
         ),
         # an address is http(s) with no quote, space or angle bracket a renderer would carry
         (
-            "sources:\n  bad-url:\n    title: T\n    url: 'javascript:alert(1)'\n",
-            "url",
+            "sources:\n  hostile-a:\n    title: T\n    url: 'javascript:alert(1)'\n",
+            "hostile-a.url:",
         ),
         (
-            "sources:\n  bad-url:\n    title: T\n    url: 'https://x.org/a\"><script>'\n",
-            "url",
+            "sources:\n  hostile-b:\n    title: T\n    url: 'https://x.org/a\"><script>'\n",
+            "hostile-b.url:",
         ),
         # text is one plain line: a newline cannot carry a setting into a rendered file
         (
-            'sources:\n  bad-title:\n    title: "x\\nnet.core.somaxconn = 1"\n    site: s\n',
-            "title",
+            'sources:\n  hostile-c:\n    title: "x\\nnet.core.somaxconn = 1"\n    site: s\n',
+            "title: one line",
         ),
         (
             "sources:\n  ../../etc:\n    title: T\n    site: s\n",
