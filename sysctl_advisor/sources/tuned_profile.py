@@ -34,22 +34,27 @@ def tuned_sysctls(
     when tuned is not installed or no profile is active."""
     wanted = set(keys)
     found: dict[str, str] = {}
-    loaded: set[str] = set()
+    loaded: set[str] = set()  # profile files read: tuned's locator skips a file read already
 
     def text_of(host_path: str) -> str | None:
         return read(root / host_path.lstrip("/"))
 
     def load(name: str) -> None:
-        if name in loaded or len(loaded) >= MAX_PROFILES or not _NAME.fullmatch(name):
+        name = name[1:] if name.startswith("-") else name  # include=-NAME: only if it exists
+        if len(loaded) >= MAX_PROFILES or not _NAME.fullmatch(name):
             return
-        loaded.add(name)
-        for directory in reversed(profile_dirs):  # a later directory wins
+        # a later directory wins; one whose file is read already gives way to the next, so
+        # /etc/tuned/X with include=X extends the shipped X (locator.get_config(skip_files))
+        for directory in reversed(profile_dirs):
             path = posixpath.join(directory, name, "tuned.conf")
+            if path in loaded:
+                continue
             text = text_of(path)
             if text is not None:
                 break
         else:
             return
+        loaded.add(path)
         section = None
         includes: list[str] = []
         sets: list[tuple[str, str]] = []

@@ -93,6 +93,32 @@ def test_a_sysctl_d_file_wins_over_the_profile(tmp_path: Path) -> None:
     assert files[RMEM] == "/usr/lib/tuned/network-throughput/tuned.conf:7"
 
 
+def test_an_etc_profile_extending_the_shipped_one_of_its_name_keeps_both(tmp_path: Path) -> None:
+    """tuned's documented customisation: /etc/tuned/X/tuned.conf with include=X reads the
+    shipped X too (the locator skips the file already read), and include=-NAME is an include
+    that may be missing, not a name to refuse."""
+    root = _tuned_tree(tmp_path)
+    _profile(
+        root,
+        "/etc/tuned",
+        "network-throughput",
+        "[main]\ninclude=-absent-profile, network-throughput\n\n[sysctl]\n"
+        "net.ipv4.tcp_rmem=4096 87380 33554432\n",
+    )
+    kb = KnowledgeBase.load()
+    files = collect_data(kb.catalog.read_keys(), root, tuned=kb.catalog.tuned_places())[
+        "sysctl_files"
+    ]
+    assert files[RMEM] == "/etc/tuned/network-throughput/tuned.conf:5"
+    assert files[WMEM] == "/usr/lib/tuned/network-throughput/tuned.conf:8"
+    assert files[SOMAXCONN] == "/usr/lib/tuned/throughput-performance/tuned.conf:5"
+    _profile(root, "/etc/tuned", "network-throughput", "[main]\ninclude=-throughput-performance\n")
+    files = collect_data(kb.catalog.read_keys(), root, tuned=kb.catalog.tuned_places())[
+        "sysctl_files"
+    ]
+    assert files[SOMAXCONN] == "/usr/lib/tuned/throughput-performance/tuned.conf:5"
+
+
 def test_a_vendor_sysctl_d_file_loses_to_the_profile(tmp_path: Path) -> None:
     """tuned applies again only /run/sysctl.d, /etc/sysctl.d and /etc/sysctl.conf
     (plugin_sysctl.py _apply_system_sysctl): a key a /usr/lib/sysctl.d file sets and the
