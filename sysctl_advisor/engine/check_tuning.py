@@ -66,13 +66,24 @@ def _matches(selector: str, rule_id: str) -> bool:
     return rule_id == selector or (rule_id.startswith(selector) and rule_id[len(selector)] in ".-")
 
 
+def nearest_name(word: str, names: list[str]) -> str | None:
+    """The name among `names` closest to `word` (difflib's ratio, at least 0.6), or None."""
+    found = difflib.get_close_matches(word, [str(n) for n in names], n=1)
+    return found[0] if found else None
+
+
+def _did_you_mean(word: str, names: list[str]) -> str:
+    close = nearest_name(word, names)
+    return f" (did you mean {close}?)" if close else ""
+
+
 def _named(selector: str, ids: Iterable[str], where: str) -> set[str]:
     ids = list(ids)
     named = {rule_id for rule_id in ids if _matches(selector, rule_id)}
     if not named:
-        close = difflib.get_close_matches(selector, ids, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        raise InputError(f"{selector!r} names no check rule{hint}", field=where)
+        raise InputError(
+            f"{selector!r} names no check rule{_did_you_mean(selector, ids)}", field=where
+        )
     return named
 
 
@@ -152,8 +163,7 @@ def parse_directive(line: int, text: str, known: Iterable[str]) -> Directive | s
     known = set(known)
     unknown = [rule_id for rule_id in ids if rule_id not in known]
     if unknown:
-        close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
+        hint = _did_you_mean(unknown[0], sorted(known))
         return f"{spelled}: no check rule {', '.join(unknown)}{hint}"
     return Directive(line, kind == "ignore-file", ids, reason)
 

@@ -11,13 +11,17 @@ they accept, and are themselves reported when malformed or unused.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import fnmatch
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from sysctl_advisor.engine.check_tuning import Directive, parse_directive, with_targets
+from sysctl_advisor.engine.check_tuning import (
+    Directive,
+    nearest_name,
+    parse_directive,
+    with_targets,
+)
 from sysctl_advisor.knowledge.catalog import KernelContext, parse_ports
 from sysctl_advisor.knowledge.check_rules import CheckRule
 from sysctl_advisor.knowledge.expression_budget import new_budget
@@ -180,12 +184,6 @@ def nearest_key(key: str, names: list[str]) -> str | None:
         if distance <= limit and (best is None or distance < best[0]):
             best = (distance, name)
     return best[1] if best is not None else None
-
-
-def nearest_name(word: str, names: list[str]) -> str | None:
-    """The name among `names` closest to `word` (difflib's ratio, at least 0.6), or None."""
-    found = difflib.get_close_matches(word, [str(n) for n in names], n=1)
-    return found[0] if found else None
 
 
 class _LineError(Exception):
