@@ -14,10 +14,9 @@ def inside(root: Path, path: Path) -> bool:
     """Whether `path`, with every symlink in it resolved, lies within `root` (resolved)."""
     try:
         real_root = os.path.realpath(root)
-        real = os.path.realpath(path)
     except (OSError, ValueError):
         return False
-    return os.path.commonpath([real_root, real]) == real_root
+    return within((real_root,), path)
 
 
 def within(real_roots: tuple[str, ...], path: Path) -> bool:
