@@ -13,7 +13,6 @@ import pickle
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,13 +55,29 @@ def _env(**values: str) -> dict[str, str]:
 KINDS = ("specs", "facts", "expressions", "templates")
 
 
-def _plant_tree(private: Path, marker: Path, kinds: tuple[str, ...] = KINDS) -> None:
+@pytest.fixture(scope="module")
+def cache_keys() -> dict[str, list[str]]:
+    """The private cache's files after a clean run of `recommend --facts DCACHE -p gridftp`,
+    each with the keys it holds: what `_plant_tree` replaces. Read-only, so taken once for the
+    module (a clean run compiles every expression: the costly part of each test's setup)."""
+    with tempfile.TemporaryDirectory() as clean:
+        made = _run(_env(SYSCTL_ADVISOR_CACHE=clean), "recommend", "--facts", DCACHE, "-p",
+                    "gridftp")  # fmt: skip
+        assert made.returncode == 0, made.stderr
+        files = sorted((Path(clean) / "private").glob("*.marshal"))
+        assert {f.name.split("-")[0] for f in files} == set(KINDS), files
+        return {file.name: list(marshal.loads(file.read_bytes())) for file in files}
+
+
+def _plant_tree(
+    private: Path, marker: Path, cache_keys: dict[str, list[str]], kinds: tuple[str, ...] = KINDS
+) -> None:
     """Every file the advisor reads in its private directory, under the names and keys that
-    `recommend --facts DCACHE -p gridftp` reads (taken from a clean run's cache), each entry
-    replaced by a payload that creates `marker` when loaded: a pickle for the validated
-    files, code for the expressions, Jinja bytecode whose checksum is that pickle for the
-    templates (only the files of `kinds`). test_the_planted_tree_runs_from_a_cache_the_user_owns
-    shows that each is live."""
+    `recommend --facts DCACHE -p gridftp` reads (taken from a clean run's cache: the
+    `cache_keys` fixture), each entry replaced by a payload that creates `marker` when loaded:
+    a pickle for the validated files, code for the expressions, Jinja bytecode whose checksum
+    is that pickle for the templates (only the files of `kinds`).
+    test_the_planted_tree_runs_from_a_cache_the_user_owns shows that each is live."""
     pickled = pickle.dumps(_Plant(marker))
     payloads = {
         "specs": pickled,
@@ -70,41 +85,37 @@ def _plant_tree(private: Path, marker: Path, kinds: tuple[str, ...] = KINDS) -> 
         "expressions": marshal.dumps(compile(f"open({str(marker)!r}, 'w')", "<plant>", "exec")),
         "templates": jinja2.bccache.bc_magic + pickled,
     }
-    with tempfile.TemporaryDirectory() as clean:
-        made = _run(_env(SYSCTL_ADVISOR_CACHE=clean), "recommend", "--facts", DCACHE, "-p",
-                    "gridftp")  # fmt: skip
-        assert made.returncode == 0, made.stderr
-        files = sorted((Path(clean) / "private").glob("*.marshal"))
-        assert {f.name.split("-")[0] for f in files} == set(KINDS), files
-        private.mkdir(parents=True, exist_ok=True)
-        for file in files:
-            kind = file.name.split("-")[0]
-            if kind not in kinds:
-                continue
-            payload = payloads[kind]
-            keys = marshal.loads(file.read_bytes())
-            (private / file.name).write_bytes(marshal.dumps(dict.fromkeys(keys, payload)))
+    private.mkdir(parents=True, exist_ok=True)
+    for name, keys in cache_keys.items():
+        kind = name.split("-")[0]
+        if kind not in kinds:
+            continue
+        (private / name).write_bytes(marshal.dumps(dict.fromkeys(keys, payloads[kind])))
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_planted_tree_runs_from_a_cache_the_user_owns(workdir: Path, kind: str) -> None:
+def test_the_planted_tree_runs_from_a_cache_the_user_owns(
+    workdir: Path, kind: str, cache_keys: dict[str, list[str]]
+) -> None:
     """The control for the tests below: each file of the tree, in a cache directory that
     passes every check (the user's own, 0700), is loaded and the marker appears; so where they
     find no marker, the advisor refused the tree, not a payload that could never run."""
     marker = workdir / "MARKER"
     cache = workdir / "own-cache"
-    _plant_tree(cache / "private", marker, (kind,))
+    _plant_tree(cache / "private", marker, cache_keys, (kind,))
     os.chmod(cache / "private", 0o700)
     env = _env(SYSCTL_ADVISOR_CACHE=str(cache))
     _run(env, "recommend", "--facts", DCACHE, "-p", "gridftp")
     assert marker.exists()
 
 
-def test_a_relative_cache_root_is_never_used(workdir: Path) -> None:
+def test_a_relative_cache_root_is_never_used(
+    workdir: Path, cache_keys: dict[str, list[str]]
+) -> None:
     """SYSCTL_ADVISOR_CACHE=cache in a directory someone else filled (a tarball root
     extracted): no cache at all, nothing read or written there."""
     marker = workdir / "MARKER"
-    _plant_tree(workdir / "cache" / "private", marker)
+    _plant_tree(workdir / "cache" / "private", marker, cache_keys)
     before = sorted(p.name for p in (workdir / "cache" / "private").iterdir())
     env = _env(SYSCTL_ADVISOR_CACHE="cache")
     shown = _run(env, "cache", cwd=workdir)
@@ -115,10 +126,12 @@ def test_a_relative_cache_root_is_never_used(workdir: Path) -> None:
     assert sorted(p.name for p in (workdir / "cache" / "private").iterdir()) == before
 
 
-def test_a_relative_xdg_cache_home_is_ignored(workdir: Path) -> None:
+def test_a_relative_xdg_cache_home_is_ignored(
+    workdir: Path, cache_keys: dict[str, list[str]]
+) -> None:
     """The XDG spec: a relative XDG_CACHE_HOME is invalid and ignored (~/.cache instead)."""
     marker = workdir / "MARKER"
-    _plant_tree(workdir / "xdg" / "sysctl-advisor" / "private", marker)
+    _plant_tree(workdir / "xdg" / "sysctl-advisor" / "private", marker, cache_keys)
     home = workdir / "home"
     home.mkdir()
     env = _env(XDG_CACHE_HOME="xdg", HOME=str(home))
@@ -144,10 +157,12 @@ def foreign_home() -> Iterator[Path]:
 
 
 @needs_root
-def test_root_with_another_users_home_uses_no_cache(foreign_home: Path) -> None:
+def test_root_with_another_users_home_uses_no_cache(
+    foreign_home: Path, cache_keys: dict[str, list[str]]
+) -> None:
     marker = foreign_home.parent / "MARKER"
     private = foreign_home / ".cache" / "sysctl-advisor" / "private"
-    _plant_tree(private, marker)
+    _plant_tree(private, marker, cache_keys)
     for path in [foreign_home / ".cache", *private.parents, private, *private.iterdir()]:
         if foreign_home in path.parents:
             os.chown(path, NOBODY, NOBODY)
@@ -165,6 +180,7 @@ import ctypes, os, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 a, b, stop, seconds = sys.argv[1].encode(), sys.argv[2].encode(), sys.argv[3], float(sys.argv[4])
 os.setgid(65534); os.setuid(65534)
+print("ready", flush=True)
 end = time.monotonic() + seconds
 swaps = tries = 0
 while time.monotonic() < end and (tries % 1000 or not os.path.exists(stop)):
@@ -176,7 +192,9 @@ print(swaps)
 
 
 @needs_root
-def test_swapping_the_way_to_roots_cache_never_runs_the_users_code(foreign_home: Path) -> None:
+def test_swapping_the_way_to_roots_cache_never_runs_the_users_code(
+    foreign_home: Path, cache_keys: dict[str, list[str]]
+) -> None:
     """The third review's race: root's cache inside a directory another user owns, which that
     user swaps with a tree of planted files (renameat2 RENAME_EXCHANGE, in a loop) while root
     runs the advisor. Bounded: 12 runs during the swapping."""
@@ -187,7 +205,7 @@ def test_swapping_the_way_to_roots_cache_never_runs_the_users_code(foreign_home:
     (cache / "private").mkdir(parents=True, mode=0o700)
     os.chmod(cache, 0o700)
     evil = foreign_home / "evil"
-    _plant_tree(evil / "private", marker)
+    _plant_tree(evil / "private", marker, cache_keys)
     for path in [evil, evil / "private", *(evil / "private").iterdir()]:
         os.chown(path, NOBODY, NOBODY)
     env = _env(SYSCTL_ADVISOR_CACHE=str(cache))
@@ -199,7 +217,8 @@ def test_swapping_the_way_to_roots_cache_never_runs_the_users_code(foreign_home:
         text=True,
     )
     try:
-        time.sleep(0.2)
+        assert swapper.stdout is not None
+        assert swapper.stdout.readline() == "ready\n"  # swapping from now on, as nobody
         for _ in range(12):
             result = _run(env, "recommend", "--facts", DCACHE, "-p", "gridftp")
             assert result.returncode == 0, result.stderr
