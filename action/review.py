@@ -12,8 +12,11 @@ is data: file names go to the advisor as arguments (never through a shell), into
 through a delimiter no file name can hold, and into Markdown through the advisor's escaping.
 
 Inputs arrive as environment variables (INPUT_PATHS, INPUT_FILES, INPUT_FACTS, INPUT_PROFILE,
-INPUT_SET, INPUT_SELECT, INPUT_IGNORE, INPUT_FAIL_ON, INPUT_KERNEL, INPUT_CURRENT,
-INPUT_COMMENT, INPUT_TOKEN), never interpolated into a script. Exit status: 0 done (findings
+INPUT_SET, INPUT_SELECT, INPUT_IGNORE, INPUT_FAIL_ON, INPUT_KERNEL, INPUT_CONFIG,
+INPUT_BASELINE, INPUT_CURRENT, INPUT_COMMENT, INPUT_TOKEN), never interpolated into a script.
+The repository's own check configuration (.sysctl-advisor.toml or [tool.sysctl-advisor]) is
+found by `check` itself; a change that edits it, or the baseline, is said in the summary, since
+the review then runs with the settings the change proposes. Exit status: 0 done (findings
 are reported in the outputs, and a later step fails the job on them), 2 bad input.
 """
 
@@ -331,8 +334,8 @@ def _input(name: str, default: str = "") -> str:
 
 
 def review(workspace: Path) -> int:
-    fail_on = _input("FAIL_ON", "error") or "error"
-    if fail_on not in FAIL_ON:
+    fail_on = _input("FAIL_ON")  # empty: the configuration's, else error
+    if fail_on and fail_on not in FAIL_ON:
         raise ReviewError(f"fail-on: {fail_on!r} is not one of {', '.join(FAIL_ON)}")
     patterns = [p.strip() for p in _input("PATHS").splitlines() if p.strip()] or list(DEFAULT_PATHS)
     facts, profile, kernel = _input_path("FACTS", workspace), _input("PROFILE"), _input("KERNEL")
@@ -382,14 +385,18 @@ def review(workspace: Path) -> int:
         for line in _input(name).splitlines():
             if line.strip():
                 context += [f"--{name.lower()}", line.strip()]
+    for name in ("CONFIG", "BASELINE"):
+        value = _input_path(name, workspace)
+        if value:
+            context += [f"--{name.lower()}", value]
+    if fail_on and fail_on != "never":
+        context += ["--fail-on", fail_on]
     sarif = work / "sysctl-advisor.sarif"
     annotations_file, summary_file = work / "annotations.txt", work / "summary.md"
     written = [f"sarif={sarif}", f"github={annotations_file}", f"markdown={summary_file}"]
     also = [option for pair in written for option in ("--also", pair)]
     # one check, every format the job needs
-    report = run_advisor(
-        ["check", *chosen, *context, "--fail-on", "info", "--format", "json", *also], workspace
-    )
+    report = run_advisor(["check", *chosen, *context, "--format", "json", *also], workspace)
     if report.returncode not in (0, 1):
         raise ReviewError(_first_line(report.stderr) or "sysctl-advisor check failed")
     try:
@@ -401,7 +408,15 @@ def review(workspace: Path) -> int:
     sys.stdout.write(annotations_file.read_text(encoding="utf-8"))
     summary = summary_file.read_text(encoding="utf-8")
     add_summary(summary + f"\nReviewed: {md_text(how)}.\n")
-    failed = fail_on != "never" and worst != "none" and order[worst] <= order[fail_on]
+    edited = _edits_settings(changed or [], _input("BASELINE"))
+    if edited:
+        message = (
+            f"This change edits {', '.join(edited)}: the review ran with the check settings "
+            "it proposes; read that part of the change before trusting a clean review."
+        )
+        notice("warning", message)
+        add_summary(f"\n{md_text(message)}\n")
+    failed = fail_on != "never" and report.returncode == 1  # check applied fail-on
 
     comment_file = ""
     if facts and profile:
@@ -445,6 +460,21 @@ def review(workspace: Path) -> int:
     ):
         set_output(name, value)
     return 0
+
+
+SETTINGS_FILES = (".sysctl-advisor.toml", "pyproject.toml")
+
+
+def _edits_settings(changed: list[str], baseline: str) -> list[str]:
+    """The changed files that may hold check settings: a configuration file, the `baseline`
+    input, or a .json file whose name says it is a baseline (one a configuration names)."""
+    return [
+        name
+        for name in changed
+        if os.path.basename(name) in SETTINGS_FILES
+        or os.path.normpath(name) == os.path.normpath(baseline or ".")
+        or (name.endswith(".json") and "baseline" in os.path.basename(name))
+    ]
 
 
 def _single_tree(chosen: list[str]) -> str:

@@ -212,7 +212,6 @@ COMMANDS: tuple[Command, ...] = (
                 (),
                 "sysctl.conf files, sysctl.d directories or trees; - reads standard input.",
                 type=Path,
-                default=REQUIRED,
                 metavar="PATH",
                 many=True,
             ),
@@ -229,8 +228,7 @@ COMMANDS: tuple[Command, ...] = (
             "fmt": _format(formats.CHECK, "text"),
             "fail_on": Option(
                 ("--fail-on",),
-                "Exit 1 at this severity or worse.",
-                default="error",
+                "Exit 1 at this severity or worse (default: error, or the configuration's).",
                 choices=tuple(SEVERITY_ORDER),
             ),
             "whole_directory": Option(
@@ -272,6 +270,38 @@ COMMANDS: tuple[Command, ...] = (
                 "Report these rules (ids or prefixes) as errors, before --fail-on applies.",
                 metavar="RULES",
                 many=True,
+            ),
+            "config": Option(
+                ("--config",),
+                "Read the settings from this file (.sysctl-advisor.toml, or a pyproject.toml's "
+                "[tool.sysctl-advisor]) instead of the one found upward from the paths.",
+                type=Path,
+                metavar="FILE",
+            ),
+            "isolated": Option(
+                ("--isolated",),
+                "Read no configuration file: the command line and the defaults only.",
+                type=bool,
+                default=False,
+            ),
+            "show_config": Option(
+                ("--show-config",),
+                "Print the settings in force, each with where it came from, and exit.",
+                type=bool,
+                default=False,
+            ),
+            "baseline": Option(
+                ("--baseline",),
+                "Report only findings this baseline (from --write-baseline) does not hold.",
+                type=Path,
+                metavar="FILE",
+            ),
+            "write_baseline": Option(
+                ("--write-baseline",),
+                "Record today's findings in FILE (atomically) instead of reporting them: a "
+                "later --baseline FILE reports only new ones.",
+                type=Path,
+                metavar="FILE",
             ),
             **KNOWLEDGE_DIRS,  # a rules directory's check/ folder adds check rules
         },

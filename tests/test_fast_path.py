@@ -78,6 +78,9 @@ ACCEPTED = [
     ["check", "-q", "x.conf", "--quiet"],
     ["-q", "diff", "-p", "base", "--quiet", "-f", "json"],
     ["--quiet", "recommend", "-p", "gridftp", "-q", "-q"],
+    ["check"],  # no path: the command says what to give (or --show-config needs none)
+    ["check", "--show-config"],
+    ["check", "a.conf", "--baseline", "b.json", "--config", "c.toml"],
 ]
 REFUSED = [
     ["recommend", "--help"],
@@ -90,7 +93,6 @@ REFUSED = [
     ["recommend", "-p", "gridftp", "--", "x"],
     ["recommend", "-p", "gridftp", "extra"],
     ["recommend", "-p", "-x"],
-    ["check"],
     ["check", "a.conf", "--fail-on", "never"],
     ["facts"],
     ["-V"],

@@ -64,10 +64,15 @@ class FactsCache:
         self._directory.write_entries(FACTS, self._entries)
 
 
-def cached_facts(path: Path, validate: Callable[[Path, str], HostFacts]) -> HostFacts:
-    """The facts file at `path`: from the cache when this text was validated before, else
-    `validate(path, text)`, kept for next time."""
-    text = read_text(path)
+def cached_facts(
+    path: Path,
+    validate: Callable[[Path, str], HostFacts],
+    allowed: Callable[[Path], bool] | None = None,
+) -> HostFacts:
+    """The facts file at `path` (with `allowed`, only a file whose real path it accepts, as
+    opened): from the cache when this text was validated before, else `validate(path, text)`,
+    kept for next time."""
+    text = read_text(path, allowed)
     cache = FactsCache()
     facts = cache.get(path, text)
     if facts is None:

@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from sysctl_advisor.commands import check_settings
 from sysctl_advisor.commands.common import (
     choose,
     emit,
     load_knowledge,
-    parse_overrides,
+    note,
     read_facts,
+    say,
+    shown_path,
     to_stdout,
 )
 from sysctl_advisor.engine.check_tuning import tuning
@@ -32,21 +37,22 @@ from sysctl_advisor.engine.lint import (
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.model.severity import SEVERITY_ORDER
-from sysctl_advisor.sources.sysctl_files import read_file, read_stdin, read_tree
+from sysctl_advisor.sources.sysctl_files import STDIN_NAME, read_file, read_stdin, read_tree
 
 if TYPE_CHECKING:
     from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+    from sysctl_advisor.model.check_config import Baseline
     from sysctl_advisor.outputs.files import OutputFile
 
 
 def check(
-    paths: list[Path],
+    paths: list[Path] | None = None,
     facts: Path | None = None,
     kernel: str | None = None,
     profile: str | None = None,
     settings: list[str] | None = None,
     fmt: str = "text",
-    fail_on: str = "error",
+    fail_on: str | None = None,
     whole_directory: bool = False,
     output: Path | None = None,
     also: list[str] | None = None,
@@ -54,6 +60,11 @@ def check(
     ignore: list[str] | None = None,
     warn: list[str] | None = None,
     error: list[str] | None = None,
+    config: Path | None = None,
+    isolated: bool = False,
+    show_config: bool = False,
+    baseline: Path | None = None,
+    write_baseline: Path | None = None,
     rules_dir: list[Path] | None = None,
     profiles_dir: list[Path] | None = None,
 ) -> int:
@@ -61,23 +72,52 @@ def check(
     from sysctl_advisor.outputs.check_report import render_check, wants_color
 
     choose(fmt, formats.CHECK, "--format")
-    choose(fail_on, SEVERITY_ORDER, "--fail-on")
+    if fail_on is not None:
+        choose(fail_on, SEVERITY_ORDER, "--fail-on")
+    paths = paths or []
+    if not paths and not show_config:
+        raise InputError("give the sysctl files or directories to check (- reads stdin)")
     extra = [_format_and_file(pair) for pair in also or []]
-    if profile is not None and facts is None:
-        raise InputError("--profile needs --facts", field="--profile")
-    overrides = parse_overrides(settings)
-    if overrides and profile is None:
-        raise InputError("a profile parameter needs --profile", field="--set")
-    files = _output_files(output, [path for _, path in extra])
+    given = {
+        "select": select,
+        "ignore": ignore,
+        "warn": warn,
+        "error": error,
+        "fail-on": fail_on,
+        "kernel": kernel,
+        "facts": facts,
+        "profile": profile,
+        "set": settings,
+        "baseline": baseline,
+    }
+    found = check_settings.resolve(check_settings.find(paths, config, isolated), given)
+    if show_config:
+        from sysctl_advisor.outputs.check_settings_text import show_settings
+
+        where = shown_path(found.config.path) if found.config is not None else None
+        emit(show_settings(where, found.values, found.parameters), output)
+        return 0
+    _needs(found)
+    if write_baseline is not None and (output is not None or extra):
+        raise InputError(
+            "--write-baseline writes the baseline, not a report: drop --output and --also",
+            field="--write-baseline",
+        )
+    target = write_baseline if write_baseline is not None else output
+    files = _output_files(target, [path for _, path in extra])
     try:
         kb = load_knowledge(rules_dir, profiles_dir)
-        tuned = tuning(kb.check_rules, select, ignore, warn, error)
-        rules = {i: rule for i, rule in kb.check_rules.items() if i in tuned.selected}
-        report = check_paths(
-            Checker(kb, rules, _context(kb, facts, kernel, profile, overrides)),
-            paths,
-            whole_directory,
+        tuned = tuning(
+            kb.check_rules,
+            found["select"],
+            found["ignore"],
+            found["warn"],
+            found["error"],
+            {key: found.given(key) for key in ("select", "ignore", "warn", "error")},
         )
+        rules = {i: rule for i, rule in kb.check_rules.items() if i in tuned.selected}
+        context = _context(kb, found, found.overrides)
+        report = check_paths(Checker(kb, rules, context), paths, whole_directory)
         if tuned.severities:  # --warn, --error: before --fail-on reads the report
             severity = tuned.severities.get
             report.findings = [
@@ -90,6 +130,17 @@ def check(
                 for s in report.suppressed
             ]
             report.findings.sort(key=_report_order)
+        _accept_per_file(report, found, kb.check_rules)
+        if write_baseline is not None:
+            from sysctl_advisor.engine.check_baseline import baseline_of
+
+            assert files[0] is not None
+            accepted = baseline_of(report.findings, _names(report.findings, write_baseline))
+            files[0].write(accepted_json(accepted))
+            say(f"wrote {len(accepted.findings)} findings to the baseline {write_baseline}")
+            return 0
+        if found["baseline"] is not None:
+            _accept_baselined(report, found["baseline"])
         color = wants_color(sys.stdout) if files[0] is None and fmt == "text" else False
         main = render_check(report, fmt, kb.check_rules, color=color)
         if files[0] is None:
@@ -104,26 +155,127 @@ def check(
             if file is not None:
                 file.close()
     worst = report.worst()
-    return 1 if worst is not None and worst <= SEVERITY_ORDER[fail_on] else 0
+    return 1 if worst is not None and worst <= SEVERITY_ORDER[found["fail-on"]] else 0
+
+
+def _needs(found: check_settings.CheckSettings) -> None:
+    """A profile needs facts; a parameter needs a profile; a kernel must be one."""
+    if found["profile"] is not None and found["facts"] is None:
+        where = found.values["profile"].origin
+        raise InputError(
+            "a profile needs facts (--facts, or facts in the configuration)",
+            path=None if where == check_settings.COMMAND_LINE else where,
+            field="--profile" if where == check_settings.COMMAND_LINE else "profile",
+        )
+    if found.parameters and found["profile"] is None:
+        raise InputError(
+            "a profile parameter needs a profile (--profile, or profile in the configuration)",
+            field="--set",
+        )
+    if found["kernel"] is not None:
+        try:
+            KernelVersion.parse(found["kernel"])
+        except ValueError as exc:
+            where = found.values["kernel"].origin
+            command_line = where == check_settings.COMMAND_LINE
+            raise InputError(
+                str(exc),
+                path=None if command_line else where,
+                field="--kernel" if command_line else "kernel",
+            ) from None
+
+
+def accepted_json(baseline: Baseline) -> str:
+    from sysctl_advisor.model.documents import dump_json
+    from sysctl_advisor.model.model_base import plain_data
+
+    return dump_json(plain_data(baseline))
+
+
+def _names(findings: list[CheckFinding], relative_to: Path) -> list[str]:
+    """Each finding's file named from the directory of `relative_to` (a baseline), in `/`
+    form, so the baseline holds the same names wherever check is run from."""
+    base = os.path.dirname(os.path.abspath(relative_to))
+    shown: dict[str, str] = {}
+    for f in findings:
+        if f.file not in shown:
+            shown[f.file] = (
+                f.file if f.file == STDIN_NAME else os.path.relpath(os.path.abspath(f.file), base)
+            )
+    return [shown[f.file] for f in findings]
+
+
+def _accept_per_file(
+    report: CheckReport, found: check_settings.CheckSettings, ids: Iterable[str]
+) -> None:
+    """Findings of rules the configuration's per-file-ignores turn off for their file move to
+    the report's suppressed findings."""
+    from sysctl_advisor.engine.check_baseline import ignored_for_file
+    from sysctl_advisor.engine.check_tuning import named_rules
+
+    table: dict[str, Any] | None = found["per-file-ignores"]
+    if not table or found.config is None:
+        return
+    where = found.given("per-file-ignores")
+    patterns = {
+        pattern: named_rules(ids, selectors, replace(where, field=f"{where.field}.{pattern}"))
+        for pattern, selectors in table.items()
+    }
+    base = os.path.abspath(found.config.directory)
+    kept: list[CheckFinding] = []
+    reason = f"per-file-ignores in {shown_path(found.config.path)}"
+    tests: dict[str, Callable[[str], bool]] = {}
+    for f in report.findings:
+        if f.file not in tests:
+            relative = os.path.relpath(os.path.abspath(f.file), base)
+            inside = not (relative == ".." or relative.startswith("../"))
+            name = relative.replace(os.sep, "/") if inside and f.file != STDIN_NAME else None
+            tests[f.file] = ignored_for_file(patterns, name, os.path.basename(f.file))
+        if tests[f.file](f.id):
+            report.suppressed.append(Suppressed(f, reason, "config"))
+        else:
+            kept.append(f)
+    report.findings = kept
+
+
+def _accept_baselined(report: CheckReport, path: Path) -> None:
+    """Findings the baseline holds move to the report's suppressed findings; the baseline's
+    entries that match nothing any more are counted in a note."""
+    from sysctl_advisor.engine.check_baseline import in_baseline
+    from sysctl_advisor.sources.check_config import read_baseline
+
+    names = _names(report.findings, path)
+    accepted, stale = in_baseline(report.findings, names, read_baseline(path))
+    reason = f"in the baseline {path}"
+    report.suppressed += [
+        Suppressed(f, reason, "baseline")
+        for f, yes in zip(report.findings, accepted, strict=True)
+        if yes
+    ]
+    report.findings = [f for f, yes in zip(report.findings, accepted, strict=True) if not yes]
+    if stale:
+        note(
+            f"{stale} findings in the baseline {path} are gone; write it again with "
+            "--write-baseline to keep it small"
+        )
 
 
 def _context(
-    kb: KnowledgeBase,
-    facts: Path | None,
-    kernel: str | None,
-    profile: str | None,
-    overrides: dict[str, str] | None = None,
+    kb: KnowledgeBase, found: check_settings.CheckSettings, overrides: dict[str, str]
 ) -> CheckContext:
     """What is known of the target host: its facts (and a plan for it, the profile run with
-    the same --set parameters `recommend` takes), or a kernel."""
+    the same --set parameters `recommend` takes), or a kernel. Facts named by a configuration
+    are read only inside its directory."""
     context = CheckContext()
+    facts: Path | None = found["facts"]
     if facts is not None:  # the planner (and the facts model) only for a known host
-        context = host_context(kb, read_facts(facts, kb), profile, overrides)
-    if kernel is not None:
-        try:
-            context.kernel = KernelVersion.parse(kernel)
-        except ValueError as exc:
-            raise InputError(str(exc), field="--kernel") from None
+        inside = None
+        if found.values["facts"].origin != check_settings.COMMAND_LINE and found.config:
+            inside = found.config.directory
+        host = read_facts(facts, kb, within=inside)
+        context = host_context(kb, host, found["profile"], overrides)
+    if found["kernel"] is not None:
+        context.kernel = KernelVersion.parse(found["kernel"])
     return context
 
 
@@ -200,8 +352,10 @@ def check_paths(checker: Checker, paths: list[Path], whole_directory: bool = Fal
             f if f.file == (name := from_here(f.file)) else f._replace(file=name) for f in found
         ]
         suppressed += [
-            Suppressed(f._replace(file=from_here(f.file)), reason)
-            for f, reason in checker.take_suppressed()
+            accepted._replace(
+                finding=accepted.finding._replace(file=from_here(accepted.finding.file))
+            )
+            for accepted in checker.take_suppressed()
         ]
         tree = config.base is not None
         files += [from_here(f.split(" -> ")[0] if tree else f) for f in config.files]
@@ -254,19 +408,8 @@ class _FromHere:
     def __call__(self, name: str) -> str:
         if name not in self.shown:
             path = self.base / name if self.base is not None else Path(name)
-            self.shown[name] = _shown(path)
+            self.shown[name] = shown_path(path)
         return self.shown[name]
-
-
-def _shown(path: Path) -> str:
-    """A path as a reviewer reads it: relative to the working directory when it is inside it
-    (as pre-commit and CI runners show paths), else as given."""
-    normal = os.path.normpath(path)
-    if os.path.isabs(normal):
-        relative = os.path.relpath(normal)
-        if relative != ".." and not relative.startswith("../"):
-            return relative
-    return normal
 
 
 def _with_directories(paths: list[Path]) -> list[Path]:

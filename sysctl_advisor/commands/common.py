@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -121,16 +122,25 @@ def load_knowledge(
     return KnowledgeBase.load(rules_dir, profiles_dir)
 
 
-def read_facts(path: Path | None, kb: KnowledgeBase, nginx_conf: Path | None = None) -> HostFacts:
+def read_facts(
+    path: Path | None,
+    kb: KnowledgeBase,
+    nginx_conf: Path | None = None,
+    within: Path | None = None,
+) -> HostFacts:
     """The facts file (or this host, read as `facts` reads it: listeners, the kernel log over
-    the default window), with service configs such as nginx.conf parsed."""
+    the default window), with service configs such as nginx.conf parsed. With `within` (a
+    configuration's directory), a facts file whose real path is outside it is refused."""
     from sysctl_advisor.sources.service_configs import with_service_configs
 
     if path is not None:
         from sysctl_advisor.cache.facts import cached_facts
         from sysctl_advisor.sources.facts_file import facts_from_text
+        from sysctl_advisor.sources.tree_paths import inside
 
-        return with_service_configs(cached_facts(path, facts_from_text), path.parent, nginx_conf)
+        allowed = partial(inside, within) if within is not None else None
+        facts = cached_facts(path, facts_from_text, allowed)
+        return with_service_configs(facts, path.parent, nginx_conf)
     from sysctl_advisor.sources.local_host import DEFAULT_WINDOW, collect
 
     host = collect(
@@ -206,3 +216,14 @@ def run_cli(app: Callable[..., Any], commands: Iterable[str]) -> None:
         return code if isinstance(code, int) else 0
 
     run_direct(call)
+
+
+def shown_path(path: Path) -> str:
+    """A path as a reviewer reads it: relative to the working directory when it is inside it
+    (as pre-commit and CI runners show paths), else as given."""
+    normal = os.path.normpath(path)
+    if os.path.isabs(normal):
+        relative = os.path.relpath(normal)
+        if relative != ".." and not relative.startswith("../"):
+            return relative
+    return normal

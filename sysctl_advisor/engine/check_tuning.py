@@ -43,7 +43,16 @@ _ID_LIST = re.compile(r"[ \t]*,[ \t]*")
 # --- selection and severities ---------------------------------------------------------------
 
 
-def _selectors(values: Iterable[str] | None, where: str) -> list[str]:
+@dataclass(frozen=True)
+class Given:
+    """Where a list of selectors was given, for the error that names one of them: the
+    option (`--select`), or a configuration file and its key."""
+
+    field: str
+    path: str | None = None
+
+
+def _selectors(values: Iterable[str] | None, where: Given) -> list[str]:
     """Each value split at commas, blanks trimmed; every part a well-formed selector."""
     found = []
     for value in values or ():
@@ -53,7 +62,9 @@ def _selectors(values: Iterable[str] | None, where: str) -> list[str]:
                 continue
             if len(part) > _MAX_SELECTOR or _SELECTOR.fullmatch(part) is None:
                 shown = part[:_MAX_SELECTOR].encode("unicode_escape").decode("ascii")
-                raise InputError(f"{shown!r} is not a rule id or prefix", field=where)
+                raise InputError(
+                    f"{shown!r} is not a rule id or prefix", path=where.path, field=where.field
+                )
             found.append(part)
     return found
 
@@ -77,14 +88,22 @@ def _did_you_mean(word: str, names: list[str]) -> str:
     return f" (did you mean {close}?)" if close else ""
 
 
-def _named(selector: str, ids: Iterable[str], where: str) -> set[str]:
+def _named(selector: str, ids: Iterable[str], where: Given) -> set[str]:
     ids = list(ids)
     named = {rule_id for rule_id in ids if _matches(selector, rule_id)}
     if not named:
         raise InputError(
-            f"{selector!r} names no check rule{_did_you_mean(selector, ids)}", field=where
+            f"{selector!r} names no check rule{_did_you_mean(selector, ids)}",
+            path=where.path,
+            field=where.field,
         )
     return named
+
+
+def named_rules(ids: Iterable[str], values: Iterable[str], where: Given) -> frozenset[str]:
+    """The rules a list of selectors names (per-file-ignores' lists)."""
+    ids = sorted(ids)
+    return frozenset(r for s in _selectors(values, where) for r in _named(s, ids, where))
 
 
 @dataclass(frozen=True)
@@ -101,24 +120,30 @@ def tuning(
     ignore: list[str] | None = None,
     warn: list[str] | None = None,
     error: list[str] | None = None,
+    given: dict[str, Given] | None = None,
 ) -> Tuning:
     """--select (default: every rule) less --ignore, then --warn and --error; a selector that
-    names no rule, or a rule both warned and errored, is bad input."""
+    names no rule, or a rule both warned and errored, is bad input, named by where it was
+    `given` (by default the option: --select, ...)."""
+    where = {name: Given(f"--{name}") for name in ("select", "ignore", "warn", "error")}
+    where.update(given or {})
     ids = sorted(ids)
     selected: set[str] = set()
-    chosen = _selectors(select, "--select")
+    chosen = _selectors(select, where["select"])
     for selector in chosen:
-        selected |= _named(selector, ids, "--select")
+        selected |= _named(selector, ids, where["select"])
     if not chosen:
         selected = set(ids)
-    for selector in _selectors(ignore, "--ignore"):
-        selected -= _named(selector, ids, "--ignore")
+    for selector in _selectors(ignore, where["ignore"]):
+        selected -= _named(selector, ids, where["ignore"])
     severities: dict[str, str] = {}
-    for severity, values, where in (("warning", warn, "--warn"), ("error", error, "--error")):
-        for selector in _selectors(values, where):
-            for rule_id in _named(selector, ids, where):
+    for severity, values in (("warning", warn), ("error", error)):
+        place = where["warn" if severity == "warning" else "error"]
+        for selector in _selectors(values, place):
+            for rule_id in _named(selector, ids, place):
                 if severities.get(rule_id, severity) != severity:
-                    raise InputError(f"{rule_id} is given both --warn and --error", field=where)
+                    message = f"{rule_id} is given both warn and error"
+                    raise InputError(message, path=place.path, field=place.field)
                 severities[rule_id] = severity
     return Tuning(frozenset(selected), severities)
 

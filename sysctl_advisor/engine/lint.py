@@ -93,10 +93,12 @@ def host_context(
 
 
 class Suppressed(NamedTuple):
-    """A finding a comment in its file accepts, with the comment's reason."""
+    """A finding accepted, with the reason: by a comment in its file ("comment"), the
+    configuration's per-file-ignores ("config") or the baseline ("baseline")."""
 
     finding: CheckFinding
     reason: str
+    by: str = "comment"
 
 
 @dataclass

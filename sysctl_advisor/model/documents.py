@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import yaml
 
-from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.errors import InputError, NotFound
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -46,7 +46,7 @@ def open_regular_file(path: Path, allowed: Callable[[Path], bool] | None = None)
     try:
         found = os.open(path, os.O_PATH | os.O_CLOEXEC)
     except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
+        raise NotFound("no such file", path=path) from None
     except (OSError, ValueError) as exc:
         raise InputError(
             f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path
@@ -108,8 +108,9 @@ def read_stream_bytes(stream: BinaryIO, name: str) -> bytes:
     return data
 
 
-def read_text(path: Path) -> str:
-    data = read_bytes(path)
+def read_text(path: Path, allowed: Callable[[Path], bool] | None = None) -> str:
+    """A regular file's UTF-8 text, bounded (read_bytes, with `allowed` as there)."""
+    data = read_bytes(path, allowed)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

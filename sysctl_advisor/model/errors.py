@@ -32,3 +32,8 @@ class InputError(Exception):
         # One line, always: YAML and pydantic messages can span several; and no character of
         # a hostile file's name, key or text (ESC, BEL, a bidi override) reaches a terminal.
         return one_line(" ".join(f"{where}{field}{self.message}".split()))
+
+
+class NotFound(InputError):
+    """The file named does not exist: bad input where a file was required, and the one failure
+    a search for an optional file (a configuration) goes on after."""

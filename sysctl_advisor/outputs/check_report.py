@@ -8,17 +8,16 @@ the JSON serializer with RFC 3986 percent-encoded URIs, Markdown through markdow
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 from urllib.parse import quote, quote_from_bytes, urlsplit
 
 from sysctl_advisor import __version__
-from sysctl_advisor.engine.lint import CheckFinding, CheckReport
+from sysctl_advisor.engine.check_baseline import fingerprints
+from sysctl_advisor.engine.lint import CheckFinding, CheckReport, Suppressed
 from sysctl_advisor.knowledge.check_rules import CheckRule
 from sysctl_advisor.knowledge.resources import data_dir
 from sysctl_advisor.model.documents import dump_json, read_bytes
@@ -165,8 +164,12 @@ def _counts(report: CheckReport) -> str:
         ", ".join(f"{n} {s if n == 1 else plural[s]}" for s, n in counts.items() if n)
         or "no findings"
     )
-    accepted = len(report.suppressed)  # what the files' own comments accept
-    return f"{said}; {accepted} suppressed by comments in the files" if accepted else said
+    # what was accepted, and by what: the files' own comments, the configuration, the baseline
+    by = {"comment": "by comments in the files", "config": "by per-file-ignores"}
+    by["baseline"] = "in the baseline"
+    counts = {how: sum(1 for s in report.suppressed if s.by == how) for how in by}
+    accepted = [f"{n} {by[how]}" for how, n in counts.items() if n]
+    return f"{said}; suppressed: {', '.join(accepted)}" if accepted else said
 
 
 def _text(report: CheckReport, color: bool) -> str:
@@ -346,25 +349,6 @@ def _artifact_location(path: str, cwd: str) -> dict[str, str]:
     return {"uri": quote_from_bytes(os.fsencode(relative), safe="/"), "uriBaseId": SRCROOT}
 
 
-# Line numbers inside a message ("set again on line 7", "at 99-x.conf:12") move when lines are
-# inserted above; the fingerprint leaves them out so an alert survives such an edit.
-_LINE_REFERENCE = re.compile(r"\bline \d+|(?<=\S):\d+\b")
-
-
-def _fingerprints(findings: Iterable[CheckFinding], uris: list[str]) -> list[str]:
-    seen: dict[str, int] = {}
-    prints = []
-    for f, uri in zip(findings, uris, strict=True):
-        message = _LINE_REFERENCE.sub("#", f.message)
-        identity = "\0".join((f.id, uri, f.key or "", message))
-        # Findings identical but for their line are told apart by their order in the file.
-        occurrence = seen.get(identity, 0)
-        seen[identity] = occurrence + 1
-        digest = hashlib.sha256(f"{identity}\0{occurrence}".encode("utf-8", "surrogatepass"))
-        prints.append(digest.hexdigest())
-    return prints
-
-
 def _rule_properties(rule: CheckRule | None) -> dict[str, Any]:
     if rule is None:
         return {"tags": ["sysctl"], "precision": "high", "problem.severity": "warning"}
@@ -406,13 +390,15 @@ def sarif_log(report: CheckReport, rules: dict[str, CheckRule]) -> dict[str, Any
     cwd = os.getcwd()
     columns = _Lines()
     # Findings a comment in the file accepts are results too, each with an in-source
-    # suppression and the comment's reason (code scanning shows them as dismissed).
+    # suppression and the comment's reason (code scanning shows them as dismissed); those the
+    # configuration or the baseline accepts, with an external one.
     every = [*report.findings, *(s.finding for s in report.suppressed)]
-    reasons = [None] * len(report.findings) + [s.reason for s in report.suppressed]
+    reasons: list[Suppressed | None] = [None] * len(report.findings)
+    reasons += report.suppressed
     used = sorted({f.id for f in every} | set(rules))
     index = {rule_id: i for i, rule_id in enumerate(used)}
     locations = [_artifact_location(f.file, cwd) for f in every]
-    prints = _fingerprints(every, [loc["uri"] for loc in locations])
+    prints = fingerprints(every, [loc["uri"] for loc in locations])
     results = []
     for f, artifact, fingerprint, reason in zip(every, locations, prints, reasons, strict=True):
         physical: dict[str, Any] = {"artifactLocation": artifact}
@@ -430,8 +416,9 @@ def sarif_log(report: CheckReport, rules: dict[str, CheckRule]) -> dict[str, Any
             "locations": [{"physicalLocation": physical}],
             "partialFingerprints": {FINGERPRINT: fingerprint},
         }
-        if reason is not None:
-            result["suppressions"] = [{"kind": "inSource", "justification": reason}]
+        if reason is not None:  # a comment in the file, or the configuration or baseline
+            kind = "inSource" if reason.by == "comment" else "external"
+            result["suppressions"] = [{"kind": kind, "justification": reason.reason}]
         results.append(result)
     driver: dict[str, Any] = {
         "name": "sysctl-advisor",

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from sysctl_advisor.model.check_config import Baseline, CheckConfig
 from sysctl_advisor.outputs.check_document import CheckDocument
 from sysctl_advisor.outputs.json_documents import DiffDocument, FleetSummaryDocument, PlanDocument
 
@@ -25,6 +26,8 @@ SCHEMAS: dict[str, type[Any]] = {
     "diff": DiffDocument,  # diff --format json
     "check": CheckDocument,  # check --format json
     "fleet-summary": FleetSummaryDocument,  # fleet --out DIR: summary.json
+    "config": CheckConfig,  # .sysctl-advisor.toml, [tool.sysctl-advisor] (as TOML)
+    "baseline": Baseline,  # check --write-baseline FILE
 }
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"  # sysctl_advisor/schemas
 

@@ -133,14 +133,18 @@ def test_a_comment_suppresses_the_next_assignment_line_only(tmp_path: Path) -> N
     lines = [f["line"] for f in found if f["id"] == "check.tw-recycle-enabled"]
     assert lines == [5]  # line 4 accepted, line 5 (set again) still reported
     assert code == 1
-    assert "1 suppressed" in output.splitlines()[-1]
+    assert "suppressed: 1 by comments" in output.splitlines()[-1]
 
 
 def test_suppressed_findings_do_not_count_for_fail_on(tmp_path: Path) -> None:
     text = f"; sysctl-advisor: ignore[check.tw-recycle-enabled] {REASON}\n" + RECYCLE
     code, found, output = _check(tmp_path, text)
     assert code == 0 and not found
-    assert output.strip().splitlines()[-1].startswith("1 file checked: no findings; 1 suppressed")
+    assert (
+        output.strip()
+        .splitlines()[-1]
+        .startswith("1 file checked: no findings; suppressed: 1 by comments")
+    )
 
 
 def test_ignore_file_accepts_the_rule_anywhere_in_the_file(tmp_path: Path) -> None:
@@ -152,7 +156,7 @@ def test_ignore_file_accepts_the_rule_anywhere_in_the_file(tmp_path: Path) -> No
     )
     code, found, output = _check(tmp_path, text)
     assert code == 0 and "check.tw-recycle-enabled" not in _ids(found)
-    assert "2 suppressed" in output
+    assert "suppressed: 2 by comments" in output
 
 
 def test_several_ids_in_one_comment(tmp_path: Path) -> None:
@@ -162,7 +166,7 @@ def test_several_ids_in_one_comment(tmp_path: Path) -> None:
     )
     code, found, output = _check(tmp_path, text)
     assert code == 0 and not found, found
-    assert "2 suppressed" in output
+    assert "suppressed: 2 by comments" in output
 
 
 def test_an_unused_suppression_is_reported(tmp_path: Path) -> None:
@@ -243,9 +247,9 @@ def test_a_suppression_in_a_sysctl_d_directory_accepts_an_override(tmp_path: Pat
     (directory / "99-vendor.conf").write_text("net.core.somaxconn = 4096\n")
     result = runner.invoke(app, ["check", str(directory), "--fail-on", "warning"])
     assert result.exit_code == 0, result.output
-    assert "check.overridden" not in result.output and "1 suppressed" in result.output
+    assert "check.overridden" not in result.output and "suppressed: 1 by comments" in result.output
     result = runner.invoke(app, ["check", str(directory), "-f", "markdown"])
-    assert "1 suppressed" in result.stdout
+    assert "suppressed: 1 by comments" in result.stdout
 
 
 def test_thousands_of_suppressions_stay_linear(tmp_path: Path) -> None:

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
+from sysctl_advisor.cli import app
 from tests.conftest import ROOT
 
 HOOKS = ROOT / ".pre-commit-hooks.yaml"
@@ -75,3 +77,20 @@ def test_a_commit_that_undercuts_an_unchanged_file_fails(tmp_path: Path) -> None
     _git(repo, "add", ".")
     passed = try_repo()
     assert passed.returncode == 0, passed.stdout + passed.stderr
+
+    # A team adopts the linter with a baseline its configuration names: the override that
+    # failed above is accepted as existing, and the hook passes while nothing new is added.
+    (conf / "99-sysctl.conf").write_text("vm.swappiness = 10\nnet.core.somaxconn = 128\n")
+    (repo / ".sysctl-advisor.toml").write_text('baseline = "sysctl-baseline.json"\n')
+    here = os.getcwd()
+    os.chdir(repo)
+    try:
+        written = CliRunner().invoke(
+            app, ["check", "etc/sysctl.d", "--write-baseline", "sysctl-baseline.json"]
+        )
+    finally:
+        os.chdir(here)
+    assert written.exit_code == 0, written.output
+    _git(repo, "add", ".")
+    adopted = try_repo()
+    assert adopted.returncode == 0, adopted.stdout + adopted.stderr

@@ -22,6 +22,7 @@ import sysctl_advisor
 from sysctl_advisor.cli import app
 from sysctl_advisor.engine import diff
 from sysctl_advisor.model import plan
+from sysctl_advisor.model.check_config import BASELINE_SCHEMA, CONFIG_SCHEMA
 from sysctl_advisor.outputs import fleet_summary
 from sysctl_advisor.outputs.check_document import CHECK_SCHEMA
 from sysctl_advisor.outputs.fleet_summary import HostOutcome
@@ -78,6 +79,8 @@ def test_schema_ids_are_the_documents_schema_fields() -> None:
         "diff": DIFF_SCHEMA,
         "check": CHECK_SCHEMA,
         "fleet-summary": FLEET_SCHEMA,
+        "config": CONFIG_SCHEMA,
+        "baseline": BASELINE_SCHEMA,
     }
     # the modules that write the documents hold the same strings without importing the models
     assert (plan.PLAN_SCHEMA, diff.DIFF_SCHEMA) == (PLAN_SCHEMA, DIFF_SCHEMA)

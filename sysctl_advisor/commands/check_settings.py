@@ -1,0 +1,112 @@
+"""The settings `check` runs with: each from the command line when given there, else from the
+repository's configuration (sources.check_config), else the default; with where each came
+from, for `check --show-config` and for the error that names a bad value.
+
+A list given on the command line (--select, --ignore, --warn, --error) replaces the
+configuration's; --set parameters replace the configuration's one by one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sysctl_advisor.commands.common import parse_overrides, shown_path
+from sysctl_advisor.engine.check_tuning import Given
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.sources.check_config import ConfigFile, config_for, read_config
+
+COMMAND_LINE = "command line"
+DEFAULT = "default"
+# Each setting: its key in the configuration, and the option that wins over it.
+OPTIONS = {
+    "select": "--select",
+    "ignore": "--ignore",
+    "warn": "--warn",
+    "error": "--error",
+    "per-file-ignores": None,
+    "fail-on": "--fail-on",
+    "kernel": "--kernel",
+    "facts": "--facts",
+    "profile": "--profile",
+    "set": "--set",
+    "baseline": "--baseline",
+}
+DEFAULTS: dict[str, Any] = {"fail-on": "error"}
+
+
+@dataclass(frozen=True)
+class Setting:
+    value: Any  # None: not set
+    origin: str  # COMMAND_LINE, DEFAULT, or the configuration file
+
+
+@dataclass
+class CheckSettings:
+    """What check runs with, each value with its origin."""
+
+    config: ConfigFile | None
+    values: dict[str, Setting] = field(default_factory=dict)
+    parameters: dict[str, Setting] = field(default_factory=dict)  # --set / set, by name
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key].value
+
+    def given(self, key: str) -> Given:
+        """Where a list of rule selectors came from, for the error naming a bad one."""
+        origin = self.values[key].origin
+        if origin == COMMAND_LINE:
+            return Given(OPTIONS[key] or key)
+        table = self.config.table if self.config is not None else None
+        return Given(f"{table}.{key}" if table else key, origin)
+
+    @property
+    def overrides(self) -> dict[str, str]:
+        return {name: str(setting.value) for name, setting in self.parameters.items()}
+
+
+def find(paths: list[Path], config: Path | None, isolated: bool) -> ConfigFile | None:
+    """--config FILE, else the configuration found upward from the paths; none with
+    --isolated."""
+    if isolated:
+        if config is not None:
+            raise InputError("--config and --isolated contradict each other", field="--config")
+        return None
+    if config is None:
+        return config_for(paths or [Path(".")])
+    found = read_config(config)
+    if found is None:
+        if config.name == "pyproject.toml":
+            raise InputError("has no [tool.sysctl-advisor] table", path=config, field="--config")
+        raise InputError("no such file", path=config, field="--config")
+    return found
+
+
+def resolve(found: ConfigFile | None, given: dict[str, Any]) -> CheckSettings:
+    """The settings in force: `given` holds the command line's values by configuration key
+    (None or [] when not given)."""
+    settings = CheckSettings(found)
+    config = found.config if found is not None else None
+    for key in OPTIONS:
+        value = given.get(key)
+        if key == "set":
+            continue
+        if value not in (None, []):
+            settings.values[key] = Setting(value, COMMAND_LINE)
+            continue
+        from_file = getattr(config, key.replace("-", "_"), None) if config else None
+        if from_file is not None and found is not None:
+            if key in ("facts", "baseline"):  # from the configuration's directory
+                from_file = found.directory / from_file
+            if key == "per-file-ignores":
+                from_file = dict(from_file)
+            settings.values[key] = Setting(from_file, shown_path(found.path))
+        else:
+            settings.values[key] = Setting(DEFAULTS.get(key), DEFAULT)
+    if config is not None and config.set and found is not None:
+        for name, value in config.set.items():
+            settings.parameters[name] = Setting(value, shown_path(found.path))
+    for name, value in parse_overrides(given.get("set")).items():
+        settings.parameters[name] = Setting(value, COMMAND_LINE)
+    return settings

@@ -1,0 +1,114 @@
+"""What a team writes down for `check` once, instead of on every command line: the contract of
+`.sysctl-advisor.toml` (or the `[tool.sysctl-advisor]` table of a `pyproject.toml`), and of
+the baseline file `check --write-baseline` writes.
+
+Keys are spelt as on the command line (`fail-on`, `per-file-ignores`). Paths in either file
+are relative to the file's own directory and stay inside it. Rule ids and prefixes are read
+by `engine.check_tuning`, which names the file and key of one that names no rule.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Annotated, Any, ClassVar, Final, Literal
+
+from annotated_types import Len
+
+from sysctl_advisor.model.model_base import After, Field, Record, model
+from sysctl_advisor.model.severity import Severity
+
+CONFIG_FILE: Final = ".sysctl-advisor.toml"
+PYPROJECT: Final = "pyproject.toml"
+PYPROJECT_TABLE: Final = ("tool", "sysctl-advisor")
+CONFIG_SCHEMA: Final = "sysctl-advisor/config/v1"
+BASELINE_SCHEMA: Final = "sysctl-advisor/baseline/v1"
+
+_MAX_TEXT = 200
+
+
+def inside_path(value: str) -> str:
+    """A path relative to the file that names it, never leaving that file's directory."""
+    if not value or len(value) > 4096 or "\0" in value or not value.isprintable():
+        raise ValueError("must be a non-empty path of printable characters")
+    normal = posixpath.normpath(value)
+    if normal.startswith("/") or normal == ".." or normal.startswith("../"):
+        raise ValueError(
+            f"{value!r} leaves the directory of the file that names it; give a path inside it"
+        )
+    return value
+
+
+def _printable(value: str) -> str:
+    if not value.isprintable():
+        raise ValueError("holds control or format characters")
+    return value
+
+
+InsidePath = Annotated[str, After(inside_path)]
+Text = Annotated[str, Len(1, _MAX_TEXT), After(_printable)]
+Selectors = Annotated[list[Text], Len(0, 256)]
+
+
+@model
+class CheckConfig(Record):
+    """The `check` settings of a repository; every key optional, command-line flags win."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = {
+        "extra": "forbid",
+        "title": "sysctl-advisor check configuration",
+        "json_schema_extra": {"$id": CONFIG_SCHEMA},
+    }
+
+    select: Selectors | None = Field(
+        None, description="run only these rules: ids or prefixes (check.glob, check.*)"
+    )
+    ignore: Selectors | None = Field(None, description="do not run these rules (after select)")
+    warn: Selectors | None = Field(None, description="report these rules as warnings")
+    error: Selectors | None = Field(None, description="report these rules as errors")
+    per_file_ignores: dict[Text, Selectors] | None = Field(
+        None,
+        alias="per-file-ignores",
+        max_length=1024,
+        description="glob -> rules not reported in the files it matches; a glob with a `/` "
+        "matches the path from this file's directory, one without it the file name",
+    )
+    fail_on: Severity | None = Field(
+        None, alias="fail-on", description="exit 1 at this severity or worse (default: error)"
+    )
+    kernel: Text | None = Field(None, description="target kernel release, e.g. 5.14")
+    facts: InsidePath | None = Field(None, description="host facts file, from this directory")
+    profile: Text | None = Field(None, description="workload profile (with facts)")
+    set: dict[Text, str | int | float] | None = Field(
+        None, max_length=256, description="the profile's parameters, NAME = VALUE"
+    )
+    baseline: InsidePath | None = Field(
+        None, description="findings already accepted (check --write-baseline), from here"
+    )
+
+
+@model
+class BaselineEntry(Record):
+    """One accepted finding: its rule, its file (from the baseline's directory) and a
+    fingerprint of what it says, which no line number enters (lines above may move)."""
+
+    rule: Text
+    file: Annotated[str, Len(1, 4096)] = Field(description="from the baseline's directory")
+    fingerprint: str = Field(pattern=r"^[0-9a-f]{64}$")
+    line: int | None = Field(None, ge=1, description="where it was when written; not matched")
+    message: str = Field("", max_length=4096, description="what it said; not matched")
+
+
+@model
+class Baseline(Record):
+    """What `check --write-baseline FILE` writes and `--baseline FILE` reads."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = {
+        "extra": "forbid",
+        "title": "sysctl-advisor check baseline",
+        "json_schema_extra": {"$id": BASELINE_SCHEMA},
+    }
+
+    schema: Literal["sysctl-advisor/baseline/v1"] = Field(
+        default=BASELINE_SCHEMA, description="this document's format and version"
+    )
+    findings: list[BaselineEntry] = Field(default_factory=list, max_length=1_000_000)
