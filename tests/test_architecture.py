@@ -150,29 +150,35 @@ def engine_io(package: Path) -> list[str]:
     return found
 
 
-def test_imports_run_down_the_stages() -> None:
-    assert flow_violations(graph(PACKAGE)) == []
+@pytest.fixture(scope="module")
+def edges() -> dict[str, set[str]]:
+    """The package's import graph, parsed once for the module (read-only: no test edits it)."""
+    return graph(PACKAGE)
 
 
-def test_no_import_cycles() -> None:
-    assert cycles(graph(PACKAGE)) == []
+def test_imports_run_down_the_stages(edges: dict[str, set[str]]) -> None:
+    assert flow_violations(edges) == []
+
+
+def test_no_import_cycles(edges: dict[str, set[str]]) -> None:
+    assert cycles(edges) == []
 
 
 def test_the_engine_does_no_io() -> None:
     assert engine_io(PACKAGE) == []
 
 
-def test_every_module_sits_in_a_stage() -> None:
-    for module in graph(PACKAGE):
+def test_every_module_sits_in_a_stage(edges: dict[str, set[str]]) -> None:
+    for module in edges:
         stage_of(module)  # raises for a module on the package's top floor
 
 
-def test_the_cli_holds_only_options() -> None:
+def test_the_cli_holds_only_options(edges: dict[str, set[str]]) -> None:
     """cli.py: typer built from the table, calling into commands, under 200 lines."""
     text = (PACKAGE / "cli.py").read_text(encoding="utf-8")
     assert len(text.splitlines()) < 200
     outside = {t for t in imports(PACKAGE / "cli.py", PACKAGE) if stage_of(t) not in ("cli", None)}
-    assert outside <= {t for t in graph(PACKAGE) if t.startswith("sysctl_advisor.commands")}
+    assert outside <= {t for t in edges if t.startswith("sysctl_advisor.commands")}
 
 
 @pytest.mark.parametrize(
@@ -188,18 +194,18 @@ def test_the_cli_holds_only_options() -> None:
     ],
 )
 def test_the_checks_catch_what_they_are_for(
-    tmp_path: Path, file: str, line: str, expect: str
+    tmp_path: Path, file: str, line: str, expect: str, edges: dict[str, set[str]]
 ) -> None:
     """The checks fail when a cycle or a backward import is introduced on purpose."""
     package = tmp_path / "sysctl_advisor"
     shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__", "schemas"))
     target = package / file
     target.write_text(target.read_text(encoding="utf-8") + "\n" + line + "\n", encoding="utf-8")
-    edges = graph(package)
+    edited = graph(package)
     found = {
-        "cycle": cycles(edges),
-        "flow": flow_violations(edges),
+        "cycle": cycles(edited),
+        "flow": flow_violations(edited),
         "io": engine_io(package),
     }
     assert found[expect], found
-    assert cycles(graph(PACKAGE)) == [] and flow_violations(graph(PACKAGE)) == []
+    assert cycles(edges) == [] and flow_violations(edges) == []
