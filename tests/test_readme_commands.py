@@ -43,7 +43,7 @@ PRODUCERS: dict[str, Path] = {
     "sysctl -a": TESTS / "fixtures" / "dumps" / "sysctl-a-6.18.txt",
 }
 GLOBAL_OPTIONS = {"-q", "--quiet", "-V", "--version", "-h", "--help"}
-WRITING_OPTIONS = {"-o", "--output", "--write", "--out"}
+WRITING_OPTIONS = {"-o", "--output", "--write", "--out", "--write-baseline"}
 
 
 @dataclass

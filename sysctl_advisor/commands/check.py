@@ -95,7 +95,11 @@ def check(
         from sysctl_advisor.outputs.check_settings_text import show_settings
 
         where = shown_path(found.config.path) if found.config is not None else None
-        emit(show_settings(where, found.values, found.parameters), output)
+        values = {  # paths as a reviewer reads them
+            key: replace(v, value=shown_path(v.value)) if isinstance(v.value, Path) else v
+            for key, v in found.values.items()
+        }
+        emit(show_settings(where, values, found.parameters), output)
         return 0
     _needs(found)
     if write_baseline is not None and (output is not None or extra):
