@@ -20,6 +20,44 @@ def _block(text: str) -> str:
     return "```\n" + shown.rstrip("\n") + "\n```"
 
 
+# How a team turns these rules on and off: each way with an example (docs/check.md in full).
+_TUNING = [
+    "## Choosing the rules",
+    "",
+    "Every rule runs unless a team says otherwise ([check.md](check.md#selecting-and-suppressing)"
+    " has each way in full):",
+    "",
+    "* **On the command line**: `--select`/`--ignore` by id or prefix (`check.glob` names the "
+    "`check.glob-*` family), `--warn`/`--error` to change a rule's severity:",
+    "",
+    "      sysctl-advisor check tests/fixtures/check/annotated.conf --ignore check.unknown-key,"
+    "check.duplicate-key  # exit 1: the errors remain",
+    "",
+    "* **In the file**, for one line or the whole file, with the reason (a comment line: the "
+    "kernel never reads it):",
+    "",
+    "      # sysctl-advisor: ignore[check.tw-recycle-enabled] kept until the 2027 migration",
+    "      # sysctl-advisor: ignore-file[check.glob] the vendor's file, as shipped",
+    "",
+    "* **For the repository**, in `.sysctl-advisor.toml` or `[tool.sysctl-advisor]` of "
+    "`pyproject.toml` (keys `select`, `ignore`, `warn`, `error`, `per-file-ignores`, `fail-on`,"
+    " `kernel`, `facts`, `profile`, `set`, `baseline`; [check.md](check.md#a-repositorys-"
+    "configuration)):",
+    "",
+    "      sysctl-advisor check --show-config tests/fixtures/check/team/sysctl.d",
+    "",
+    "* **With a baseline**, to adopt the linter on files that already have findings: only "
+    "findings it does not hold are reported ([check.md](check.md#adopting-the-linter-a-"
+    "baseline)):",
+    "",
+    "      sysctl-advisor check tests/fixtures/check/team/sysctl.d --write-baseline base.json",
+    "      sysctl-advisor check tests/fixtures/check/team/sysctl.d --baseline base.json",
+    "",
+    "## The rules",
+    "",
+]
+
+
 def render_reference(rules: dict[str, CheckRule], sources: Sources | None = None) -> str:
     out = [
         "# sysctl-advisor check: rules reference",
@@ -27,6 +65,7 @@ def render_reference(rules: dict[str, CheckRule], sources: Sources | None = None
         "Generated from `rules/check/*.yaml` by "
         "`python -m sysctl_advisor.outputs.check_rules_reference`; do not edit.",
         "",
+        *_TUNING,
         "| rule | severity | checks |",
         "|---|---|---|",
     ]
