@@ -13,7 +13,8 @@ through a delimiter no file name can hold, and into Markdown through the advisor
 
 Inputs arrive as environment variables (INPUT_PATHS, INPUT_FILES, INPUT_FACTS, INPUT_PROFILE,
 INPUT_SET, INPUT_SELECT, INPUT_IGNORE, INPUT_FAIL_ON, INPUT_KERNEL, INPUT_CONFIG,
-INPUT_BASELINE, INPUT_CURRENT, INPUT_COMMENT, INPUT_TOKEN), never interpolated into a script.
+INPUT_BASELINE, INPUT_RULES_DIR, INPUT_CURRENT, INPUT_COMMENT, INPUT_TOKEN), never
+interpolated into a script.
 The repository's own check configuration (.sysctl-advisor.toml or [tool.sysctl-advisor]) is
 found by `check` itself; a change that edits it, or the baseline, is said in the summary, since
 the review then runs with the settings the change proposes. Exit status: 0 done (findings
@@ -286,7 +287,9 @@ def _input_path(name: str, workspace: Path) -> str:
         return ""
     path = workspace / value
     if not inside(workspace, path) or _into_git(workspace, path):
-        raise ReviewError(f"{name.lower()}: {value!r} is not a file of the repository")
+        raise ReviewError(
+            f"{name.lower().replace('_', '-')}: {value!r} is not a file of the repository"
+        )
     return value
 
 
@@ -385,10 +388,10 @@ def review(workspace: Path) -> int:
         for line in _input(name).splitlines():
             if line.strip():
                 context += [f"--{name.lower()}", line.strip()]
-    for name in ("CONFIG", "BASELINE"):
+    for name in ("CONFIG", "BASELINE", "RULES_DIR"):
         value = _input_path(name, workspace)
         if value:
-            context += [f"--{name.lower()}", value]
+            context += [f"--{name.lower().replace('_', '-')}", value]
     if fail_on and fail_on != "never":
         context += ["--fail-on", fail_on]
     sarif = work / "sysctl-advisor.sarif"
