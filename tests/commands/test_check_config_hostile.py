@@ -340,8 +340,9 @@ def test_the_action_says_when_a_change_edits_the_baseline_the_configuration_name
         b"[set]\nx = 1979-05-27T07:32:00Z\n",
         b"[set]\nx = [1, 2]\n",
         b"[set]\nx = {a = 1}\n",
-        b"select = ['\\u202echeck']\n",  # a bidi override
-        b"select = ['check.dup\\u00adlicate-key']\n",  # a soft hyphen
+        b'select = ["\\u202echeck"]\n',  # a bidi override
+        b'select = ["check.dup\\u00adlicate-key"]\n',  # a soft hyphen
+        b'select = ["check.dup\xc2\xadlicate-key"]\n',  # the soft hyphen as raw UTF-8
         b"facts = 'a/../../x'\n",
         b"baseline = '//etc/passwd'\n",
         b"[per-file-ignores]\n" + b"".join(b'"p%d" = []\n' % i for i in range(1025)),
