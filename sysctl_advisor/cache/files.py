@@ -245,13 +245,17 @@ def _pydantic_version_file() -> Path | None:
 def validating_code() -> str:
     """A fingerprint of the code that validates knowledge and facts files: the models
     (sysctl_advisor/model), the spec models and their loaders (sysctl_advisor/knowledge), the
-    caches that hold them (sysctl_advisor/cache), the two facts readers and pydantic's version.
+    caches that hold them (sysctl_advisor/cache), the two facts readers, the check
+    configuration's reader and pydantic's version.
     Objects validated by other code are never taken from a cache keyed on it."""
     paths = [
         *sorted((_PACKAGE / "model").glob("*.py")),
         *sorted((_PACKAGE / "knowledge").glob("*.py")),
         *sorted((_PACKAGE / "cache").glob("*.py")),
-        *[_PACKAGE / "sources" / name for name in ("facts_file.py", "ansible_facts.py")],
+        *[
+            _PACKAGE / "sources" / name
+            for name in ("facts_file.py", "ansible_facts.py", "check_config.py")
+        ],
     ]
     version = _pydantic_version_file()
     return files_fingerprint([*paths, version] if version is not None else paths)

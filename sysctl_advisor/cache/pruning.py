@@ -63,7 +63,7 @@ _KINDS = {
     "expressions": "compiled rule expressions",
     "templates": "compiled output templates",
     "specs": "validated knowledge files",
-    "facts": "validated facts files",
+    "facts": "validated facts files and check configurations",
 }
 
 

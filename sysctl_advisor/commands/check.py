@@ -249,7 +249,9 @@ def _accept_baselined(report: CheckReport, path: Path) -> None:
     from sysctl_advisor.sources.check_config import read_baseline
 
     names = _names(report.findings, path)
-    accepted, stale = in_baseline(report.findings, names, read_baseline(path))
+    accepted, stale = in_baseline(
+        report.findings, names, read_baseline(path, check_settings.remember)
+    )
     reason = f"in the baseline {path}"
     report.suppressed += [
         Suppressed(f, reason, "baseline")

@@ -8,15 +8,17 @@ configuration's; --set parameters replace the configuration's one by one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sysctl_advisor.commands.common import parse_overrides, shown_path
 from sysctl_advisor.engine.check_tuning import Given
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.sources.check_config import ConfigFile, config_for, read_config
 
+T = TypeVar("T")
 COMMAND_LINE = "command line"
 DEFAULT = "default"
 # Each setting: its key in the configuration, and the option that wins over it.
@@ -66,6 +68,13 @@ class CheckSettings:
         return {name: str(setting.value) for name, setting in self.parameters.items()}
 
 
+def remember(kind: type[T], path: Path, text: str, validate: Callable[[], T]) -> T:
+    """A configuration or baseline validated once per text, then taken from the cache."""
+    from sysctl_advisor.cache.facts import ValidatedCache, cached
+
+    return cached(path, text, ValidatedCache(kind), validate)
+
+
 def find(paths: list[Path], config: Path | None, isolated: bool) -> ConfigFile | None:
     """--config FILE, else the configuration found upward from the paths; none with
     --isolated."""
@@ -74,8 +83,8 @@ def find(paths: list[Path], config: Path | None, isolated: bool) -> ConfigFile |
             raise InputError("--config and --isolated contradict each other", field="--config")
         return None
     if config is None:
-        return config_for(paths or [Path(".")])
-    found = read_config(config)
+        return config_for(paths or [Path(".")], remember)
+    found = read_config(config, remember=remember)
     if found is None:
         if config.name == "pyproject.toml":
             raise InputError("has no [tool.sysctl-advisor] table", path=config, field="--config")

@@ -16,9 +16,10 @@ out of it is refused, not followed): the name is never checked first and opened 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from sysctl_advisor.model.check_config import (
     CONFIG_FILE,
@@ -73,7 +74,19 @@ def _read(path: Path, directory: Path) -> str | None:
         raise InputError("not UTF-8 text", path=path) from None
 
 
-def read_config(path: Path, directory: Path | None = None) -> ConfigFile | None:
+# How a caller keeps what was validated: (model, path, text, validate) -> the document. The
+# commands pass the cache's (pydantic costs as much as the rest of a check); a pyproject's
+# other tables are part of the text, so any edit to the file validates it again.
+T = TypeVar("T")
+
+
+class Remember(Protocol):
+    def __call__(self, kind: type[T], path: Path, text: str, validate: Callable[[], T]) -> T: ...
+
+
+def read_config(
+    path: Path, directory: Path | None = None, remember: Remember | None = None
+) -> ConfigFile | None:
     """The configuration in `path` (a .sysctl-advisor.toml, or any file read as one; a
     pyproject.toml's table): None when the file does not exist or, for a pyproject.toml,
     holds no [tool.sysctl-advisor] table."""
@@ -91,21 +104,26 @@ def read_config(path: Path, directory: Path | None = None) -> ConfigFile | None:
         table = ".".join(PYPROJECT_TABLE)
         if not isinstance(data, dict):
             raise InputError("must be a table", path=path, field=table)
-    try:
-        config = validate(CheckConfig, data, path)
-    except InputError as exc:
-        if table is not None and exc.field is not None:
-            exc.field = f"{table}.{exc.field}"
-        raise
+    checked = data
+
+    def validated() -> CheckConfig:
+        try:
+            return validate(CheckConfig, checked, path)
+        except InputError as exc:
+            if table is not None and exc.field is not None:
+                exc.field = f"{table}.{exc.field}"
+            raise
+
+    config = remember(CheckConfig, path, text, validated) if remember else validated()
     return ConfigFile(path, directory, config, table)
 
 
-def find_config(start: Path) -> ConfigFile | None:
+def find_config(start: Path, remember: Remember | None = None) -> ConfigFile | None:
     """The configuration for files in `start` (a directory): the nearest one upward."""
     directory = Path(os.path.abspath(start))
     while True:
         for name in (CONFIG_FILE, PYPROJECT):
-            found = read_config(directory / name, directory)
+            found = read_config(directory / name, directory, remember)
             if found is not None:
                 return found
         if os.path.lexists(directory / ".git") or directory.parent == directory:
@@ -113,7 +131,7 @@ def find_config(start: Path) -> ConfigFile | None:
         directory = directory.parent
 
 
-def config_for(paths: list[Path]) -> ConfigFile | None:
+def config_for(paths: list[Path], remember: Remember | None = None) -> ConfigFile | None:
     """The one configuration for every checked path (`-` searches from the working
     directory): the one found from any of them applies to all, as a project's settings apply
     to a file outside it checked in the same run; two different ones are bad input."""
@@ -122,7 +140,7 @@ def config_for(paths: list[Path]) -> ConfigFile | None:
         start = Path(".") if str(path) == "-" else path if path.is_dir() else path.parent
         start = Path(os.path.abspath(start))
         if start not in found:
-            found[start] = find_config(start)
+            found[start] = find_config(start, remember)
     configs = {c.path: c for c in found.values() if c is not None}
     if len(configs) > 1:
         names = ", ".join(sorted(str(name) for name in configs))
@@ -133,11 +151,15 @@ def config_for(paths: list[Path]) -> ConfigFile | None:
     return next(iter(configs.values()), None)
 
 
-def read_baseline(path: Path) -> Baseline:
-    """A baseline file, validated."""
+def read_baseline(path: Path, remember: Remember | None = None) -> Baseline:
+    """A baseline file, validated (once per text, with `remember`)."""
     data = read_bytes(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError("not UTF-8 text", path=path) from None
-    return validate(Baseline, parse_json(text, path), path, text)
+
+    def validated() -> Baseline:
+        return validate(Baseline, parse_json(text, path), path, text)
+
+    return remember(Baseline, path, text, validated) if remember else validated()

@@ -284,3 +284,31 @@ def test_the_configuration_schema_accepts_what_check_accepts(tmp_path: Path) -> 
     jsonschema.validate(good, schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"selekt": []}, schema)
+
+
+def test_a_configuration_is_validated_once_per_text_and_a_stranger_entry_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import marshal
+    import pickle
+
+    from sysctl_advisor.cache.facts import facts_key
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SYSCTL_ADVISOR_CACHE", str(cache))
+    repo = _repo(tmp_path, 'ignore = ["check.tw-recycle-enabled"]\n', {"a.conf": RECYCLE})
+    config = repo / ".sysctl-advisor.toml"
+    assert _run(repo, "check", "a.conf")[0] == 0  # validated, and kept
+    cache_file = next((cache / "private").glob("facts-*.marshal"))
+    entries = marshal.loads(cache_file.read_bytes())
+    assert facts_key(config, config.read_text(), "CheckConfig") in entries
+    # An edit is a new text: validated again, never the old settings.
+    config.write_text('ignore = ["check.glob"]\n')
+    assert _run(repo, "check", "a.conf")[0] == 1
+    # An entry under the configuration's key that is not a CheckConfig is refused: the file
+    # is validated again (and the check runs with what it says).
+    key = facts_key(config, config.read_text(), "CheckConfig")
+    entries = {key: pickle.dumps({"ignore": ["check"]})}
+    cache_file.write_bytes(marshal.dumps(entries))
+    code, out, _ = _run(repo, "check", "a.conf", "-f", "json")
+    assert code == 1 and "check.tw-recycle-enabled" in _ids(out)

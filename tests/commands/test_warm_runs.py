@@ -25,6 +25,7 @@ CHECKED = [
     FIXTURES / "check" / "sysctl.d",
     FIXTURES / "sysctl-trees" / "layered",
 ]
+TEAM = FIXTURES / "check" / "team" / "sysctl.d"  # under a .sysctl-advisor.toml with a baseline
 
 # Runs every command line (each writing to its -o file) through the console entry point in
 # one interpreter; prints the exit codes and the pydantic modules the process imported.
@@ -58,6 +59,7 @@ def _command_lines() -> list[list[str]]:
         lines.append(["diff", "--facts", nginx, "-p", "base", "--current", str(DUMP), "-f", fmt])
     for fmt in formats.CHECK:
         lines.append(["check", "-f", fmt, *map(str, CHECKED)])
+        lines.append(["check", "-f", fmt, str(TEAM)])
         lines.append(["check", "-f", fmt, "--facts", dcache, "-p", "gridftp", str(CHECKED[0])])
     return lines
 
