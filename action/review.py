@@ -411,7 +411,7 @@ def review(workspace: Path) -> int:
     sys.stdout.write(annotations_file.read_text(encoding="utf-8"))
     summary = summary_file.read_text(encoding="utf-8")
     add_summary(summary + f"\nReviewed: {md_text(how)}.\n")
-    edited = _edits_settings(changed or [], _input("BASELINE"))
+    edited = _edits_settings(changed or [], _settings_files(chosen, context, workspace))
     if edited:
         message = (
             f"This change edits {', '.join(edited)}: the review ran with the check settings "
@@ -465,19 +465,24 @@ def review(workspace: Path) -> int:
     return 0
 
 
-SETTINGS_FILES = (".sysctl-advisor.toml", "pyproject.toml")
+def _settings_files(chosen: list[str], context: list[str], workspace: Path) -> set[str]:
+    """The files behind the settings this review ran with, as `check --show-config` names
+    them: the configuration, and the baseline and facts files in force."""
+    shown = run_advisor(
+        ["check", *chosen, *context, "--show-config", "--format", "json"], workspace
+    )
+    try:
+        document = json.loads(shown.stdout)
+        names = {document["configuration"]}
+        names |= {document["settings"][key]["value"] for key in ("baseline", "facts")}
+    except (ValueError, KeyError, TypeError):
+        return set()
+    return {os.path.normpath(n) for n in names if isinstance(n, str) and n}
 
 
-def _edits_settings(changed: list[str], baseline: str) -> list[str]:
-    """The changed files that may hold check settings: a configuration file, the `baseline`
-    input, or a .json file whose name says it is a baseline (one a configuration names)."""
-    return [
-        name
-        for name in changed
-        if os.path.basename(name) in SETTINGS_FILES
-        or os.path.normpath(name) == os.path.normpath(baseline or ".")
-        or (name.endswith(".json") and "baseline" in os.path.basename(name))
-    ]
+def _edits_settings(changed: list[str], settings: set[str]) -> list[str]:
+    """The changed files that hold the settings the review ran with."""
+    return [name for name in changed if os.path.normpath(name) in settings]
 
 
 def _single_tree(chosen: list[str]) -> str:

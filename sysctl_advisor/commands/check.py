@@ -95,11 +95,14 @@ def check(
         from sysctl_advisor.outputs.check_settings_text import show_settings
 
         where = shown_path(found.config.path) if found.config is not None else None
-        values = {  # paths as a reviewer reads them
-            key: replace(v, value=shown_path(v.value)) if isinstance(v.value, Path) else v
+        as_json = fmt == "json"
+        values = {  # TOML: paths as the configuration wrote them; JSON: from here
+            key: replace(v, value=shown_path(v.value) if as_json else v.shown)
+            if isinstance(v.value, Path)
+            else v
             for key, v in found.values.items()
         }
-        emit(show_settings(where, values, found.parameters), output)
+        emit(show_settings(where, values, found.parameters, as_json=as_json), output)
         return 0
     _needs(found)
     if write_baseline is not None and (output is not None or extra):
@@ -109,6 +112,8 @@ def check(
         )
     target = write_baseline if write_baseline is not None else output
     files = _output_files(target, [path for _, path in extra])
+    if write_baseline is not None and files[0] is not None:
+        _only_a_baseline(files[0])
     try:
         kb = load_knowledge(rules_dir, profiles_dir)
         tuned = tuning(
@@ -122,6 +127,7 @@ def check(
         rules = {i: rule for i, rule in kb.check_rules.items() if i in tuned.selected}
         context = _context(kb, found, found.overrides)
         report = check_paths(Checker(kb, rules, context), paths, whole_directory)
+        _not_over_inputs(files, found, report.files, write_baseline is not None)
         if tuned.severities:  # --warn, --error: before --fail-on reads the report
             severity = tuned.severities.get
             report.findings = [
@@ -138,13 +144,15 @@ def check(
         if write_baseline is not None:
             from sysctl_advisor.engine.check_baseline import baseline_of
 
-            assert files[0] is not None
             accepted = baseline_of(report.findings, _names(report.findings, write_baseline))
+            if files[0] is None:  # `--write-baseline -`: names from the working directory
+                emit(accepted_json(accepted), None)
+                return 0
             files[0].write(accepted_json(accepted))
             say(f"wrote {len(accepted.findings)} findings to the baseline {write_baseline}")
             return 0
         if found["baseline"] is not None:
-            _accept_baselined(report, found["baseline"])
+            _accept_baselined(report, found)
         color = wants_color(sys.stdout) if files[0] is None and fmt == "text" else False
         main = render_check(report, fmt, kb.check_rules, color=color)
         if files[0] is None:
@@ -160,6 +168,57 @@ def check(
                 file.close()
     worst = report.worst()
     return 1 if worst is not None and worst <= SEVERITY_ORDER[found["fail-on"]] else 0
+
+
+def _only_a_baseline(file: OutputFile) -> None:
+    """--write-baseline replaces a baseline, never another file (a forgotten FILE makes the
+    next argument, a sysctl file, the target)."""
+    from sysctl_advisor.model.check_config import BASELINE_SCHEMA
+
+    head = file.head()
+    if head is not None and f'"{BASELINE_SCHEMA}"'.encode() not in head:
+        file.close()
+        raise InputError(
+            "exists and is not a sysctl-advisor baseline: not replaced (did the file name "
+            "after --write-baseline go missing?)",
+            path=file.path,
+            field="--write-baseline",
+        )
+
+
+def _not_over_inputs(
+    files: list[OutputFile | None],
+    found: check_settings.CheckSettings,
+    read: list[str],
+    writing_baseline: bool,
+) -> None:
+    """Refuse to write a report or baseline over a file this check read (a forgotten
+    `--write-baseline FILE` before `sysctl.d/*.conf` makes the first one the target), the
+    configuration or a file it names."""
+    targets = {}
+    for file in files:
+        existing = file.existing() if file is not None else None
+        if file is not None and existing is not None:
+            targets[existing] = file
+    if not targets:
+        return
+    inputs: list[str | Path] = [*read, found["facts"] or ""]
+    if not writing_baseline:  # writing one is how a baseline in force is written again
+        inputs.append(found["baseline"] or "")
+    if found.config is not None:
+        inputs.append(found.config.path)
+    for name in inputs:
+        try:
+            info = os.stat(name)
+        except (OSError, ValueError):
+            continue
+        file = targets.get((info.st_dev, info.st_ino))
+        if file is not None:
+            raise InputError(
+                "is a file this check reads; not overwritten (did the file name after the "
+                "option go missing?)",
+                path=file.path,
+            )
 
 
 def _needs(found: check_settings.CheckSettings) -> None:
@@ -242,15 +301,20 @@ def _accept_per_file(
     report.findings = kept
 
 
-def _accept_baselined(report: CheckReport, path: Path) -> None:
+def _accept_baselined(report: CheckReport, found: check_settings.CheckSettings) -> None:
     """Findings the baseline holds move to the report's suppressed findings; the baseline's
-    entries that match nothing any more are counted in a note."""
+    entries that match nothing any more are counted in a note. A baseline the configuration
+    names is read only inside the configuration's directory."""
     from sysctl_advisor.engine.check_baseline import in_baseline
     from sysctl_advisor.sources.check_config import read_baseline
 
+    path: Path = found["baseline"]
+    inside = None
+    if found.values["baseline"].origin != check_settings.COMMAND_LINE and found.config:
+        inside = found.config.directory
     names = _names(report.findings, path)
     accepted, stale = in_baseline(
-        report.findings, names, read_baseline(path, check_settings.remember)
+        report.findings, names, read_baseline(path, check_settings.remember, inside)
     )
     reason = f"in the baseline {path}"
     report.suppressed += [
@@ -278,8 +342,11 @@ def _context(
         inside = None
         if found.values["facts"].origin != check_settings.COMMAND_LINE and found.config:
             inside = found.config.directory
-        host = read_facts(facts, kb, within=inside)
-        context = host_context(kb, host, found["profile"], overrides)
+        try:
+            host = read_facts(facts, kb, within=inside)
+            context = host_context(kb, host, found["profile"], overrides)
+        except InputError as exc:  # a profile or parameter the configuration gave
+            raise found.blame(exc) from None
     if found["kernel"] is not None:
         context.kernel = KernelVersion.parse(found["kernel"])
     return context

@@ -42,6 +42,14 @@ DEFAULTS: dict[str, Any] = {"fail-on": "error"}
 class Setting:
     value: Any  # None: not set
     origin: str  # COMMAND_LINE, DEFAULT, or the configuration file
+    written: Any = None  # a path as the configuration wrote it (value: resolved from there)
+
+    @property
+    def shown(self) -> Any:
+        """The value as --show-config prints it: as written in the configuration, or given."""
+        if self.written is not None:
+            return self.written
+        return str(self.value) if isinstance(self.value, Path) else self.value
 
 
 @dataclass
@@ -65,7 +73,31 @@ class CheckSettings:
 
     @property
     def overrides(self) -> dict[str, str]:
-        return {name: str(setting.value) for name, setting in self.parameters.items()}
+        """The profile parameters as `--set` gives them (a TOML boolean as true/false)."""
+        return {name: _text(setting.value) for name, setting in self.parameters.items()}
+
+    def blame(self, exc: InputError) -> InputError:
+        """An error about the profile or a parameter that came from the configuration, named
+        by the configuration's file and key instead of an option never given."""
+        if exc.field == "--profile" and self.values["profile"].origin != COMMAND_LINE:
+            where = self.values["profile"].origin
+            return InputError(exc.message, path=where, field=self._key("profile"))
+        if exc.field is not None and exc.field.startswith("--set"):
+            for name, setting in self.parameters.items():
+                if setting.origin != COMMAND_LINE and name in f"{exc.field} {exc.message}":
+                    field = self._key(f"set.{name}")
+                    return InputError(exc.message, path=setting.origin, field=field)
+        return exc
+
+    def _key(self, key: str) -> str:
+        table = self.config.table if self.config is not None else None
+        return f"{table}.{key}" if table else key
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def remember(kind: type[T], path: Path, text: str, validate: Callable[[], T]) -> T:
@@ -84,7 +116,7 @@ def find(paths: list[Path], config: Path | None, isolated: bool) -> ConfigFile |
         return None
     if config is None:
         return config_for(paths or [Path(".")], remember)
-    found = read_config(config, remember=remember)
+    found = read_config(config, remember=remember, found=False)  # the operator's own choice
     if found is None:
         if config.name == "pyproject.toml":
             raise InputError("has no [tool.sysctl-advisor] table", path=config, field="--config")
@@ -106,11 +138,12 @@ def resolve(found: ConfigFile | None, given: dict[str, Any]) -> CheckSettings:
             continue
         from_file = getattr(config, key.replace("-", "_"), None) if config else None
         if from_file is not None and found is not None:
+            written = None
             if key in ("facts", "baseline"):  # from the configuration's directory
-                from_file = found.directory / from_file
+                written, from_file = from_file, found.directory / from_file
             if key == "per-file-ignores":
                 from_file = dict(from_file)
-            settings.values[key] = Setting(from_file, shown_path(found.path))
+            settings.values[key] = Setting(from_file, shown_path(found.path), written)
         else:
             settings.values[key] = Setting(DEFAULTS.get(key), DEFAULT)
     if config is not None and config.set and found is not None:

@@ -44,9 +44,17 @@ def _printable(value: str) -> str:
     return value
 
 
+def _finite(value: float) -> float:
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError("must be a finite number")
+    return value
+
+
 InsidePath = Annotated[str, After(inside_path)]
 Text = Annotated[str, Len(1, _MAX_TEXT), After(_printable)]
 Selectors = Annotated[list[Text], Len(0, 256)]
+# A profile parameter's value: as `--set NAME=VALUE` gives it, or a TOML boolean or number.
+Parameter = Text | bool | int | Annotated[float, After(_finite)]
 
 
 @model
@@ -78,7 +86,7 @@ class CheckConfig(Record):
     kernel: Text | None = Field(None, description="target kernel release, e.g. 5.14")
     facts: InsidePath | None = Field(None, description="host facts file, from this directory")
     profile: Text | None = Field(None, description="workload profile (with facts)")
-    set: dict[Text, str | int | float] | None = Field(
+    set: dict[Text, Parameter] | None = Field(
         None, max_length=256, description="the profile's parameters, NAME = VALUE"
     )
     baseline: InsidePath | None = Field(

@@ -7,7 +7,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -36,13 +36,19 @@ def max_input_bytes() -> int:
         return 16 * 1024 * 1024
 
 
-def open_regular_file(path: Path, allowed: Callable[[Path], bool] | None = None) -> int:
+def open_regular_file(
+    path: Path,
+    allowed: Callable[[Path], bool] | None = None,
+    owners: Collection[int] | None = None,
+) -> int:
     """A descriptor to read the regular file `path` (non-blocking), else InputError with the
     reason. The name is opened O_PATH first, which runs no driver code: a FIFO, a device node
     (a watchdog's, a tape's) or a socket is refused on that descriptor without being opened,
     and, with `allowed`, so is a file whose real path (as the descriptor resolves, so a link
     swapped in after a check by name is judged by what was opened) it refuses. Only then is
-    the file opened for reading, through the descriptor: the file checked is the file read."""
+    the file opened for reading, through the descriptor: the file checked is the file read.
+    With `owners`, a file owned by any other user is refused too (a file that configures a
+    run must be the running user's or root's, as git asks of a repository)."""
     try:
         found = os.open(path, os.O_PATH | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -52,11 +58,18 @@ def open_regular_file(path: Path, allowed: Callable[[Path], bool] | None = None)
             f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path
         ) from None
     try:
-        mode = os.fstat(found).st_mode
+        info = os.fstat(found)
+        mode = info.st_mode
         if stat.S_ISDIR(mode):
             raise InputError("is a directory, expected a file", path=path)
         if not stat.S_ISREG(mode):
             raise InputError("not a regular file (a FIFO, device or socket)", path=path)
+        if owners is not None and info.st_uid not in owners:
+            raise InputError(
+                f"owned by another user (uid {info.st_uid}), so not read: a file that configures "
+                "this run must be yours or root's",
+                path=path,
+            )
         if allowed is not None and not allowed(Path(os.readlink(f"/proc/self/fd/{found}"))):
             raise InputError("outside the tree it was read from; not read", path=path)
         return os.open(f"/proc/self/fd/{found}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -66,12 +79,18 @@ def open_regular_file(path: Path, allowed: Callable[[Path], bool] | None = None)
         os.close(found)
 
 
-def read_bytes(path: Path, allowed: Callable[[Path], bool] | None = None) -> bytes:
+def read_bytes(
+    path: Path,
+    allowed: Callable[[Path], bool] | None = None,
+    owners: Collection[int] | None = None,
+    limit: int | None = None,
+) -> bytes:
     """A regular file's bytes, bounded: a FIFO, a device (/dev/zero, /dev/urandom) or a socket
-    is refused without being opened (open_regular_file), and so is a file above
-    max_input_bytes(); with `allowed`, also one whose real path it refuses, as opened."""
-    limit = max_input_bytes()
-    fd = open_regular_file(path, allowed)
+    is refused without being opened (open_regular_file), and so is a file above `limit`
+    (max_input_bytes() by default); with `allowed`, also one whose real path it refuses, as
+    opened; with `owners`, one owned by another user."""
+    limit = max_input_bytes() if limit is None else limit
+    fd = open_regular_file(path, allowed, owners)
     try:
         info = os.fstat(fd)
         if info.st_size > limit:

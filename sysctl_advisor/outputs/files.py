@@ -66,6 +66,27 @@ class OutputFile:
         # The same file however it is named (a link to the directory, `a/../b`).
         self.identity = (info.st_dev, info.st_ino, path.name)
 
+    def existing(self) -> tuple[int, int] | None:
+        """The (device, inode) of the file the target names now, None if there is none."""
+        try:
+            info = os.stat(self.path.name, dir_fd=self._parent, follow_symlinks=False)
+        except OSError:
+            return None
+        return info.st_dev, info.st_ino
+
+    def head(self, size: int = 4096) -> bytes | None:
+        """The first bytes of the regular file the target names now (never through a link,
+        never blocking), None if there is none."""
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(self.path.name, flags, dir_fd=self._parent)
+        except OSError:
+            return None
+        try:
+            return os.read(fd, size) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+        finally:
+            os.close(fd)
+
     def close(self) -> None:
         if self._parent >= 0:
             os.close(self._parent)

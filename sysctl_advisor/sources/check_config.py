@@ -7,15 +7,18 @@ working directory for standard input) upward, and in each directory takes the fi
     .sysctl-advisor.toml             the whole file is the configuration
     pyproject.toml                   only with a [tool.sysctl-advisor] table
 
-It stops at the first found, and after the directory that holds `.git` (the repository's top:
-a checkout's parents are not the repository's to configure) or at `/`. Every file is read
-once, bounded, as a regular file whose real path is in the directory it was found in (a link
-out of it is refused, not followed): the name is never checked first and opened after.
+It stops at the first found, after the directory that holds `.git` (the repository's top:
+a checkout's parents are not the repository's to configure), before a directory others may
+write to (/tmp: a file planted there must not configure another user's run) and at `/`. A
+file found is read once, bounded (MAX_CONFIG_BYTES), as a regular file whose real path is in
+the directory it was found in (a link out of it is refused, not followed) and that the
+running user or root owns: the name is never checked first and opened after.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +48,29 @@ class ConfigFile:
     table: str | None = None  # "tool.sysctl-advisor" in a pyproject.toml
 
 
+MAX_CONFIG_BYTES = 1 << 20  # a configuration, or a pyproject.toml it may live in
+# tomllib takes time and memory quadratic in the parts of one dotted key (60 KB of `a.a.a...`
+# is gigabytes): a key with more parts than this is refused before it is parsed.
+MAX_KEY_PARTS = 64
+_OWNERS = frozenset({0, os.geteuid()})
+
+
+def _key_parts_bounded(text: str, path: Path) -> None:
+    """Refuse a line whose key (before `=`, or a `[table]` header) has more than
+    MAX_KEY_PARTS dotted parts; counted in one pass, without parsing."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.lstrip()
+        head = stripped.split("=", 1)[0] if "=" in stripped else ""
+        if stripped.startswith("["):
+            head = stripped
+        if head.count(".") >= MAX_KEY_PARTS:
+            raise InputError(
+                f"a key of more than {MAX_KEY_PARTS} dotted parts; not read",
+                path=path,
+                line=number,
+            )
+
+
 def _toml(text: str, path: Path) -> dict[str, Any]:
     import sys
 
@@ -52,6 +78,7 @@ def _toml(text: str, path: Path) -> dict[str, Any]:
         import tomllib
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+    _key_parts_bounded(text, path)
     try:
         data: dict[str, Any] = tomllib.loads(text)
         return data
@@ -59,13 +86,21 @@ def _toml(text: str, path: Path) -> dict[str, Any]:
         raise InputError(f"not TOML: {exc}", path=path) from None
     except RecursionError:
         raise InputError("nested too deeply", path=path) from None
+    except ValueError as exc:  # an integer beyond Python's 4,300 digits
+        raise InputError(f"not TOML: {str(exc)[:100]}", path=path) from None
 
 
-def _read(path: Path, directory: Path) -> str | None:
+def _read(path: Path, directory: Path, owned: bool) -> str | None:
     """The file's text, None if there is none (anything else wrong with it is an error: a
-    configuration that cannot be read must not be silently skipped)."""
+    configuration that cannot be read must not be silently skipped). With `owned`, only the
+    running user's or root's."""
     try:
-        data = read_bytes(path, lambda real: inside(directory, real))
+        data = read_bytes(
+            path,
+            lambda real: inside(directory, real),
+            _OWNERS if owned else None,
+            MAX_CONFIG_BYTES,
+        )
     except NotFound:
         return None
     try:
@@ -85,13 +120,17 @@ class Remember(Protocol):
 
 
 def read_config(
-    path: Path, directory: Path | None = None, remember: Remember | None = None
+    path: Path,
+    directory: Path | None = None,
+    remember: Remember | None = None,
+    found: bool = True,
 ) -> ConfigFile | None:
     """The configuration in `path` (a .sysctl-advisor.toml, or any file read as one; a
     pyproject.toml's table): None when the file does not exist or, for a pyproject.toml,
-    holds no [tool.sysctl-advisor] table."""
+    holds no [tool.sysctl-advisor] table. A file `found` by the search must be the running
+    user's or root's; one the operator names (--config) may be anyone's."""
     directory = directory if directory is not None else path.parent
-    text = _read(path, directory)
+    text = _read(path, directory, owned=found)
     if text is None:
         return None
     data: Any = _toml(text, path)
@@ -118,30 +157,68 @@ def read_config(
     return ConfigFile(path, directory, config, table)
 
 
+def _shared(directory: Path) -> bool:
+    """Whether users other than the running one and root may create files in `directory`:
+    every user (/tmp), or a group, in a directory another user owns. A configuration there is
+    not searched for (a user's own group-writable checkout, umask 002, is still searched)."""
+    try:
+        info = os.stat(directory)
+    except OSError:
+        return True
+    group_share = info.st_mode & stat.S_IWGRP and info.st_uid not in _OWNERS
+    return bool(info.st_mode & stat.S_IWOTH or group_share)
+
+
+class _Search:
+    """One run's search: each directory looked in once, each configuration read once."""
+
+    def __init__(self, remember: Remember | None) -> None:
+        self.remember = remember
+        self.seen: dict[Path, ConfigFile | None] = {}
+
+    def upward(self, start: Path) -> ConfigFile | None:
+        """The configuration for files in `start` (a directory): the nearest one upward."""
+        passed: list[Path] = []
+        directory = Path(os.path.abspath(start))
+        found: ConfigFile | None = None
+        while True:
+            if directory in self.seen:
+                found = self.seen[directory]
+                break
+            passed.append(directory)
+            if _shared(directory):
+                break
+            for name in (CONFIG_FILE, PYPROJECT):
+                found = read_config(directory / name, directory, self.remember)
+                if found is not None:
+                    break
+            if found is not None:
+                break
+            if os.path.lexists(directory / ".git") or directory.parent == directory:
+                break
+            directory = directory.parent
+        for directory in passed:
+            self.seen[directory] = found
+        return found
+
+
 def find_config(start: Path, remember: Remember | None = None) -> ConfigFile | None:
     """The configuration for files in `start` (a directory): the nearest one upward."""
-    directory = Path(os.path.abspath(start))
-    while True:
-        for name in (CONFIG_FILE, PYPROJECT):
-            found = read_config(directory / name, directory, remember)
-            if found is not None:
-                return found
-        if os.path.lexists(directory / ".git") or directory.parent == directory:
-            return None
-        directory = directory.parent
+    return _Search(remember).upward(start)
 
 
 def config_for(paths: list[Path], remember: Remember | None = None) -> ConfigFile | None:
     """The one configuration for every checked path (`-` searches from the working
     directory): the one found from any of them applies to all, as a project's settings apply
-    to a file outside it checked in the same run; two different ones are bad input."""
-    found: dict[Path, ConfigFile | None] = {}
+    to a file outside it checked in the same run; two different ones are bad input. Each
+    directory is looked in, and each configuration read, once."""
+    search = _Search(remember)
+    configs: dict[Path, ConfigFile] = {}
     for path in paths:
         start = Path(".") if str(path) == "-" else path if path.is_dir() else path.parent
-        start = Path(os.path.abspath(start))
-        if start not in found:
-            found[start] = find_config(start, remember)
-    configs = {c.path: c for c in found.values() if c is not None}
+        found = search.upward(start)
+        if found is not None:
+            configs.setdefault(found.path, found)
     if len(configs) > 1:
         names = ", ".join(sorted(str(name) for name in configs))
         raise InputError(
@@ -151,15 +228,19 @@ def config_for(paths: list[Path], remember: Remember | None = None) -> ConfigFil
     return next(iter(configs.values()), None)
 
 
-def read_baseline(path: Path, remember: Remember | None = None) -> Baseline:
-    """A baseline file, validated (once per text, with `remember`)."""
-    data = read_bytes(path)
+def read_baseline(
+    path: Path, remember: Remember | None = None, inside_of: Path | None = None
+) -> Baseline:
+    """A baseline file, validated (once per text, with `remember`); with `inside_of` (the
+    directory of the configuration that names it), only a file whose real path is in it."""
+    allowed = None if inside_of is None else (lambda real: inside(inside_of, real))
+    data = read_bytes(path, allowed)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError("not UTF-8 text", path=path) from None
 
-    def validated() -> Baseline:
-        return validate(Baseline, parse_json(text, path), path, text)
+    def validated() -> Baseline:  # no line lookup: a baseline may be megabytes of JSON
+        return validate(Baseline, parse_json(text, path), path)
 
     return remember(Baseline, path, text, validated) if remember else validated()

@@ -3,8 +3,7 @@ configuration, baseline, output target or pull request is built at test time and
 the CLI (or the Action's simulated runner), and must end in the safe behaviour: a one-line
 error with exit 2 (never an internal error, a hang or a blow-up), nothing read from outside
 the tree the setting came from, nothing written over a file the advisor did not write, and
-`--show-config` output that stays TOML. Cases that fail today are strict xfails naming the
-problem, so they flip when it is fixed."""
+`--show-config` output that stays TOML."""
 
 from __future__ import annotations
 
@@ -70,14 +69,9 @@ def _ids(stdout: str) -> set[str]:
     return {f["id"] for f in json.loads(stdout)["findings"]}
 
 
-# --- problems found: strict xfails until fixed -------------------------------------------------
+# --- problems found by the review, each fixed -------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sources/check_config._toml catches only TOMLDecodeError: tomllib's int() raises "
-    "ValueError past 4,300 digits, which ends in 'internal error', exit 3",
-)
 @pytest.mark.parametrize("where", ["config", "pyproject"])
 def test_an_integer_beyond_python_s_digit_limit_is_one_line(tmp_path: Path, where: str) -> None:
     huge = "1" * 5000
@@ -96,12 +90,6 @@ def _limit_memory() -> None:  # pragma: no cover - runs in the child
     resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tomllib is quadratic in the parts of one dotted key: a 60 KB "
-    ".sysctl-advisor.toml (or an unrelated pyproject.toml table on the way up) takes "
-    "gigabytes before any validation; nothing bounds the key depth before parsing",
-)
 @pytest.mark.parametrize("where", ["config", "pyproject"])
 def test_a_long_dotted_key_is_refused_within_bounded_memory(tmp_path: Path, where: str) -> None:
     """Run in a child held to 1 GiB of address space (a normal check needs a fraction): the
@@ -125,11 +113,6 @@ def test_a_long_dotted_key_is_refused_within_bounded_memory(tmp_path: Path, wher
     _one_line_error(result.returncode, result.stderr, name)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="check(): `--write-baseline -` reaches `assert files[0] is not None` (to_stdout "
-    "makes no OutputFile): AssertionError, 'internal error', exit 3",
-)
 def test_write_baseline_to_standard_output_is_not_an_internal_error(tmp_path: Path) -> None:
     repo = _repo(tmp_path, None, {"sysctl.d/10-a.conf": RECYCLE})
     code, out, err = _run(repo, "check", "sysctl.d", "--write-baseline", "-")
@@ -149,12 +132,6 @@ def _baseline_accepting_everything(repo: Path) -> bytes:
     return data
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sources/check_config.read_baseline reads the configuration's `baseline` with no "
-    "`allowed` (facts get inside(config.directory)): a link in the pull request to a file "
-    "outside the repository is followed, and its entries suppress findings",
-)
 def test_a_baseline_the_configuration_names_is_not_read_through_a_link_out(
     tmp_path: Path,
 ) -> None:
@@ -179,12 +156,6 @@ def test_a_baseline_named_on_the_command_line_may_be_a_link(tmp_path: Path) -> N
     assert code == 0 and _ids(out) == set(), err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="outputs/check_settings_text._value writes strings with json.dumps (surrogate "
-    "pairs \\ud83d\\ude00 for characters above U+FFFF, which TOML refuses) and floats as "
-    "Infinity/NaN (TOML spells inf/nan): --show-config is then not TOML",
-)
 @pytest.mark.parametrize(
     "config",
     [
@@ -214,12 +185,6 @@ def test_show_config_stays_toml_whatever_the_configuration_holds(
             assert shown[key] == value
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="commands/check._context runs host_context with the configuration's `set` and "
-    "`profile` as if typed: a bad value is reported as '--set NAME' / '--profile', naming "
-    "neither the configuration file nor its key",
-)
 @pytest.mark.parametrize(
     "config",
     [
@@ -239,12 +204,6 @@ def test_a_bad_parameter_or_profile_in_the_configuration_names_the_file(
     assert "--set" not in err and "--profile" not in err, err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="model/check_config.CheckConfig.set takes `str | int | float` values of any "
-    "length (every other text is Text, at most 200 characters): a 1 MB parameter value "
-    "comes back whole in the one-line error",
-)
 def test_a_huge_parameter_value_in_the_configuration_gives_a_short_error(
     tmp_path: Path,
 ) -> None:
@@ -256,12 +215,6 @@ def test_a_huge_parameter_value_in_the_configuration_gives_a_short_error(
     assert len(err) < 1000, len(err)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="--write-baseline (like -o) replaces any regular file, a file it is checking "
-    "included: `check --write-baseline sysctl.d/*.conf` (FILE forgotten) turns the first "
-    "sysctl file into JSON; _output_files compares targets with each other only",
-)
 def test_write_baseline_never_replaces_a_file_being_checked(tmp_path: Path) -> None:
     repo = _repo(
         tmp_path,
@@ -277,13 +230,6 @@ def test_write_baseline_never_replaces_a_file_being_checked(tmp_path: Path) -> N
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="plants a file as another user (needs root)")
-@pytest.mark.xfail(
-    strict=True,
-    reason="sources/check_config.find_config climbs to / when there is no .git and applies "
-    "any configuration on the way, one another user planted in a world-writable sticky "
-    "directory (/tmp) included; the writers' rule (model/directories: owned by root or the "
-    "user, not writable by others) is not applied to what is read",
-)
 def test_a_configuration_another_user_planted_in_a_shared_directory_is_not_applied(
     tmp_path: Path,
 ) -> None:
@@ -305,13 +251,6 @@ def test_a_configuration_another_user_planted_in_a_shared_directory_is_not_appli
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="the Action's runner needs git")
-@pytest.mark.xfail(
-    strict=True,
-    reason="action/review._edits_settings flags a baseline only when it is the `baseline` "
-    "input or a *.json with 'baseline' in its name: a pull request that edits the baseline "
-    "the configuration names (accepted.json) to accept its own new error is reviewed clean, "
-    "without the warning",
-)
 def test_the_action_says_when_a_change_edits_the_baseline_the_configuration_names(
     tmp_path: Path,
 ) -> None:
@@ -360,13 +299,6 @@ finally:
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sources/check_config.config_for runs find_config once per start directory and "
-    "each reads and parses the same .sysctl-advisor.toml again: 50 host directories and an "
-    "860 KB configuration take 10 s and 276 MB (1.3 s for one), and a file read 20 times "
-    "may change between reads",
-)
 def test_the_configuration_is_read_once_however_many_directories_are_checked(
     tmp_path: Path,
 ) -> None:
