@@ -220,6 +220,9 @@ class Checker:
         )
         self._rules_by_key: dict[tuple[str, bool, bool], list[CheckRule]] = {}
         self._near: dict[str, str | None] = {}  # a key not in the catalog: the one meant
+        # rules whose `keys` the advisor knows by them alone (`knows_keys`)
+        self._naming = [r for r in kb.check_rules.values() if r.spec.knows_keys]
+        self._named: dict[str, bool] = {}
         self._kernel_keys: list[str] | None = None
         self._usable: list[CheckRule] | None = None
         self._globs: dict[str, dict[str, Any]] = {}  # what each glob pattern reaches, once
@@ -252,12 +255,25 @@ class Checker:
                 self._near[key] = found
         return found
 
+    def _is_named(self, key: str) -> bool:
+        """Whether a `knows_keys` rule names the key by its `keys` (check.ip-conntrack-name's
+        old names): the advisor knows it by that rule. Every loaded rule counts, whatever
+        --select keeps, so a verdict never depends on the selection."""
+        found = self._named.get(key)
+        if found is None:
+            found = any(rule.looks_at(key) for rule in self._naming)
+            if len(self._named) < _MEMO_LINES:
+                self._named[key] = found
+        return found
+
     def _scope(
         self, key: str, value: str, ignore_failure: bool, dump: bool = False
     ) -> dict[str, Any]:
         catalog = self.kb.catalog
         spec = catalog.keys.get(key)
         listed = spec is None and catalog.is_known(key)
+        named = spec is None and not listed and self._is_named(key)
+        unknown = spec is None and not listed and not named
         kernel = self.context.kernel
         # What the kernel does with the text of a key it knows: what it stores, refuses, drops.
         text_key = spec is not None and spec.is_text
@@ -281,8 +297,10 @@ class Checker:
             "known": spec is not None,
             # a key the kernel has that the catalog lists without modelling it
             "listed": listed,
+            # a key neither modelled nor listed that a `knows_keys` rule names by its `keys`
+            "named": named,
             # for any other key of a file: the kernel's key it was probably meant to be
-            "near_key": (self._near_key(key) if spec is None and not listed and not dump else None),
+            "near_key": self._near_key(key) if unknown and not dump else None,
             "exists": (catalog.exists(key, kernel) if spec and kernel else None),
             "kernel": self._kernel,
             "facts": self._facts,

@@ -82,6 +82,11 @@ class CheckRuleSpec(Record):
         description="judge only keys in the key catalog (its `when` needs `spec`): lines of "
         "other keys skip the rule without evaluating it (a `sysctl -a` dump is mostly such)",
     )
+    knows_keys: bool = Field(
+        default=False,
+        description="its `keys` (names or globs, not `*`) are keys the advisor knows by this "
+        "rule alone: other rules see them as `named` (check.unknown-key stays quiet on them)",
+    )
     let: dict[str, str] = Field(default_factory=dict)
     suggest: str | None = Field(
         default=None,
@@ -98,6 +103,8 @@ class CheckRuleSpec(Record):
             raise ValueError("an assignment rule needs `when`")
         if self.kind == "structural" and not self.reports:
             raise ValueError("a structural rule needs `reports` (which reader findings it names)")
+        if self.knows_keys and (self.kind != "assignment" or "*" in self.keys):
+            raise ValueError("`knows_keys` needs an assignment rule whose `keys` name keys")
 
 
 _FINAL = re.compile(r"\bfinal\b")  # a rule that reads other lines of the config

@@ -129,10 +129,6 @@ def test_a_ratio_in_force_on_the_host_counts(tmp_path: Path) -> None:
     assert len(_messages(findings, OVERCOMMIT)) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the `named` scope variable in engine/lint.py (see the helper's report)",
-)
 def test_an_old_ip_conntrack_name_is_reported_once(tmp_path: Path) -> None:
     findings = _check(tmp_path, ["net.ipv4.netfilter.ip_conntrack_max = 65536"])
     assert [f["id"] for f in findings] == ["check.ip-conntrack-name"]
