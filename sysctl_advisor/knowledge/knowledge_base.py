@@ -12,8 +12,14 @@ from sysctl_advisor.knowledge.catalog import Catalog
 from sysctl_advisor.knowledge.check_rules import CheckRule, load_check_rules
 from sysctl_advisor.knowledge.expressions import Compiler
 from sysctl_advisor.knowledge.kernel_messages import MessageFamily, load_message_families, matchers
-from sysctl_advisor.knowledge.knowledge_files import KUBERNETES, MESSAGE_CATALOG, SERVER_TABLE
+from sysctl_advisor.knowledge.knowledge_files import (
+    KUBERNETES,
+    MESSAGE_CATALOG,
+    NODE_PLATFORMS,
+    SERVER_TABLE,
+)
 from sysctl_advisor.knowledge.kubernetes import Kubernetes
+from sysctl_advisor.knowledge.node_platforms import NodePlatform, load_node_platforms
 from sysctl_advisor.knowledge.profiles import Profile, load_profiles
 from sysctl_advisor.knowledge.resources import data_dir
 from sysctl_advisor.knowledge.rules import Rule, load_rules
@@ -33,6 +39,7 @@ class KnowledgeBase:
     message_families: list[MessageFamily]
     kubernetes: Kubernetes  # what Kubernetes lets a pod set, by release
     sources: Sources  # every document the rest cites, by id
+    node_platforms: dict[str, NodePlatform]  # where each platform takes a node's sysctls
 
     @classmethod
     def load(
@@ -55,6 +62,7 @@ class KnowledgeBase:
         # loaded on every run, though only the Kubernetes output reads it: the spec cache
         # keeps the entries the last run used, and this one must stay warm too
         kubernetes = Kubernetes.load(shipped_rules / "catalog" / KUBERNETES, specs)
+        node_platforms = load_node_platforms(shipped_rules / "catalog" / NODE_PLATFORMS, specs)
         catalogs = [shipped_rules, *(rules_dirs or [])]
         sources = Sources(
             [p for d in catalogs if (p := d / "catalog" / Sources.FILE).exists()], specs
@@ -76,6 +84,7 @@ class KnowledgeBase:
                 {str(i): f for i, f in enumerate(families)},
             ),
             (catalog_dir / KUBERNETES, "", {"": kubernetes.spec}),
+            *((p.path, "", {"": p.spec}) for p in node_platforms.values()),
             *((rule.path, "", {"": rule.spec}) for rule in rules.values()),
             *((rule.path, "", {"": rule.spec}) for rule in check_rules.values()),
         ]
@@ -86,7 +95,16 @@ class KnowledgeBase:
         compiler.save()
         specs.save()
         return cls(
-            compiler, catalog, rules, profiles, check_rules, servers, families, kubernetes, sources
+            compiler,
+            catalog,
+            rules,
+            profiles,
+            check_rules,
+            servers,
+            families,
+            kubernetes,
+            sources,
+            node_platforms,
         )
 
     @functools.cached_property

@@ -13,6 +13,7 @@ KERNEL_MODEL = "kernel-model.yaml"
 SERVER_TABLE = "servers.yaml"
 MESSAGE_CATALOG = "kernel-messages.yaml"
 KUBERNETES = "kubernetes.yaml"
+NODE_PLATFORMS = "node-platforms"  # a folder: one file per Kubernetes platform
 
 
 MAX_RULE_DEPTH = 8  # folders below a rules directory (the shipped ones use one)

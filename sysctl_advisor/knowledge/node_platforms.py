@@ -1,0 +1,110 @@
+"""Where each Kubernetes platform takes a node's sysctls (rules/catalog/node-platforms/*.yaml,
+one file per platform): the documented place, whether it takes any key or only an
+allow-list, and for an allow-list each key's field name and accepted range, with the source.
+
+A platform's file is knowledge, like a rule: the outputs (outputs/node_platforms.py) read it
+to put each of the node's keys in its place, or to list it as refused, never to drop it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from sysctl_advisor.cache.specs import SpecCache
+from sysctl_advisor.knowledge.rules import SpecModel
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.model_base import Field, model
+
+PLATFORM_ID = r"^[a-z][a-z0-9-]{1,30}$"
+_SYSCTL = r"^[a-z0-9_]+(\.[a-z0-9_*-]+)+$"
+_FIELD = r"^[A-Za-z][A-Za-z0-9_.-]{0,80}$"
+
+
+@model
+class PlatformKey(SpecModel):
+    """A key an allow-list takes: its name there and the values it accepts."""
+
+    name: str = Field(pattern=_SYSCTL, description="the sysctl, as sysctl.conf names it")
+    field: str | None = Field(
+        default=None,
+        pattern=_FIELD,
+        description="the platform's own name for it (AKS: netCoreSomaxconn); none: the sysctl",
+    )
+    min: int | None = Field(default=None, description="the smallest value the platform takes")
+    max: int | None = Field(default=None, description="the largest value the platform takes")
+    kind: Literal["int", "bool", "str", "range"] = Field(
+        default="int",
+        description="how the platform types the value (range: 'low high', AKS's port range)",
+    )
+    source: str = Field(max_length=300, description="where the platform documents the key")
+
+
+@model
+class NodePlatformSpec(SpecModel):
+    id: str = Field(pattern=PLATFORM_ID, description="the --format name")
+    title: str = Field(max_length=200)
+    place: str = Field(max_length=300, description="where on the platform the keys go")
+    accepts: Literal["any", "listed"] = Field(
+        description="any: every key the kernel has; listed: only `keys`, the platform refuses "
+        "the rest"
+    )
+    keys: list[PlatformKey] = Field(default_factory=list, max_length=500)
+    refused: str | None = Field(
+        default=None,
+        max_length=500,
+        description="what the platform does with a key it does not take (listed platforms)",
+    )
+    references: list[str] = Field(min_length=1, max_length=20)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.accepts == "listed" and not self.keys:
+            raise ValueError("a platform that takes listed keys needs `keys`")
+        if self.accepts == "any" and self.keys:
+            raise ValueError("a platform that takes any key lists none")
+        names = [key.name for key in self.keys]
+        if len(set(names)) != len(names):
+            raise ValueError("a key is listed twice")
+
+
+class NodePlatform:
+    def __init__(self, spec: NodePlatformSpec, path: Path) -> None:
+        self.spec = spec
+        self.path = path
+        self._keys = {key.name: key for key in spec.keys}
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    def takes(self, key: str, value: str) -> tuple[PlatformKey | None, str | None]:
+        """Where the platform takes `key` = `value` (None: as the sysctl itself, where any key
+        is taken), or why it refuses it."""
+        if self.spec.accepts == "any":
+            return None, None
+        entry = self._keys.get(key)
+        if entry is None:
+            return None, self.spec.refused or f"{self.spec.title} does not take this key"
+        if entry.kind in ("int", "bool"):
+            fields = value.split()
+            if len(fields) != 1 or not fields[0].lstrip("-").isdigit():
+                return None, f"the platform takes one integer here, not {value!r}"
+            number = int(fields[0])
+            if entry.kind == "bool" and number not in (0, 1):
+                return None, f"the platform takes true or false here, not {number}"
+            if entry.min is not None and number < entry.min:
+                return None, f"below the platform's minimum of {entry.min}"
+            if entry.max is not None and number > entry.max:
+                return None, f"above the platform's maximum of {entry.max}"
+        return entry, None
+
+
+def load_node_platforms(directory: Path, specs: SpecCache) -> dict[str, NodePlatform]:
+    platforms: dict[str, NodePlatform] = {}
+    for path in sorted(directory.glob("*.yaml")):
+        spec = specs.load(path, NodePlatformSpec, "a node platform")
+        if spec.id != path.stem:
+            raise InputError(f"id {spec.id!r} is not the file's name", path=path, field="id")
+        platforms[spec.id] = NodePlatform(spec, path)
+    return platforms

@@ -1,0 +1,152 @@
+"""`recommend --format daemonset`: the node's keys on any cluster, as a ConfigMap holding the
+sysctl.d file and the script that installs it, and a DaemonSet that runs the script on each
+node labelled for the profile.
+
+The script (`apply.sh`) copies the file into the node's /etc/sysctl.d (so a reboot keeps the
+values: systemd-sysctl applies it at boot), applies it with `sysctl -p`, and reads every value
+back; `apply.sh --check` only reads back, and is the pod's readiness probe, so a node where a
+value did not hold (another agent took it back) shows as not ready. The pod runs in the host's
+network namespace (a per-namespace key set elsewhere would reach only the pod's own) and
+privileged (/proc/sys is read-only otherwise). The documents come from the YAML serializer;
+the values the script expects are data in a quoted here-document, never shell code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from sysctl_advisor.outputs.node_platforms import NODE_LABEL, NodeOutput
+
+NAMESPACE = "kube-system"
+CONF_NAME = "90-sysctl-advisor.conf"
+IMAGE = "busybox:1.37"  # sh, cp, mv and sysctl; pin a digest in your own registry
+_END = "SYSCTL_ADVISOR_VALUES"
+
+SCRIPT = """\
+#!/bin/sh
+# Written by sysctl-advisor: install the node's sysctl.d file, apply it, read every value back.
+# apply.sh --check only reads back (the readiness probe).
+set -eu
+config="${{SYSCTL_ADVISOR_CONFIG:-/config}}"
+target="${{HOST_SYSCTL_D:-/host/etc/sysctl.d}}/{conf}"
+check() {{
+  status=0
+  while read -r key value; do
+    [ -n "$key" ] || continue
+    got=$(sysctl -n "$key") || {{ echo "$key: cannot read" >&2; status=1; continue; }}
+    got=$(echo $got)
+    if [ "$got" != "$value" ]; then
+      echo "$key is $got, not $value" >&2
+      status=1
+    fi
+  done <<'{end}'
+{values}
+{end}
+  return $status
+}}
+if [ "${{1:-}}" = --check ]; then
+  check
+  exit
+fi
+cp "$config/{conf}" "$target.tmp"
+mv "$target.tmp" "$target"
+sysctl -p "$target" >/dev/null
+check
+"""
+
+
+class _Dumper(yaml.SafeDumper):
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+    def ignore_aliases(self, data: Any) -> bool:  # the labels written out each time
+        return True
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar(
+        "tag:yaml.org,2002:str", value, style="|" if "\n" in value else None
+    )
+
+
+_Dumper.add_representer(str, _str)
+
+
+def script(node: NodeOutput) -> str:
+    values = "\n".join(f"{t.key} {t.value}" for t in node.taken)
+    return SCRIPT.format(conf=CONF_NAME, end=_END, values=values)
+
+
+def _conf(node: NodeOutput) -> str:
+    return node.renderer.render(node.plan, "conf", node.command, detail="brief")
+
+
+def document(node: NodeOutput) -> str:
+    name = f"sysctl-advisor-{node.label}"
+    labels = {"app.kubernetes.io/name": "sysctl-advisor", NODE_LABEL: node.label}
+    config_map: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+        "data": {CONF_NAME: _conf(node), "apply.sh": script(node)},
+    }
+    container = {
+        "name": "sysctl",
+        "image": IMAGE,
+        "command": ["/bin/sh", "-c", "/bin/sh /config/apply.sh && exec sleep 2147483647"],
+        "securityContext": {"privileged": True},
+        "readinessProbe": {
+            "exec": {"command": ["/bin/sh", "/config/apply.sh", "--check"]},
+            "periodSeconds": 60,
+        },
+        "resources": {"requests": {"cpu": "1m", "memory": "8Mi"}},
+        "volumeMounts": [
+            {"name": "config", "mountPath": "/config", "readOnly": True},
+            {"name": "sysctl-d", "mountPath": "/host/etc/sysctl.d"},
+        ],
+    }
+    daemon_set: dict[str, Any] = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "nodeSelector": {NODE_LABEL: node.label},
+                    "hostNetwork": True,
+                    "tolerations": [{"operator": "Exists"}],
+                    "priorityClassName": "system-node-critical",
+                    "containers": [container],
+                    "volumes": [
+                        {"name": "config", "configMap": {"name": name}},
+                        {
+                            "name": "sysctl-d",
+                            "hostPath": {"path": "/etc/sysctl.d", "type": "DirectoryOrCreate"},
+                        },
+                    ],
+                },
+            },
+        },
+    }
+    head = "\n".join(node.header) + "\n"
+    body = "---\n".join(
+        yaml.dump(d, Dumper=_Dumper, sort_keys=False, width=4096) for d in (config_map, daemon_set)
+    )
+    return head + "---\n" + body
+
+
+def read_back(text: str) -> dict[str, str]:
+    """The values the node gets: the sysctl.d file's settings, which the script's own list must
+    match key for key."""
+    from sysctl_advisor.outputs.plan_render import rendered_settings
+
+    documents = [d for d in yaml.safe_load_all(text) if isinstance(d, dict)]
+    data = next(d["data"] for d in documents if d.get("kind") == "ConfigMap")
+    settings = rendered_settings("conf", data[CONF_NAME]) or {}
+    listed = data["apply.sh"].split(f"<<'{_END}'\n", 1)[1].split(f"\n{_END}\n", 1)[0]
+    expected = dict(line.split(" ", 1) for line in listed.splitlines() if line)
+    return settings if expected == settings else {}
