@@ -1,0 +1,108 @@
+"""`--format daemonset` (issue 36): the ConfigMap and DaemonSet validate against every
+Kubernetes release's API schema (kubernetes-validate, strict: no unknown field), read back as
+the node plan, and the script they carry does what it says inside `unshare -n`: installs the
+file, applies it, reads every value back, and `--check` fails when a value did not hold."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from sysctl_advisor.engine.kubernetes_placement import placement_for
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.outputs import node_daemonset
+from sysctl_advisor.outputs.node_platforms import NodeKey, NodeOutput, render_node
+from sysctl_advisor.outputs.plan_render import Renderer
+from tests.conftest import EXAMPLES
+from tests.namespaces import namespace_problem
+
+VERSIONS = ["1.29", "1.32"]
+HOSTS = {"haproxy-frontend-rhel7": "frontend-proxy", "dcache-32bit": "gridftp"}
+
+
+@pytest.fixture(scope="module")
+def kb() -> KnowledgeBase:
+    return KnowledgeBase.load()
+
+
+def _facts(name: str) -> Any:
+    from sysctl_advisor.sources.facts_file import facts_from_text
+
+    path = EXAMPLES / f"{name}.yaml"
+    return facts_from_text(path, path.read_text())
+
+
+def _render(kb: KnowledgeBase, host: str) -> tuple[Any, str]:
+    placement = placement_for(kb, _facts(host), HOSTS[host], {}, kb.kubernetes.version(None))
+    text = render_node(kb.node_platforms["daemonset"], Renderer(kb.catalog), placement, "rebuild")
+    return placement, text
+
+
+@pytest.mark.parametrize("host", sorted(HOSTS))
+def test_the_documents_validate_and_hold_the_node_plan(kb: KnowledgeBase, host: str) -> None:
+    placement, text = _render(kb, host)
+    documents = [d for d in yaml.safe_load_all(text) if d is not None]
+    assert [d["kind"] for d in documents] == ["ConfigMap", "DaemonSet"]
+    for version in VERSIONS:
+        for document in documents:
+            assert kubernetes_validate.validate(document, version, strict=True) == version
+    assert node_daemonset.read_back(text) == {s.key: s.value for s in placement.node.settings}
+    pod = documents[1]["spec"]["template"]["spec"]
+    assert pod["hostNetwork"] is True and pod["containers"][0]["securityContext"]["privileged"]
+    assert pod["nodeSelector"] == {"sysctl-advisor/profile": HOSTS[host]}
+    for pod_key in (p.setting.key for p in placement.pod):  # the pod's keys are pointed to
+        assert pod_key in text.split("---")[0]
+
+
+def _node(kb: KnowledgeBase, values: dict[str, str]) -> NodeOutput:
+    """A node output holding only per-namespace keys, which a test may apply in a namespace
+    of its own (the host's values are never touched)."""
+    version = kb.kubernetes.version(None)
+    placement = placement_for(kb, _facts("haproxy-frontend-rhel7"), "frontend-proxy", {}, version)
+    template = placement.node.settings[0]
+    settings = [replace(template, key=k, value=v) for k, v in values.items()]
+    plan = replace(placement.node, settings=settings)
+    return NodeOutput(
+        platform=kb.node_platforms["daemonset"],
+        plan=plan,
+        taken=[NodeKey(s, None) for s in settings],
+        refused=[],
+        pod_keys=[],
+        header=["# test"],
+        label="frontend-proxy",
+        command="rebuild",
+        renderer=Renderer(kb.catalog),
+    )
+
+
+@pytest.mark.skipif(namespace_problem() is not None, reason=str(namespace_problem()))
+def test_the_script_installs_applies_and_reads_back_in_a_namespace(
+    kb: KnowledgeBase, tmp_path: Path
+) -> None:
+    values = {"net.ipv4.tcp_fin_timeout": "17", "net.ipv4.ip_local_port_range": "20000 60999"}
+    text = node_daemonset.document(_node(kb, values))
+    data = next(d for d in yaml.safe_load_all(text) if d and d["kind"] == "ConfigMap")["data"]
+    config, target = tmp_path / "config", tmp_path / "sysctl.d"
+    config.mkdir()
+    target.mkdir()
+    for name, content in data.items():
+        (config / name).write_text(content)
+    env = f"SYSCTL_ADVISOR_CONFIG={config} HOST_SYSCTL_D={target}"
+    applied = subprocess.run(
+        ["unshare", "-n", "sh", "-c",
+         f"{env} sh {config}/apply.sh && {env} sh {config}/apply.sh --check && "
+         "sysctl -n net.ipv4.tcp_fin_timeout net.ipv4.ip_local_port_range && "
+         f"sysctl -q -w net.ipv4.tcp_fin_timeout=30 && {env} sh {config}/apply.sh --check"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    # Installed, applied, read back; then a value taken back makes the probe fail, saying which.
+    assert (target / node_daemonset.CONF_NAME).read_text() == data[node_daemonset.CONF_NAME]
+    assert applied.stdout.split("\n")[:2] == ["17", "20000\t60999"], applied.stderr
+    assert applied.returncode != 0
+    assert "net.ipv4.tcp_fin_timeout is 30, not 17" in applied.stderr
