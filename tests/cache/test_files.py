@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,6 +35,18 @@ def _run(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "sysctl_advisor", *args], env=env, capture_output=True, text=True
     )
+
+
+@pytest.fixture(scope="module")
+def filled_cache() -> Iterator[tuple[Path, str]]:
+    """A cache root after one cold `recommend --facts DCACHE -p gridftp` (every kind of cache
+    file written), and that run's output. Tests copy the root (modes and times kept) instead
+    of each paying for a cold run of its own."""
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch) / "cache"
+        made = _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp")
+        assert made.returncode == 0, made.stderr
+        yield root, made.stdout
 
 
 def _opened(root: Path, monkeypatch: pytest.MonkeyPatch) -> CacheDirectory:
@@ -121,9 +136,11 @@ def test_root_never_uses_another_users_cache(workdir: Path) -> None:
     assert result.returncode == 0 and not marker.exists()
 
 
-def test_oversized_cache_is_ignored(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_oversized_cache_is_ignored(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, filled_cache: tuple[Path, str]
+) -> None:
     root = workdir / "cache"
-    assert _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp").returncode == 0
+    shutil.copytree(filled_cache[0], root)  # a cold run's cache
     private = root / "private"
     big = next(private.glob("expressions-*.marshal"))
     big.write_bytes(b"\0" * (MAX_CACHE_BYTES + 1))
@@ -176,15 +193,17 @@ def test_a_spec_cache_key_depends_on_every_model_module_and_on_pydantic(
         cache_files.validating_code.cache_clear()
 
 
-def test_a_damaged_entry_is_rebuilt_not_fatal(workdir: Path) -> None:
+def test_a_damaged_entry_is_rebuilt_not_fatal(
+    workdir: Path, filled_cache: tuple[Path, str]
+) -> None:
     """Issue 32, item 5: an entry that no longer unpickles (truncated, of a class renamed since)
     is a miss: the run validates the file again, writes the same output, and the next run is
     warm again."""
     import marshal
 
     root = workdir / "cache"
-    first = _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp")
-    assert first.returncode == 0
+    shutil.copytree(filled_cache[0], root)  # a cold run's cache, and that run's output
+    first_stdout = filled_cache[1]
     damaged = sorted((root / "private").glob("*-py*.marshal"))
     kinds = {path.name.split("-")[0] for path in damaged}
     assert kinds == {"specs", "facts", "expressions", "templates"}, kinds
@@ -194,7 +213,7 @@ def test_a_damaged_entry_is_rebuilt_not_fatal(workdir: Path) -> None:
     snapshots = [{path.name: path.read_bytes() for path in damaged}]
     for _ in range(3):
         again = _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp")
-        assert again.returncode == 0 and again.stderr == "" and again.stdout == first.stdout
+        assert again.returncode == 0 and again.stderr == "" and again.stdout == first_stdout
         snapshots.append({path.name: path.read_bytes() for path in damaged})
     # The first run mends every file (each entry it used built again and written back); the
     # next finds nothing to mend, and the one after it reads what that one read: warm again.
