@@ -91,10 +91,10 @@ def _header(node: NodeOutput, placement: Placement) -> list[str]:
     return lines
 
 
-def render_node(
-    platform: NodePlatform, renderer: Renderer, placement: Placement, command: str
-) -> str:
-    """The platform's document for the placement's node keys, checked by reading it back."""
+def split(
+    platform: NodePlatform, placement: Placement
+) -> tuple[list[NodeKey], list[tuple[Setting, str]]]:
+    """The node's keys the platform takes, and those it refuses with the reason."""
     taken: list[NodeKey] = []
     refused: list[tuple[Setting, str]] = []
     for setting in placement.node.settings:
@@ -103,6 +103,14 @@ def render_node(
             taken.append(NodeKey(setting, entry))
         else:
             refused.append((setting, why))
+    return taken, refused
+
+
+def render_node(
+    platform: NodePlatform, renderer: Renderer, placement: Placement, command: str
+) -> str:
+    """The platform's document for the placement's node keys, checked by reading it back."""
+    taken, refused = split(platform, placement)
     plan = replace(placement.node, settings=[t.setting for t in taken])
     node = NodeOutput(
         platform=platform,
