@@ -153,6 +153,14 @@ COMMANDS: tuple[Command, ...] = (
                 "newest known).",
                 metavar="1.XX",
             ),
+            "undo": Option(
+                ("--undo",),
+                "Write the inverse of the plan instead: each key it changes back to the value in "
+                "force in the facts (or, not shown there, the kernel default); keys that cannot "
+                "be restored exactly are named, never guessed. Not with --format kubernetes.",
+                type=bool,
+                default=False,
+            ),
         },
         fast=FAST,
     ),
@@ -175,6 +183,13 @@ COMMANDS: tuple[Command, ...] = (
             "output": OUTPUT,
             "nginx_conf": NGINX_CONF,
             **KNOWLEDGE_DIRS,
+            "undo": Option(
+                ("--undo",),
+                "Show what `recommend --undo` would do once the plan is applied: each key's "
+                "plan value and the value the undo restores. Exit 1: the undo changes keys.",
+                type=bool,
+                default=False,
+            ),
         },
         fast=FAST,
     ),
@@ -321,7 +336,8 @@ COMMANDS: tuple[Command, ...] = (
             ),
             "out": Option(
                 ("--out",),
-                "Output directory: host_files/, host_vars/, playbook.yml, summary.*",
+                "Output directory: host_files/, host_vars/, host_undo/ (--undo), playbook.yml, "
+                "summary.*",
                 type=Path,
                 default=REQUIRED,
             ),
@@ -359,6 +375,14 @@ COMMANDS: tuple[Command, ...] = (
             "since": SINCE,
             "query_timeout": QUERY_TIMEOUT,
             "detail": DETAIL,
+            "undo": Option(
+                ("--undo",),
+                "Also write each host's undo file, host_undo/HOST.conf (as `recommend --undo`): "
+                "each key the plan changes back to the value in force in the facts, else the "
+                "kernel default.",
+                type=bool,
+                default=False,
+            ),
         },
     ),
     Command(

@@ -71,6 +71,8 @@ ACCEPTED = [
     ["recommend", "-p", "c1m-server", "-f", "kubernetes", "--kubernetes-version", "1.29"],
     ["recommend", "-p", "gridftp", "--rules-dir", "r1", "--rules-dir", "r2", "-o", "-"],
     ["diff", "--profile", "base", "--current", "x.conf", "--format", "json"],
+    ["recommend", "-p", "gridftp", "--facts", FACTS, "--undo", "-f", "json"],
+    ["diff", "-p", "base", "--undo", "--current", "x.conf"],
     ["check", "a.conf", "--format", "sarif", "b", "--fail-on", "warning", "--whole-directory"],
     ["check", "--kernel", "5.15", "-f", "markdown", "x.conf", "-p", "base", "--facts", FACTS],
     ["check", "x.conf", "-p", "gridftp", "--facts", FACTS, "-s", "rtt_ms=200", "--set", "x=4"],

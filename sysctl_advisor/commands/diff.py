@@ -1,4 +1,5 @@
-"""`diff`: the values in force against the plan. Exit 0: no drift; 1: drift."""
+"""`diff`: the values in force against the plan. Exit 0: no drift; 1: drift. With `undo`: the
+plan's values against what its undo restores. Exit 0: nothing to undo; 1: the undo changes keys."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ def diff(
     nginx_conf: Path | None = None,
     rules_dir: list[Path] | None = None,
     profiles_dir: list[Path] | None = None,
+    undo: bool = False,
 ) -> int:
     from sysctl_advisor.engine.diff import build_diff
     from sysctl_advisor.engine.plan_builder import build_plan
@@ -57,8 +59,16 @@ def diff(
         ),
     )
     plan = build_plan(kb, as_configured, profile, overrides)
-    version = kb.catalog.kernel_for(host)[0]
-    report = build_diff(plan, in_force, kb.catalog, version)
+    if undo:  # the plan applied, against what its undo restores
+        from sysctl_advisor.engine.undo import undo_diff, undo_plan
+
+        period = host.observed.period
+        read_at = period.at if period is not None and period.kind == "snapshot" else None
+        restore = undo_plan(plan, kb.catalog, read_at if current is None else None)
+        report = undo_diff(plan, restore, f"{in_force.kind} {in_force.label}")
+    else:
+        version = kb.catalog.kernel_for(host)[0]
+        report = build_diff(plan, in_force, kb.catalog, version)
     terminal = to_stdout(output) and sys.stdout.isatty()
     emit(render_diff(report, fmt, Renderer(kb.catalog), terminal=terminal), output)
     return 1 if report.drift else 0

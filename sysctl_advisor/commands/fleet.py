@@ -24,14 +24,17 @@ import sys
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from sysctl_advisor import __version__
 from sysctl_advisor.commands.common import Quiet, choose, load_knowledge, note, say
-from sysctl_advisor.engine.plan_cache import PlanCache
+from sysctl_advisor.engine.plan_cache import HostShape, PlanCache
+from sysctl_advisor.engine.undo import undo_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.profile_map import ProfileMap, load_profile_map
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import HostFacts
+from sysctl_advisor.model.plan import Plan
 from sysctl_advisor.outputs.fleet_outdir import (
     check_outdir,
     discard,
@@ -51,6 +54,7 @@ _HOST_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:@+-]{0,249}$")
 _PR_SET_PDEATHSIG = 1
 HOST_FILES = "host_files"
 HOST_VARS = "host_vars"
+HOST_UNDO = "host_undo"  # each host's undo file: the plan's inverse (engine.undo)
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,7 @@ class FleetJob:
     history: FleetHistory | None = None
     plans: PlanCache | None = None  # plans by host shape (process-local)
     detail: str = "normal"  # how much each host's conf says of each value (formats.DETAIL)
+    undo: bool = False  # also write each host's undo file (host_undo/HOST.conf)
 
     def advise(self, path: Path) -> HostOutcome:
         host = path.name
@@ -122,17 +127,18 @@ class FleetJob:
             self.plans = PlanCache(self.kb)
         shape = self.plans.lookup(self.kb, facts, choice.profile, choice.overrides)
         plan = shape.plan
-        command = rebuild_command(choice.profile, path, choice.overrides)
-        if self.detail != "normal":  # part of the command, before any note after it
-            command += f" --detail {self.detail}"
+        base = rebuild_command(choice.profile, path, choice.overrides)
+        after = f" --detail {self.detail}" if self.detail != "normal" else ""
         if self.history is not None:  # the peaks are not in the Ansible facts: say so
-            command += (
-                f"  (observed peaks: Prometheus over {self.history.since}, not in these facts)"
-            )
+            after += f"  (observed peaks: Prometheus over {self.history.since}, not in these facts)"
+        command = base + after
         conf = self.renderer.render_for_shape(plan, "conf", command, shape.rendered, self.detail)
         host_vars = self.renderer.render_for_shape(plan, "ansible", command, shape.rendered)
         _write(self.staging / HOST_FILES / f"{host}.conf", conf)
         _write(self.staging / HOST_VARS / f"{host}.yml", host_vars)
+        if self.undo:
+            undo = self._undo(plan, facts, f"{base} --undo{after}", shape)
+            _write(self.staging / HOST_UNDO / f"{host}.conf", undo)
         return HostOutcome(
             host,
             str(path),
@@ -142,6 +148,17 @@ class FleetJob:
             changes=tuple(s.key for s in plan.settings),
             findings=tuple((f.id, f.severity) for f in plan.findings),
         )
+
+    def _undo(self, plan: Plan, facts: HostFacts, command: str, shape: HostShape) -> str:
+        """The host's undo file; its plan and text are shared by the shape's hosts (the time
+        the values in force were read, when the facts say it, is part of the text)."""
+        period = facts.observed.period
+        read_at = period.at if period is not None and period.kind == "snapshot" else None
+        memo: dict[str, Any] = shape.rendered.setdefault(f"undo:{read_at}", {})
+        undo = memo.get("plan")
+        if undo is None:
+            undo = memo["plan"] = undo_plan(plan, self.kb.catalog, read_at)
+        return self.renderer.render_for_shape(undo, "conf", command, memo, self.detail, undo=True)
 
 
 def _write(path: Path, text: str) -> None:
@@ -203,9 +220,11 @@ def run_fleet(
     note: Callable[[str], None] = lambda _: None,
     history: FleetHistory | None = None,
     detail: str = "normal",
+    undo: bool = False,
 ) -> int:
     """Advise every host, write the outputs; returns how many hosts were written. OUTDIR is
-    replaced as a whole, only when at least one host was written (see fleet_outdir)."""
+    replaced as a whole, only when at least one host was written (see fleet_outdir). `undo`:
+    each host's undo file too, in host_undo/."""
     check_outdir(outdir)
     renderer = Renderer(kb.catalog)
     with locked(outdir):
@@ -213,9 +232,9 @@ def run_fleet(
         staging = staging_directory(outdir)
         advised: Generator[HostOutcome, None, None] | None = None
         try:
-            for name in (HOST_FILES, HOST_VARS):
+            for name in (HOST_FILES, HOST_VARS, HOST_UNDO) if undo else (HOST_FILES, HOST_VARS):
                 (staging / name).mkdir()
-            job = FleetJob(kb, renderer, profile_map, staging, history, detail=detail)
+            job = FleetJob(kb, renderer, profile_map, staging, history, detail=detail, undo=undo)
             hosts: list[str] = []
             advised = advise_all(job, paths, jobs)
 
@@ -233,6 +252,7 @@ def run_fleet(
                 files = ["playbook.yml", "summary.json", "summary.md"]
                 files += [f"{HOST_FILES}/{h}.conf" for h in hosts]
                 files += [f"{HOST_VARS}/{h}.yml" for h in hosts]
+                files += [f"{HOST_UNDO}/{h}.conf" for h in hosts if undo]
                 kept = publish(staging, outdir, files)
                 if kept is not None:
                     note(
@@ -262,6 +282,7 @@ def fleet(
     since: str = "14d",
     query_timeout: float = 10.0,
     detail: str = "normal",
+    undo: bool = False,
 ) -> int:
     """Exit 0: every host written; 1: some hosts skipped; nothing written is an InputError."""
     from sysctl_advisor.outputs import formats
@@ -290,6 +311,7 @@ def fleet(
             note,
             history,
             detail,
+            undo,
         )
     totals = summary.totals
     for host, reason in totals.skipped:

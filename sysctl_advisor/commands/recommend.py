@@ -19,6 +19,7 @@ def recommend(
     rules_dir: list[Path] | None = None,
     profiles_dir: list[Path] | None = None,
     kubernetes_version: str | None = None,
+    undo: bool = False,
 ) -> int:
     from sysctl_advisor.engine.plan_builder import build_plan
     from sysctl_advisor.outputs import formats
@@ -26,6 +27,11 @@ def recommend(
 
     choose(fmt, formats.RECOMMEND, "--format")
     choose(detail, formats.DETAIL, "--detail")
+    if undo and fmt == "kubernetes":
+        raise InputError(
+            "the kubernetes format has no undo yet; write the undo as -f conf, tuned or ansible",
+            field="--undo",
+        )
     if kubernetes_version is not None and fmt != "kubernetes":
         raise InputError(
             "--kubernetes-version needs --format kubernetes", field="--kubernetes-version"
@@ -45,7 +51,14 @@ def recommend(
         emit(render_kubernetes(renderer, placement, command), output)
         return 0
     plan = build_plan(kb, host, profile, overrides)
+    if undo:
+        from sysctl_advisor.engine.undo import undo_plan
+
+        period = host.observed.period
+        read_at = period.at if period is not None and period.kind == "snapshot" else None
+        plan = undo_plan(plan, kb.catalog, read_at)
+        command += " --undo"
     if detail != "normal":
         command += f" --detail {detail}"
-    emit(renderer.render(plan, fmt, command, detail=detail), output)
+    emit(renderer.render(plan, fmt, command, detail=detail, undo=undo), output)
     return 0

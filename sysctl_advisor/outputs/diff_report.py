@@ -8,6 +8,7 @@ import textwrap
 from typing import TYPE_CHECKING
 
 from sysctl_advisor.engine.diff import DiffEntry, DiffReport
+from sysctl_advisor.engine.undo import UNDO_DIFF_KIND
 from sysctl_advisor.model.documents import dump_json
 from sysctl_advisor.model.severity import SEVERITY_ORDER
 from sysctl_advisor.model.text_escape import one_line
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 _COLUMNS = ("STATUS", "KEY", "CURRENT", "RECOMMENDED", "DEFAULT", "SOURCE")
+# an undo's report (engine.undo.undo_diff): the plan's value, and the value the undo restores
+_UNDO_COLUMNS = ("STATUS", "KEY", "PLAN", "RESTORED", "DEFAULT", "SOURCE")
 _STYLES = {"ok": "green", "change": "yellow", "missing": "cyan", "remove": "red"}
 _GAP = 2  # between two columns of a table
 
@@ -49,6 +52,10 @@ def _default_cell(entry: DiffEntry) -> str:
     return entry.kernel_default if said is None else f"{entry.kernel_default} ({said})"
 
 
+def columns(report: DiffReport) -> tuple[str, ...]:
+    return _UNDO_COLUMNS if report.current_kind == UNDO_DIFF_KIND else _COLUMNS
+
+
 def _heading(report: DiffReport) -> str:
     return f"{_host_line(report)}; {_values_from(report)}"
 
@@ -60,12 +67,21 @@ def _host_line(report: DiffReport) -> str:
 
 
 def _values_from(report: DiffReport) -> str:
+    if report.current_kind == UNDO_DIFF_KIND:
+        return one_line(
+            f"undo: PLAN is each value once the plan is applied, RESTORED what the undo writes "
+            f"(the values in force from {report.current_label}, else the kernel default)"
+        )
     return one_line(f"current values from {report.current_kind} {report.current_label}")
 
 
 def summary(report: DiffReport) -> str:
     counts = report.counts()
     total = len(report.entries)
+    if report.current_kind == UNDO_DIFF_KIND:
+        if report.drift == 0:
+            return f"Nothing to undo: the plan leaves all {total} values as they were."
+        return f"The undo restores {report.drift} of {total} keys the plan sets."
     if report.drift == 0:
         return f"No drift: all {total} recommended values are in force."
     parts = [f"{counts[s]} {s}" for s in ("change", "missing", "remove") if counts[s]]
@@ -158,10 +174,12 @@ def _table_lines(rows: list[tuple[str, ...]], widths: list[int]) -> list[str]:
     return out
 
 
-def _stacked(rows: list[tuple[str, ...]], width: int) -> list[str]:
+def _stacked(
+    rows: list[tuple[str, ...]], width: int, titles: tuple[str, ...] = _COLUMNS
+) -> list[str]:
     """Too narrow for columns: each key on its own line under its status, then one labelled
     line per value."""
-    labels = [c.lower() for c in _COLUMNS[2:]]
+    labels = [c.lower() for c in titles[2:]]
     indent = 4 + max(len(label) for label in labels) + _GAP
     out: list[str] = []
     for row in rows:
@@ -174,21 +192,23 @@ def _stacked(rows: list[tuple[str, ...]], width: int) -> list[str]:
     return out
 
 
-def plain_table(rows: list[tuple[str, ...]], width: int) -> list[str]:
+def plain_table(
+    rows: list[tuple[str, ...]], width: int, titles: tuple[str, ...] = _COLUMNS
+) -> list[str]:
     """The table of keys in at most `width` columns: six columns when they fit; else the file
     a value came from under its key, cells wrapping within their columns (a key and a number
     are never split); else, when even that cannot fit, one block per key."""
-    six = [[c, *(r[i] for r in rows)] for i, c in enumerate(_COLUMNS)]
-    gaps = _GAP * (len(_COLUMNS) - 1)
+    six = [[c, *(r[i] for r in rows)] for i, c in enumerate(titles)]
+    gaps = _GAP * (len(titles) - 1)
     if sum(_fit_widths(six, 10**6)) + gaps <= width:
-        return _table_lines([_COLUMNS, *rows], _fit_widths(six, width))
+        return _table_lines([titles, *rows], _fit_widths(six, width))
     apart = [(r[0], f"{r[1]}\n  {r[-1]}" if r[-1] != "-" else r[1], *r[2:-1]) for r in rows]
-    header = (_COLUMNS[0], f"{_COLUMNS[1]}\n  {_COLUMNS[-1]}", *_COLUMNS[2:-1])
+    header = (titles[0], f"{titles[1]}\n  {titles[-1]}", *titles[2:-1])
     five = [[header[i], *(r[i] for r in apart)] for i in range(len(header))]
     widths = _fit_widths(five, width)
     if sum(widths) + _GAP * (len(widths) - 1) <= width:
         return _table_lines([header, *apart], widths)
-    return _stacked(rows, width)
+    return _stacked(rows, width, titles)
 
 
 def render_plain(report: DiffReport, width: int = DEFAULT_WIDTH) -> str:
@@ -202,7 +222,7 @@ def render_plain(report: DiffReport, width: int = DEFAULT_WIDTH) -> str:
         values_from = _values_from(report)
         under = ["", *_wrapped(values_from[0].upper() + values_from[1:] + ".", width)]
     out = [*_wrapped(heading, width), ""]
-    out += plain_table(_rows(report), width)
+    out += plain_table(_rows(report), width, columns(report))
     out += under
     out += _notes(report, width)
     out += ["", *_wrapped(summary(report), width)]
@@ -246,7 +266,8 @@ def _rich_table(report: DiffReport, width: int) -> tuple[Table, int]:
     from rich.table import Table
 
     rows = _rows(report)
-    six = [[c, *(r[i] for r in rows)] for i, c in enumerate(_COLUMNS)]
+    titles = columns(report)
+    six = [[c, *(r[i] for r in rows)] for i, c in enumerate(titles)]
     source_apart = sum(_fit_widths(six, 10**6)) + _GAP * 5 > width
     if source_apart:
         keys = [f"{r[1]}\n{r[-1]}" if r[-1] != "-" else r[1] for r in rows]
@@ -261,7 +282,7 @@ def _rich_table(report: DiffReport, width: int) -> tuple[Table, int]:
         pad_edge=False,
         show_edge=False,
     )
-    for column, column_width in zip(_COLUMNS, widths, strict=False):
+    for column, column_width in zip(titles, widths, strict=False):
         table.add_column(column, width=column_width, overflow="fold")
     for row in rows:
         cells = [escape(cell) for cell in row]  # a file name is text, never rich markup
@@ -289,7 +310,11 @@ def render_rich(report: DiffReport, width: int | None = None) -> str:
         ).print(table)
     else:  # narrower than a key and its numbers: one block per key, as the plain text does
         width = max(console.width, MIN_WIDTH)
-        lines = [*_wrapped(_heading(report), width), "", *_stacked(_rows(report), width)]
+        lines = [
+            *_wrapped(_heading(report), width),
+            "",
+            *_stacked(_rows(report), width, columns(report)),
+        ]
         console.print("\n".join(lines), markup=False, overflow="ignore", crop=False)
     console.print("\n".join(_notes(report, console.width - 2)), markup=False)
     console.print("\n" + summary(report), markup=False)
@@ -300,7 +325,12 @@ def render_markdown(report: DiffReport, renderer: Renderer) -> str:
     """A pull-request comment within GitHub's size limit: problems, findings and reasons lose
     rows first, the table of keys last."""
     template = renderer.env.get_template("diff.md.j2")
-    context = {"report": report, "summary": summary(report), "heading": _heading(report)}
+    context = {
+        "report": report,
+        "summary": summary(report),
+        "heading": _heading(report),
+        "columns": [c.lower() for c in columns(report)],
+    }
     why = sum(1 for e in report.entries if e.status != "ok")
     findings = sum(1 for f in report.findings if f.severity != "info")
     counts = {"why": why, "findings": findings, "problems": len(report.problems)}

@@ -426,16 +426,19 @@ class Renderer:
         value = parse_current(text, spec)
         return human(value, spec, page_size) if value is not None else None
 
-    def render(self, plan: Plan, fmt: str, command: str, detail: str = "normal") -> str:
+    def render(
+        self, plan: Plan, fmt: str, command: str, detail: str = "normal", undo: bool = False
+    ) -> str:
         """The plan in `fmt`, checked by reading it back (see `check_rendered`); `detail`
-        (formats.DETAIL) is how much a conf or tuned file says of each value."""
+        (formats.DETAIL) is how much a conf or tuned file says of each value; `undo`: the plan
+        is an undo (engine.undo), said in the header, every value written exactly."""
         if fmt == "json":
             return dump_json(plan.to_json_data())
         if fmt == "markdown":
-            return self._markdown(plan, command)
+            return self._markdown(plan, command, undo)
         if fmt == "kubernetes":
             raise ValueError("the kubernetes format renders a Placement: render_kubernetes()")
-        context = self._context(plan, command, detail)
+        context = self._context(plan, command, detail, undo)
         text = self.env.get_template(TEMPLATES[fmt]).render(**context)
         if fmt == "ansible":
             text += _host_vars(plan)
@@ -443,7 +446,13 @@ class Renderer:
         return text
 
     def render_for_shape(
-        self, plan: Plan, fmt: str, command: str, memo: dict[str, Any], detail: str = "normal"
+        self,
+        plan: Plan,
+        fmt: str,
+        command: str,
+        memo: dict[str, Any],
+        detail: str = "normal",
+        undo: bool = False,
     ) -> str:
         """`render(plan, fmt, command, detail)` for a fleet host whose shape's other hosts share
         `memo` (engine.plan_cache): the template's `body` block, which does not name the host, is
@@ -452,7 +461,7 @@ class Renderer:
         template = self.env.get_template(TEMPLATES[fmt])
         base = memo.get("context")
         if base is None:
-            base = memo["context"] = self._context(plan, command, detail)
+            base = memo["context"] = self._context(plan, command, detail, undo)
         context = template.new_context({**base, "plan": plan, "command": command})
         head = "".join(template.blocks["head"](context))
         body: str | None = memo.get(f"body:{fmt}")
@@ -481,11 +490,11 @@ class Renderer:
         check_rendered(plan, "tuned", text)
         return text
 
-    def _markdown(self, plan: Plan, command: str) -> str:
+    def _markdown(self, plan: Plan, command: str, undo: bool = False) -> str:
         """The plan as a pull-request comment, within GitHub's size limit: notes, unchanged
         keys, companions and findings lose rows first, the settings table last."""
         template = self.env.get_template(TEMPLATES["markdown"])
-        context = self._context(plan, command)
+        context = self._context(plan, command, undo=undo)
         sections = ("settings", "findings", "companions", "unchanged", "notes")
 
         def render(limits: Limits) -> str:
@@ -496,7 +505,9 @@ class Renderer:
         tiers = [{k: counts[k] for k in sections[1:]}, {"settings": counts["settings"]}]
         return fit_document(render, tiers)
 
-    def _context(self, plan: Plan, command: str, detail: str = "normal") -> dict[str, Any]:
+    def _context(
+        self, plan: Plan, command: str, detail: str = "normal", undo: bool = False
+    ) -> dict[str, Any]:
         sections: list[dict[str, Any]] = []
         for section in self.catalog.sections:
             rows = [s for s in plan.settings if s.section == section.id]
@@ -513,7 +524,8 @@ class Renderer:
                 "default_human": self._human(s.key, s.kernel_default, page_size),
                 "modelled_human": self._human(s.key, s.modelled_default, page_size),
                 "current_human": self._human(s.key, s.current, page_size),
-                "at_least": at_least(spec, s),
+                # an undo restores exact values: never tuned's "at least"
+                "at_least": not undo and at_least(spec, s),
                 "removed_in": removed_in(spec.exists),
             }
             x["head"] = _setting_head(s, x)
@@ -531,6 +543,7 @@ class Renderer:
             "lowmem_human": human_bytes(plan.host.lowmem) if plan.host.lowmem else None,
             "page_human": human_bytes(page_size),
             "operator": False,
+            "undo": undo,
             "profile_params": " ".join(
                 f"{k}={_param(v)}" for k, v in sorted(plan.profile.params.items())
             ),
