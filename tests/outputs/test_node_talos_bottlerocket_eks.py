@@ -1,0 +1,246 @@
+"""`--format talos|bottlerocket|eks` (issue 36): each platform's document holds the node plan's
+keys where the platform reads them, checked with the platform's own schema where one exists
+(Talos: its published JSON schema) and by reading it back as the platform does (Bottlerocket:
+TOML; EKS: the MIME document and the sysctl.d file its script installs, which also runs inside
+`unshare -n`); a key or value with quotes and line breaks stays data; golden files.
+
+Regenerate the golden files after an intended change with:
+  UPDATE_GOLDEN=1 pytest tests/outputs/test_node_talos_bottlerocket_eks.py
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from sysctl_advisor.engine.kubernetes_placement import Placement, placement_for
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.outputs import node_bottlerocket, node_eks, node_talos
+from sysctl_advisor.outputs.node_platforms import NodeKey, NodeOutput, render_node
+from sysctl_advisor.outputs.plan_render import RenderCheckError, Renderer, rendered_settings
+from tests.conftest import EXAMPLES, TESTS, load_facts
+from tests.namespaces import namespace_problem
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+HOST, PROFILE = "haproxy-frontend-rhel7", "frontend-proxy"
+COMMAND = f"sysctl-advisor recommend --facts examples/{HOST}.yaml --profile {PROFILE}"
+GOLDEN = {"talos": "yaml", "bottlerocket": "toml", "eks": "mime"}
+TALOS_SCHEMA = TESTS / "fixtures" / "schemas" / "talos-v1.11-config.schema.json"
+# what no plan value holds, and each serializer must keep as data
+HOSTILE = {"net.ipv4.tcp_rmem": '4096 "87380" \'6291456\'\n[settings]\nmotd = "x" # \\'}
+
+
+@pytest.fixture(scope="module")
+def placement(kb: KnowledgeBase) -> Placement:
+    facts = load_facts(EXAMPLES / f"{HOST}.yaml")
+    return placement_for(kb, facts, PROFILE, {}, kb.kubernetes.version(None))
+
+
+def _render(kb: KnowledgeBase, placement: Placement, platform: str) -> str:
+    command = f"{COMMAND} --format {platform}"
+    return render_node(kb.node_platforms[platform], Renderer(kb.catalog), placement, command)
+
+
+def _planned(placement: Placement) -> dict[str, str]:
+    return {s.key: s.value for s in placement.node.settings}
+
+
+def _node(kb: KnowledgeBase, placement: Placement, platform: str, values: dict[str, str]) -> Any:
+    template = placement.node.settings[0]
+    settings = [replace(template, key=k, value=v) for k, v in values.items()]
+    return NodeOutput(
+        platform=kb.node_platforms[platform],
+        plan=replace(placement.node, settings=settings),
+        taken=[NodeKey(s, None) for s in settings],
+        refused=[],
+        pod_keys=[],
+        header=["# test"],
+        label=PROFILE,
+        command="rebuild",
+        renderer=Renderer(kb.catalog),
+    )
+
+
+def test_the_three_platforms_take_any_key(kb: KnowledgeBase) -> None:
+    for platform in GOLDEN:
+        spec = kb.node_platforms[platform].spec
+        assert spec.accepts == "any" and not spec.keys
+
+
+@pytest.mark.parametrize("platform", sorted(GOLDEN))
+def test_golden(kb: KnowledgeBase, placement: Placement, platform: str) -> None:
+    text = _render(kb, placement, platform)
+    path = TESTS / "golden" / f"node-{platform}.{PROFILE}.{GOLDEN[platform]}"
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
+    assert text == path.read_text()
+
+
+# --- Talos ---------------------------------------------------------------------------------
+
+
+def _talos_validator() -> jsonschema.protocols.Validator:
+    schema = json.loads(TALOS_SCHEMA.read_text())
+    config = {"$schema": schema["$schema"], "$defs": schema["$defs"]}
+    config["$ref"] = "#/$defs/v1alpha1.Config"  # the machine configuration document
+    return jsonschema.Draft202012Validator(config)
+
+
+def test_talos_patch_holds_the_node_keys_and_validates(
+    kb: KnowledgeBase, placement: Placement
+) -> None:
+    text = _render(kb, placement, "talos")
+    assert text.startswith("# A Talos machine configuration patch")
+    patch = yaml.safe_load(text)
+    assert patch == {"machine": {"sysctls": _planned(placement)}}
+    assert all(isinstance(v, str) for v in patch["machine"]["sysctls"].values())
+    assert placement.node.settings and "net.core.somaxconn" not in patch["machine"]["sysctls"]
+    validator = _talos_validator()
+    assert list(validator.iter_errors(patch)) == []
+    # merged onto a minimal worker configuration, as `talosctl gen config --config-patch` does
+    base = {"version": "v1alpha1", "machine": {"type": "worker", "sysctls": {"vm.x": "1"}}}
+    merged = {**base, "machine": {**base["machine"]}}
+    merged["machine"]["sysctls"] = {**base["machine"]["sysctls"], **patch["machine"]["sysctls"]}
+    assert list(validator.iter_errors(merged)) == []
+
+
+def test_the_talos_schema_refuses_what_talos_refuses() -> None:
+    validator = _talos_validator()
+    assert list(validator.iter_errors({"machine": {"sysctls": {"vm.swappiness": 10}}}))
+    assert list(validator.iter_errors({"machine": {"sysctl": {"vm.swappiness": "10"}}}))
+
+
+def test_talos_read_back_takes_only_strings() -> None:
+    assert node_talos.read_back("machine:\n  sysctls:\n    vm.swappiness: 10\n") == {}
+    assert node_talos.read_back("machine:\n  sysctls:\n    vm.swappiness: '10'\n") == {
+        "vm.swappiness": "10"
+    }
+
+
+# --- Bottlerocket --------------------------------------------------------------------------
+
+
+def test_bottlerocket_user_data_holds_the_node_keys(
+    kb: KnowledgeBase, placement: Placement
+) -> None:
+    text = _render(kb, placement, "bottlerocket")
+    assert text.startswith("# Bottlerocket user data")
+    data = tomllib.loads(text)
+    assert data == {"settings": {"kernel": {"sysctl": _planned(placement)}}}
+    # the documented form: one table, each key quoted, each value a string
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    assert lines[0] == "[settings.kernel.sysctl]"
+    assert f'"net.ipv4.tcp_tw_reuse" = "{_planned(placement)["net.ipv4.tcp_tw_reuse"]}"' in lines
+
+
+def test_bottlerocket_refuses_a_key_its_settings_api_refuses(
+    kb: KnowledgeBase, placement: Placement
+) -> None:
+    for key in ("net.ipv4.conf.*.rp_filter", "a" * 129, "net..x"):
+        node = _node(kb, placement, "bottlerocket", {key: "1"})
+        with pytest.raises(RenderCheckError, match="settings API refuses"):
+            node_bottlerocket.document(node)
+    assert node_bottlerocket.read_back('[settings.kernel.sysctl]\n"vm.x" = 1\n') == {}
+
+
+# --- EKS -----------------------------------------------------------------------------------
+
+
+def _script(text: str) -> str:
+    message = email.message_from_bytes(text.encode("utf-8"), policy=email.policy.default)
+    assert message.get_content_type() == "multipart/mixed"
+    (part,) = message.iter_parts()  # type: ignore[attr-defined]
+    assert part.get_content_type() == "text/x-shellscript"
+    content: str = part.get_content()
+    return content
+
+
+def test_eks_user_data_is_mime_with_a_script_installing_the_node_file(
+    kb: KnowledgeBase, placement: Placement
+) -> None:
+    text = _render(kb, placement, "eks")
+    assert text.startswith("Content-Type: multipart/mixed;") and "\nMIME-Version: 1.0\n" in text
+    script = _script(text)
+    assert script.startswith("#!/bin/bash\n# EKS managed node group user data")
+    conf = script.split("<<'SYSCTL_ADVISOR_CONF'\n")[1].split("\nSYSCTL_ADVISOR_CONF\n")[0]
+    assert rendered_settings("conf", conf + "\n") == _planned(placement)
+    assert node_eks.read_back(text) == _planned(placement)
+    assert f"sysctl -p {node_eks.CONF_PATH}\n" in script
+    if shutil.which("bash"):
+        syntax = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
+        assert syntax.returncode == 0, syntax.stderr
+
+
+def test_eks_read_back_refuses_a_script_that_does_not_apply_the_file(
+    kb: KnowledgeBase, placement: Placement
+) -> None:
+    text = _render(kb, placement, "eks")
+    assert node_eks.read_back(text.replace("sysctl -p ", "echo ")) == {}
+    assert node_eks.read_back(text.replace("text/x-shellscript", "text/plain")) == {}
+
+
+@pytest.mark.skipif(namespace_problem() is not None, reason=str(namespace_problem()))
+@pytest.mark.skipif(not Path("/etc/sysctl.d").is_dir(), reason="needs /etc/sysctl.d")
+def test_the_eks_script_installs_and_applies_in_a_namespace(
+    kb: KnowledgeBase, placement: Placement, tmp_path: Path
+) -> None:
+    """Per-namespace keys only, in a network namespace with a private /etc/sysctl.d (a tmpfs
+    in a mount namespace of its own): the host's values and files are never touched."""
+    values = {"net.ipv4.tcp_fin_timeout": "17", "net.ipv4.ip_local_port_range": "20000 60999"}
+    host_file = Path(node_eks.CONF_PATH)
+    before = host_file.read_bytes() if host_file.exists() else None
+    script = tmp_path / "user-data.sh"
+    script.write_text(_script(node_eks.document(_node(kb, placement, "eks", values))))
+    applied = subprocess.run(
+        ["unshare", "-n", "-m", "--propagation", "private", "sh", "-c",
+         f"mount -t tmpfs none /etc/sysctl.d && bash {script} >/dev/null && "
+         f"cat {node_eks.CONF_PATH} >/dev/null && "
+         "sysctl -n net.ipv4.tcp_fin_timeout net.ipv4.ip_local_port_range"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert applied.returncode == 0, applied.stderr
+    assert applied.stdout.split("\n")[:2] == ["17", "20000\t60999"]
+    assert (host_file.read_bytes() if host_file.exists() else None) == before
+
+
+# --- every serializer keeps a hostile key and value as data ---------------------------------
+
+
+def test_quotes_and_line_breaks_stay_data(kb: KnowledgeBase, placement: Placement) -> None:
+    key, value = next(iter(HOSTILE.items()))
+    weird = {key: value, 'net.x"y': "1", "net.a'b": "2"}
+    talos = node_talos.document(_node(kb, placement, "talos", weird))
+    assert node_talos.read_back(talos) == weird
+    assert yaml.safe_load(talos) == {"machine": {"sysctls": weird}}
+    plain = {key: value}  # Bottlerocket refuses quotes in a key (its own pattern)
+    bottlerocket = node_bottlerocket.document(_node(kb, placement, "bottlerocket", plain))
+    assert tomllib.loads(bottlerocket) == {"settings": {"kernel": {"sysctl": plain}}}
+    assert node_bottlerocket.read_back(bottlerocket) == plain
+    # EKS: the script carries the sysctl.d file the renderer writes; a line that would end the
+    # here-document, or the MIME boundary, stops the document
+    node = _node(kb, placement, "eks", {"net.ipv4.tcp_fin_timeout": "17"})
+    accented = node_eks.document(replace(node, header=["# café – naïve"]))
+    assert 'charset="utf-8"' in accented and "Content-Transfer-Encoding: 8bit" in accented
+    assert "# café – naïve" in _script(accented)
+    assert node_eks.read_back(accented) == {"net.ipv4.tcp_fin_timeout": "17"}
+    with pytest.raises(RenderCheckError):
+        node_eks.document(replace(node, header=["SYSCTL_ADVISOR_CONF"]))
+    with pytest.raises(RenderCheckError):
+        node_eks.document(replace(node, header=[f"# --{node_eks.BOUNDARY}"]))
