@@ -1,6 +1,9 @@
 """`recommend --format kubernetes`: a Placement as YAML documents for the cluster.
 
-1. a patch for the workload's pod template: the per-namespace keys in securityContext.sysctls;
+1. a kustomize Component holding a strategic-merge patch for the workload's pod template: the
+   per-namespace keys in securityContext.sysctls. The patch is a string inside the Component, so
+   no document of the stream is a fragment: a validator run on the committed file (kubeconform,
+   kubernetes-validate) meets no Deployment missing its selector and containers;
 2. a KubeletConfiguration fragment: allowedUnsafeSysctls for those the kubelet does not
    consider safe on that release and kernel (only when there are any);
 3. a Node Tuning Operator `Tuned`: the global keys, in the tuned profile the `tuned` format
@@ -28,6 +31,12 @@ NODE_LABEL = "sysctl-advisor/profile"
 TUNED_NAMESPACE = "openshift-cluster-node-tuning-operator"
 TUNED_PRIORITY = 20  # the operator's defaults: openshift-control-plane 30, openshift-node 40
 WORKLOAD_NAME = "workload"
+# A kustomize Component: a kustomization that another includes under `components:`, its patches
+# applied to that kustomization's resources (kustomize 3.7 and later; kubectl kustomize from 1.21).
+COMPONENT_API_VERSION = "kustomize.config.k8s.io/v1alpha1"
+COMPONENT_KIND = "Component"
+# The workload kinds whose pod template is spec.template.spec, as the patch may name them.
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
 # A label value (and, prefixed, the Tuned's name): apimachinery's IsValidLabelValue.
 LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 
@@ -160,9 +169,15 @@ def _pod_document(placement: Placement, label: str | None) -> tuple[list[str], d
     comments = [
         "#",
         _comment(
-            "1. The pod's sysctls: a patch for the workload's pod template (kubectl patch "
-            "deployment NAME --patch-file FILE, or a kustomize patch; a StatefulSet or "
-            "DaemonSet takes the same spec.template.spec)."
+            "1. The pod's sysctls: a kustomize Component whose patch sets them in the "
+            "workload's pod template. Commit this document as the kustomization.yaml of a "
+            "directory of its own and list that directory under `components:` in the "
+            "workload's kustomization. Set the patch's metadata.name to the workload's name "
+            "(and its kind for a StatefulSet or DaemonSet): until it names one, kustomize "
+            f"build fails (no resource matches Deployment {WORKLOAD_NAME}). The patch replaces "
+            "the pod's securityContext.sysctls (the list has no merge key): add any sysctl the "
+            "workload already sets. Without kustomize, the patch string, its name set, is a "
+            "patch for kubectl patch deployment NAME --patch-file FILE."
         ),
         "#",
     ]
@@ -204,11 +219,18 @@ def _pod_document(placement: Placement, label: str | None) -> tuple[list[str], d
     spec["securityContext"] = {
         "sysctls": [{"name": p.setting.key, "value": p.setting.value} for p in placement.pod]
     }
-    document = {
+    patch = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": WORKLOAD_NAME},
         "spec": {"template": {"spec": spec}},
+    }
+    # No `target`: the patch names its workload, so a name that matches nothing fails the build
+    # instead of leaving the pod silently untuned (a target that selects nothing is no error).
+    document = {
+        "apiVersion": COMPONENT_API_VERSION,
+        "kind": COMPONENT_KIND,
+        "patches": [{"patch": _dump(patch)}],
     }
     return comments, document
 
@@ -309,9 +331,10 @@ def manifest_settings(text: str) -> tuple[dict[str, str], dict[str, str], list[s
         raise RenderCheckError(f"the manifests are not YAML: {exc.__class__.__name__}") from None
     for document in documents:
         kind = document.get("kind") if isinstance(document, dict) else None
-        if kind == "Deployment":
-            sysctls = document["spec"]["template"]["spec"]["securityContext"]["sysctls"]
-            for item in sysctls:
+        if kind == COMPONENT_KIND:
+            if pod:
+                raise RenderCheckError("two pod patches")
+            for item in _pod_sysctls(document):
                 if item["name"] in pod:
                     raise RenderCheckError(f"{item['name']} is set twice in the pod")
                 pod[item["name"]] = item["value"]
@@ -323,6 +346,28 @@ def manifest_settings(text: str) -> tuple[dict[str, str], dict[str, str], list[s
         else:
             raise RenderCheckError(f"an unexpected document ({str(kind)[:40]})")
     return pod, node, unsafe
+
+
+def pod_patch(component: dict[str, Any]) -> dict[str, Any]:
+    """The one strategic-merge patch a Component of these manifests carries, parsed as
+    kustomize parses it."""
+    patches = component.get("patches")
+    if component.get("apiVersion") != COMPONENT_API_VERSION or not isinstance(patches, list):
+        raise RenderCheckError("the pod's Component is not a kustomize Component with patches")
+    if len(patches) != 1 or set(patches[0]) != {"patch"}:
+        raise RenderCheckError("the pod's Component must hold exactly one inline patch")
+    try:
+        patch = yaml.safe_load(patches[0]["patch"])
+    except yaml.YAMLError as exc:
+        raise RenderCheckError(f"the pod patch is not YAML: {exc.__class__.__name__}") from None
+    if not isinstance(patch, dict) or patch.get("kind") not in WORKLOAD_KINDS:
+        raise RenderCheckError("the pod patch names no workload")
+    return patch
+
+
+def _pod_sysctls(component: dict[str, Any]) -> list[dict[str, str]]:
+    sysctls = pod_patch(component)["spec"]["template"]["spec"]["securityContext"]["sysctls"]
+    return list(sysctls)
 
 
 def check_manifests(placement: Placement, text: str) -> None:

