@@ -3,9 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sysctl_advisor.commands.common import choose, emit, load_knowledge, parse_overrides, read_facts
+from sysctl_advisor.commands.common import (
+    choose,
+    emit,
+    load_knowledge,
+    note,
+    parse_overrides,
+    read_facts,
+)
 from sysctl_advisor.model.errors import InputError
+
+if TYPE_CHECKING:
+    from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+    from sysctl_advisor.knowledge.kubernetes import KubernetesVersion
+    from sysctl_advisor.model.host_facts import HostFacts
+    from sysctl_advisor.outputs.plan_render import Renderer
 
 
 def recommend(
@@ -32,16 +46,22 @@ def recommend(
             "the kubernetes format has no undo yet; write the undo as -f conf, tuned or ansible",
             field="--undo",
         )
-    if kubernetes_version is not None and fmt != "kubernetes":
+    on_kubernetes = fmt == "kubernetes" or fmt in formats.NODE
+    if kubernetes_version is not None and not on_kubernetes:
         raise InputError(
-            "--kubernetes-version needs --format kubernetes", field="--kubernetes-version"
+            "--kubernetes-version needs --format kubernetes (or a node platform's format)",
+            field="--kubernetes-version",
         )
     overrides = parse_overrides(settings)
     kb = load_knowledge(rules_dir, profiles_dir)
-    version = kb.kubernetes.version(kubernetes_version) if fmt == "kubernetes" else None
+    version = kb.kubernetes.version(kubernetes_version) if on_kubernetes else None
     host = read_facts(facts, kb, nginx_conf)
     command = rebuild_command(profile, facts, overrides, fmt)
     renderer = Renderer(kb.catalog)
+    if version is not None and fmt in formats.NODE:
+        node = _node_output(kb, renderer, host, profile, overrides, version, command, fmt, undo)
+        emit(node, output)
+        return 0
     if version is not None:
         from sysctl_advisor.engine.kubernetes_placement import placement_for
         from sysctl_advisor.outputs.kubernetes_manifests import render_kubernetes
@@ -62,3 +82,36 @@ def recommend(
         command += f" --detail {detail}"
     emit(renderer.render(plan, fmt, command, detail=detail, undo=undo), output)
     return 0
+
+
+def _node_output(
+    kb: KnowledgeBase,
+    renderer: Renderer,
+    host: HostFacts,
+    profile: str,
+    overrides: dict[str, str],
+    version: KubernetesVersion,
+    command: str,
+    fmt: str,
+    undo: bool,
+) -> str:
+    """A node platform's document for the node's keys (with --undo, their undo); the keys the
+    platform does not take are listed in it and said on stderr."""
+    from dataclasses import replace
+
+    from sysctl_advisor.engine.kubernetes_placement import placement_for
+    from sysctl_advisor.outputs.node_platforms import render_node, split
+
+    placement = placement_for(kb, host, profile, overrides, version)
+    command += f" --kubernetes-version {version}"
+    if undo:
+        from sysctl_advisor.engine.undo import undo_plan
+
+        period = host.observed.period
+        read_at = period.at if period is not None and period.kind == "snapshot" else None
+        placement = replace(placement, node=undo_plan(placement.node, kb.catalog, read_at))
+        command += " --undo"
+    platform = kb.node_platforms[fmt]
+    for setting, why in split(platform, placement)[1]:
+        note(f"{fmt}: {setting.key} = {setting.value} is not set: {why}")
+    return render_node(platform, renderer, placement, command)

@@ -20,6 +20,7 @@ from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.kubernetes import Kubernetes, KubernetesVersion, PodVerdict
 from sysctl_advisor.knowledge.values import parse_current
 from sysctl_advisor.model.host_facts import HostFacts
+from sysctl_advisor.model.host_facts import Kubernetes as KubernetesFacts
 from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.model.plan import Plan, Setting
 
@@ -138,7 +139,13 @@ def placement_for(
     overrides: dict[str, str] | None,
     version: KubernetesVersion,
 ) -> Placement:
-    """Both plans (the node's, and the pod's for a fresh namespace), placed."""
+    """Both plans (the node's, and the pod's for a fresh namespace), placed. The host is
+    planned as the Kubernetes node the output is for, whatever its facts show (facts copied
+    from another host would miss the NodePorts to reserve), unless they say it is not one."""
+    given = facts.kubernetes
+    if given is None or given.node is None:
+        port_range = given.node_port_range if given is not None else None
+        facts = replace(facts, kubernetes=KubernetesFacts(node=True, node_port_range=port_range))
     host_plan = build_plan(kb, facts, profile, overrides)
     pod_plan = build_plan(
         kb, pod_facts(kb, facts), profile, overrides, netns_defaults=netns_defaults(kb, facts)

@@ -169,8 +169,12 @@ class Kubernetes:
                 port = node.kubelet_port if node.kubelet_port in ports[command] else None
                 shown = port or min(ports[command])
                 signs.append(f"a {command} listener on port {shown}")
-        if given.get("node") is not None:
-            signs = ["the facts say so"] if given["node"] else []
+        if given.get("node") is not None:  # declared: the facts, or a Kubernetes output
+            signs = (
+                (signs or ["declared one by the facts or the Kubernetes output"])
+                if given["node"]
+                else []
+            )
         port_range = given.get("node_port_range") or node.node_port_range
         first, last = (int(n) for n in port_range.split("-"))
         return {

@@ -41,6 +41,15 @@ class PlatformKey(SpecModel):
 
 
 @model
+class HeldKey(SpecModel):
+    """A key a platform that takes any key must not be given by this output: its image sets
+    it in a way the output would undo (a list a later file replaces whole)."""
+
+    name: str = Field(pattern=_SYSCTL)
+    why: str = Field(max_length=400, description="what writing it would undo, and what to do")
+
+
+@model
 class NodePlatformSpec(SpecModel):
     id: str = Field(pattern=PLATFORM_ID, description="the --format name")
     title: str = Field(max_length=200)
@@ -50,6 +59,11 @@ class NodePlatformSpec(SpecModel):
         "the rest"
     )
     keys: list[PlatformKey] = Field(default_factory=list, max_length=500)
+    held: list[HeldKey] = Field(
+        default_factory=list,
+        max_length=50,
+        description="keys the output leaves to the platform's image (listed as not set, with why)",
+    )
     refused: str | None = Field(
         default=None,
         max_length=500,
@@ -81,6 +95,9 @@ class NodePlatform:
     def takes(self, key: str, value: str) -> tuple[PlatformKey | None, str | None]:
         """Where the platform takes `key` = `value` (None: as the sysctl itself, where any key
         is taken), or why it refuses it."""
+        held = next((h for h in self.spec.held if h.name == key), None)
+        if held is not None:
+            return None, held.why
         if self.spec.accepts == "any":
             return None, None
         entry = self._keys.get(key)

@@ -6,7 +6,9 @@ these (cli_options builds its closed choices from them); nothing else lists them
 
 from __future__ import annotations
 
-RECOMMEND = ("conf", "json", "markdown", "tuned", "ansible", "kubernetes")  # plan_render
+# where each Kubernetes platform takes a node's keys (node_platforms; rules/catalog/node-platforms)
+NODE = ("daemonset", "talos", "bottlerocket", "aks", "gke", "eks")
+RECOMMEND = ("conf", "json", "markdown", "tuned", "ansible", "kubernetes", *NODE)  # plan_render
 DIFF = ("text", "markdown", "json")  # diff_report
 CHECK = ("text", "json", "github", "sarif", "markdown")  # check_report
 FACTS = ("yaml", "json")  # facts_file
