@@ -170,7 +170,9 @@ class DiffHostDocument(Record):
 class DiffCurrentDocument(Record):
     """Where the current values came from."""
 
-    kind: str = Field(description="what was read: facts, dump, file or tree")
+    kind: str = Field(
+        description="what was read: facts, dump, file or tree; undo: the values an undo restores"
+    )
     label: str = Field(description="the path read, or the facts file")
 
 
