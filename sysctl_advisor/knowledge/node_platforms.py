@@ -37,6 +37,11 @@ class PlatformKey(SpecModel):
         default="int",
         description="how the platform types the value (range: 'low high', AKS's port range)",
     )
+    refusal: str | None = Field(
+        default=None,
+        max_length=300,
+        description="why a value outside min..max is refused, when more than its bounds say",
+    )
     source: str = Field(max_length=300, description="where the platform documents the key")
 
 
@@ -111,9 +116,9 @@ class NodePlatform:
             if entry.kind == "bool" and number not in (0, 1):
                 return None, f"the platform takes true or false here, not {number}"
             if entry.min is not None and number < entry.min:
-                return None, f"below the platform's minimum of {entry.min}"
+                return None, entry.refusal or f"below the platform's minimum of {entry.min}"
             if entry.max is not None and number > entry.max:
-                return None, f"above the platform's maximum of {entry.max}"
+                return None, entry.refusal or f"above the platform's maximum of {entry.max}"
         return entry, None
 
 
