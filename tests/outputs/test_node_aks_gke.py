@@ -162,7 +162,7 @@ def test_aks_frontend_proxy_takes_three_keys_and_refuses_three(kb: KnowledgeBase
         ("haproxy-frontend-rhel7", "net.ipv4.tcp_fin_timeout", "3", "minimum of 5"),
         # a boolean field: 2 has no spelling, and false is written as 1 by AgentBaker's template
         ("haproxy-frontend-rhel7", "net.ipv4.tcp_tw_reuse", "2", "true or false"),
-        ("haproxy-frontend-rhel7", "net.ipv4.tcp_tw_reuse", "0", "minimum of 1"),
+        ("haproxy-frontend-rhel7", "net.ipv4.tcp_tw_reuse", "0", "only true (1)"),
     ],
 )
 def test_aks_refuses_a_value_out_of_its_range_with_the_reason(
