@@ -53,3 +53,26 @@ def plain_line(value: str, what: str = "text", limit: int = MAX_TEXT) -> str:
         bad = next(c for c in value if not c.isprintable())
         raise ValueError(f"{what} contains a control or separator character (U+{ord(bad):04X})")
     return value
+
+
+def double_quoted(value: str) -> str:
+    """`value` as a double-quoted string with backslash escapes that reads back as exactly
+    `value` in both PromQL and TOML basic strings: backslash and quote escaped, a line feed as
+    \\n, every other character that is not printable as \\uXXXX or \\UXXXXXXXX (a lone
+    surrogate too, which TOML refuses: its callers check for one)."""
+    out = ['"']
+    for char in value:
+        if char == "\\":
+            out.append("\\\\")
+        elif char == '"':
+            out.append('\\"')
+        elif char == "\n":
+            out.append("\\n")
+        elif char.isprintable():
+            out.append(char)
+        elif ord(char) <= 0xFFFF:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    out.append('"')
+    return "".join(out)

@@ -15,6 +15,8 @@ import math
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from sysctl_advisor.model.text_escape import double_quoted
+
 
 class _Setting(Protocol):
     @property
@@ -28,19 +30,9 @@ class _NotToml(ValueError):
 
 
 def _string(text: str) -> str:
-    out = ['"']
-    for char in text:
-        if char in '"\\':
-            out.append("\\" + char)
-        elif 0xD800 <= ord(char) <= 0xDFFF:
-            raise _NotToml(text)
-        elif char.isprintable():
-            out.append(char)
-        elif ord(char) <= 0xFFFF:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(f"\\U{ord(char):08x}")
-    return "".join(out) + '"'
+    if any(0xD800 <= ord(char) <= 0xDFFF for char in text):
+        raise _NotToml(text)  # a lone surrogate: no TOML string holds one
+    return double_quoted(text)
 
 
 def _value(value: Any) -> str:

@@ -41,6 +41,7 @@ from sysctl_advisor import __version__
 from sysctl_advisor.model.documents import parse_json
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import MAX_COUNT, MAX_WINDOW
+from sysctl_advisor.model.text_escape import double_quoted
 
 MAX_ANSWER = 8 * 1024 * 1024  # bytes of one query's answer
 MAX_ANSWER_DEPTH = 16  # a query answer nests 5 levels: data.result[].value[]
@@ -102,22 +103,7 @@ def parse_duration(text: str, field: str = "--since") -> int:
 def promql_string(value: str) -> str:
     """`value` as a double-quoted PromQL string literal that reads back as exactly `value`:
     backslash and quote escaped, every character that is not printable as \\uXXXX."""
-    out = ['"']
-    for char in value:
-        if char == "\\":
-            out.append("\\\\")
-        elif char == '"':
-            out.append('\\"')
-        elif char == "\n":
-            out.append("\\n")
-        elif char.isprintable():
-            out.append(char)
-        elif ord(char) <= 0xFFFF:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(f"\\U{ord(char):08x}")
-    out.append('"')
-    return "".join(out)
+    return double_quoted(value)
 
 
 def regex_literal(value: str) -> str:

@@ -15,8 +15,8 @@ import jsonschema
 import pytest
 from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.outputs.json_schemas import schema_path
+from tests.commands.check_repo import run_in
 from tests.test_github_action import pull_request, run_action
 
 runner = CliRunner()
@@ -31,16 +31,6 @@ OLD_LINES = (
 )
 NEW_BAD = "net.ipv4.tcp_window_scaling = 0\n"  # check.tcp-extension-off, a warning
 HOSTS = [f"hosts/h{i}/sysctl.d" for i in range(10)]
-
-
-def _run(cwd: Path, *args: str) -> tuple[int, str, str]:
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        result = runner.invoke(app, list(args))
-    finally:
-        os.chdir(old)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def _findings(stdout: str) -> list[dict[str, object]]:
@@ -64,17 +54,17 @@ def test_fifty_findings_adopted_and_one_new_line_fails_on_exactly_that_line(
     tmp_path: Path,
 ) -> None:
     repo = _repo(tmp_path)
-    code, out, _ = _run(repo, "check", *HOSTS, "-f", "json", "--isolated")
+    code, out, _ = run_in(repo, "check", *HOSTS, "-f", "json", "--isolated")
     assert code == 1 and len(_findings(out)) == 50  # the repository as it is today
-    code, out, err = _run(repo, "check", *HOSTS, "--write-baseline", "sysctl-baseline.json")
+    code, out, err = run_in(repo, "check", *HOSTS, "--write-baseline", "sysctl-baseline.json")
     assert code == 0 and out == "" and "50 findings" in err
     written = json.loads((repo / "sysctl-baseline.json").read_text())
     jsonschema.validate(written, json.loads(schema_path("baseline").read_text()))
     assert {e["file"] for e in written["findings"]} == {f"{h}/10-tuning.conf" for h in HOSTS}
 
-    code, out, _ = _run(repo, "check", *HOSTS, "-f", "json")  # the configuration's baseline
+    code, out, _ = run_in(repo, "check", *HOSTS, "-f", "json")  # the configuration's baseline
     assert code == 0 and _findings(out) == []
-    _, text, _ = _run(repo, "check", *HOSTS)
+    _, text, _ = run_in(repo, "check", *HOSTS)
     assert "suppressed: 50 in the baseline" in text
 
     # A pull request adds one bad line in the middle of a file: every old finding below it
@@ -82,13 +72,13 @@ def test_fifty_findings_adopted_and_one_new_line_fails_on_exactly_that_line(
     changed = repo / HOSTS[4] / "10-tuning.conf"
     lines = OLD_LINES.splitlines(keepends=True)
     changed.write_text("".join([*lines[:2], NEW_BAD, *lines[2:]]))
-    code, out, _ = _run(repo, "check", *HOSTS, "-f", "json")
+    code, out, _ = run_in(repo, "check", *HOSTS, "-f", "json")
     assert code == 1
     assert [(f["file"], f["line"], f["id"]) for f in _findings(out)] == [
         (f"{HOSTS[4]}/10-tuning.conf", 3, "check.tcp-extension-off")
     ]
     # The same from another directory, with the baseline named on the command line.
-    code, out, _ = _run(
+    code, out, _ = run_in(
         repo / "hosts", "check", *(h.removeprefix("hosts/") for h in HOSTS), "-f", "json",
         "--baseline", "../sysctl-baseline.json",
     )  # fmt: skip
@@ -101,20 +91,20 @@ def test_identical_findings_are_counted_and_fixed_ones_noted(tmp_path: Path) -> 
     conf = repo / "sysctl.conf"
     conf.write_text("net.ipv4.tcp_sack = 0\n" * 2)
     (repo / ".sysctl-advisor.toml").write_text('ignore = ["check.duplicate-key"]\n')
-    code, _, _ = _run(repo, "check", "sysctl.conf", "--write-baseline", "b.json")
+    code, _, _ = run_in(repo, "check", "sysctl.conf", "--write-baseline", "b.json")
     assert code == 0
     conf.write_text("net.ipv4.tcp_sack = 0\n" * 3)  # a third identical line is new
-    code, out, _ = _run(repo, "check", "sysctl.conf", "--baseline", "b.json", "-f", "json")
+    code, out, _ = run_in(repo, "check", "sysctl.conf", "--baseline", "b.json", "-f", "json")
     assert [f["line"] for f in _findings(out)] == [3]
     conf.write_text("net.ipv4.tcp_sack = 1\n")  # both fixed: the baseline can shrink
-    code, out, err = _run(repo, "check", "sysctl.conf", "--baseline", "b.json", "-f", "json")
+    code, out, err = run_in(repo, "check", "sysctl.conf", "--baseline", "b.json", "-f", "json")
     assert code == 0 and _findings(out) == [] and "2 findings in the baseline" in err
 
 
 def test_sarif_keeps_baselined_findings_as_external_suppressions(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
-    _run(repo, "check", HOSTS[0], "--write-baseline", "sysctl-baseline.json")
-    code, out, _ = _run(repo, "check", HOSTS[0], "-f", "sarif")
+    run_in(repo, "check", HOSTS[0], "--write-baseline", "sysctl-baseline.json")
+    code, out, _ = run_in(repo, "check", HOSTS[0], "-f", "sarif")
     results = json.loads(out)["runs"][0]["results"]
     assert code == 0 and len(results) == 5
     assert all(r["suppressions"][0]["kind"] == "external" for r in results)
@@ -135,7 +125,7 @@ def test_sarif_keeps_baselined_findings_as_external_suppressions(tmp_path: Path)
 def test_a_bad_baseline_is_one_line(tmp_path: Path, text: str, part: str) -> None:
     repo = _repo(tmp_path)
     (repo / "sysctl-baseline.json").write_text(text)
-    code, _, err = _run(repo, "check", HOSTS[0])
+    code, _, err = run_in(repo, "check", HOSTS[0])
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1, err
     assert "sysctl-baseline.json" in lines[0] and part in lines[0]
@@ -145,7 +135,7 @@ def test_a_fifo_baseline_is_refused_without_hanging(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     os.mkfifo(repo / "sysctl-baseline.json")
     done: list[tuple[int, str, str]] = []
-    worker = threading.Thread(target=lambda: done.append(_run(repo, "check", HOSTS[0])))
+    worker = threading.Thread(target=lambda: done.append(run_in(repo, "check", HOSTS[0])))
     worker.start()
     worker.join(60)
     if worker.is_alive():
@@ -162,9 +152,9 @@ def test_write_baseline_never_follows_a_link_nor_mixes_with_a_report(tmp_path: P
     victim = tmp_path / "victim"
     victim.write_text("keep\n")
     (repo / "link.json").symlink_to(victim)
-    code, _, err = _run(repo, "check", HOSTS[0], "--write-baseline", "link.json")
+    code, _, err = run_in(repo, "check", HOSTS[0], "--write-baseline", "link.json")
     assert code == 2 and victim.read_text() == "keep\n", err
-    code, _, err = _run(repo, "check", HOSTS[0], "--write-baseline", "b.json", "-o", "r.txt")
+    code, _, err = run_in(repo, "check", HOSTS[0], "--write-baseline", "b.json", "-o", "r.txt")
     assert code == 2 and "--write-baseline" in err and not (repo / "b.json").exists()
 
 
@@ -175,11 +165,11 @@ def test_the_action_takes_the_baseline_and_the_configuration(tmp_path: Path) -> 
         ".sysctl-advisor.toml": 'fail-on = "warning"\n',
     }
     event = pull_request(workspace, base, {"etc/sysctl.d/10-old.conf": NEW_BAD + OLD_LINES})
-    _run(workspace, "check", "etc/sysctl.d/10-old.conf", "--write-baseline", "b.json")
+    run_in(workspace, "check", "etc/sysctl.d/10-old.conf", "--write-baseline", "b.json")
     original = workspace / "etc/sysctl.d/10-old.conf"
     original_text = original.read_text()
     original.write_text(OLD_LINES)  # the baseline of the base branch's file
-    _run(workspace, "check", "etc/sysctl.d", "--write-baseline", "b.json")
+    run_in(workspace, "check", "etc/sysctl.d", "--write-baseline", "b.json")
     original.write_text(original_text)
     run = run_action(workspace, tmp_path, {"baseline": "b.json"}, "pull_request", event)
     review = run.outputs["review"]

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
+from tests.commands.check_repo import make_repo, run_in
 from tests.conftest import EXAMPLES
 
 if sys.version_info >= (3, 11):
@@ -31,30 +31,6 @@ runner = CliRunner()
 
 RECYCLE = "net.ipv4.tcp_tw_recycle = 1\n"  # check.tw-recycle-enabled, an error
 FACTS = EXAMPLES / "dcache-32bit.yaml"
-
-
-def _repo(tmp_path: Path, config: str | bytes | None, files: dict[str, str]) -> Path:
-    """A repository (a .git directory at its top) holding `files` and, when given, a
-    .sysctl-advisor.toml with `config`."""
-    repo = tmp_path / "repo"
-    (repo / ".git").mkdir(parents=True)
-    if config is not None:
-        data = config.encode() if isinstance(config, str) else config
-        (repo / ".sysctl-advisor.toml").write_bytes(data)
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    return repo
-
-
-def _run(cwd: Path, *args: str) -> tuple[int, str, str]:
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        result = runner.invoke(app, list(args))
-    finally:
-        os.chdir(old)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def _one_line_error(code: int, err: str, *parts: str) -> None:
@@ -76,13 +52,13 @@ def _ids(stdout: str) -> set[str]:
 def test_an_integer_beyond_python_s_digit_limit_is_one_line(tmp_path: Path, where: str) -> None:
     huge = "1" * 5000
     if where == "config":
-        repo = _repo(tmp_path, f"kernel = {huge}\n", {"sysctl.d/10-a.conf": RECYCLE})
+        repo = make_repo(tmp_path, f"kernel = {huge}\n", {"sysctl.d/10-a.conf": RECYCLE})
         name = ".sysctl-advisor.toml"
     else:
-        repo = _repo(tmp_path, None, {"sysctl.d/10-a.conf": RECYCLE})
+        repo = make_repo(tmp_path, None, {"sysctl.d/10-a.conf": RECYCLE})
         (repo / "pyproject.toml").write_text(f"[tool.other]\nx = {huge}\n")
         name = "pyproject.toml"
-    code, _, err = _run(repo, "check", "sysctl.d")
+    code, _, err = run_in(repo, "check", "sysctl.d")
     _one_line_error(code, err, name)
 
 
@@ -96,10 +72,10 @@ def test_a_long_dotted_key_is_refused_within_bounded_memory(tmp_path: Path, wher
     safe outcome is a one-line refusal naming the file, not a MemoryError (exit 3) or worse."""
     key = ".".join(["a"] * 30_000)
     if where == "config":
-        repo = _repo(tmp_path, f"set.{key} = 1\n", {"sysctl.d/10-a.conf": RECYCLE})
+        repo = make_repo(tmp_path, f"set.{key} = 1\n", {"sysctl.d/10-a.conf": RECYCLE})
         name = ".sysctl-advisor.toml"
     else:
-        repo = _repo(tmp_path, None, {"sysctl.d/10-a.conf": RECYCLE})
+        repo = make_repo(tmp_path, None, {"sysctl.d/10-a.conf": RECYCLE})
         (repo / "pyproject.toml").write_text(f"[tool.other]\n{key} = 1\n")
         name = "pyproject.toml"
     result = subprocess.run(
@@ -114,8 +90,8 @@ def test_a_long_dotted_key_is_refused_within_bounded_memory(tmp_path: Path, wher
 
 
 def test_write_baseline_to_standard_output_is_not_an_internal_error(tmp_path: Path) -> None:
-    repo = _repo(tmp_path, None, {"sysctl.d/10-a.conf": RECYCLE})
-    code, out, err = _run(repo, "check", "sysctl.d", "--write-baseline", "-")
+    repo = make_repo(tmp_path, None, {"sysctl.d/10-a.conf": RECYCLE})
+    code, out, err = run_in(repo, "check", "sysctl.d", "--write-baseline", "-")
     assert "internal error" not in err and code in (0, 2), (code, err)
     if code == 2:
         _one_line_error(code, err, "--write-baseline")
@@ -125,7 +101,7 @@ def test_write_baseline_to_standard_output_is_not_an_internal_error(tmp_path: Pa
 
 def _baseline_accepting_everything(repo: Path) -> bytes:
     """The baseline `check --write-baseline` writes for the repository's sysctl.d."""
-    code, _, err = _run(repo, "check", "sysctl.d", "--isolated", "--write-baseline", "all.json")
+    code, _, err = run_in(repo, "check", "sysctl.d", "--isolated", "--write-baseline", "all.json")
     assert code == 0, err
     data = (repo / "all.json").read_bytes()
     (repo / "all.json").unlink()
@@ -135,24 +111,24 @@ def _baseline_accepting_everything(repo: Path) -> bytes:
 def test_a_baseline_the_configuration_names_is_not_read_through_a_link_out(
     tmp_path: Path,
 ) -> None:
-    repo = _repo(tmp_path, 'baseline = "b.json"\n', {"sysctl.d/10-a.conf": RECYCLE})
+    repo = make_repo(tmp_path, 'baseline = "b.json"\n', {"sysctl.d/10-a.conf": RECYCLE})
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     (outside / "b.json").write_bytes(_baseline_accepting_everything(repo))
     (repo / "b.json").symlink_to(outside / "b.json")
-    code, _, err = _run(repo, "check", "sysctl.d", "-f", "json")
+    code, _, err = run_in(repo, "check", "sysctl.d", "-f", "json")
     _one_line_error(code, err, "b.json")
     assert "outside" in err
 
 
 def test_a_baseline_named_on_the_command_line_may_be_a_link(tmp_path: Path) -> None:
     """Held: the operator's own --baseline is read wherever it points (as --facts is)."""
-    repo = _repo(tmp_path, None, {"sysctl.d/10-a.conf": RECYCLE})
+    repo = make_repo(tmp_path, None, {"sysctl.d/10-a.conf": RECYCLE})
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     (outside / "b.json").write_bytes(_baseline_accepting_everything(repo))
     (repo / "b.json").symlink_to(outside / "b.json")
-    code, out, err = _run(repo, "check", "sysctl.d", "--baseline", "b.json", "-f", "json")
+    code, out, err = run_in(repo, "check", "sysctl.d", "--baseline", "b.json", "-f", "json")
     assert code == 0 and _ids(out) == set(), err
 
 
@@ -169,8 +145,8 @@ def test_a_baseline_named_on_the_command_line_may_be_a_link(tmp_path: Path) -> N
 def test_show_config_stays_toml_whatever_the_configuration_holds(
     tmp_path: Path, config: str
 ) -> None:
-    repo = _repo(tmp_path, config, {"sysctl.d/10-a.conf": RECYCLE})
-    code, out, err = _run(repo, "check", "--show-config")
+    repo = make_repo(tmp_path, config, {"sysctl.d/10-a.conf": RECYCLE})
+    code, out, err = run_in(repo, "check", "--show-config")
     if code == 2:  # refusing a non-finite parameter up front is as safe
         _one_line_error(code, err, ".sysctl-advisor.toml")
         return
@@ -197,9 +173,9 @@ def test_show_config_stays_toml_whatever_the_configuration_holds(
 def test_a_bad_parameter_or_profile_in_the_configuration_names_the_file(
     tmp_path: Path, config: str
 ) -> None:
-    repo = _repo(tmp_path, 'facts = "host.yaml"\n' + config, {"sysctl.d/10-a.conf": RECYCLE})
+    repo = make_repo(tmp_path, 'facts = "host.yaml"\n' + config, {"sysctl.d/10-a.conf": RECYCLE})
     (repo / "host.yaml").write_bytes(FACTS.read_bytes())
-    code, _, err = _run(repo, "check", "sysctl.d")
+    code, _, err = run_in(repo, "check", "sysctl.d")
     _one_line_error(code, err, ".sysctl-advisor.toml")
     assert "--set" not in err and "--profile" not in err, err
 
@@ -208,21 +184,21 @@ def test_a_huge_parameter_value_in_the_configuration_gives_a_short_error(
     tmp_path: Path,
 ) -> None:
     config = 'facts = "host.yaml"\nprofile = "gridftp"\n[set]\nrtt_ms = "' + "9x" * 500_000 + '"\n'
-    repo = _repo(tmp_path, config, {"sysctl.d/10-a.conf": RECYCLE})
+    repo = make_repo(tmp_path, config, {"sysctl.d/10-a.conf": RECYCLE})
     (repo / "host.yaml").write_bytes(FACTS.read_bytes())
-    code, _, err = _run(repo, "check", "sysctl.d")
+    code, _, err = run_in(repo, "check", "sysctl.d")
     _one_line_error(code, err)
     assert len(err) < 1000, len(err)
 
 
 def test_write_baseline_never_replaces_a_file_being_checked(tmp_path: Path) -> None:
-    repo = _repo(
+    repo = make_repo(
         tmp_path,
         None,
         {"sysctl.d/10-a.conf": RECYCLE, "sysctl.d/20-b.conf": "net.ipv4.tcp_timestamps = 0\n"},
     )
     # What the shell makes of `check --write-baseline sysctl.d/*.conf`.
-    code, _, err = _run(
+    code, _, err = run_in(
         repo, "check", "--write-baseline", "sysctl.d/10-a.conf", "sysctl.d/20-b.conf"
     )
     assert (repo / "sysctl.d/10-a.conf").read_text() == RECYCLE
@@ -242,7 +218,7 @@ def test_a_configuration_another_user_planted_in_a_shared_directory_is_not_appli
     job = shared / "job"  # root's own files, no repository
     job.mkdir()
     (job / "a.conf").write_text(RECYCLE)
-    code, out, err = _run(tmp_path, "check", "shared/job/a.conf", "-f", "json")
+    code, out, err = run_in(tmp_path, "check", "shared/job/a.conf", "-f", "json")
     assert code in (1, 2), (code, out, err)  # refused, or checked without it
     if code == 1:
         assert "check.tw-recycle-enabled" in _ids(out)
@@ -261,10 +237,10 @@ def test_the_action_says_when_a_change_edits_the_baseline_the_configuration_name
     added = {"hosts/web/etc/sysctl.d/20-pr.conf": RECYCLE}
     # The baseline that accepts the pull request's own finding, written at test time on a
     # copy of the merged tree, named as the Action's check names it.
-    scratch = _repo(tmp_path / "scratch", config, {"hosts/web/etc/sysctl.d/10-web.conf": ""})
+    scratch = make_repo(tmp_path / "scratch", config, {"hosts/web/etc/sysctl.d/10-web.conf": ""})
     for name, text in added.items():
         (scratch / name).write_text(text)
-    code, _, err = _run(scratch, "check", "hosts/web", "--write-baseline", "accepted.json")
+    code, _, err = run_in(scratch, "check", "hosts/web", "--write-baseline", "accepted.json")
     assert code == 0, err
     accepted = (scratch / "accepted.json").read_text()
     assert "check.tw-recycle-enabled" in accepted
@@ -303,7 +279,7 @@ def test_the_configuration_is_read_once_however_many_directories_are_checked(
     tmp_path: Path,
 ) -> None:
     hosts = [f"hosts/h{i}/sysctl.d" for i in range(20)]
-    repo = _repo(
+    repo = make_repo(
         tmp_path, 'fail-on = "warning"\n', {f"{h}/10-a.conf": "vm.swappiness = 10\n" for h in hosts}
     )
     config = str(repo / ".sysctl-advisor.toml")
@@ -342,8 +318,8 @@ def test_the_configuration_is_read_once_however_many_directories_are_checked(
     ids=lambda v: repr(v[:24]),
 )
 def test_hostile_toml_is_one_line(tmp_path: Path, config: bytes) -> None:
-    repo = _repo(tmp_path, config, {"sysctl.d/10-a.conf": RECYCLE})
-    code, _, err = _run(repo, "check", "sysctl.d")
+    repo = make_repo(tmp_path, config, {"sysctl.d/10-a.conf": RECYCLE})
+    code, _, err = run_in(repo, "check", "sysctl.d")
     _one_line_error(code, err, ".sysctl-advisor.toml")
 
 
@@ -357,9 +333,9 @@ def test_hostile_toml_is_one_line(tmp_path: Path, config: bytes) -> None:
     ids=["array-of-tables", "string", "deep-unrelated"],
 )
 def test_a_hostile_pyproject_is_one_line(tmp_path: Path, pyproject: bytes) -> None:
-    repo = _repo(tmp_path, None, {"sysctl.d/10-a.conf": RECYCLE})
+    repo = make_repo(tmp_path, None, {"sysctl.d/10-a.conf": RECYCLE})
     (repo / "pyproject.toml").write_bytes(pyproject)
-    code, _, err = _run(repo, "check", "sysctl.d")
+    code, _, err = run_in(repo, "check", "sysctl.d")
     _one_line_error(code, err, "pyproject.toml")
 
 
@@ -367,7 +343,7 @@ def test_a_hostile_pyproject_is_one_line(tmp_path: Path, pyproject: bytes) -> No
 def test_a_pyproject_that_is_not_a_file_is_refused_without_blocking(
     tmp_path: Path, kind: str
 ) -> None:
-    repo = _repo(tmp_path, None, {"sysctl.d/10-a.conf": RECYCLE})
+    repo = make_repo(tmp_path, None, {"sysctl.d/10-a.conf": RECYCLE})
     target = repo / "pyproject.toml"
     if kind == "directory":
         target.mkdir()
@@ -377,7 +353,7 @@ def test_a_pyproject_that_is_not_a_file_is_refused_without_blocking(
         target.symlink_to("pyproject.toml")
     else:
         target.symlink_to("/dev/zero")
-    code, _, err = _run(repo, "check", "sysctl.d")
+    code, _, err = run_in(repo, "check", "sysctl.d")
     _one_line_error(code, err, "pyproject.toml")
 
 
@@ -389,8 +365,8 @@ def test_per_file_ignores_with_pathological_globs_stay_linear(tmp_path: Path) ->
         for i in range(512)
     )
     files = {f"d/{'a' * 200}{i}.conf": "foo.bar = 1\n" for i in range(200)}
-    repo = _repo(tmp_path, "[per-file-ignores]\n" + patterns, files)
-    code, out, err = _run(repo, "check", "d", "-f", "json")
+    repo = make_repo(tmp_path, "[per-file-ignores]\n" + patterns, files)
+    code, out, err = run_in(repo, "check", "d", "-f", "json")
     assert code in (0, 1), err
     assert "check.unknown-key" in _ids(out)
 
@@ -407,17 +383,17 @@ def test_a_hostile_configuration_path_is_escaped_in_every_report(tmp_path: Path)
         '[per-file-ignores]\n"a.conf" = ["check.unknown-key"]\n'
     )
     args = [f"{hostile}/etc/a.conf"]
-    code, _, err = _run(tmp_path, "check", *args, "--write-baseline", f"{hostile}/b.json")
+    code, _, err = run_in(tmp_path, "check", *args, "--write-baseline", f"{hostile}/b.json")
     assert code == 0 and "\x1b" not in err and "\u202e" not in err, err
     (repo / "etc" / "a.conf").write_text(RECYCLE + "foo.bar = 1\nvm.swappiness = 10\n")
     for fmt in ("text", "markdown", "github", "json", "sarif"):
-        code, out, err = _run(
+        code, out, err = run_in(
             tmp_path, "check", *args, "--baseline", f"{hostile}/b.json", "-f", fmt
         )
         assert code in (0, 1), err
         for text in (out, err):
             assert "\x1b" not in text and "\u202e" not in text, (fmt, text)
-    code, out, _ = _run(tmp_path, "check", *args, "--show-config")
+    code, out, _ = run_in(tmp_path, "check", *args, "--show-config")
     assert "\x1b" not in out and "\u202e" not in out
     tomllib.loads(out)
 
@@ -426,7 +402,7 @@ def test_a_hostile_configuration_path_is_escaped_in_every_report(tmp_path: Path)
 def test_write_baseline_never_replaces_what_is_not_a_regular_file(
     tmp_path: Path, kind: str
 ) -> None:
-    repo = _repo(tmp_path, None, {"sysctl.d/10-a.conf": RECYCLE})
+    repo = make_repo(tmp_path, None, {"sysctl.d/10-a.conf": RECYCLE})
     victim = tmp_path / "victim"
     victim.write_text("keep\n")
     target = repo / "out.json"
@@ -438,7 +414,7 @@ def test_write_baseline_never_replaces_what_is_not_a_regular_file(
         os.mkfifo(target)
     else:
         target.mkdir()
-    code, _, err = _run(repo, "check", "sysctl.d", "--write-baseline", "out.json")
+    code, _, err = run_in(repo, "check", "sysctl.d", "--write-baseline", "out.json")
     _one_line_error(code, err, "out.json")
     assert victim.read_text() == "keep\n"
     assert not (tmp_path / "made-by-the-advisor").exists()
@@ -453,9 +429,9 @@ def test_write_baseline_never_replaces_what_is_not_a_regular_file(
 
 @pytest.mark.skipif(not os.path.isdir("/proc/sys/vm"), reason="needs /proc/sys")
 def test_write_baseline_never_writes_proc_sys(tmp_path: Path) -> None:
-    repo = _repo(tmp_path, None, {"sysctl.d/10-a.conf": RECYCLE})
+    repo = make_repo(tmp_path, None, {"sysctl.d/10-a.conf": RECYCLE})
     before = Path("/proc/sys/vm/swappiness").read_text()
-    code, _, err = _run(repo, "check", "sysctl.d", "--write-baseline", "/proc/sys/vm/swappiness")
+    code, _, err = run_in(repo, "check", "sysctl.d", "--write-baseline", "/proc/sys/vm/swappiness")
     assert code == 2 and "internal error" not in err, err
     assert Path("/proc/sys/vm/swappiness").read_text() == before
 
@@ -474,9 +450,9 @@ def test_write_baseline_never_writes_proc_sys(tmp_path: Path) -> None:
     ids=["deep", "duplicate-key", "huge-integer", "upper-case-fingerprint"],
 )
 def test_a_hostile_baseline_is_one_line(tmp_path: Path, text: str, part: str) -> None:
-    repo = _repo(tmp_path, 'baseline = "baseline.json"\n', {"sysctl.d/10-a.conf": RECYCLE})
+    repo = make_repo(tmp_path, 'baseline = "baseline.json"\n', {"sysctl.d/10-a.conf": RECYCLE})
     (repo / "baseline.json").write_text(text)
-    code, _, err = _run(repo, "check", "sysctl.d")
+    code, _, err = run_in(repo, "check", "sysctl.d")
     _one_line_error(code, err, "baseline.json", part)
 
 
@@ -486,9 +462,9 @@ def test_a_configuration_cannot_name_its_facts_through_a_link_out(tmp_path: Path
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     (outside / "host.yaml").write_bytes(FACTS.read_bytes())
-    repo = _repo(
+    repo = make_repo(
         tmp_path, 'facts = "up/host.yaml"\nprofile = "gridftp"\n', {"sysctl.d/10-a.conf": RECYCLE}
     )
     (repo / "up").symlink_to(outside)
-    code, _, err = _run(repo, "check", "sysctl.d")
+    code, _, err = run_in(repo, "check", "sysctl.d")
     _one_line_error(code, err, "host.yaml", "outside")
