@@ -23,9 +23,10 @@ import yaml
 from sysctl_advisor.engine.kubernetes_placement import Placement, placement_for
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.outputs import node_aks, node_gke
-from sysctl_advisor.outputs.node_platforms import NodeKey, NodeOutput, render_node
+from sysctl_advisor.outputs.node_platforms import NodeOutput, render_node
 from sysctl_advisor.outputs.plan_render import RenderCheckError, Renderer
 from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, TESTS
+from tests.outputs.node_helpers import node_output
 
 GOLDEN = TESTS / "golden"
 SCHEMAS = TESTS / "fixtures" / "schemas" / "aks-linuxosconfig.definitions.json"
@@ -186,20 +187,7 @@ def test_aks_takes_a_value_inside_its_range(kb: KnowledgeBase) -> None:
 def _node(kb: KnowledgeBase, key: str, value: str) -> NodeOutput:
     """A node output taking `key` = `value` under AKS's entry, past `takes` (the port range
     is held back from real plans: this is the serializer's own check)."""
-    placement = _placement(kb, "haproxy-frontend-rhel7")
-    setting = replace(placement.node.settings[0], key=key, value=value)
-    entry = next(k for k in kb.node_platforms["aks"].spec.keys if k.name == key)
-    return NodeOutput(
-        platform=kb.node_platforms["aks"],
-        plan=replace(placement.node, settings=[setting]),
-        taken=[NodeKey(setting, entry)],
-        refused=[],
-        pod_keys=[],
-        header=["# test"],
-        label="frontend-proxy",
-        command="rebuild",
-        renderer=Renderer(kb.catalog),
-    )
+    return node_output(kb, _placement(kb, "haproxy-frontend-rhel7"), "aks", {key: value})
 
 
 def test_aks_writes_the_port_range_as_its_string_within_its_bounds(kb: KnowledgeBase) -> None:

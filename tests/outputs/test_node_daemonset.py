@@ -6,7 +6,6 @@ file, applies it, reads every value back, and `--check` fails when a value did n
 from __future__ import annotations
 
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +16,11 @@ import yaml
 from sysctl_advisor.engine.kubernetes_placement import placement_for
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.outputs import node_daemonset
-from sysctl_advisor.outputs.node_platforms import NodeKey, NodeOutput, render_node
+from sysctl_advisor.outputs.node_platforms import NodeOutput, render_node
 from sysctl_advisor.outputs.plan_render import Renderer
 from tests.conftest import EXAMPLES
 from tests.namespaces import namespace_problem
+from tests.outputs.node_helpers import node_output
 
 VERSIONS = ["1.29", "1.32"]
 HOSTS = {"haproxy-frontend-rhel7": "frontend-proxy", "dcache-32bit": "gridftp"}
@@ -65,20 +65,7 @@ def _node(kb: KnowledgeBase, values: dict[str, str]) -> NodeOutput:
     of its own (the host's values are never touched)."""
     version = kb.kubernetes.version(None)
     placement = placement_for(kb, _facts("haproxy-frontend-rhel7"), "frontend-proxy", {}, version)
-    template = placement.node.settings[0]
-    settings = [replace(template, key=k, value=v) for k, v in values.items()]
-    plan = replace(placement.node, settings=settings)
-    return NodeOutput(
-        platform=kb.node_platforms["daemonset"],
-        plan=plan,
-        taken=[NodeKey(s, None) for s in settings],
-        refused=[],
-        pod_keys=[],
-        header=["# test"],
-        label="frontend-proxy",
-        command="rebuild",
-        renderer=Renderer(kb.catalog),
-    )
+    return node_output(kb, placement, "daemonset", values)
 
 
 @pytest.mark.skipif(namespace_problem() is not None, reason=str(namespace_problem()))

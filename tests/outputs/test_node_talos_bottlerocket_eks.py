@@ -19,7 +19,6 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 import pytest
@@ -28,10 +27,11 @@ import yaml
 from sysctl_advisor.engine.kubernetes_placement import Placement, placement_for
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.outputs import node_bottlerocket, node_eks, node_talos
-from sysctl_advisor.outputs.node_platforms import NodeKey, NodeOutput, render_node
+from sysctl_advisor.outputs.node_platforms import render_node
 from sysctl_advisor.outputs.plan_render import RenderCheckError, Renderer, rendered_settings
 from tests.conftest import EXAMPLES, TESTS, load_facts
 from tests.namespaces import namespace_problem
+from tests.outputs.node_helpers import node_output
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -59,22 +59,6 @@ def _render(kb: KnowledgeBase, placement: Placement, platform: str) -> str:
 
 def _planned(placement: Placement) -> dict[str, str]:
     return {s.key: s.value for s in placement.node.settings}
-
-
-def _node(kb: KnowledgeBase, placement: Placement, platform: str, values: dict[str, str]) -> Any:
-    template = placement.node.settings[0]
-    settings = [replace(template, key=k, value=v) for k, v in values.items()]
-    return NodeOutput(
-        platform=kb.node_platforms[platform],
-        plan=replace(placement.node, settings=settings),
-        taken=[NodeKey(s, None) for s in settings],
-        refused=[],
-        pod_keys=[],
-        header=["# test"],
-        label=PROFILE,
-        command="rebuild",
-        renderer=Renderer(kb.catalog),
-    )
 
 
 def test_the_three_platforms_take_any_key(kb: KnowledgeBase) -> None:
@@ -154,7 +138,7 @@ def test_bottlerocket_refuses_a_key_its_settings_api_refuses(
     kb: KnowledgeBase, placement: Placement
 ) -> None:
     for key in ("net.ipv4.conf.*.rp_filter", "a" * 129, "net..x"):
-        node = _node(kb, placement, "bottlerocket", {key: "1"})
+        node = node_output(kb, placement, "bottlerocket", {key: "1"})
         with pytest.raises(RenderCheckError, match="settings API refuses"):
             node_bottlerocket.document(node)
     assert node_bottlerocket.read_back('[settings.kernel.sysctl]\n"vm.x" = 1\n') == {}
@@ -214,7 +198,7 @@ def test_the_eks_script_installs_and_applies_in_a_namespace(
     host_file = Path(node_eks.CONF_PATH)
     before = host_file.read_bytes() if host_file.exists() else None
     script = tmp_path / "user-data.sh"
-    script.write_text(_script(node_eks.document(_node(kb, placement, "eks", values))))
+    script.write_text(_script(node_eks.document(node_output(kb, placement, "eks", values))))
     applied = subprocess.run(
         ["unshare", "-n", "-m", "--propagation", "private", "sh", "-c",
          f"mount -t tmpfs none /etc/sysctl.d && bash {script} >/dev/null && "
@@ -233,16 +217,16 @@ def test_the_eks_script_installs_and_applies_in_a_namespace(
 def test_quotes_and_line_breaks_stay_data(kb: KnowledgeBase, placement: Placement) -> None:
     key, value = next(iter(HOSTILE.items()))
     weird = {key: value, 'net.x"y': "1", "net.a'b": "2"}
-    talos = node_talos.document(_node(kb, placement, "talos", weird))
+    talos = node_talos.document(node_output(kb, placement, "talos", weird))
     assert node_talos.read_back(talos) == weird
     assert yaml.safe_load(talos) == {"machine": {"sysctls": weird}}
     plain = {key: value}  # Bottlerocket refuses quotes in a key (its own pattern)
-    bottlerocket = node_bottlerocket.document(_node(kb, placement, "bottlerocket", plain))
+    bottlerocket = node_bottlerocket.document(node_output(kb, placement, "bottlerocket", plain))
     assert tomllib.loads(bottlerocket) == {"settings": {"kernel": {"sysctl": plain}}}
     assert node_bottlerocket.read_back(bottlerocket) == plain
     # EKS: the script carries the sysctl.d file the renderer writes; a line that would end the
     # here-document, or the MIME boundary, stops the document
-    node = _node(kb, placement, "eks", {"net.ipv4.tcp_fin_timeout": "17"})
+    node = node_output(kb, placement, "eks", {"net.ipv4.tcp_fin_timeout": "17"})
     accented = node_eks.document(replace(node, header=["# café – naïve"]))
     assert 'charset="utf-8"' in accented and "Content-Transfer-Encoding: 8bit" in accented
     assert "# café – naïve" in _script(accented)
