@@ -53,6 +53,12 @@ def _finite(value: float) -> float:
 InsidePath = Annotated[str, After(inside_path)]
 Text = Annotated[str, Len(1, _MAX_TEXT), After(_printable)]
 Selectors = Annotated[list[Text], Len(0, 256)]
+def _published(title: str, schema_id: str) -> dict[str, Any]:
+    """pydantic's config for a file whose JSON Schema is published: unknown keys refused, its
+    title and `$id` in the schema."""
+    return {"extra": "forbid", "title": title, "json_schema_extra": {"$id": schema_id}}
+
+
 # A profile parameter's value: as `--set NAME=VALUE` gives it, or a TOML boolean or number.
 Parameter = Text | bool | int | Annotated[float, After(_finite)]
 
@@ -61,11 +67,9 @@ Parameter = Text | bool | int | Annotated[float, After(_finite)]
 class CheckConfig(Record):
     """The `check` settings of a repository; every key optional, command-line flags win."""
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = {
-        "extra": "forbid",
-        "title": "sysctl-advisor check configuration",
-        "json_schema_extra": {"$id": CONFIG_SCHEMA},
-    }
+    __pydantic_config__: ClassVar[dict[str, Any]] = _published(
+        "sysctl-advisor check configuration", CONFIG_SCHEMA
+    )
 
     select: Selectors | None = Field(
         None, description="run only these rules: ids or prefixes (check.glob, check.*)"
@@ -110,11 +114,9 @@ class BaselineEntry(Record):
 class Baseline(Record):
     """What `check --write-baseline FILE` writes and `--baseline FILE` reads."""
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = {
-        "extra": "forbid",
-        "title": "sysctl-advisor check baseline",
-        "json_schema_extra": {"$id": BASELINE_SCHEMA},
-    }
+    __pydantic_config__: ClassVar[dict[str, Any]] = _published(
+        "sysctl-advisor check baseline", BASELINE_SCHEMA
+    )
 
     schema: Literal["sysctl-advisor/baseline/v1"] = Field(
         default=BASELINE_SCHEMA, description="this document's format and version"
