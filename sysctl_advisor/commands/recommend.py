@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ from sysctl_advisor.commands.common import (
 from sysctl_advisor.model.errors import InputError
 
 if TYPE_CHECKING:
+    from sysctl_advisor.engine.kubernetes_placement import Placement
     from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
     from sysctl_advisor.knowledge.kubernetes import KubernetesVersion
     from sysctl_advisor.model.host_facts import HostFacts
@@ -100,7 +102,6 @@ def _node_output(
     from dataclasses import replace
 
     from sysctl_advisor.engine.kubernetes_placement import placement_for
-    from sysctl_advisor.outputs.node_platforms import render_node, split
 
     placement = placement_for(kb, host, profile, overrides, version)
     command += f" --kubernetes-version {version}"
@@ -111,7 +112,22 @@ def _node_output(
         read_at = period.at if period is not None and period.kind == "snapshot" else None
         placement = replace(placement, node=undo_plan(placement.node, kb.catalog, read_at))
         command += " --undo"
+    return node_document(kb, renderer, placement, command, fmt)
+
+
+def node_document(
+    kb: KnowledgeBase,
+    renderer: Renderer,
+    placement: Placement,
+    command: str,
+    fmt: str,
+    on_refused: Callable[[str], None] = note,
+) -> str:
+    """A node platform's document for a placement's node keys (recommend, and fleet's node
+    pools); each key the platform does not take is listed in it and given to `on_refused`."""
+    from sysctl_advisor.outputs.node_platforms import render_node, split
+
     platform = kb.node_platforms[fmt]
     for setting, why in split(platform, placement)[1]:
-        note(f"{fmt}: {setting.key} = {setting.value} is not set: {why}")
+        on_refused(f"{fmt}: {setting.key} = {setting.value} is not set: {why}")
     return render_node(platform, renderer, placement, command)
