@@ -383,6 +383,20 @@ COMMANDS: tuple[Command, ...] = (
                 type=bool,
                 default=False,
             ),
+            "node_pools": Option(
+                ("--node-pools",),
+                "Inventory groups that are Kubernetes node pools (a pattern, e.g. 'pool_*'; "
+                "needs --inventory): one --node-format file per pool, node_pools/POOL.EXT, "
+                "with the node plan most of its hosts share; each host whose own differs is "
+                "listed in summary.*.",
+                metavar="PATTERN",
+            ),
+            "node_format": Option(
+                ("--node-format",),
+                "With --node-pools: the node platform of each pool's file (as recommend --format).",
+                default="daemonset",
+                choices=formats.NODE,
+            ),
         },
     ),
     Command(

@@ -21,6 +21,7 @@ import os
 import re
 import signal
 import sys
+from collections import Counter
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,6 +32,7 @@ from sysctl_advisor.commands.common import Quiet, choose, load_knowledge, note, 
 from sysctl_advisor.engine.plan_cache import HostShape, PlanCache
 from sysctl_advisor.engine.undo import undo_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.knowledge.kubernetes import KubernetesVersion
 from sysctl_advisor.knowledge.profile_map import ProfileMap, load_profile_map
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import HostFacts
@@ -42,7 +44,13 @@ from sysctl_advisor.outputs.fleet_outdir import (
     publish,
     staging_directory,
 )
-from sysctl_advisor.outputs.fleet_summary import HostOutcome, SummaryWriter
+from sysctl_advisor.outputs.fleet_summary import (
+    HostOutcome,
+    KeyDifference,
+    NodePoolOutcome,
+    PoolHost,
+    SummaryWriter,
+)
 from sysctl_advisor.outputs.plan_render import Renderer, rebuild_command
 from sysctl_advisor.outputs.progress import progress_reporter
 from sysctl_advisor.sources.ansible_facts import fact_files, load_ansible_facts
@@ -55,6 +63,16 @@ _PR_SET_PDEATHSIG = 1
 HOST_FILES = "host_files"
 HOST_VARS = "host_vars"
 HOST_UNDO = "host_undo"  # each host's undo file: the plan's inverse (engine.undo)
+NODE_POOLS = "node_pools"  # each node pool's platform output (--node-pools)
+_IMPLICIT_GROUPS = ("all", "ungrouped")  # Ansible's own groups: never a node pool
+NODE_EXTENSION = {
+    "daemonset": "yaml",
+    "talos": "yaml",
+    "bottlerocket": "toml",
+    "aks": "json",
+    "gke": "yaml",
+    "eks": "mime",
+}
 
 
 @dataclass(frozen=True)
@@ -97,6 +115,7 @@ class FleetJob:
     plans: PlanCache | None = None  # plans by host shape (process-local)
     detail: str = "normal"  # how much each host's conf says of each value (formats.DETAIL)
     undo: bool = False  # also write each host's undo file (host_undo/HOST.conf)
+    pools: NodePools | None = None  # node pools: a pool host's outcome carries its node plan
 
     def advise(self, path: Path) -> HostOutcome:
         host = path.name
@@ -127,6 +146,16 @@ class FleetJob:
             self.plans = PlanCache(self.kb)
         shape = self.plans.lookup(self.kb, facts, choice.profile, choice.overrides)
         plan = shape.plan
+        # its node plan first: a host that fails here has no file written
+        pool = self.pools.pool_of.get(host) if self.pools is not None else None
+        node: tuple[tuple[str, str], ...] = ()
+        if pool is not None and self.pools is not None:
+            from sysctl_advisor.engine.kubernetes_placement import placement_for
+
+            placement = placement_for(
+                self.kb, facts, choice.profile, choice.overrides, self.pools.version
+            )
+            node = tuple((s.key, s.value) for s in placement.node.settings)
         base = rebuild_command(choice.profile, path, choice.overrides)
         after = f" --detail {self.detail}" if self.detail != "normal" else ""
         if self.history is not None:  # the peaks are not in the Ansible facts: say so
@@ -147,6 +176,8 @@ class FleetJob:
             kernel=facts.kernel,
             changes=tuple(s.key for s in plan.settings),
             findings=tuple((f.id, f.severity) for f in plan.findings),
+            pool=pool,
+            node=node,
         )
 
     def _undo(self, plan: Plan, facts: HostFacts, command: str, shape: HostShape) -> str:
@@ -159,6 +190,150 @@ class FleetJob:
         if undo is None:
             undo = memo["plan"] = undo_plan(plan, self.kb.catalog, read_at)
         return self.renderer.render_for_shape(undo, "conf", command, memo, self.detail, undo=True)
+
+
+class NodePools:
+    """Fleet to clusters (`--node-pools`): the hosts of each inventory group the pattern names
+    are one Kubernetes node pool, which gets one platform output (`--node-format`). Its plan is
+    the node plan of its representative, the host whose own node plan most of the pool's
+    hosts share (ties: the first name), so the fewest hosts are given a plan not their own;
+    each host whose own node plan differs is listed in the summary, key by key."""
+
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        profile_map: ProfileMap,
+        groups: dict[str, frozenset[str]],
+        pattern: str,
+        fmt: str,
+        history: FleetHistory | None = None,
+    ) -> None:
+        from sysctl_advisor.knowledge.host_patterns import PatternError, compile_pattern, matches
+
+        try:
+            compiled = compile_pattern(pattern)
+        except PatternError as exc:
+            raise InputError(str(exc), field="--node-pools") from None
+        pools = {
+            g: hosts
+            for g, hosts in sorted(groups.items())
+            if g not in _IMPLICIT_GROUPS and matches(compiled, g)
+        }
+        if not pools:
+            raise InputError(
+                f"no inventory group matches {pattern!r}; give a pattern of the groups that "
+                "are node pools (e.g. 'pool_*')",
+                field="--node-pools",
+            )
+        self.pool_of: dict[str, str] = {}
+        for pool, hosts in pools.items():
+            if not _HOST_FILE_NAME.match(pool):
+                raise InputError(
+                    f"group {pool[:80]!r} cannot name a file (letters, digits and . _ - : @ +); "
+                    "narrow the pattern",
+                    field="--node-pools",
+                )
+            for host in sorted(hosts):
+                other = self.pool_of.setdefault(host, pool)
+                if other != pool:
+                    raise InputError(
+                        f"host {host} is in two node pools, {other} and {pool}: a node has one "
+                        "pool's configuration; narrow the pattern or fix the inventory",
+                        field="--node-pools",
+                    )
+        self.kb = kb
+        self.profile_map = profile_map
+        self.fmt = fmt
+        self.history = history
+        self.version: KubernetesVersion = kb.kubernetes.version(None)
+        self.members: dict[str, list[HostOutcome]] = {}
+        self.results: list[NodePoolOutcome] = []
+        self.files: list[str] = []
+
+    def add(self, outcome: HostOutcome) -> None:
+        if outcome.written and outcome.pool is not None:
+            self.members.setdefault(outcome.pool, []).append(outcome)
+
+    def finish(self, staging: Path, renderer: Renderer) -> None:
+        """Write each pool's output into staging/node_pools/; a pool without a written host
+        gets none."""
+        if self.members:
+            (staging / NODE_POOLS).mkdir()
+        by_profile: dict[str, tuple[str, dict[str, str]]] = {}
+        for pool in sorted(self.members):
+            hosts = sorted(self.members[pool], key=lambda o: o.host)
+            plans = Counter(o.node for o in hosts)
+            representative = min(hosts, key=lambda o: (-plans[o.node], o.host))
+            plan, text = self._render(pool, representative, renderer)
+            if self.fmt == "daemonset" and representative.profile is not None:
+                # the DaemonSet is named, and selects nodes, by the profile: two pools of one
+                # profile with different plans would overwrite each other on the cluster
+                other = by_profile.setdefault(representative.profile, (pool, plan))
+                if other[1] != plan:
+                    raise InputError(
+                        f"node pools {other[0]} and {pool} both get profile "
+                        f"{representative.profile} with different node plans: their DaemonSets "
+                        f"would share one name and node label; give each pool its own profile "
+                        f"in the profile map, or a per-pool --node-format "
+                        f"({', '.join(f for f in NODE_EXTENSION if f != 'daemonset')})",
+                        field="--node-format",
+                    )
+            name = f"{NODE_POOLS}/{pool}.{NODE_EXTENSION[self.fmt]}"
+            _write(staging / name, text)
+            self.files.append(name)
+            differing = [
+                PoolHost(o.host, o.profile, _differences(plan, dict(o.node)))
+                for o in hosts
+                if dict(o.node) != plan
+            ]
+            if differing:
+                note(
+                    f"node pool {pool}: {len(differing)} of {len(hosts)} hosts differ from its "
+                    f"plan ({representative.host}'s), which {name} sets on them: see summary.md, "
+                    "and give them a pool of their own"
+                )
+            self.results.append(
+                NodePoolOutcome(
+                    pool, name, representative.host, representative.profile or "", len(hosts),
+                    tuple(differing),
+                )
+            )  # fmt: skip
+
+    def _render(
+        self, pool: str, outcome: HostOutcome, renderer: Renderer
+    ) -> tuple[dict[str, str], str]:
+        """The pool's node plan and document, from the representative's facts read again (its
+        Prometheus peaks too), through recommend's own path."""
+        from sysctl_advisor.commands.recommend import node_document
+        from sysctl_advisor.engine.kubernetes_placement import placement_for
+
+        path = Path(outcome.source)
+        choice = self.profile_map.choose(outcome.host)
+        assert choice is not None  # the host was written with it
+        facts = load_ansible_facts(path)
+        if self.history is not None:
+            facts = self.history.add_to(facts, outcome.host)
+        placement = placement_for(self.kb, facts, choice.profile, choice.overrides, self.version)
+        command = rebuild_command(choice.profile, path, choice.overrides, self.fmt)
+        command += f" --kubernetes-version {self.version}"
+        text = node_document(
+            self.kb,
+            renderer,
+            placement,
+            command,
+            self.fmt,
+            on_refused=lambda line: note(f"node pool {pool}: {line}"),
+        )
+        return {s.key: s.value for s in placement.node.settings}, text
+
+
+def _differences(pool: dict[str, str], host: dict[str, str]) -> tuple[KeyDifference, ...]:
+    """Key by key, where a host's own node plan and its pool's differ (in the pool's order,
+    then the keys only the host sets)."""
+    keys = [*pool, *(k for k in host if k not in pool)]
+    return tuple(
+        KeyDifference(k, pool.get(k), host.get(k)) for k in keys if pool.get(k) != host.get(k)
+    )
 
 
 def _write(path: Path, text: str) -> None:
@@ -221,10 +396,12 @@ def run_fleet(
     history: FleetHistory | None = None,
     detail: str = "normal",
     undo: bool = False,
+    pools: NodePools | None = None,
 ) -> int:
     """Advise every host, write the outputs; returns how many hosts were written. OUTDIR is
     replaced as a whole, only when at least one host was written (see fleet_outdir). `undo`:
-    each host's undo file too, in host_undo/."""
+    each host's undo file too, in host_undo/; `pools`: each node pool's output, in
+    node_pools/, written once every host is in (before the summary, which lists them)."""
     check_outdir(outdir)
     renderer = Renderer(kb.catalog)
     with locked(outdir):
@@ -234,7 +411,9 @@ def run_fleet(
         try:
             for name in (HOST_FILES, HOST_VARS, HOST_UNDO) if undo else (HOST_FILES, HOST_VARS):
                 (staging / name).mkdir()
-            job = FleetJob(kb, renderer, profile_map, staging, history, detail=detail, undo=undo)
+            job = FleetJob(
+                kb, renderer, profile_map, staging, history, detail=detail, undo=undo, pools=pools
+            )
             hosts: list[str] = []
             advised = advise_all(job, paths, jobs)
 
@@ -242,8 +421,12 @@ def run_fleet(
                 for outcome in advised:
                     if outcome.written:
                         hosts.append(outcome.host)
+                    if pools is not None:
+                        pools.add(outcome)
                     on_host(outcome)
                     yield outcome
+                if pools is not None:
+                    pools.finish(staging, renderer)
 
             written = summary_writer(staging, outcomes())
             playbook = renderer.env.get_template("playbook.yml.j2").render(version=__version__)
@@ -253,6 +436,7 @@ def run_fleet(
                 files += [f"{HOST_FILES}/{h}.conf" for h in hosts]
                 files += [f"{HOST_VARS}/{h}.yml" for h in hosts]
                 files += [f"{HOST_UNDO}/{h}.conf" for h in hosts if undo]
+                files += pools.files if pools is not None else []
                 kept = publish(staging, outdir, files)
                 if kept is not None:
                     note(
@@ -283,11 +467,20 @@ def fleet(
     query_timeout: float = 10.0,
     detail: str = "normal",
     undo: bool = False,
+    node_pools: str | None = None,
+    node_format: str = "daemonset",
 ) -> int:
     """Exit 0: every host written; 1: some hosts skipped; nothing written is an InputError."""
     from sysctl_advisor.outputs import formats
 
     choose(detail, formats.DETAIL, "--detail")
+    choose(node_format, formats.NODE, "--node-format")
+    if node_pools is not None and inventory is None:
+        raise InputError(
+            "node pools are inventory groups: pass --inventory FILE (the output of "
+            "`ansible-inventory -i INVENTORY --list`)",
+            field="--node-pools",
+        )
     history = None
     if prometheus is not None:
         history = FleetHistory(prometheus, instance, since, query_timeout)
@@ -297,8 +490,19 @@ def fleet(
         check_server(history.url, history.timeout)
     kb = load_knowledge(rules_dir, profiles_dir)
     pmap = load_profile_map(profile_map, profile, kb.profiles, inventory)
+    pools = None
+    if node_pools is not None and inventory is not None:
+        from sysctl_advisor.knowledge.profile_map import load_inventory_groups
+
+        groups = load_inventory_groups(inventory)
+        pools = NodePools(kb, pmap, groups, node_pools, node_format, history)
     paths = fact_files(ansible_facts)
-    summary = SummaryWriter(ansible_facts, profile_map, profile)
+    summary = SummaryWriter(
+        ansible_facts,
+        profile_map,
+        profile,
+        (lambda: (node_format, pools.results)) if pools is not None else None,
+    )
     with progress_reporter(len(paths), sys.stderr.isatty() and not Quiet.on) as on_host:
         written = run_fleet(
             kb,
@@ -312,6 +516,7 @@ def fleet(
             history,
             detail,
             undo,
+            pools,
         )
     totals = summary.totals
     for host, reason in totals.skipped:

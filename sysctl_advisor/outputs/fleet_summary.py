@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -40,6 +40,8 @@ class HostOutcome:
     kernel: str | None = None
     changes: tuple[str, ...] = ()
     findings: tuple[tuple[str, str], ...] = ()  # (id, severity), in plan order
+    pool: str | None = None  # its node pool (fleet --node-pools)
+    node: tuple[tuple[str, str], ...] = ()  # in a pool: its own node plan, (key, value)
 
     @property
     def written(self) -> bool:
@@ -50,6 +52,51 @@ class HostOutcome:
         for _, severity in self.findings:
             counts[severity] += 1
         return counts
+
+
+@dataclass(frozen=True)
+class KeyDifference:
+    key: str
+    pool: str | None  # the pool's value; None: the pool's plan does not set the key
+    host: str | None  # the host's own value; None: its own plan does not set the key
+
+
+@dataclass(frozen=True)
+class PoolHost:
+    """A host of a node pool whose own node plan differs from the pool's."""
+
+    host: str
+    profile: str | None
+    keys: tuple[KeyDifference, ...]
+
+
+@dataclass(frozen=True)
+class NodePoolOutcome:
+    """One node pool written: its document, the host whose plan it is, the hosts that differ."""
+
+    pool: str
+    file: str  # relative to the output directory
+    representative: str
+    profile: str
+    hosts: int  # written hosts of the pool
+    differing: tuple[PoolHost, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pool": self.pool,
+            "file": self.file,
+            "representative": self.representative,
+            "profile": self.profile,
+            "hosts": self.hosts,
+            "differing": [
+                {
+                    "host": d.host,
+                    "profile": d.profile,
+                    "keys": [{"key": k.key, "pool": k.pool, "host": k.host} for k in d.keys],
+                }
+                for d in self.differing
+            ],
+        }
 
 
 @dataclass
@@ -101,11 +148,20 @@ def _row(outcome: HostOutcome) -> dict[str, Any]:
 
 
 class SummaryWriter:
-    def __init__(self, facts_source: Path, profile_map: Path | None, default: str | None) -> None:
+    def __init__(
+        self,
+        facts_source: Path,
+        profile_map: Path | None,
+        default: str | None,
+        node_pools: Callable[[], tuple[str, list[NodePoolOutcome]] | None] | None = None,
+    ) -> None:
         self.facts_source = facts_source
         self.profile_map = profile_map
         self.default = default
         self.totals = FleetTotals()
+        # (the node format, each pool written), read once every host is in (fleet --node-pools)
+        self.node_pools = node_pools
+        self._pools: tuple[str, list[NodePoolOutcome]] | None = None
 
     def __call__(self, staging: Path, outcomes: Iterator[HostOutcome]) -> int:
         rows_path = staging / ".rows.jsonl"
@@ -113,6 +169,7 @@ class SummaryWriter:
             for outcome in outcomes:
                 self.totals.add(outcome)
                 rows.write(json.dumps(_row(outcome), sort_keys=False) + "\n")
+        self._pools = self.node_pools() if self.node_pools is not None else None
         with open(staging / "summary.json", "w", encoding="utf-8", newline="\n") as out:
             self._json(out, rows_path)
         with open(staging / "summary.md", "w", encoding="utf-8", newline="\n") as out:
@@ -142,6 +199,10 @@ class SummaryWriter:
             "findings": t.finding_rows(),
             "changes": t.change_rows(),
         }
+        if self._pools is not None:
+            fmt, pools = self._pools
+            head["node_format"] = fmt
+            head["node_pools"] = [p.to_json() for p in pools]
         text = json.dumps(head, indent=2)
         out.write(text[:-2] + ",\n")  # reopen the object to stream the two lists
         for name, skipped in (("skipped", True), ("hosts", False)):
@@ -190,6 +251,7 @@ class SummaryWriter:
                 "keys",
                 _SECTION_BUDGET,
             )
+        fleet_wide += self._pools_markdown()
         left = BUDGET - md_length(head) - md_length(fleet_wide)
         skipped = ""
         if t.skipped_count:
@@ -226,6 +288,48 @@ class SummaryWriter:
                 left - md_length(skipped),
             )
         out.write(head + skipped + fleet_wide + hosts)
+
+    def _pools_markdown(self) -> str:
+        """The node pools, and each key where a host's own node plan differs from its pool's."""
+        if self._pools is None:
+            return ""
+        fmt, pools = self._pools
+        if not pools:
+            return f"\n## Node pools\n\nNo node pool has a written host: no {fmt} file.\n"
+        rows = (
+            f"| {md_code_cell(p.pool)} | {md_code_cell(p.file)} | {md_code_cell(p.representative)} "
+            f"| {md_code_cell(p.profile)} | {p.hosts} | {len(p.differing)} |"
+            for p in pools
+        )
+        text = _table(
+            "Node pools",
+            f"Each pool's {md_code(fmt)} file holds the node plan of its representative: the "
+            "host whose own node plan most of the pool's hosts share (ties: the first name).\n\n"
+            "| pool | file | representative | profile | hosts | differing |\n"
+            "|---|---|---|---|---:|---:|",
+            rows,
+            len(pools),
+            "pools",
+            _SECTION_BUDGET,
+        )
+        differences = [(p, d, k) for p in pools for d in p.differing for k in d.keys]
+        if differences:
+            rows = (
+                f"| {md_code_cell(d.host)} | {md_code_cell(p.pool)} | {md_code_cell(k.key)} "
+                f"| {md_code_cell(k.pool) if k.pool is not None else 'not set'} "
+                f"| {md_code_cell(k.host) if k.host is not None else 'not set'} |"
+                for p, d, k in differences
+            )
+            text += _table(
+                "Hosts whose own node plan differs from their pool's",
+                "Their pool's file sets the pool's value on them.\n\n"
+                "| host | pool | key | pool's value | host's own |\n|---|---|---|---|---|",
+                rows,
+                len(differences),
+                "differences",
+                _SECTION_BUDGET,
+            )
+        return text
 
 
 _SECTION_BUDGET = 10_000

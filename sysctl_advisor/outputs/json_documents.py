@@ -13,7 +13,7 @@ notice every addition and the schema is regenerated with it.
 
 from __future__ import annotations
 
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from annotated_types import Ge
 from pydantic import JsonValue  # the type of a profile parameter's value, in the schema
@@ -265,10 +265,59 @@ class WrittenHost(Record):
 
 
 @model
+class PoolKeyDifference(Record):
+    key: str
+    pool: str | None = Field(description="the pool's value; null: the pool's plan does not set it")
+    host: str | None = Field(description="the host's own; null: its own plan does not set it")
+
+
+@model
+class PoolDifferingHost(Record):
+    """A host of the pool whose own node plan differs from the pool's, key by key."""
+
+    host: str = Field(description="the inventory name")
+    profile: str | None = Field(description="the host's own profile")
+    keys: list[PoolKeyDifference] = Field(description="each key where the two plans differ")
+
+
+@model
+class NodePoolSummary(Record):
+    """A node pool (an inventory group `--node-pools` names) with at least one written host."""
+
+    pool: str = Field(description="the inventory group")
+    file: str = Field(description="its platform output, relative to the output directory")
+    representative: str = Field(
+        description="the host whose node plan the file holds: the plan most of the pool's "
+        "hosts share, ties broken by the first name"
+    )
+    profile: str = Field(description="the representative's profile")
+    hosts: Count = Field(description="the pool's written hosts")
+    differing: list[PoolDifferingHost] = Field(
+        description="the pool's hosts whose own node plan differs from the pool's"
+    )
+
+
+_FLEET_OPTIONAL = ("node_format", "node_pools")
+"""Written only with --node-pools: absent from the summaries of other runs (and of earlier
+versions), which stay valid."""
+
+
+def _fleet_schema_extra(schema: dict[str, Any]) -> None:
+    schema["$id"] = FLEET_SCHEMA
+    schema["required"] = [r for r in schema.get("required", []) if r not in _FLEET_OPTIONAL]
+
+
+def _fleet_config() -> dict[str, Any]:
+    config = document_config(FLEET_SCHEMA, "sysctl-advisor fleet summary")
+    config["json_schema_extra"] = _fleet_schema_extra  # $id, and the optional fields
+    return config
+
+
+@model
 class FleetSummaryDocument(Record):
     """summary.json, written by `sysctl-advisor fleet --out DIR`."""
 
-    __pydantic_config__ = document_config(FLEET_SCHEMA, "sysctl-advisor fleet summary")
+    __pydantic_config__ = _fleet_config()
 
     schema: Literal["sysctl-advisor/fleet/v1"] = Field(
         default=FLEET_SCHEMA, description="this document's format and version"
@@ -283,5 +332,11 @@ class FleetSummaryDocument(Record):
     profiles: dict[str, Count] = Field(description="written hosts per profile")
     findings: list[FleetFindingCount] = Field(description="per finding id, most severe first")
     changes: list[FleetChangeCount] = Field(description="per changed key, most hosts first")
+    node_format: str | None = Field(
+        default=None, description="with --node-pools: the node platform format (--node-format)"
+    )
+    node_pools: list[NodePoolSummary] | None = Field(
+        default=None, description="with --node-pools: each pool with a written host"
+    )
     skipped: list[SkippedHost]
     hosts: list[WrittenHost]

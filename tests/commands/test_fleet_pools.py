@@ -1,0 +1,178 @@
+"""`fleet --node-pools`: one node platform output per inventory group that is a node pool, its
+plan the node plan most of the pool's hosts share, and each host whose own differs listed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from sysctl_advisor.cli import app
+from sysctl_advisor.commands.fleet import NODE_EXTENSION
+from sysctl_advisor.outputs import formats
+from tests.conftest import TESTS
+from tests.outputs.test_json_contracts import validate
+
+TREE = TESTS / "fixtures" / "ansible" / "tree"
+
+# dtn-01's kernel (5.14) keeps net.core.rmem_max and wmem_max global: the node's keys. web-01's
+# (6.18) has every key its plan sets per namespace: its node plan is empty.
+MAP = """\
+- hosts: dtn-01
+  profile: gridftp
+  set: {rtt_ms: 250}
+- group: pool_dtn
+  profile: gridftp
+- group: pool_web
+  profile: frontend-proxy
+"""
+
+
+def fleet(*args: str | Path) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["fleet", *map(str, args)])
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stderr
+
+
+def fleet_tree(workdir: Path, groups: dict[str, list[str]] | None = None) -> list[str | Path]:
+    """Facts for dtn-01..03 (copies of one host) and web-01; an inventory with the two pools,
+    an empty one, and a group that is no pool."""
+    tree = workdir / "tree"
+    tree.mkdir()
+    for host in ("dtn-01", "dtn-02", "dtn-03"):
+        shutil.copy(TREE / "dtn-01", tree / host)
+    shutil.copy(TREE / "web-01", tree / "web-01")
+    groups = groups or {
+        "pool_dtn": ["dtn-01", "dtn-02", "dtn-03"],
+        "pool_web": ["web-01"],
+        "pool_empty": [],
+        "racks": ["dtn-01", "web-01"],
+    }
+    inventory = {
+        "_meta": {"hostvars": {}},
+        "all": {"children": sorted(groups)},
+        **{name: {"hosts": hosts} for name, hosts in groups.items()},
+    }
+    (workdir / "inventory.json").write_text(json.dumps(inventory))
+    (workdir / "map.yaml").write_text(MAP)
+    return [
+        "--ansible-facts", tree, "--profile-map", workdir / "map.yaml",
+        "--inventory", workdir / "inventory.json", "--out", workdir / "out",
+    ]  # fmt: skip
+
+
+def test_one_file_per_pool_with_the_plan_most_hosts_share(workdir: Path) -> None:
+    code, err = fleet(*fleet_tree(workdir), "--node-pools", "pool_*")
+    assert code == 0, err
+    assert "node pool pool_dtn: 1 of 3 hosts differ" in err
+    out = workdir / "out"
+    # pool_empty has no host: no file; `racks` is not a pool
+    assert sorted(p.name for p in (out / "node_pools").iterdir()) == [
+        "pool_dtn.yaml",
+        "pool_web.yaml",
+    ]
+    summary = json.loads((out / "summary.json").read_text())
+    validate("fleet-summary", summary)
+    assert summary["node_format"] == "daemonset"
+    pools = {p["pool"]: p for p in summary["node_pools"]}
+    assert set(pools) == {"pool_dtn", "pool_web"}
+    dtn = pools["pool_dtn"]
+    # dtn-02 and dtn-03 share a plan; dtn-01 (first by name) has its own --set rtt_ms=250
+    assert (dtn["representative"], dtn["profile"], dtn["hosts"]) == ("dtn-02", "gridftp", 3)
+    assert dtn["file"] == "node_pools/pool_dtn.yaml"
+    assert [d["host"] for d in dtn["differing"]] == ["dtn-01"]
+    keys = {k["key"]: (k["pool"], k["host"]) for k in dtn["differing"][0]["keys"]}
+    assert "net.core.rmem_max" in keys
+    pool_value, host_value = keys["net.core.rmem_max"]
+    assert pool_value is not None and host_value is not None
+    assert int(host_value) > int(pool_value)  # a longer path: a larger buffer of its own
+    assert pools["pool_web"]["representative"] == "web-01"
+    assert pools["pool_web"]["differing"] == []
+
+    # the pool's file is what recommend writes for its representative
+    text = (out / "node_pools" / "pool_dtn.yaml").read_text()
+    recommend = CliRunner().invoke(
+        app,
+        ["recommend", "--facts", str(workdir / "tree" / "dtn-02"), "--profile", "gridftp",
+         "--format", "daemonset"],
+    )  # fmt: skip
+    assert recommend.exit_code == 0 and text == recommend.stdout
+    documents = [d for d in yaml.safe_load_all(text) if d]
+    assert [d["kind"] for d in documents] == ["ConfigMap", "DaemonSet"]
+    conf = documents[0]["data"]["90-sysctl-advisor.conf"]
+    assert f"net.core.rmem_max = {pool_value}" in conf
+    for document in documents:
+        assert kubernetes_validate.validate(document, "1.32", strict=True) == "1.32"
+
+    markdown = (out / "summary.md").read_text()
+    assert "## Node pools" in markdown
+    assert "| `dtn-01` | `pool_dtn` | `net.core.rmem_max` |" in markdown
+    marker = (out / ".sysctl-advisor-fleet").read_text()
+    assert "node_pools/pool_dtn.yaml" in marker
+
+
+def test_a_pool_platform_format_and_a_rerun_without_pools(workdir: Path) -> None:
+    args = fleet_tree(workdir)
+    code, err = fleet(*args, "--node-pools", "pool_dtn", "--node-format", "bottlerocket")
+    assert code == 0, err
+    out = workdir / "out"
+    assert [p.name for p in (out / "node_pools").iterdir()] == ["pool_dtn.toml"]
+    text = (out / "node_pools" / "pool_dtn.toml").read_text()
+    assert "[settings.kernel.sysctl]" in text and '"net.core.rmem_max"' in text
+    code, err = fleet(*args)  # the next run without pools leaves no stale pool file
+    assert code == 0, err
+    assert not (out / "node_pools").exists()
+    assert "node_pools" not in json.loads((out / "summary.json").read_text())
+
+
+def test_every_node_format_has_a_file_extension() -> None:
+    assert set(NODE_EXTENSION) == set(formats.NODE)
+
+
+@pytest.mark.parametrize(
+    ("extra", "groups", "words"),
+    [
+        (["--node-pools", "pool_*", "--node-format", "kubernetes"], None, ["--node-format"]),
+        (
+            ["--node-pools", "pool_*"],
+            {"pool_a": ["dtn-01", "dtn-02"], "pool_b": ["dtn-02", "dtn-03"]},
+            ["dtn-02", "two node pools", "pool_a", "pool_b"],
+        ),
+        (["--node-pools", "nodes_*"], None, ["no inventory group matches", "nodes_*"]),
+    ],
+)
+def test_refusals(
+    workdir: Path, extra: list[str], groups: dict[str, list[str]] | None, words: list[str]
+) -> None:
+    args = fleet_tree(workdir, groups)
+    if groups is not None:  # the map's groups must exist
+        (workdir / "map.yaml").write_text("- hosts: '*'\n  profile: gridftp\n")
+    code, err = fleet(*args, *extra)
+    assert code == 2
+    assert all(w in err for w in words), err
+    assert not (workdir / "out").exists()
+
+
+def test_pools_need_the_inventory(workdir: Path) -> None:
+    args = fleet_tree(workdir)
+    code, err = fleet(
+        "--ansible-facts", args[1], "--profile", "base", "--out", workdir / "out",
+        "--node-pools", "pool_*",
+    )  # fmt: skip
+    assert code == 2 and "--inventory" in err
+
+
+def test_two_pools_of_one_profile_cannot_share_a_daemonset(workdir: Path) -> None:
+    args = fleet_tree(workdir, {"pool_a": ["dtn-01"], "pool_b": ["dtn-02"]})
+    rest = "- hosts: '*'\n  profile: gridftp\n"
+    (workdir / "map.yaml").write_text(MAP.split("- group")[0] + rest)  # dtn-01 differs
+    code, err = fleet(*args, "--node-pools", "pool_*")
+    assert code == 2 and "pool_a and pool_b" in err and "DaemonSets" in err, err
+    code, err = fleet(*args, "--node-pools", "pool_*", "--node-format", "talos")
+    assert code == 0, err
