@@ -264,7 +264,11 @@ class NodePools:
             hosts = sorted(self.members[pool], key=lambda o: o.host)
             plans = Counter(o.node for o in hosts)
             representative = min(hosts, key=lambda o: (-plans[o.node], o.host))
-            plan, text = self._render(pool, representative, renderer)
+            # only what every host's own node plan says: a key the hosts differ on is left
+            # out (a 32-bit host's tcp_mem must not reach a 128 GiB one), and listed
+            own = dict(representative.node)
+            agreed = {k for k, v in own.items() if all(dict(o.node).get(k) == v for o in hosts)}
+            plan, text = self._render(pool, representative, renderer, agreed)
             if self.fmt == "daemonset" and representative.profile is not None:
                 # the DaemonSet is named, and selects nodes, by the profile: two pools of one
                 # profile with different plans would overwrite each other on the cluster
@@ -282,15 +286,17 @@ class NodePools:
             _write(staging / name, text)
             self.files.append(name)
             differing = [
-                PoolHost(o.host, o.profile, _differences(plan, dict(o.node)))
+                PoolHost(o.host, o.profile, _differences(own, dict(o.node)))
                 for o in hosts
-                if dict(o.node) != plan
+                if dict(o.node) != own
             ]
             if differing:
+                left_out = sorted(set(own) - agreed)
                 note(
-                    f"node pool {pool}: {len(differing)} of {len(hosts)} hosts differ from its "
-                    f"plan ({representative.host}'s), which {name} sets on them: see summary.md, "
-                    "and give them a pool of their own"
+                    f"node pool {pool}: {len(differing)} of {len(hosts)} hosts differ from "
+                    f"{representative.host}'s node plan; {name} leaves out the keys they differ "
+                    f"on ({', '.join(left_out) or 'none'}): see summary.md, and set those per "
+                    "host or give the hosts a pool of their own"
                 )
             self.results.append(
                 NodePoolOutcome(
@@ -300,10 +306,11 @@ class NodePools:
             )  # fmt: skip
 
     def _render(
-        self, pool: str, outcome: HostOutcome, renderer: Renderer
+        self, pool: str, outcome: HostOutcome, renderer: Renderer, agreed: set[str]
     ) -> tuple[dict[str, str], str]:
-        """The pool's node plan and document, from the representative's facts read again (its
-        Prometheus peaks too), through recommend's own path."""
+        """The pool's node plan (the representative's, cut to the `agreed` keys: those every
+        host of the pool plans alike) and document, from the representative's facts read again
+        (its Prometheus peaks too), through recommend's own path."""
         from sysctl_advisor.commands.recommend import node_document
         from sysctl_advisor.engine.kubernetes_placement import placement_for
 
@@ -314,6 +321,10 @@ class NodePools:
         if self.history is not None:
             facts = self.history.add_to(facts, outcome.host)
         placement = placement_for(self.kb, facts, choice.profile, choice.overrides, self.version)
+        node = placement.node
+        placement = replace(
+            placement, node=replace(node, settings=[s for s in node.settings if s.key in agreed])
+        )
         command = rebuild_command(choice.profile, path, choice.overrides, self.fmt)
         command += f" --kubernetes-version {self.version}"
         text = node_document(
