@@ -202,7 +202,7 @@ def test_kubernetes_places_each_key_once_where_its_namespace_says(
     """Any host, profile and release: the manifests read back as the two plans (the node's
     global keys, the pod's per-namespace keys), no key in both, the kubelet list exactly the
     pod's unsafe keys, and the same bytes twice."""
-    from sysctl_advisor.engine.kubernetes_placement import placement_for
+    from sysctl_advisor.engine.kubernetes_placement import as_node, placement_for
     from sysctl_advisor.knowledge.kubernetes import KubernetesVersion
     from sysctl_advisor.outputs.kubernetes_manifests import manifest_settings, render_kubernetes
 
@@ -225,7 +225,7 @@ def test_kubernetes_places_each_key_once_where_its_namespace_says(
         return per_netns and spec.netns_restricted is None
 
     assert all(pods_set(k) for k in pod)
-    host_plan = build_plan(kb, facts, profile, overrides)
+    host_plan = build_plan(kb, as_node(facts), profile, overrides)  # planned as the node
     assert node == {s.key: s.value for s in host_plan.settings if not pods_set(s.key)}
     assert unsafe == [k for k in pod if not kb.kubernetes.verdict(k, version, kernel).safe]
 

@@ -132,6 +132,16 @@ def place(
     return Placement(version, lists, kernel, known, pod, node, inherited)
 
 
+def as_node(facts: HostFacts) -> HostFacts:
+    """The facts of a host planned as a Kubernetes node: declared one, unless they say it is
+    not (its NodePort range, when they give one, kept)."""
+    given = facts.kubernetes
+    if given is not None and given.node is not None:
+        return facts
+    port_range = given.node_port_range if given is not None else None
+    return replace(facts, kubernetes=KubernetesFacts(node=True, node_port_range=port_range))
+
+
 def placement_for(
     kb: KnowledgeBase,
     facts: HostFacts,
@@ -142,10 +152,7 @@ def placement_for(
     """Both plans (the node's, and the pod's for a fresh namespace), placed. The host is
     planned as the Kubernetes node the output is for, whatever its facts show (facts copied
     from another host would miss the NodePorts to reserve), unless they say it is not one."""
-    given = facts.kubernetes
-    if given is None or given.node is None:
-        port_range = given.node_port_range if given is not None else None
-        facts = replace(facts, kubernetes=KubernetesFacts(node=True, node_port_range=port_range))
+    facts = as_node(facts)
     host_plan = build_plan(kb, facts, profile, overrides)
     pod_plan = build_plan(
         kb, pod_facts(kb, facts), profile, overrides, netns_defaults=netns_defaults(kb, facts)

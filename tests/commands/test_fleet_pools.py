@@ -108,7 +108,7 @@ def test_one_file_per_pool_with_the_plan_most_hosts_share(workdir: Path) -> None
     assert [d["kind"] for d in documents] == ["ConfigMap", "DaemonSet"]
     conf = documents[0]["data"]["90-sysctl-advisor.conf"]
     assert "net.core.rmem_max" not in conf and "net.core.rmem_max" in err
-    own = [d for d in yaml.safe_load_all(recommend.stdout) if d][0]["data"]
+    own = next(d for d in yaml.safe_load_all(recommend.stdout) if d)["data"]
     assert f"net.core.rmem_max = {pool_value}" in own["90-sysctl-advisor.conf"]
     for document in documents:
         assert kubernetes_validate.validate(document, "1.32", strict=True) == "1.32"
