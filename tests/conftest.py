@@ -58,6 +58,8 @@ def workdir() -> Iterator[Path]:
 
 @pytest.fixture(autouse=True)
 def plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A developer's NO_COLOR or FORCE_COLOR must not change what text-output tests see."""
+    """A developer's NO_COLOR or FORCE_COLOR, or a runner's COLUMNS (pytest-xdist's workers set
+    80), must not change what text-output tests see."""
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.delenv("COLUMNS", raising=False)

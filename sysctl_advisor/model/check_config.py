@@ -53,6 +53,8 @@ def _finite(value: float) -> float:
 InsidePath = Annotated[str, After(inside_path)]
 Text = Annotated[str, Len(1, _MAX_TEXT), After(_printable)]
 Selectors = Annotated[list[Text], Len(0, 256)]
+
+
 def _published(title: str, schema_id: str) -> dict[str, Any]:
     """pydantic's config for a file whose JSON Schema is published: unknown keys refused, its
     title and `$id` in the schema."""
