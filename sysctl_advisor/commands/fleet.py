@@ -142,12 +142,18 @@ class FleetJob:
         facts = load_ansible_facts(path)
         if self.history is not None:
             facts = self.history.add_to(facts, host)
+        # a host of a node pool is a Kubernetes node: the inventory says so (its host file
+        # reserves the NodePorts as its pool's file does)
+        pool = self.pools.pool_of.get(host) if self.pools is not None else None
+        if pool is not None:
+            from sysctl_advisor.engine.kubernetes_placement import as_node
+
+            facts = as_node(facts)
         if self.plans is None:
             self.plans = PlanCache(self.kb)
         shape = self.plans.lookup(self.kb, facts, choice.profile, choice.overrides)
         plan = shape.plan
         # its node plan first: a host that fails here has no file written
-        pool = self.pools.pool_of.get(host) if self.pools is not None else None
         node: tuple[tuple[str, str], ...] = ()
         if pool is not None and self.pools is not None:
             from sysctl_advisor.engine.kubernetes_placement import placement_for

@@ -116,6 +116,12 @@ def test_one_file_per_pool_with_the_plan_most_hosts_share(workdir: Path) -> None
     markdown = (out / "summary.md").read_text()
     assert "## Node pools" in markdown
     assert "| `dtn-01` | `pool_dtn` | `net.core.rmem_max` |" in markdown
+    # the inventory says a pool's hosts are Kubernetes nodes: web-01's own file (its profile
+    # widens the port range) reserves the NodePorts, as its pool's file does
+    host_conf = (out / "host_files" / "web-01.conf").read_text()
+    assert "net.ipv4.ip_local_reserved_ports = " in host_conf
+    reserved = host_conf.split("net.ipv4.ip_local_reserved_ports = ", 1)[1].split("\n", 1)[0]
+    assert "30000-32767" in reserved and "10250" in reserved
     marker = (out / ".sysctl-advisor-fleet").read_text()
     assert "node_pools/pool_dtn.yaml" in marker
 
