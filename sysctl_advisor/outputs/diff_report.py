@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import textwrap
 from typing import TYPE_CHECKING
 
@@ -318,7 +319,14 @@ def render_rich(report: DiffReport, width: int | None = None) -> str:
         console.print("\n".join(lines), markup=False, overflow="ignore", crop=False)
     console.print("\n".join(_notes(report, console.width - 2)), markup=False)
     console.print("\n" + summary(report), markup=False)
-    return buffer.getvalue()
+    # rich pads a line to the width by cells; a combining mark takes none, so its padding
+    # would pass the width by characters: a terminal needs no trailing blanks
+    lines = buffer.getvalue().splitlines()
+    return "".join(_TRAILING_BLANKS.sub("", line) + "\n" for line in lines)
+
+
+# blanks at the end of a line, before any closing colour codes
+_TRAILING_BLANKS = re.compile(r" +(?=(?:\x1b\[[0-9;]*m)*$)")
 
 
 def render_markdown(report: DiffReport, renderer: Renderer) -> str:
