@@ -8,13 +8,14 @@ to put each of the node's keys in its place, or to list it as refused, never to 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.rules import SpecModel
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.model_base import Field, model
+from sysctl_advisor.model.model_base import After, Field, model
 
 PLATFORM_ID = r"^[a-z][a-z0-9-]{1,30}$"
 _SYSCTL = r"^[a-z0-9_]+(\.[a-z0-9_*-]+)+$"
@@ -45,6 +46,14 @@ class PlatformKey(SpecModel):
     source: str = Field(max_length=300, description="where the platform documents the key")
 
 
+def _regex(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"not a regular expression: {exc}") from None
+    return value
+
+
 @model
 class HeldKey(SpecModel):
     """A key a platform that takes any key must not be given by this output: its image sets
@@ -69,10 +78,16 @@ class NodePlatformSpec(SpecModel):
         max_length=50,
         description="keys the output leaves to the platform's image (listed as not set, with why)",
     )
+    key_pattern: Annotated[str, After(_regex)] | None = Field(
+        default=None,
+        max_length=200,
+        description="the key names the platform takes at all (a regular expression, whole "
+        "name); any other is refused with `refused`",
+    )
     refused: str | None = Field(
         default=None,
         max_length=500,
-        description="what the platform does with a key it does not take (listed platforms)",
+        description="what the platform does with a key it does not take",
     )
     references: list[str] = Field(min_length=1, max_length=20)
 
@@ -103,6 +118,9 @@ class NodePlatform:
         held = next((h for h in self.spec.held if h.name == key), None)
         if held is not None:
             return None, held.why
+        pattern = self.spec.key_pattern
+        if pattern is not None and re.fullmatch(pattern, key) is None:
+            return None, self.spec.refused or "the platform does not take this key name"
         if self.spec.accepts == "any":
             return None, None
         entry = self._keys.get(key)

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import stat
+import sys
 from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -229,6 +230,47 @@ def parse_json(text: str, path: Path | None) -> Any:
     except ValueError as exc:  # duplicate keys, integers beyond 4,300 digits
         raise InputError(f"invalid JSON: {str(exc)[:120]}", path=path) from None
     return data  # json.loads recurses in Python: a bomb is a RecursionError, caught above
+
+
+# tomllib takes time and memory quadratic in the parts of one dotted key (60 KB of `a.a.a...`
+# is gigabytes): a key with more parts than this is refused before it is parsed.
+MAX_KEY_PARTS = 64
+
+
+def _key_parts_bounded(text: str, path: Path | None) -> None:
+    """Refuse a line whose key (before `=`, or a `[table]` header) has more than
+    MAX_KEY_PARTS dotted parts; counted in one pass, without parsing."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.lstrip()
+        head = stripped.split("=", 1)[0] if "=" in stripped else ""
+        if stripped.startswith("["):
+            head = stripped
+        if head.count(".") >= MAX_KEY_PARTS:
+            raise InputError(
+                f"a key of more than {MAX_KEY_PARTS} dotted parts; not read",
+                path=path,
+                line=number,
+            )
+
+
+def parse_toml(text: str, path: Path | None) -> dict[str, Any]:
+    """TOML (tomllib, or tomli on Python 3.10) with the same bounds as YAML and JSON: a key
+    of more than MAX_KEY_PARTS parts, too deep a nesting or an integer beyond Python's digits
+    is one InputError."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+    _key_parts_bounded(text, path)
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
+        return data
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not TOML: {exc}", path=path) from None
+    except RecursionError:
+        raise InputError("nested too deeply", path=path) from None
+    except ValueError as exc:  # an integer beyond Python's 4,300 digits
+        raise InputError(f"not TOML: {str(exc)[:100]}", path=path) from None
 
 
 _NOT_JSON = object()

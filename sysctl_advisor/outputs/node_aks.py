@@ -12,27 +12,14 @@ does.
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any
 
-from sysctl_advisor.cache.specs import SpecCache
-from sysctl_advisor.knowledge.knowledge_files import NODE_PLATFORMS
-from sysctl_advisor.knowledge.node_platforms import NodePlatformSpec, PlatformKey
-from sysctl_advisor.knowledge.resources import data_dir
+from sysctl_advisor.knowledge.node_platforms import NodePlatform, PlatformKey
 from sysctl_advisor.outputs.node_platforms import NodeOutput
 from sysctl_advisor.outputs.plan_render import RenderCheckError
 
-PLATFORM = "aks"
 NOTES = "x-sysctl-advisor"  # the member AKS does not read: what the header says elsewhere
-
-
-@functools.cache
-def _fields() -> dict[str, PlatformKey]:
-    """The allow-list by AKS's field name (the shipped aks.yaml, as the knowledge loads it)."""
-    path = data_dir("rules") / "catalog" / NODE_PLATFORMS / f"{PLATFORM}.yaml"
-    spec = SpecCache().load(path, NodePlatformSpec, "a node platform")
-    return {key.field or key.name: key for key in spec.keys}
 
 
 def _port_range(entry: PlatformKey, value: str) -> str:
@@ -88,7 +75,7 @@ def document(node: NodeOutput) -> str:
     return json.dumps({"sysctls": sysctls, NOTES: notes}, indent=2) + "\n"
 
 
-def read_back(text: str) -> dict[str, str]:
+def read_back(text: str, platform: NodePlatform) -> dict[str, str]:
     """The values AKS gives the node: each field of `sysctls` through the allow-list; a field
     AKS does not know, or a value of the wrong type, fails the check."""
     data = json.loads(text)
@@ -97,7 +84,7 @@ def read_back(text: str) -> dict[str, str]:
     sysctls = data.get("sysctls", {})
     if not isinstance(sysctls, dict):
         raise RenderCheckError("the aks output's sysctls is not an object")
-    fields = _fields()
+    fields = {key.field or key.name: key for key in platform.spec.keys}  # AKS's names
     values: dict[str, str] = {}
     for field, value in sysctls.items():
         entry = fields.get(field)

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from sysctl_advisor.knowledge.node_platforms import NodePlatform
 from sysctl_advisor.outputs.node_platforms import NODE_LABEL, NodeOutput
 
 NAMESPACE = "kube-system"
@@ -79,10 +80,6 @@ def script(node: NodeOutput) -> str:
     return SCRIPT.format(conf=CONF_NAME, end=_END, values=values)
 
 
-def _conf(node: NodeOutput) -> str:
-    return node.renderer.render(node.plan, "conf", node.command, detail="brief")
-
-
 def document(node: NodeOutput) -> str:
     name = f"sysctl-advisor-{node.label}"
     labels = {"app.kubernetes.io/name": "sysctl-advisor", NODE_LABEL: node.label}
@@ -90,7 +87,7 @@ def document(node: NodeOutput) -> str:
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
-        "data": {CONF_NAME: _conf(node), "apply.sh": script(node)},
+        "data": {CONF_NAME: node.conf(), "apply.sh": script(node)},
     }
     container = {
         "name": "sysctl",
@@ -139,7 +136,7 @@ def document(node: NodeOutput) -> str:
     return head + "---\n" + body
 
 
-def read_back(text: str) -> dict[str, str]:
+def read_back(text: str, platform: NodePlatform) -> dict[str, str]:
     """The values the node gets: the sysctl.d file's settings, which the script's own list must
     match key for key."""
     from sysctl_advisor.outputs.plan_render import rendered_settings

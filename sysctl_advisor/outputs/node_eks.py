@@ -18,6 +18,7 @@ import email.policy
 from email.message import EmailMessage
 from email.mime.multipart import MIMEMultipart
 
+from sysctl_advisor.knowledge.node_platforms import NodePlatform
 from sysctl_advisor.outputs.node_platforms import NodeOutput
 from sysctl_advisor.outputs.plan_render import RenderCheckError
 
@@ -30,8 +31,8 @@ SCRIPT = """\
 {header}
 # The node's sysctl.d file, installed before nodeadm starts the kubelet and applied again by
 # systemd-sysctl at every boot, where files are read in name order and the last value wins.
-# It comes after the AMI's 67-eks-reserved-ports.conf (the ports of the EKS add-ons), so build
-# it from the facts of a node of this group: ip_local_reserved_ports then keeps those ports.
+# It comes after the AMI's 67-eks-reserved-ports.conf (the ports of the EKS add-ons), whose
+# list a later file would replace whole: the port range and its reservations are left to it.
 # A key the AMI's 99-*.conf files also set takes their value at a reboot.
 set -euo pipefail
 install -d -m 0755 /etc/sysctl.d
@@ -42,12 +43,8 @@ sysctl -p {path}
 """
 
 
-def _conf(node: NodeOutput) -> str:
-    return node.renderer.render(node.plan, "conf", node.command, detail="brief")
-
-
 def script(node: NodeOutput) -> str:
-    conf = _conf(node)
+    conf = node.conf()
     if not conf.endswith("\n"):
         conf += "\n"
     text = SCRIPT.format(header="\n".join(node.header), path=CONF_PATH, end=_END, conf=conf)
@@ -85,7 +82,7 @@ def _script_of(text: str) -> str | None:
     return content if isinstance(content, str) else None
 
 
-def read_back(text: str) -> dict[str, str]:
+def read_back(text: str, platform: NodePlatform) -> dict[str, str]:
     """The values the node gets: the sysctl.d file the script installs and applies, read as
     sysctl reads it; a script that does not install and apply exactly that file reads as
     nothing."""

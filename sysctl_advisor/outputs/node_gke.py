@@ -10,28 +10,16 @@ only the sysctls GKE lists.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import yaml
 
-from sysctl_advisor.cache.specs import SpecCache
-from sysctl_advisor.knowledge.knowledge_files import NODE_PLATFORMS
-from sysctl_advisor.knowledge.node_platforms import NodePlatformSpec
-from sysctl_advisor.knowledge.resources import data_dir
+from sysctl_advisor.knowledge.node_platforms import NodePlatform
 from sysctl_advisor.outputs.node_platforms import NodeOutput
 from sysctl_advisor.outputs.plan_render import RenderCheckError
 
 ROOT = "linuxConfig"
 SYSCTL = "sysctl"  # gcloud's name for the map (the API's LinuxNodeConfig.sysctls)
-
-
-@functools.cache
-def _listed() -> frozenset[str]:
-    """The sysctls GKE takes (the shipped gke.yaml, as the knowledge loads it)."""
-    path = data_dir("rules") / "catalog" / NODE_PLATFORMS / "gke.yaml"
-    spec = SpecCache().load(path, NodePlatformSpec, "a node platform")
-    return frozenset(key.name for key in spec.keys)
 
 
 def document(node: NodeOutput) -> str:
@@ -42,7 +30,7 @@ def document(node: NodeOutput) -> str:
     return "\n".join(node.header) + "\n" + body
 
 
-def read_back(text: str) -> dict[str, str]:
+def read_back(text: str, platform: NodePlatform) -> dict[str, str]:
     """The values GKE gives the node; a member gcloud would refuse fails the check."""
     data: Any = yaml.safe_load(text)
     if not isinstance(data, dict) or set(data) - {"kubeletConfig", ROOT}:
@@ -53,11 +41,12 @@ def read_back(text: str) -> dict[str, str]:
     sysctls = linux.get(SYSCTL) or {}
     if not isinstance(sysctls, dict):
         raise RenderCheckError(f"the gke output's {SYSCTL} is not a mapping")
+    listed = {key.name for key in platform.spec.keys}
     values: dict[str, str] = {}
     for key, value in sysctls.items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise RenderCheckError(f"gcloud takes only string values: {key!r}: {value!r}")
-        if key not in _listed():
+        if key not in listed:
             raise RenderCheckError(f"GKE does not take {key!r}")
         values[key] = value
     return values

@@ -5,8 +5,9 @@ What is shared: which of the node's keys the platform takes (knowledge/node_plat
 rules/catalog/node-platforms/ID.yaml) and which it refuses (listed in the output, never
 dropped), the per-namespace keys that belong in the pod (`--format kubernetes`), and the
 comment header. Each platform's document is built by its own module, outputs/node_ID.py,
-from a serializer (`document(node) -> str`), and read back by it (`read_back(text) -> {key:
-value}`): the text is written only when it holds exactly the keys taken, with their values.
+from a serializer (`document(node) -> str`), and read back by it (`read_back(text, platform)
+-> {key: value}`, an allow-list read through the platform's own file): the text is written
+only when it holds exactly the keys taken, with their values.
 """
 
 from __future__ import annotations
@@ -54,10 +55,14 @@ class NodeOutput:
     command: str
     renderer: Renderer
 
+    def conf(self) -> str:
+        """The node's sysctl.d file, one line a key (what the DaemonSet and EKS install)."""
+        return self.renderer.render(self.plan, "conf", self.command, detail="brief")
+
 
 class _Module(Protocol):
     def document(self, node: NodeOutput) -> str: ...
-    def read_back(self, text: str) -> dict[str, str]: ...
+    def read_back(self, text: str, platform: NodePlatform) -> dict[str, str]: ...
 
 
 def _comment(text: str) -> list[str]:
@@ -126,7 +131,7 @@ def render_node(
     node = replace(node, header=_header(node, placement))
     module: _Module = importlib.import_module(f"sysctl_advisor.outputs.node_{platform.id}")
     text = module.document(node)
-    if module.read_back(text) != {t.key: t.value for t in taken}:
+    if module.read_back(text, platform) != {t.key: t.value for t in taken}:
         raise RenderCheckError(
             f"the {platform.id} output does not read back as the plan; nothing was written"
         )

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from sysctl_advisor.knowledge.node_platforms import NodePlatform
 from sysctl_advisor.outputs.node_platforms import NodeOutput
 
 
@@ -26,7 +27,7 @@ def document(node: NodeOutput) -> str:
     return head + yaml.safe_dump(patch(node), sort_keys=False, allow_unicode=True, width=4096)
 
 
-def read_back(text: str) -> dict[str, str]:
+def read_back(text: str, platform: NodePlatform) -> dict[str, str]:
     """`machine.sysctls` as Talos reads it: each entry a string (anything else, or any other
     field in the patch, reads as nothing)."""
     data = yaml.safe_load(text)

@@ -31,7 +31,7 @@ from sysctl_advisor.model.check_config import (
     Baseline,
     CheckConfig,
 )
-from sysctl_advisor.model.documents import parse_json, read_bytes
+from sysctl_advisor.model.documents import parse_json, parse_toml, read_bytes
 from sysctl_advisor.model.errors import InputError, NotFound
 from sysctl_advisor.model.model_base import validate
 from sysctl_advisor.sources.tree_paths import inside
@@ -49,45 +49,7 @@ class ConfigFile:
 
 
 MAX_CONFIG_BYTES = 1 << 20  # a configuration, or a pyproject.toml it may live in
-# tomllib takes time and memory quadratic in the parts of one dotted key (60 KB of `a.a.a...`
-# is gigabytes): a key with more parts than this is refused before it is parsed.
-MAX_KEY_PARTS = 64
 _OWNERS = frozenset({0, os.geteuid()})
-
-
-def _key_parts_bounded(text: str, path: Path) -> None:
-    """Refuse a line whose key (before `=`, or a `[table]` header) has more than
-    MAX_KEY_PARTS dotted parts; counted in one pass, without parsing."""
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.lstrip()
-        head = stripped.split("=", 1)[0] if "=" in stripped else ""
-        if stripped.startswith("["):
-            head = stripped
-        if head.count(".") >= MAX_KEY_PARTS:
-            raise InputError(
-                f"a key of more than {MAX_KEY_PARTS} dotted parts; not read",
-                path=path,
-                line=number,
-            )
-
-
-def _toml(text: str, path: Path) -> dict[str, Any]:
-    import sys
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
-    _key_parts_bounded(text, path)
-    try:
-        data: dict[str, Any] = tomllib.loads(text)
-        return data
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not TOML: {exc}", path=path) from None
-    except RecursionError:
-        raise InputError("nested too deeply", path=path) from None
-    except ValueError as exc:  # an integer beyond Python's 4,300 digits
-        raise InputError(f"not TOML: {str(exc)[:100]}", path=path) from None
 
 
 def _read(path: Path, directory: Path, owned: bool) -> str | None:
@@ -133,7 +95,7 @@ def read_config(
     text = _read(path, directory, owned=found)
     if text is None:
         return None
-    data: Any = _toml(text, path)
+    data: Any = parse_toml(text, path)
     table = None
     if path.name == PYPROJECT:
         for part in PYPROJECT_TABLE:

@@ -12,6 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from sysctl_advisor.cli import app
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.outputs import formats
 from sysctl_advisor.outputs.node_daemonset import read_back
 from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES
@@ -41,7 +42,7 @@ def test_every_example_renders_on_every_platform(host: str, fmt: str) -> None:
 
 def test_the_node_reserves_node_ports_whatever_the_facts_show() -> None:
     code, out, _ = _recommend("--facts", HAPROXY, "-p", "frontend-proxy", "-f", "daemonset")
-    values = read_back(out)
+    values = read_back(out, KnowledgeBase.load().node_platforms["daemonset"])
     assert code == 0 and "30000-32767" in values["net.ipv4.ip_local_reserved_ports"]
     assert "10250" in values["net.ipv4.ip_local_reserved_ports"]
 
@@ -52,7 +53,7 @@ def test_undo_writes_the_node_s_values_in_force() -> None:
     )
     assert code == 0, err
     facts = yaml.safe_load(Path(HAPROXY).read_text())
-    restored = read_back(out)
+    restored = read_back(out, KnowledgeBase.load().node_platforms["daemonset"])
     assert restored and "--undo" in out
     for key, value in restored.items():
         if key in facts.get("sysctl", {}):  # restored as the kernel printed it

@@ -126,7 +126,7 @@ def test_aks_takes_its_fields_typed_and_lists_what_it_refuses(kb: KnowledgeBase,
         if s.key in refused
     }
     assert notes["podKeys"] == [p.setting.key for p in placement.pod]
-    assert node_aks.read_back(text) == taken
+    assert node_aks.read_back(text, kb.node_platforms["aks"]) == taken
 
 
 def test_aks_frontend_proxy_takes_three_keys_and_refuses_three(kb: KnowledgeBase) -> None:
@@ -194,20 +194,21 @@ def test_aks_writes_the_port_range_as_its_string_within_its_bounds(kb: Knowledge
     key = "net.ipv4.ip_local_port_range"
     text = node_aks.document(_node(kb, key, "32768\t60999"))
     assert json.loads(text)["sysctls"] == {"netIpv4IpLocalPortRange": "32768 60999"}
-    assert node_aks.read_back(text) == {key: "32768 60999"}
+    assert node_aks.read_back(text, kb.node_platforms["aks"]) == {key: "32768 60999"}
     for value in ("80 65535", "40000 30000", "1024"):
         with pytest.raises(RenderCheckError, match="AKS takes two ports from 1024 to 65535"):
             node_aks.document(_node(kb, key, value))
 
 
-def test_aks_read_back_refuses_a_field_aks_does_not_have_or_a_wrong_type() -> None:
+def test_aks_read_back_refuses_a_field_aks_does_not_have_or_a_wrong_type(kb: KnowledgeBase) -> None:
+    aks = kb.node_platforms["aks"]
     with pytest.raises(RenderCheckError, match="no sysctl field"):
-        node_aks.read_back(json.dumps({"sysctls": {"netIpv4TcpSlowStartAfterIdle": 0}}))
+        node_aks.read_back(json.dumps({"sysctls": {"netIpv4TcpSlowStartAfterIdle": 0}}), aks)
     with pytest.raises(RenderCheckError, match="netCoreSomaxconn"):
-        node_aks.read_back(json.dumps({"sysctls": {"netCoreSomaxconn": "4096"}}))
+        node_aks.read_back(json.dumps({"sysctls": {"netCoreSomaxconn": "4096"}}), aks)
     with pytest.raises(RenderCheckError, match="more than sysctls"):
-        node_aks.read_back(json.dumps({"sysctls": {}, "swapFileSizeMB": 1}))
-    assert node_aks.read_back(json.dumps({"sysctls": {"netIpv4TcpTwReuse": True}})) == {
+        node_aks.read_back(json.dumps({"sysctls": {}, "swapFileSizeMB": 1}), aks)
+    assert node_aks.read_back(json.dumps({"sysctls": {"netIpv4TcpTwReuse": True}}), aks) == {
         "net.ipv4.tcp_tw_reuse": "1"
     }
 
@@ -255,7 +256,7 @@ def test_gke_takes_its_listed_keys_as_strings_and_lists_what_it_refuses(
             assert f"{setting.key} = {setting.value}: " in header
     for pod in placement.pod:
         assert pod.setting.key in header
-    assert node_gke.read_back(text) == taken
+    assert node_gke.read_back(text, kb.node_platforms["gke"]) == taken
 
 
 def test_gke_frontend_proxy_takes_two_keys_and_refuses_four(kb: KnowledgeBase) -> None:
@@ -283,16 +284,17 @@ def test_gke_takes_a_listed_text_value_and_refuses_a_malformed_integer(kb: Knowl
     )
 
 
-def test_gke_read_back_refuses_what_gcloud_would() -> None:
+def test_gke_read_back_refuses_what_gcloud_would(kb: KnowledgeBase) -> None:
+    gke = kb.node_platforms["gke"]
     with pytest.raises(RenderCheckError, match="string values"):
-        node_gke.read_back("linuxConfig:\n  sysctl:\n    net.core.somaxconn: 4096\n")
+        node_gke.read_back("linuxConfig:\n  sysctl:\n    net.core.somaxconn: 4096\n", gke)
     with pytest.raises(RenderCheckError, match="does not take"):
-        node_gke.read_back("linuxConfig:\n  sysctl:\n    net.ipv4.tcp_fin_timeout: '30'\n")
+        node_gke.read_back("linuxConfig:\n  sysctl:\n    net.ipv4.tcp_fin_timeout: '30'\n", gke)
     with pytest.raises(RenderCheckError, match="holds more than sysctl"):
-        node_gke.read_back("linuxConfig:\n  sysctls:\n    net.core.somaxconn: '4096'\n")
+        node_gke.read_back("linuxConfig:\n  sysctls:\n    net.core.somaxconn: '4096'\n", gke)
     with pytest.raises(RenderCheckError, match="not a node system configuration"):
-        node_gke.read_back("sysctls:\n  net.core.somaxconn: '4096'\n")
-    assert node_gke.read_back("linuxConfig:\n  sysctl:\n    net.core.somaxconn: '4096'\n") == {
+        node_gke.read_back("sysctls:\n  net.core.somaxconn: '4096'\n", gke)
+    assert node_gke.read_back("linuxConfig:\n  sysctl:\n    net.core.somaxconn: '4096'\n", gke) == {
         "net.core.somaxconn": "4096"
     }
 

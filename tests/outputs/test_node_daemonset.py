@@ -52,7 +52,9 @@ def test_the_documents_validate_and_hold_the_node_plan(kb: KnowledgeBase, host: 
     for version in VERSIONS:
         for document in documents:
             assert kubernetes_validate.validate(document, version, strict=True) == version
-    assert node_daemonset.read_back(text) == {s.key: s.value for s in placement.node.settings}
+    assert node_daemonset.read_back(text, kb.node_platforms["daemonset"]) == {
+        s.key: s.value for s in placement.node.settings
+    }
     pod = documents[1]["spec"]["template"]["spec"]
     assert pod["hostNetwork"] is True and pod["containers"][0]["securityContext"]["privileged"]
     assert pod["nodeSelector"] == {"sysctl-advisor/profile": HOSTS[host]}

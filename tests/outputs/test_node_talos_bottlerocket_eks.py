@@ -111,11 +111,16 @@ def test_the_talos_schema_refuses_what_talos_refuses() -> None:
     assert list(validator.iter_errors({"machine": {"sysctl": {"vm.swappiness": "10"}}}))
 
 
-def test_talos_read_back_takes_only_strings() -> None:
-    assert node_talos.read_back("machine:\n  sysctls:\n    vm.swappiness: 10\n") == {}
-    assert node_talos.read_back("machine:\n  sysctls:\n    vm.swappiness: '10'\n") == {
-        "vm.swappiness": "10"
-    }
+def test_talos_read_back_takes_only_strings(kb: KnowledgeBase) -> None:
+    assert (
+        node_talos.read_back(
+            "machine:\n  sysctls:\n    vm.swappiness: 10\n", kb.node_platforms["talos"]
+        )
+        == {}
+    )
+    assert node_talos.read_back(
+        "machine:\n  sysctls:\n    vm.swappiness: '10'\n", kb.node_platforms["talos"]
+    ) == {"vm.swappiness": "10"}
 
 
 # --- Bottlerocket --------------------------------------------------------------------------
@@ -137,11 +142,18 @@ def test_bottlerocket_user_data_holds_the_node_keys(
 def test_bottlerocket_refuses_a_key_its_settings_api_refuses(
     kb: KnowledgeBase, placement: Placement
 ) -> None:
-    for key in ("net.ipv4.conf.*.rp_filter", "a" * 129, "net..x"):
-        node = node_output(kb, placement, "bottlerocket", {key: "1"})
-        with pytest.raises(RenderCheckError, match="settings API refuses"):
-            node_bottlerocket.document(node)
-    assert node_bottlerocket.read_back('[settings.kernel.sysctl]\n"vm.x" = 1\n') == {}
+    platform = kb.node_platforms["bottlerocket"]
+    for key in ("net.ipv4.conf.*.rp_filter", "a" * 129, "net..x", ".net.x", "/net/x"):
+        entry, why = platform.takes(key, "1")  # listed as not taken, never written
+        assert entry is None and why is not None and "settings API refuses" in why, key
+    for key in ("net.ipv4.tcp_tw_reuse", "net.ipv4.conf.eth0/1.rp_filter", "a" * 128):
+        assert platform.takes(key, "1") == (None, None), key
+    assert (
+        node_bottlerocket.read_back(
+            '[settings.kernel.sysctl]\n"vm.x" = 1\n', kb.node_platforms["bottlerocket"]
+        )
+        == {}
+    )
 
 
 # --- EKS -----------------------------------------------------------------------------------
@@ -170,7 +182,7 @@ def test_eks_user_data_is_mime_with_a_script_installing_the_node_file(
     wanted = {k: v for k, v in _planned(placement).items() if k not in held}
     assert held and held <= set(_planned(placement))
     assert rendered_settings("conf", conf + "\n") == wanted
-    assert node_eks.read_back(text) == wanted
+    assert node_eks.read_back(text, kb.node_platforms["eks"]) == wanted
     for key in held:
         assert f"# {key} = " in script
     assert f"sysctl -p {node_eks.CONF_PATH}\n" in script
@@ -183,8 +195,13 @@ def test_eks_read_back_refuses_a_script_that_does_not_apply_the_file(
     kb: KnowledgeBase, placement: Placement
 ) -> None:
     text = _render(kb, placement, "eks")
-    assert node_eks.read_back(text.replace("sysctl -p ", "echo ")) == {}
-    assert node_eks.read_back(text.replace("text/x-shellscript", "text/plain")) == {}
+    assert node_eks.read_back(text.replace("sysctl -p ", "echo "), kb.node_platforms["eks"]) == {}
+    assert (
+        node_eks.read_back(
+            text.replace("text/x-shellscript", "text/plain"), kb.node_platforms["eks"]
+        )
+        == {}
+    )
 
 
 @pytest.mark.skipif(namespace_problem() is not None, reason=str(namespace_problem()))
@@ -218,19 +235,21 @@ def test_quotes_and_line_breaks_stay_data(kb: KnowledgeBase, placement: Placemen
     key, value = next(iter(HOSTILE.items()))
     weird = {key: value, 'net.x"y': "1", "net.a'b": "2"}
     talos = node_talos.document(node_output(kb, placement, "talos", weird))
-    assert node_talos.read_back(talos) == weird
+    assert node_talos.read_back(talos, kb.node_platforms["talos"]) == weird
     assert yaml.safe_load(talos) == {"machine": {"sysctls": weird}}
     plain = {key: value}  # Bottlerocket refuses quotes in a key (its own pattern)
     bottlerocket = node_bottlerocket.document(node_output(kb, placement, "bottlerocket", plain))
     assert tomllib.loads(bottlerocket) == {"settings": {"kernel": {"sysctl": plain}}}
-    assert node_bottlerocket.read_back(bottlerocket) == plain
+    assert node_bottlerocket.read_back(bottlerocket, kb.node_platforms["bottlerocket"]) == plain
     # EKS: the script carries the sysctl.d file the renderer writes; a line that would end the
     # here-document, or the MIME boundary, stops the document
     node = node_output(kb, placement, "eks", {"net.ipv4.tcp_fin_timeout": "17"})
     accented = node_eks.document(replace(node, header=["# café – naïve"]))
     assert 'charset="utf-8"' in accented and "Content-Transfer-Encoding: 8bit" in accented
     assert "# café – naïve" in _script(accented)
-    assert node_eks.read_back(accented) == {"net.ipv4.tcp_fin_timeout": "17"}
+    assert node_eks.read_back(accented, kb.node_platforms["eks"]) == {
+        "net.ipv4.tcp_fin_timeout": "17"
+    }
     with pytest.raises(RenderCheckError):
         node_eks.document(replace(node, header=["SYSCTL_ADVISOR_CONF"]))
     with pytest.raises(RenderCheckError):
