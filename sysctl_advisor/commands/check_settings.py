@@ -100,8 +100,16 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+# The validated-files cache is one file every facts-reading command loads whole: a document
+# larger than this (a baseline of thousands of findings) is validated each run instead.
+CACHED_BYTES = 256 * 1024
+
+
 def remember(kind: type[T], path: Path, text: str, validate: Callable[[], T]) -> T:
-    """A configuration or baseline validated once per text, then taken from the cache."""
+    """A configuration or baseline validated once per text, then taken from the cache (one
+    up to CACHED_BYTES)."""
+    if len(text) > CACHED_BYTES:
+        return validate()
     from sysctl_advisor.cache.facts import ValidatedCache, cached
 
     return cached(path, text, ValidatedCache(kind), validate)
