@@ -66,7 +66,13 @@ def _format(choices: tuple[str, ...], default: str) -> Option:
     return Option(("--format", "-f"), "Output format.", default=default, choices=choices)
 
 
-PROFILE = Option(("--profile", "-p"), "Workload profile name.", default=REQUIRED, metavar="NAME")
+PROFILE = Option(
+    ("--profile", "-p"),
+    "Workload profile (repeatable: -p frontend-proxy -p redis for a host running both).",
+    default=REQUIRED,
+    metavar="NAME",
+    many=True,
+)
 FACTS = Option(("--facts",), "Host facts file (YAML or JSON). Default: read this host.", type=Path)
 SETTINGS = Option(
     ("--set", "-s"),
@@ -236,8 +242,9 @@ COMMANDS: tuple[Command, ...] = (
             ),
             "profile": Option(
                 ("--profile", "-p"),
-                "With --facts: report departures from it (info).",
+                "With --facts: report departures from it (info); repeatable.",
                 metavar="NAME",
+                many=True,
             ),
             "settings": SETTINGS,
             "fmt": _format(formats.CHECK, "text"),
@@ -450,7 +457,10 @@ COMMANDS: tuple[Command, ...] = (
             ),
             "facts": FACTS,
             "profile": Option(
-                ("--profile", "-p"), "Also show this profile's recommendation.", metavar="NAME"
+                ("--profile", "-p"),
+                "Also show this profile's recommendation; repeatable.",
+                metavar="NAME",
+                many=True,
             ),
             "settings": SETTINGS,
             "nginx_conf": NGINX_CONF,

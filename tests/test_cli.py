@@ -425,3 +425,27 @@ def test_check_set_needs_a_profile_and_a_known_parameter(workdir: Path) -> None:
         "check", str(conf), "--facts", DCACHE, "-p", "frontend-proxy", "--set", "bogus=1"
     )
     assert_one_line_error(code, err, "bogus")
+
+
+def test_profile_is_repeatable_and_the_rebuild_line_says_each() -> None:
+    facts = str(EXAMPLES / "ec2-nginx-frontend.yaml")
+    args = ("recommend", "--facts", facts, "-p", "frontend-proxy", "-p", "c1m-server")
+    code, out, _ = run(*args, "-f", "json")
+    assert code == 0
+    plan = json.loads(out)
+    assert plan["profile"]["name"] == "frontend-proxy+c1m-server"
+    assert plan["profile"]["workloads"] == ["frontend-proxy", "c1m-server"]
+    code, out, _ = run(*args)
+    assert code == 0
+    assert "--profile frontend-proxy --profile c1m-server" in out
+    code, _, err = run(*args, "--set", "redis-nope.x=1")
+    assert_one_line_error(code, err, "not a profile of this workload")
+
+
+def test_several_profiles_name_kubernetes_objects_with_a_valid_label() -> None:
+    facts = str(EXAMPLES / "ec2-nginx-frontend.yaml")
+    args = ("recommend", "--facts", facts, "-p", "frontend-proxy", "-p", "c1m-server")
+    code, out, _ = run(*args, "-f", "daemonset")
+    assert code == 0
+    assert "sysctl-advisor/profile: frontend-proxy.c1m-server" in out
+    assert "+" not in "".join(re.findall(r"name: (\S+)", out))

@@ -69,6 +69,7 @@ ACCEPTED = [
     ["recommend", "--facts", FACTS, "--profile", "gridftp"],
     ["-q", "recommend", "-p", "gridftp", "--facts", FACTS, "-s", "rtt_ms=50", "--set", "streams=4"],
     ["recommend", "-p", "c1m-server", "-f", "kubernetes", "--kubernetes-version", "1.29"],
+    ["recommend", "-p", "frontend-proxy", "--facts", FACTS, "-p", "c1m-server"],
     ["recommend", "-p", "gridftp", "--rules-dir", "r1", "--rules-dir", "r2", "-o", "-"],
     ["diff", "--profile", "base", "--current", "x.conf", "--format", "json"],
     ["recommend", "-p", "gridftp", "--facts", FACTS, "--undo", "-f", "json"],

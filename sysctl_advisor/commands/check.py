@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -49,7 +49,7 @@ def check(
     paths: list[Path] | None = None,
     facts: Path | None = None,
     kernel: str | None = None,
-    profile: str | None = None,
+    profile: str | Sequence[str] | None = None,
     settings: list[str] | None = None,
     fmt: str = "text",
     fail_on: str | None = None,

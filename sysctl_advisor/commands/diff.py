@@ -4,6 +4,7 @@ plan's values against what its undo restores. Exit 0: nothing to undo; 1: the un
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from sysctl_advisor.commands.common import (
 
 
 def diff(
-    profile: str,
+    profile: str | Sequence[str],
     facts: Path | None = None,
     current: Path | None = None,
     settings: list[str] | None = None,

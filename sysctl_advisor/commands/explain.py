@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from sysctl_advisor.commands.common import emit, load_knowledge, parse_overrides, read_facts
@@ -11,7 +12,7 @@ from sysctl_advisor.model.errors import InputError
 def explain(
     key: str,
     facts: Path | None = None,
-    profile: str | None = None,
+    profile: str | Sequence[str] | None = None,
     settings: list[str] | None = None,
     nginx_conf: Path | None = None,
     rules_dir: list[Path] | None = None,

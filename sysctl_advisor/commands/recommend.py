@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 def recommend(
-    profile: str,
+    profile: str | Sequence[str],
     facts: Path | None = None,
     settings: list[str] | None = None,
     fmt: str = "conf",
@@ -90,7 +90,7 @@ def _node_output(
     kb: KnowledgeBase,
     renderer: Renderer,
     host: HostFacts,
-    profile: str,
+    profile: str | Sequence[str],
     overrides: dict[str, str],
     version: KubernetesVersion,
     command: str,

@@ -12,6 +12,7 @@ its namespace); those stay in the node's plan, as computed for the host.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -145,7 +146,7 @@ def as_node(facts: HostFacts) -> HostFacts:
 def placement_for(
     kb: KnowledgeBase,
     facts: HostFacts,
-    profile: str,
+    profile: str | Sequence[str],
     overrides: dict[str, str] | None,
     version: KubernetesVersion,
 ) -> Placement:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -71,7 +72,7 @@ class CheckContext:
 def host_context(
     kb: KnowledgeBase,
     facts: HostFacts,
-    profile: str | None = None,
+    profile: str | Sequence[str] | None = None,
     overrides: dict[str, str] | None = None,
 ) -> CheckContext:
     """What check knows of a host from its facts: its kernel (with the era quantities the

@@ -10,7 +10,7 @@ enforced.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import MutableMapping
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -25,10 +25,11 @@ from sysctl_advisor.knowledge.catalog import (
 )
 from sysctl_advisor.knowledge.expression_budget import new_budget
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from sysctl_advisor.knowledge.rules import RuleResult
+from sysctl_advisor.knowledge.rules import FindingResult, RuleResult
 from sysctl_advisor.knowledge.servers import rule_listens
 from sysctl_advisor.knowledge.sources import citation_parts
 from sysctl_advisor.knowledge.values import Value, conf_text, human, numbers, parse_current
+from sysctl_advisor.knowledge.workloads import RuleRun
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.plan import (
     Companion,
@@ -46,10 +47,61 @@ from sysctl_advisor.model.text_escape import one_line
 
 @dataclass
 class _KeyWork:
+    """A key's wants and caps, by rule. A rule that ran for several workloads with different
+    parameters has one want, merged by the key's policy (its text from the run whose want
+    won), and one cap, the tightest; where the key is a choice and the runs disagree, each
+    keeps its own want (a contradiction, reported and not picked)."""
+
     key: str
     spec: CatalogKey
     wants: list[tuple[str, Any]] = field(default_factory=list)
     caps: list[tuple[str, Any]] = field(default_factory=list)
+    results: dict[str, RuleResult] = field(default_factory=dict)  # whose text explains it
+    workloads: dict[str, list[str]] = field(default_factory=dict)  # by rule: who wanted it
+    want_from: list[tuple[str, ...]] = field(default_factory=list)  # each want's workloads
+
+    def rule_ids(self) -> list[str]:
+        return list(dict.fromkeys(r for r, _ in self.wants + self.caps))
+
+    def add(self, kind: str, run: RuleRun, result: RuleResult, value: Any) -> None:
+        entries = self.wants if kind == "want" else self.caps
+        rule_id = run.rule_id
+        known = self.workloads.setdefault(rule_id, [])
+        known += [w for w in run.workloads if w not in known]
+        self.results.setdefault(rule_id, result)
+        policies = self.spec.policies()
+        same = [i for i, (r, _) in enumerate(entries) if r == rule_id]
+        if kind == "want" and all(p == "choice" for p in policies):
+            for i in same:
+                if entries[i][1] == value:
+                    self.want_from[i] += run.workloads
+                    return
+            entries.append((rule_id, value))
+            self.want_from.append(run.workloads)
+            return
+        if not same:
+            entries.append((rule_id, value))
+            if kind == "want":
+                self.want_from.append(run.workloads)
+            return
+        i = same[0]
+        old = _elements(entries[i][1])
+        new = _elements(value)
+        merged = [
+            a
+            if b is None
+            else b
+            if a is None
+            else _tighter(a, b, p)
+            if kind == "cap"
+            else _pick([a, b], p)
+            for a, b, p in zip(old, new, policies, strict=True)
+        ]
+        entries[i] = (rule_id, merged if isinstance(entries[i][1], list) else merged[0])
+        if kind == "want":
+            self.want_from[i] += run.workloads
+            if merged == new and merged != old:
+                self.results[rule_id] = result  # the run whose want won explains the key
 
 
 class KernelDefaults(NamedTuple):
@@ -222,16 +274,17 @@ def _in_bounds(value: Value, spec: CatalogKey) -> bool:
 def build_plan(
     kb: KnowledgeBase,
     facts: HostFacts,
-    profile_name: str,
+    profile_name: str | Sequence[str],
     overrides: dict[str, str] | None = None,
     memo: MutableMapping[str, KernelDefaults] | None = None,
     netns_defaults: dict[str, tuple[Any, str | None]] | None = None,
 ) -> Plan:
-    """The host's plan; `memo` as for host_variables. `netns_defaults` (a fresh network
-    namespace's plan: Catalog.netns_new_defaults) replaces those keys' kernel defaults, each
-    with a note saying why."""
+    """The host's plan for one profile or several (`profile_name`: a name, or names); `memo`
+    as for host_variables. `netns_defaults` (a fresh network namespace's plan:
+    Catalog.netns_new_defaults) replaces those keys' kernel defaults, each with a note saying
+    why."""
     catalog = kb.catalog
-    profile = kb.profile(profile_name)
+    workload = kb.workload(profile_name)
     variables, defaults, notes = host_variables(kb, facts, memo)
     for name, (value, why) in (netns_defaults or {}).items():
         if name in defaults and defaults[name] != value:
@@ -276,7 +329,8 @@ def build_plan(
         text = facts.sysctl.get(name)
         readable[spec_r.alias] = text.split()[:64] if text is not None else None
     variables["current"] = {**current, **readable}
-    variables["params"] = params = profile.resolve(overrides or {}, variables)
+    params_by = workload.resolve(overrides or {}, variables)
+    runs = workload.runs(kb.rules, params_by)
 
     # `planned`: the values the plan ends with. On the first pass it holds the baseline (the
     # value in force, else the default); a rule that reads it runs again only when a key it
@@ -289,16 +343,24 @@ def build_plan(
         for spec in catalog.keys.values()
     }
     variables["planned"] = baseline
-    screen = kb.compiler.context(variables)  # the rules' `when`s, read-only
-    by_id: dict[str, RuleResult | None] = {}
-    later: list[str] = []
-    for rule_id in profile.rule_ids:
-        rule = kb.rules[rule_id]
+    screens: dict[str, Any] = {}  # the rules' `when`s, read-only: one context per parameters
+
+    def evaluate(run: RuleRun) -> RuleResult | None:
+        first = run.workloads[0]
+        run_variables = {**variables, "params": params_by[first]}
+        if first not in screens:
+            screens[first] = kb.compiler.context(run_variables)
+        return kb.rules[run.rule_id].evaluate(run_variables, screen=screens[first])
+
+    by_run: dict[int, RuleResult | None] = {}
+    later: list[int] = []
+    for i, run in enumerate(runs):
+        rule = kb.rules[run.rule_id]
         if rule.reads_planned and not (rule.spec.set or rule.spec.cap):
-            later.append(rule_id)
+            later.append(i)
             continue
-        by_id[rule_id] = rule.evaluate(variables, screen=screen)
-    results = [r for r in by_id.values() if r is not None]
+        by_run[i] = evaluate(run)
+    results = [(runs[i], r) for i, r in sorted(by_run.items()) if r is not None]
     work = _work(results, catalog)
 
     def resolved(
@@ -312,41 +374,43 @@ def build_plan(
             defaults.get(item.key),
             current.get(item.spec.alias),
             current_text.get(item.key),
-            by_rule,
+            {**by_rule, **item.results},
             facts.page_size,
             facts.sysctl_files is not None and item.key in facts.sysctl_files,
         )
 
-    readers = [r.rule for r in results if r.rule.reads_planned] + [kb.rules[i] for i in later]
-    if readers:
+    readers = [i for i, (run, r) in enumerate(results) if r.rule.reads_planned]
+    reader_rules = [r.rule for _, r in results if r.rule.reads_planned] + [
+        kb.rules[runs[i].rule_id] for i in later
+    ]
+    if reader_rules:
         wanted: set[str] | None = set()  # the aliases they read (None: all)
-        for rule in readers:
+        for rule in reader_rules:
             aliases = rule.planned_aliases
             wanted = None if wanted is None or aliases is None else wanted | aliases
         planned = dict(baseline)
-        first_by_rule = {r.rule.id: r for r in results}
+        first_by_rule = _first_by_rule(results)
         for item in work.values():
             if wanted is None or item.spec.alias in wanted:
                 first = resolved(item, first_by_rule)
                 if isinstance(first, Setting):  # else the baseline stays
                     planned[item.spec.alias] = parse_current(first.value, item.spec)
         moved = {alias for alias, value in planned.items() if value != baseline[alias]}
-        rerun = [
-            rule.id
-            for rule in readers
-            if rule.id in later or rule.planned_aliases is None or rule.planned_aliases & moved
+        index = {id(r): i for i, r in by_run.items() if r is not None}
+        rerun = later + [
+            index[id(results[i][1])]
+            for i in readers
+            if (aliases := results[i][1].rule.planned_aliases) is None or aliases & moved
         ]
         if rerun:
             variables["planned"] = planned
-            again = kb.compiler.context(variables)
-            for rule_id in rerun:
-                by_id[rule_id] = kb.rules[rule_id].evaluate(variables, screen=again)
-            order = {rule_id: i for i, rule_id in enumerate(profile.rule_ids)}
-            results = [
-                r for _, r in sorted(by_id.items(), key=lambda i: order[i[0]]) if r is not None
-            ]
+            screens.clear()
+            for i in rerun:
+                by_run[i] = evaluate(runs[i])
+            results = [(runs[i], r) for i, r in sorted(by_run.items()) if r is not None]
             work = _work(results, catalog)
-    by_rule = {r.rule.id: r for r in results}
+    contradictions = _contradictions(work, len(workload.profiles) > 1)
+    by_rule = _first_by_rule(results)
 
     settings: list[Setting] = []
     unchanged: list[Unchanged] = []
@@ -357,14 +421,14 @@ def build_plan(
         if not catalog.exists(key, version):
             notes.append(
                 f"{key} does not exist on kernel {version.short}; not emitted "
-                f"(wanted by {', '.join(r for r, _ in item.wants + item.caps)})"
+                f"(wanted by {', '.join(item.rule_ids())})"
             )
             continue
         if item.spec.module and key not in facts.sysctl:
             notes.append(
                 f"{key} exists only where the {item.spec.module} module is loaded, and the facts "
                 f"do not show it; not emitted (wanted by "
-                f"{', '.join(r for r, _ in item.wants + item.caps)})"
+                f"{', '.join(item.rule_ids())})"
             )
             continue
         host_default = kernel_values.get(key)
@@ -377,6 +441,8 @@ def build_plan(
                 default_set_by=host_default.set_by,
                 modelled_default=host_default.modelled,
             )
+        if isinstance(setting, Setting):
+            setting = _with_workloads(setting, item, len(workload.profiles) > 1)
         if isinstance(setting, str):
             notes.append(setting)
         elif isinstance(setting, Unchanged):
@@ -388,13 +454,13 @@ def build_plan(
     key_order = {k: i for i, k in enumerate(catalog.keys)}
     settings.sort(key=lambda s: (section_order[s.section], key_order[s.key]))
 
+    reported = _reported(results, work)
     findings = sorted(
         {
             (f.id, f.key, f.message): Finding(
                 id=f.id, severity=f.severity, key=f.key, message=f.message, rule=f.rule
             )
-            for r in results
-            for f in r.findings
+            for f in [*(f for r in reported for f in r.findings), *contradictions]
         }.values(),
         key=lambda f: (SEVERITY_ORDER[f.severity], f.id, f.key or "", f.message),
     )
@@ -403,7 +469,7 @@ def build_plan(
             (c.target, c.setting): Companion(
                 target=c.target, setting=c.setting, rationale=c.rationale, rule=c.rule
             )
-            for r in results
+            for r in reported
             for c in r.companions
         }.values()
     )
@@ -420,13 +486,15 @@ def build_plan(
             page_size=facts.page_size,
             kernel_modelled_as=version.short,
         ),
-        profile=PlanProfile(name=profile.name, params=params),
+        profile=PlanProfile(
+            name=workload.name, params=workload.shown(params_by), workloads=workload.names
+        ),
         settings=settings,
         findings=findings,
         companions=companions,
         unchanged=unchanged,
         notes=notes,
-        applied_rules=[r.rule.id for r in results],
+        applied_rules=list(dict.fromkeys(r.rule.id for _, r in results)),
         references=_references(kb, settings),
     )
 
@@ -473,19 +541,113 @@ def _fill(
     return merged
 
 
-def _work(results: list[RuleResult], catalog: Catalog) -> dict[str, _KeyWork]:
+def _tighter(a: int, b: int, policy: str) -> int:
+    """Of two caps on one element, the one that binds first."""
+    return max(a, b) if policy == "min" else min(a, b)
+
+
+def _work(results: list[tuple[RuleRun, RuleResult]], catalog: Catalog) -> dict[str, _KeyWork]:
     """Each key's wants and caps, by rule."""
     work: dict[str, _KeyWork] = {}
-    for result in results:
+    for run, result in results:
         for key, value in result.wants.items():
-            work.setdefault(key, _KeyWork(key, catalog.keys[key])).wants.append(
-                (result.rule.id, value)
-            )
+            work.setdefault(key, _KeyWork(key, catalog.keys[key])).add("want", run, result, value)
         for key, value in result.caps.items():
-            work.setdefault(key, _KeyWork(key, catalog.keys[key])).caps.append(
-                (result.rule.id, value)
-            )
+            work.setdefault(key, _KeyWork(key, catalog.keys[key])).add("cap", run, result, value)
     return work
+
+
+def _reported(
+    results: list[tuple[RuleRun, RuleResult]], work: dict[str, _KeyWork]
+) -> list[RuleResult]:
+    """What each rule reports: a rule that ran for several workloads (with different
+    parameters) says its findings and companions once, from the run whose wants won the most
+    keys (the one the plan follows), plus what only another run says (a finding id and key,
+    a companion target, the lead run has not)."""
+    by_rule: dict[str, list[RuleResult]] = {}
+    for _, result in results:
+        by_rule.setdefault(result.rule.id, []).append(result)
+    won: dict[int, int] = {}
+    for item in work.values():
+        for result in item.results.values():
+            won[id(result)] = won.get(id(result), 0) + 1
+    reported: list[RuleResult] = []
+    for runs in by_rule.values():
+        lead = max(runs, key=lambda r: won.get(id(r), 0))  # the first of equals
+        findings = {(f.id, f.key) for f in lead.findings}
+        targets = {c.target for c in lead.companions}
+        reported.append(lead)
+        for other in runs:
+            if other is not lead:
+                reported.append(
+                    dataclasses.replace(
+                        other,
+                        findings=[f for f in other.findings if (f.id, f.key) not in findings],
+                        companions=[c for c in other.companions if c.target not in targets],
+                    )
+                )
+    return reported
+
+
+def _first_by_rule(results: list[tuple[RuleRun, RuleResult]]) -> dict[str, RuleResult]:
+    """Each rule's result (its first run's, where it ran for several workloads)."""
+    found: dict[str, RuleResult] = {}
+    for _, result in results:
+        found.setdefault(result.rule.id, result)
+    return found
+
+
+def _contradictions(work: dict[str, _KeyWork], several: bool) -> list[FindingResult]:
+    """Modes the rules (or the workloads) want differently: a choice key has no larger value
+    that serves both, so the plan picks none. The key keeps the value in force and a warning
+    gives each want with its reason; the operator decides (or runs the workloads apart)."""
+    found: list[FindingResult] = []
+    for key, item in work.items():
+        values = {repr(v) for _, v in item.wants}
+        if len(values) < 2 or not all(p == "choice" for p in item.spec.policies()):
+            continue
+        said = []
+        for (rule_id, value), workloads in zip(item.wants, item.want_from, strict=True):
+            who = f" ({', '.join(dict.fromkeys(workloads))})" if several else ""
+            reason = item.results[rule_id].summary_for(key).split("\n")[0]
+            said.append(f"{rule_id}{who} wants {conf_text(value)}: {reason}")
+        found.append(
+            FindingResult(
+                "plan.contradiction",
+                "warning",
+                key,
+                (
+                    f"{key}: the rules want different values, and none serves both; the "
+                    "value in force is kept. "
+                    + " ".join(said)
+                    + " Choose one with a sysctl file of your own, or run these workloads on "
+                    "different hosts."
+                ),
+                item.wants[0][0],
+            )
+        )
+        item.wants.clear()
+        item.want_from.clear()
+    for key in [k for k, item in work.items() if not item.wants and not item.caps]:
+        del work[key]
+    return found
+
+
+def _with_workloads(setting: Setting, item: _KeyWork, several: bool) -> Setting:
+    """The setting with the workloads whose rules gave it; said in its text when the host runs
+    more than one."""
+    workloads = list(
+        dict.fromkeys(w for rule_id in setting.rules for w in item.workloads.get(rule_id, []))
+    )
+    if not several:
+        return dataclasses.replace(setting, workloads=workloads)
+    line = f"Workloads: {', '.join(workloads)}."
+    return dataclasses.replace(
+        setting,
+        workloads=workloads,
+        rationale=f"{setting.rationale}\n{line}",
+        summary=f"{setting.summary}\n{line}",
+    )
 
 
 def _resolve(

@@ -21,12 +21,13 @@ import dataclasses
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from sysctl_advisor.engine.plan_builder import KernelDefaults, build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.knowledge.workloads import workload_names
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.model_base import plain_data
 from sysctl_advisor.model.plan import Plan
@@ -127,23 +128,29 @@ class PlanCache:
         return self.shapes.misses
 
     def _build(
-        self, kb: KnowledgeBase, facts: HostFacts, profile: str, overrides: dict[str, str] | None
+        self,
+        kb: KnowledgeBase,
+        facts: HostFacts,
+        profile: str | Sequence[str],
+        overrides: dict[str, str] | None,
     ) -> Plan:
         memo = self.kernel_defaults if self.kernel_defaults.enabled else None
         return build_plan(kb, facts, profile, overrides, memo)
 
     @staticmethod
-    def shape(facts: HostFacts, profile: str, overrides: dict[str, str] | None) -> str:
+    def shape(
+        facts: HostFacts, profile: str | Sequence[str], overrides: dict[str, str] | None
+    ) -> str:
         """What a plan depends on: every fact but the host's name, the profile, the overrides."""
         data = json.dumps({**plain_data(facts), "hostname": None}, separators=(",", ":"))
         params = json.dumps(sorted((overrides or {}).items()))
-        return hashlib.sha256(f"{profile}\0{params}\0{data}".encode()).hexdigest()
+        return hashlib.sha256(f"{workload_names(profile)}\0{params}\0{data}".encode()).hexdigest()
 
     def plan(
         self,
         kb: KnowledgeBase,
         facts: HostFacts,
-        profile: str,
+        profile: str | Sequence[str],
         overrides: dict[str, str] | None = None,
     ) -> Plan:
         return self.lookup(kb, facts, profile, overrides).plan
@@ -152,7 +159,7 @@ class PlanCache:
         self,
         kb: KnowledgeBase,
         facts: HostFacts,
-        profile: str,
+        profile: str | Sequence[str],
         overrides: dict[str, str] | None = None,
     ) -> HostShape:
         """The host's plan (its own name in it) and its shape's render memo."""

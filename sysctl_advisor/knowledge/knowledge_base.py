@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ from sysctl_advisor.knowledge.resources import data_dir
 from sysctl_advisor.knowledge.rules import Rule, load_rules
 from sysctl_advisor.knowledge.servers import ServerTable
 from sysctl_advisor.knowledge.sources import Sources
+from sysctl_advisor.knowledge.workloads import Workload, workload_names
 from sysctl_advisor.model.errors import InputError
 
 
@@ -40,6 +43,9 @@ class KnowledgeBase:
     kubernetes: Kubernetes  # what Kubernetes lets a pod set, by release
     sources: Sources  # every document the rest cites, by id
     node_platforms: dict[str, NodePlatform]  # where each platform takes a node's sysctls
+    _workloads: dict[tuple[str, ...], Workload] = dataclasses.field(
+        default_factory=dict, repr=False
+    )
 
     @classmethod
     def load(
@@ -131,3 +137,11 @@ class KnowledgeBase:
             raise InputError(
                 f"unknown profile {name!r} (profiles: {known})", field="--profile"
             ) from None
+
+    def workload(self, names: str | Sequence[str]) -> Workload:
+        """The profiles a host runs (one name or several, each with its includes)."""
+        given = workload_names(names)
+        found = self._workloads.get(given)
+        if found is None:
+            found = self._workloads[given] = Workload(given, self.profiles)
+        return found

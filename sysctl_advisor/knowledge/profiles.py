@@ -35,6 +35,10 @@ class Parameter(SpecModel):
     max: float | None = None
     choices: list[str] | None = None
     unit: str | None = None
+    # A fact about the host rather than one workload's wish: where several workloads run, the
+    # rules see one value, the largest (max) or smallest (min) number, or true when any (any)
+    # or every (all) workload that declares it says so.
+    merge: Literal["max", "min", "any", "all"] | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -46,6 +50,10 @@ class Parameter(SpecModel):
                 raise ValueError(f"{name} must be a finite number, got {value}")
         if self.min is not None and self.max is not None and self.min > self.max:
             raise ValueError("min is above max")
+        if self.merge in ("max", "min") and self.type not in ("int", "float"):
+            raise ValueError(f"merge {self.merge} needs a number parameter")
+        if self.merge in ("any", "all") and self.type != "bool":
+            raise ValueError(f"merge {self.merge} needs a bool parameter")
 
 
 @model
@@ -54,6 +62,9 @@ class ProfileSpec(SpecModel):
     summary: str
     description: str = ""
     extends: str | None = None
+    # Other workloads this one brings along (a host role: `includes: [frontend-proxy, redis]`):
+    # each keeps its own parameters and rules, merged as `--profile A --profile B` merges them.
+    includes: list[str] = Field(default_factory=list, max_length=32)
     parameters: dict[str, Parameter] = Field(default_factory=dict)
     rules: list[str] = Field(default_factory=list)
 
@@ -77,6 +88,7 @@ class Profile:
         self.description = spec.description
         self.path = path
         self.chain = [s.name for s, _ in chain]
+        self.includes = list(spec.includes)
         self.parameters: dict[str, Parameter] = {}
         self._param_paths: dict[str, Path] = {}
         ids: dict[str, None] = {}  # in order, each once
@@ -225,6 +237,14 @@ def load_profiles(
             chain.append(found[current])
             current = found[current][0].extends
         profiles[name] = Profile(list(reversed(chain)), rules, compiler, selected)
+    for profile in profiles.values():
+        for i, included in enumerate(profile.includes):
+            if included not in profiles:
+                raise InputError(
+                    f"includes unknown profile {included!r}",
+                    path=profile.path,
+                    field=f"includes[{i}]",
+                )
     check_parameters(rules, profiles)
     return profiles
 

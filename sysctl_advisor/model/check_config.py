@@ -91,7 +91,11 @@ class CheckConfig(Record):
     )
     kernel: Text | None = Field(None, description="target kernel release, e.g. 5.14")
     facts: InsidePath | None = Field(None, description="host facts file, from this directory")
-    profile: Text | None = Field(None, description="workload profile (with facts)")
+    profile: Text | list[Text] | None = Field(
+        None,
+        max_length=32,
+        description="workload profile (with facts); a list for a host that runs several",
+    )
     set: dict[Text, Parameter] | None = Field(
         None, max_length=256, description="the profile's parameters, NAME = VALUE"
     )

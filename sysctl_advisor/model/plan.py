@@ -30,8 +30,18 @@ class PlanHost:
 
 @dataclass(frozen=True)
 class PlanProfile:
+    """The workload: its name (the profiles given, joined by +), its parameters (PROFILE.NAME
+    where two profiles declare NAME with different values) and every profile it runs, the
+    ones given and the ones they include."""
+
     name: str
     params: dict[str, Any]
+    workloads: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """The name as a Kubernetes label value or object name takes it (no `+`)."""
+        return self.name.replace("+", ".")
 
 
 @dataclass(frozen=True)
@@ -66,6 +76,8 @@ class Setting:
     # Each contributing rule's own citations (`references` holds them all, then the catalog
     # key's): a file prints each rule's sentence with the numbers of its sources. Internal.
     cited: dict[str, list[str]] = field(default_factory=dict, compare=False)
+    # The workloads (profiles) whose rules gave the value.
+    workloads: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 
 from sysctl_advisor.engine.plan_builder import build_plan, host_defaults
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
@@ -52,7 +53,7 @@ def explain_key(
     kb: KnowledgeBase,
     key: str,
     facts: HostFacts | None,
-    profile: str | None,
+    profile: str | Sequence[str] | None,
     overrides: dict[str, str],
 ) -> str:
     name = resolve_key(kb, key)
@@ -112,6 +113,7 @@ def explain_key(
             out.append(f"On kernel {version.short} this key does not exist.")
         elif profile is not None:
             plan = build_plan(kb, facts, profile, overrides)
+            profile = plan.profile.name
             found = [s for s in plan.settings if s.key == name]
             if found:
                 s = found[0]
@@ -161,6 +163,8 @@ def describe_profiles(kb: KnowledgeBase) -> str:
         out.append(f"{profile.name}: {profile.summary}")
         if len(profile.chain) > 1:
             out.append(f"  extends: {chain}")
+        if profile.includes:
+            out.append(f"  includes: {', '.join(profile.includes)}")
         if profile.description:
             out.append(_wrap(profile.description))
         if profile.parameters:
@@ -171,7 +175,8 @@ def describe_profiles(kb: KnowledgeBase) -> str:
                 if p.min is not None or p.max is not None:
                     bounds = f", {_bound(p.min)}..{_bound(p.max)}"
                 unit = f" {p.unit}" if p.unit else ""
-                out.append(f"    {name} ({p.type}{unit}{bounds}; default {default})")
+                merge = f"; merged by {p.merge} across workloads" if p.merge else ""
+                out.append(f"    {name} ({p.type}{unit}{bounds}; default {default}{merge})")
                 out.append(_wrap(p.description, "      "))
         out.append(f"  rules: {', '.join(profile.rule_ids)}")
         out.append("")

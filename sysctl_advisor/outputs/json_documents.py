@@ -59,8 +59,14 @@ class PlanHostDocument(Record):
 
 @model
 class PlanProfileDocument(Record):
-    name: str
-    params: dict[str, JsonValue] = Field(description="every parameter's value for this host")
+    name: str = Field(description="the profiles given, joined by + (frontend-proxy+redis)")
+    params: dict[str, JsonValue] = Field(
+        description="every parameter's value for this host; PROFILE.NAME where two profiles "
+        "declare NAME with different values"
+    )
+    workloads: list[str] = Field(
+        description="every profile the host runs: the ones given, then the ones they include"
+    )
 
 
 @model
@@ -92,6 +98,7 @@ class SettingDocument(Record):
     summary: str = Field(
         description="the rationale short: each rule's one sentence, then how the values merged"
     )
+    workloads: list[str] = Field(description="the profiles whose rules gave the value")
 
 
 @model

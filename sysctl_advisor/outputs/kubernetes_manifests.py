@@ -258,7 +258,7 @@ def _tuned_document(
     placement: Placement, renderer: Renderer, command: str, label: str
 ) -> tuple[list[str], dict[str, Any]]:
     plan = placement.node
-    name = f"sysctl-advisor-{plan.profile.name}"
+    name = f"sysctl-advisor-{plan.profile.label}"
     key, value = label.split("=", 1)
     comments = [
         "#",
@@ -289,8 +289,8 @@ def _tuned_document(
 
 def render_kubernetes(renderer: Renderer, placement: Placement, command: str) -> str:
     plan = placement.node
-    label = f"{NODE_LABEL}={plan.profile.name}"
-    if not LABEL_VALUE.fullmatch(plan.profile.name):
+    label = f"{NODE_LABEL}={plan.profile.label}"
+    if not LABEL_VALUE.fullmatch(plan.profile.label):
         raise InputError(
             f"profile {plan.profile.name[:70]!r} cannot name Kubernetes objects: a label value "
             "is at most 63 characters and starts and ends with a letter or digit",

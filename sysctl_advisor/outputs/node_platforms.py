@@ -124,7 +124,7 @@ def render_node(
         refused=refused,
         pod_keys=[p.setting.key for p in placement.pod],
         header=[],
-        label=placement.node.profile.name,
+        label=placement.node.profile.label,
         command=command,
         renderer=renderer,
     )

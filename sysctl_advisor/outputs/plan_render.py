@@ -6,6 +6,7 @@ import functools
 import json
 import re
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from sysctl_advisor.knowledge.catalog import Catalog, CatalogKey
 from sysctl_advisor.knowledge.resources import data_dir
 from sysctl_advisor.knowledge.sources import citation_parts
 from sysctl_advisor.knowledge.values import human, parse_current
+from sysctl_advisor.knowledge.workloads import workload_names
 from sysctl_advisor.model.documents import dump_json
 from sysctl_advisor.model.kernel_version import KernelRange
 from sysctl_advisor.model.plan import Plan, Setting
@@ -138,13 +140,17 @@ def _param(value: Any) -> str:
 
 
 def rebuild_command(
-    profile: str, facts: Path | None, overrides: dict[str, str], fmt: str = "conf"
+    profile: str | Sequence[str],
+    facts: Path | None,
+    overrides: dict[str, str],
+    fmt: str = "conf",
 ) -> str:
     """The `recommend` command line that reproduces a plan (shown in every rendered header)."""
     parts = ["sysctl-advisor", "recommend"]
     if facts is not None:
         parts += ["--facts", str(facts)]
-    parts += ["--profile", profile]
+    for name in workload_names(profile):
+        parts += ["--profile", name]
     for name in sorted(overrides):
         parts += ["--set", f"{name}={overrides[name]}"]
     if fmt != "conf":
