@@ -64,12 +64,12 @@ ERAS: dict[str, list[tuple[str, int | None]]] = {
         ),
     ],
     "elasticsearch.max-map-count": [
-        (  # 5.x .. 6.2
+        (  # 5.x
             "max virtual memory areas vm.max_map_count [65530] likely too low, increase to at "
             "least [262144]",
             262144,
         ),
-        (  # 6.3 and later, OpenSearch
+        (  # 6.0 and later, OpenSearch
             "[1]: max virtual memory areas vm.max_map_count [65530] is too low, increase to at "
             "least [262144]",
             262144,
