@@ -148,6 +148,7 @@ def read_facts(
         message_matchers=kb.message_matchers(),
         since=DEFAULT_WINDOW,
         tuned=kb.catalog.tuned_places(),
+        app_readers=kb.app_readers(),
     )
     return with_service_configs(host, None, nginx_conf)
 

@@ -50,6 +50,7 @@ def facts(
         history.kernel_log,
         window,
         kb.catalog.tuned_places(),
+        kb.app_readers(),
     )
     if history.prometheus is not None:
         _add_history(data, history)

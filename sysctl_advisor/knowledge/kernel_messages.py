@@ -9,7 +9,7 @@ is written. The log reader (`sysctl_advisor.sources.kernel_log`) takes `matchers
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.model.documents import line_of, parse_document, read_text
@@ -93,17 +93,21 @@ def load_message_families(path: Path, specs: SpecCache | None = None) -> list[Me
     """The families of a kernel-messages file, validated; errors are one-line InputErrors
     naming the file, the line and the field. With `specs`, the validated file is cached like
     the other knowledge files."""
+    return load_families(path, MessageCatalog, "a kernel message catalog", specs)
+
+
+def load_families(path: Path, spec: type[Any], what: str, specs: SpecCache | None) -> list[Any]:
+    """The `families` of a message catalog file (`spec`: its model, whose families have an
+    `id`), validated, ids unique."""
     if specs is not None:
-        catalog = specs.load(path, MessageCatalog, "a kernel message catalog")
+        catalog = specs.load(path, spec, what)
         text: str | None = None
     else:
         text = read_text(path)
         data = parse_document(text, path)
         if not isinstance(data, dict):
-            raise InputError(
-                "a kernel message catalog must be a mapping with `families`", path=path
-            )
-        catalog = validate(MessageCatalog, data, path, text)
+            raise InputError(f"{what} must be a mapping with `families`", path=path)
+        catalog = validate(spec, data, path, text)
     seen: set[str] = set()
     for index, family in enumerate(catalog.families):
         if family.id in seen:
@@ -120,6 +124,6 @@ def load_message_families(path: Path, specs: SpecCache | None = None) -> list[Me
     return list(catalog.families)
 
 
-def matchers(families: list[MessageFamily]) -> dict[str, tuple[str, ...]]:
+def matchers(families: list[Any]) -> dict[str, tuple[str, ...]]:
     """Family id -> its substrings in lower case (duplicates dropped), in file order."""
     return {f.id: tuple(dict.fromkeys(m.lower() for m in f.match)) for f in families}

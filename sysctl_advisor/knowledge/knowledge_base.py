@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from sysctl_advisor.cache.specs import SpecCache
+from sysctl_advisor.knowledge.app_messages import AppMessageFamily, app_readers, load_app_families
 from sysctl_advisor.knowledge.catalog import Catalog
 from sysctl_advisor.knowledge.check_rules import CheckRule, load_check_rules
 from sysctl_advisor.knowledge.expressions import Compiler
 from sysctl_advisor.knowledge.kernel_messages import MessageFamily, load_message_families, matchers
 from sysctl_advisor.knowledge.knowledge_files import (
+    APP_MESSAGE_CATALOG,
     KUBERNETES,
     MESSAGE_CATALOG,
     NODE_PLATFORMS,
@@ -43,6 +45,7 @@ class KnowledgeBase:
     kubernetes: Kubernetes  # what Kubernetes lets a pod set, by release
     sources: Sources  # every document the rest cites, by id
     node_platforms: dict[str, NodePlatform]  # where each platform takes a node's sysctls
+    app_families: list[AppMessageFamily]  # applications' start-up warnings
     _workloads: dict[tuple[str, ...], Workload] = dataclasses.field(
         default_factory=dict, repr=False
     )
@@ -65,6 +68,14 @@ class KnowledgeBase:
         )
         servers = ServerTable.load(shipped_rules / "catalog" / SERVER_TABLE, specs)
         families = load_message_families(shipped_rules / "catalog" / MESSAGE_CATALOG, specs)
+        app_families = load_app_families(shipped_rules / "catalog" / APP_MESSAGE_CATALOG, specs)
+        shared = {f.id for f in families} & {a.id for a in app_families}
+        if shared:  # rules see both in one `message_families` mapping
+            raise InputError(
+                f"message family id {sorted(shared)[0]!r} is both a kernel and an application "
+                "family",
+                path=shipped_rules / "catalog" / APP_MESSAGE_CATALOG,
+            )
         # loaded on every run, though only the Kubernetes output reads it: the spec cache
         # keeps the entries the last run used, and this one must stay warm too
         kubernetes = Kubernetes.load(shipped_rules / "catalog" / KUBERNETES, specs)
@@ -89,6 +100,11 @@ class KnowledgeBase:
                 "families",
                 {str(i): f for i, f in enumerate(families)},
             ),
+            (
+                catalog_dir / APP_MESSAGE_CATALOG,
+                "families",
+                {str(i): f for i, f in enumerate(app_families)},
+            ),
             (catalog_dir / KUBERNETES, "", {"": kubernetes.spec}),
             *((p.path, "", {"": p.spec}) for p in node_platforms.values()),
             *((rule.path, "", {"": rule.spec}) for rule in rules.values()),
@@ -111,23 +127,40 @@ class KnowledgeBase:
             kubernetes,
             sources,
             node_platforms,
+            app_families,
         )
 
     @functools.cached_property
     def message_texts(self) -> dict[str, dict[str, str | list[str]]]:
-        """What rules see of each message family (title, what it means, and `match`: the
-        lowercase substrings that identify its lines, so a rule can find the family in the
-        facts' `kernel_messages` as the log reader does), built once: the sandbox is
-        immutable, so every host shares it."""
+        """What rules see of each message family, kernel and application (title, what it
+        means, and `match`: the lowercase substrings that identify its lines, so a rule can
+        find the family in the facts' `kernel_messages` as the log reader does; for an
+        application family also `application`, `asks` and `key`, "" when it names no sysctl),
+        built once: the sandbox is immutable, so every host shares it."""
         found = matchers(self.message_families)
-        return {
+        texts: dict[str, dict[str, str | list[str]]] = {
             f.id: {"title": f.title, "means": " ".join(f.means.split()), "match": list(found[f.id])}
             for f in self.message_families
         }
+        apps = matchers(self.app_families)
+        for a in self.app_families:
+            texts[a.id] = {
+                "title": a.title,
+                "means": " ".join(a.means.split()),
+                "match": list(apps[a.id]),
+                "application": a.application,
+                "asks": a.asks,
+                "key": a.key or "",
+            }
+        return texts
 
     def message_matchers(self) -> dict[str, tuple[str, ...]]:
         """Message family id -> the lowercase substrings that identify its lines."""
         return matchers(self.message_families)
+
+    def app_readers(self) -> dict[str, dict[str, Any]]:
+        """Application family id -> what the application log reader needs (plain data)."""
+        return app_readers(self.app_families)
 
     def profile(self, name: str) -> Profile:
         try:

@@ -12,6 +12,7 @@ KEY_CATALOG = "keys.yaml"
 KERNEL_MODEL = "kernel-model.yaml"
 SERVER_TABLE = "servers.yaml"
 MESSAGE_CATALOG = "kernel-messages.yaml"
+APP_MESSAGE_CATALOG = "app-messages.yaml"
 KUBERNETES = "kubernetes.yaml"
 NODE_PLATFORMS = "node-platforms"  # a folder: one file per Kubernetes platform
 

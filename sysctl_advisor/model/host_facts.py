@@ -351,6 +351,31 @@ class KernelLog(Record):
     lines: Count = Field(description="kernel log lines read")
 
 
+MAX_WANTS = 2**62  # above any figure an application asks of a sysctl or a limit
+_UNIT_OR_LOG = re.compile(r"^[A-Za-z0-9/_][A-Za-z0-9:_.@/\\-]{0,254}$")
+
+
+@model
+class AppEvent(Record):
+    """One family of application start-up messages found in its log (journal or log file):
+    what the application stated about a setting in force when it started."""
+
+    family: Family = Field(description="id of the message family (rules/catalog/app-messages)")
+    count: Count
+    first_seen: Timestamp | None = None
+    last_seen: Timestamp | None = None
+    example: Text = Field(max_length=512, description="the newest line as the application wrote it")
+    unit: Annotated[str, _pattern(_UNIT_OR_LOG, "systemd unit or log file")] | None = Field(
+        default=None, description="the systemd unit or log file of the example line"
+    )
+    wants: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_WANTS,
+        description="the figure the example line asks for (a backlog, map areas, bytes)",
+    )
+
+
 @model
 class SoftnetCpu(Record):
     """One line of /proc/net/softnet_stat (all counters since boot, per CPU)."""
@@ -399,6 +424,11 @@ class Observed(Record):
         default=None, max_length=1024, description="message families counted in the kernel log"
     )
     kernel_log: KernelLog | None = None
+    app_events: list[AppEvent] | None = Field(
+        default=None,
+        max_length=1024,
+        description="applications' start-up warnings counted in their logs",
+    )
 
 
 # Listening sockets are read by the advisor itself (sock_diag), never typed by hand: their

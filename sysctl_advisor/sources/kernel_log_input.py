@@ -1,5 +1,5 @@
-"""Obtain a kernel log's raw bytes, bounded, as lines: the end of a regular file, or the
-output of journalctl or dmesg.
+"""Obtain a kernel log's (or an application's log's) raw bytes, bounded, as lines: the end of
+a regular file, or the output of journalctl or dmesg.
 
 Everything read is hostile: only regular files are opened (O_NONBLOCK, so a FIFO cannot block),
 at most MAX_LOG_BYTES of a file (its end, the newest lines) or of a command's output are read,
@@ -38,6 +38,18 @@ def journal_output(since: float | None) -> bytes | None:
         argv.append("-k")  # the current boot's kernel messages
     else:
         argv += ["_TRANSPORT=kernel", f"--since=@{int(since)}"]
+    return _run(argv)
+
+
+def units_journal_output(units: tuple[str, ...]) -> bytes | None:
+    """The current boot's journal entries of the systemd units named (names or globs, which
+    journalctl matches against the units in the journal) as `journalctl -o json` lines,
+    newest first; None or empty as for _run, None without units."""
+    if not units:
+        return None
+    argv = ["journalctl", "-o", "json", "--no-pager", "-q", "-r", "-b"]
+    argv += ["-n", str(MAX_JOURNAL_ENTRIES)]
+    argv += [f"--unit={unit}" for unit in units]  # one argument each: never an option
     return _run(argv)
 
 

@@ -356,12 +356,15 @@ def collect_data(
     kernel_log: Path | None = None,
     since_seconds: int | None = None,
     tuned: TunedPlaces | None = None,
+    app_readers: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The facts of the host under `root` as plain data (a facts-file mapping).
 
     On the live host also its listening sockets (netlink); given message families, the kernel
     log (`kernel_log`, else the journal, kern.log or dmesg; only the files under a copied
-    tree) counted over the `since_seconds` before the snapshot (snapshot_time)."""
+    tree) counted over the `since_seconds` before the snapshot (snapshot_time); given
+    application families (`app_readers`), the applications' start-up warnings
+    (`observed.app_events`, sources/app_log.py)."""
     keys = tuple(keys)
     live = root.resolve() == LIVE_ROOT
     meminfo_path = root / "proc/meminfo"
@@ -417,6 +420,12 @@ def collect_data(
         )
         if log is not None:
             data["observed"].update(log)
+    if app_readers is not None:
+        from sysctl_advisor.sources.app_log import read_app_log
+
+        app_events = read_app_log(app_readers, root=root)
+        if app_events is not None:
+            data["observed"]["app_events"] = app_events
     return data
 
 
@@ -426,7 +435,8 @@ def collect(
     message_matchers: Mapping[str, Sequence[str]] | None = None,
     since: int | None = None,
     tuned: TunedPlaces | None = None,
+    app_readers: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> HostFacts:
     return facts_from_data(
-        collect_data(keys, root, message_matchers, None, since, tuned), path=root
+        collect_data(keys, root, message_matchers, None, since, tuned, app_readers), path=root
     )
