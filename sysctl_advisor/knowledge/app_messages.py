@@ -16,12 +16,10 @@ from typing import Annotated, Any
 
 from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.kernel_messages import (
-    FAMILY_ID,
     MAX_FAMILIES,
-    MAX_MATCHES,
+    Family,
     OneLine,
     Paragraph,
-    Substring,
     load_families,
     matchers,
 )
@@ -85,28 +83,16 @@ class Wants(Record):
 
 
 @model
-class AppMessageFamily(Record):
+class AppMessageFamily(Family):
     """One kind of application start-up message, in every wording its versions print."""
 
-    id: str = Field(pattern=FAMILY_ID, description="e.g. redis.overcommit-memory")
     application: OneLine
-    title: OneLine
-    match: list[Substring] = Field(
-        min_length=1,
-        max_length=MAX_MATCHES,
-        description="case-insensitive plain substrings (not patterns); a line containing any "
-        "of them belongs to the family",
-    )
     key: Key | None = Field(default=None, description="the sysctl the line speaks of")
     wants: Wants | None = None
     asks: OneLine = Field(description="what the application asks for, in words")
     units: list[Unit] = Field(default_factory=list, max_length=MAX_PLACES)
     logs: list[LogPath] = Field(default_factory=list, max_length=MAX_PLACES)
     versions: Paragraph = Field(description="which versions print which wording")
-    means: Paragraph = Field(description="what the message says about the host")
-    references: list[OneLine] = Field(
-        min_length=1, max_length=16, description="the application's source file and function"
-    )
 
 
 @model

@@ -66,8 +66,8 @@ Paragraph = Annotated[str, After(_paragraph)]
 
 
 @model
-class MessageFamily(Record):
-    """One kind of kernel message, in every wording the kernel has printed it."""
+class Family(Record):
+    """One kind of message (the kernel's, or an application's), in every wording printed."""
 
     id: str = Field(pattern=FAMILY_ID, description="e.g. tcp.out-of-socket-memory")
     title: OneLine
@@ -77,11 +77,17 @@ class MessageFamily(Record):
         description="case-insensitive plain substrings (not patterns); a line containing any "
         "of them belongs to the family",
     )
-    kernels: Paragraph = Field(description="which kernel versions print which wording")
     means: Paragraph = Field(description="what the message says about the host")
     references: list[OneLine] = Field(
-        min_length=1, max_length=16, description="kernel source file and function"
+        min_length=1, max_length=16, description="the source file and function that prints it"
     )
+
+
+@model
+class MessageFamily(Family):
+    """A kernel message family."""
+
+    kernels: Paragraph = Field(description="which kernel versions print which wording")
 
 
 @model

@@ -23,7 +23,6 @@ MAX_WANTS. Matching is plain substring search: linear in the input.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,7 +31,13 @@ from typing import Any
 
 from sysctl_advisor.model.host_facts import MAX_WANTS
 from sysctl_advisor.sources.kernel_log_input import file_lines, split_lines, units_journal_output
-from sysctl_advisor.sources.kernel_log_lines import LATEST, MAX_LINE, iso_utc, printable
+from sysctl_advisor.sources.kernel_log_lines import (
+    LATEST,
+    MAX_LINE,
+    iso_utc,
+    journal_entry,
+    printable,
+)
 from sysctl_advisor.sources.tree_paths import inside
 
 LIVE_ROOT = Path("/")
@@ -174,33 +179,13 @@ def _readers(readers: Mapping[str, Mapping[str, Any]]) -> list[_Reader]:
 
 
 def _journal_entry(raw: bytes, tally: AppTally) -> None:
-    """One `journalctl -o json` entry: MESSAGE a string, an array of byte values (not UTF-8)
-    or null (above 4096 bytes); __REALTIME_TIMESTAMP in microseconds; _SYSTEMD_UNIT kept
-    when it is a plain unit name."""
-    if not raw.strip():
+    """One `journalctl -o json` entry, _SYSTEMD_UNIT kept when it is a plain unit name."""
+    found = journal_entry(raw)
+    if found is None:
         return
-    try:
-        entry = json.loads(raw)
-    except (ValueError, RecursionError):
-        return  # not a JSON line (or cut at kernel_log_input.MAX_RAW_LINE)
-    if not isinstance(entry, dict):
-        return
-    message = entry.get("MESSAGE")
-    if isinstance(message, list):
-        if len(message) > MAX_LINE * 4 or not all(
-            isinstance(b, int) and 0 <= b <= 255 for b in message
-        ):
-            return
-        text = bytes(message).decode("utf-8", errors="replace")
-    elif isinstance(message, str):
-        text = message
-    else:
-        return
-    stamp = entry.get("__REALTIME_TIMESTAMP")
-    when = None
-    if isinstance(stamp, str) and stamp.isascii() and stamp.isdigit() and len(stamp) <= 19:
-        when = int(stamp) / 1e6
-    tally.add(text, when, _unit(entry.get("_SYSTEMD_UNIT")))
+    entry, text, when = found
+    if text is not None:
+        tally.add(text, when, _unit(entry.get("_SYSTEMD_UNIT")))
 
 
 def _unit(value: object) -> str | None:

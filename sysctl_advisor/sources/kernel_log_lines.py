@@ -172,35 +172,46 @@ def _detect(lines: Sequence[bytes]) -> Format:
     return "dmesg"
 
 
-def _journal_entry(raw: bytes, tally: Tally) -> None:
-    """One `journalctl -o json` entry: MESSAGE is a string, an array of byte values (text
-    that is not UTF-8) or null (a field above 4096 bytes); __REALTIME_TIMESTAMP is in
-    microseconds."""
+def journal_entry(raw: bytes) -> tuple[dict[str, Any], str | None, float | None] | None:
+    """One `journalctl -o json` entry, its MESSAGE as text and its time (None: not an entry).
+    MESSAGE is a string, an array of byte values (text that is not UTF-8) or null (a field
+    above 4096 bytes: text None); __REALTIME_TIMESTAMP is in microseconds."""
     if not raw.strip():
-        return
+        return None
     try:
         entry = json.loads(raw)
     except (ValueError, RecursionError):
-        return  # not a JSON line (or cut at kernel_log_input.MAX_RAW_LINE)
+        return None  # not a JSON line (or cut at kernel_log_input.MAX_RAW_LINE)
     if not isinstance(entry, dict):
-        return
-    transport = entry.get("_TRANSPORT")
-    if transport is not None and transport != "kernel":
-        return  # a userspace entry of a whole-journal export
+        return None
     message = entry.get("MESSAGE")
+    text: str | None = None
     if isinstance(message, list):
-        if not all(isinstance(b, int) and 0 <= b <= 255 for b in message):
-            return
+        if len(message) > MAX_LINE * 4 or not all(
+            isinstance(b, int) and 0 <= b <= 255 for b in message
+        ):
+            return None
         text = bytes(message).decode("utf-8", errors="replace")
     elif isinstance(message, str):
         text = message
-    else:
-        text = ""  # null: longer than the journal prints; still a kernel line read
     stamp = entry.get("__REALTIME_TIMESTAMP")
     when = None
     if isinstance(stamp, str) and stamp.isascii() and stamp.isdigit() and len(stamp) <= 19:
         when = int(stamp) / 1e6
-    tally.add(text, when)
+    return entry, text, when
+
+
+def _journal_entry(raw: bytes, tally: Tally) -> None:
+    """A kernel line of the journal (null MESSAGE: longer than the journal prints, still a
+    kernel line read)."""
+    found = journal_entry(raw)
+    if found is None:
+        return
+    entry, text, when = found
+    transport = entry.get("_TRANSPORT")
+    if transport is not None and transport != "kernel":
+        return  # a userspace entry of a whole-journal export
+    tally.add(text or "", when)
 
 
 def _syslog_line(text: str, tally: Tally, now: float, this_year: int) -> None:
