@@ -151,3 +151,23 @@ def test_invalid_utf8_does_not_stop_the_run(workdir: Path) -> None:
     conf = workdir / "postgresql.conf"
     conf.write_bytes(b"\xff\xfe max_connections = 50\nmax_connections = 40\n")
     assert read_postgresql(conf).values == {"max_connections": 40}
+
+
+@pytest.mark.parametrize(
+    ("service", "field"),
+    [
+        ({"max_connections": 262144}, "max_connections"),
+        ({"max_connections": 0}, "max_connections"),
+        ({"shared_buffers": "64 KiB"}, "shared_buffers"),
+        ({"shared_buffers": "32 TiB"}, "shared_buffers"),
+        ({"listen_backlog": 2**31}, "listen_backlog"),
+    ],
+)
+def test_a_facts_file_with_a_figure_out_of_bounds_is_refused(
+    workdir: Path, service: dict[str, object], field: str
+) -> None:
+    facts = _facts(workdir, {"postgresql": service})
+    result = CliRunner().invoke(app, ["recommend", "--facts", str(facts), "-p", "postgresql"])
+    assert result.exit_code == 2, result.output
+    assert field in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
