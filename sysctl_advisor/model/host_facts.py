@@ -277,7 +277,13 @@ class KernelModules(Record):
 
 @model
 class Service(Record):
-    listen_backlog: int | None = Field(default=None, ge=1, le=2**31 - 1)
+    listen_backlog: int | None = Field(
+        default=None,
+        ge=1,
+        le=2**31 - 1,
+        description="the backlog the server asks for (Redis and Valkey: tcp-backlog, filled "
+        "from `config` when it sets it)",
+    )
     maxconn: int | None = Field(
         default=None,
         ge=1,
@@ -294,6 +300,20 @@ class Service(Record):
         description="filled from `config` when the facts are loaded",
     )
     config_error: Text | None = Field(default=None, description="why `config` could not be read")
+    max_connections: int | None = Field(
+        default=None,
+        ge=1,
+        le=262143,
+        description="PostgreSQL: max_connections (MAX_BACKENDS 2^18 - 1 at most); filled from "
+        "`config` when it sets it",
+    )
+    shared_buffers: Size | None = Field(
+        default=None,
+        ge=131072,
+        le=2**44,
+        description="PostgreSQL: shared_buffers in bytes (128 kB .. 16 TiB); filled from "
+        "`config` when it sets it",
+    )
 
 
 _FAMILY = re.compile(r"^[a-z0-9][a-z0-9.-]{0,63}$")

@@ -1,17 +1,20 @@
 """Fill in what services' own configuration files say, before the engine runs.
 
-The engine is a pure function of facts; reading nginx.conf is I/O, so it happens here, once,
+The engine is a pure function of facts; reading nginx.conf (or redis.conf, postgresql.conf:
+`app_configs.py`) is I/O, so it happens here, once,
 when the facts are loaded. A config that cannot be read does not stop the run: the service
 keeps whatever else the facts say and `config_error` tells the rules (and the operator) why.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from sysctl_advisor.model.host_facts import HostFacts, Service
 from sysctl_advisor.model.model_base import plain_data, validate
+from sysctl_advisor.sources.app_configs import AppSettings, read_postgresql, read_redis
 
 
 def with_service_configs(
@@ -29,9 +32,17 @@ def with_service_configs(
         # (hostile) facts file names re-roots its absolute includes
         current = services.get("nginx", Service())
         services["nginx"] = replace(current, config=str(nginx_conf), config_root=None)
+    changed = nginx_conf is not None
+    confine = base  # a config a facts file names is read only inside its directory
+    for name, service in facts.services.items():
+        reader = APP_READERS.get(name)
+        if reader is None or service.config is None:
+            continue
+        services[name] = _with_app_settings(service, reader, _path(service.config, base), confine)
+        changed = True
     nginx = services.get("nginx")
     if nginx is None or nginx.config is None:
-        return facts if nginx_conf is None else replace(facts, services=services)
+        return replace(facts, services=services) if changed else facts
 
     from sysctl_advisor.sources.nginx_conf import (
         read_nginx,  # crossplane is imported only when needed
@@ -49,3 +60,29 @@ def with_service_configs(
     parsed_data = {"listens": plain_data(parsed.listens), "config_error": parsed.error}
     services["nginx"] = validate(Service, plain_data(nginx) | parsed_data)
     return replace(facts, services=services)
+
+
+def _path(config: str, base: Path | None) -> Path:
+    path = Path(config)
+    return base / path if not path.is_absolute() and base is not None else path
+
+
+def _with_app_settings(
+    service: Service,
+    reader: Callable[[Path, Path | None], AppSettings],
+    path: Path,
+    confine: Path | None,
+) -> Service:
+    """The service with what its config sets over what the facts say (the config is what the
+    server reads), and why the rest could not be read."""
+    settings = reader(path, confine)
+    data = plain_data(service) | settings.values | {"config_error": settings.error}
+    return validate(Service, data)
+
+
+# services whose own config the application profiles read, by the facts' service name
+APP_READERS: dict[str, Callable[[Path, Path | None], AppSettings]] = {
+    "redis": read_redis,
+    "valkey": read_redis,
+    "postgresql": read_postgresql,
+}

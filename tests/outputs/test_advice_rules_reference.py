@@ -53,7 +53,7 @@ def test_a_page_shows_what_the_plan_gives_on_the_firing_case(pages: dict[str, st
     assert "`kernel.listen_backlog_max`" in page
     assert "* Values in force (`current`): `net.core.somaxconn`\n" in page
     assert "Profile parameter `listen_backlog`" in page
-    assert "`c1m-server`, `frontend-proxy`." in page
+    assert "`c1m-server`, `frontend-proxy`, `postgresql`, `redis`, `valkey`." in page
     # prose in a template ("the kernel default. ...") is not code it reads
     assert "`default.`" not in page
 

@@ -1,0 +1,173 @@
+"""Redis's and PostgreSQL's configs named by a facts file (sources/app_configs.py): the
+settings the application profiles read, and every hostile payload closed, built at test time."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from sysctl_advisor.cli import app
+from sysctl_advisor.model.host_facts import HostFacts
+from sysctl_advisor.sources.app_configs import (
+    MAX_CONFIG_BYTES,
+    read_postgresql,
+    read_redis,
+)
+from sysctl_advisor.sources.facts_file import facts_from_text
+from sysctl_advisor.sources.service_configs import with_service_configs
+
+SECRET = "token=ghp_s3cr3t_value_that_must_not_leak"
+
+
+def _load(facts: Path) -> HostFacts:
+    return with_service_configs(facts_from_text(facts, facts.read_text()), facts.parent)
+
+
+def _facts(workdir: Path, services: dict[str, object]) -> Path:
+    path = workdir / "facts.yaml"
+    data = {"memory": {"total": "16 GiB"}, "kernel": "6.1.0", "services": services}
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_redis_tcp_backlog_last_one_wins(workdir: Path) -> None:
+    conf = workdir / "redis.conf"
+    conf.write_text("# tcp-backlog 9\nbind 0.0.0.0\ntcp-backlog 1024\nTCP-BACKLOG 2048\n")
+    assert read_redis(conf).values == {"listen_backlog": 2048}
+    facts = _load(_facts(workdir, {"redis": {"config": "redis.conf", "listen_backlog": 511}}))
+    assert facts.services["redis"].listen_backlog == 2048  # the config the server reads wins
+    assert facts.services["redis"].config_error is None
+
+
+def test_postgresql_settings_and_units(workdir: Path) -> None:
+    conf = workdir / "postgresql.conf"
+    conf.write_text(
+        "max_connections = 100\n"
+        "max_connections=300   # raised\n"
+        "shared_buffers = '8GB'\n"
+        "#shared_buffers = 1TB\n"
+        "include_dir = 'conf.d'\n"
+    )
+    settings = read_postgresql(conf)
+    assert settings.values == {"max_connections": 300, "shared_buffers": 8 * 2**30}
+    assert settings.error is not None and "include_dir not followed" in settings.error
+    conf.write_text("shared_buffers 16384\n")  # no unit: 8 kB blocks, `=` optional
+    assert read_postgresql(conf).values == {"shared_buffers": 16384 * 8192}
+
+
+def test_the_profile_takes_the_configs_figures(workdir: Path) -> None:
+    (workdir / "postgresql.conf").write_text("max_connections = 300\nshared_buffers = 8GB\n")
+    facts = _facts(workdir, {"postgresql": {"config": "postgresql.conf"}})
+    result = CliRunner().invoke(
+        app, ["recommend", "--facts", str(facts), "-p", "postgresql", "--set", "huge_pages=true"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "listen_backlog=600" in result.stdout and "max_connections=300" in result.stdout
+    assert "vm.nr_hugepages = 4096" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "tcp-backlog 99999999999999999999999\n",  # past INT_MAX
+        "tcp-backlog -1\n",
+        "tcp-backlog 0\n",
+        "tcp-backlog ١٢٣\n",  # digits of another script
+        "tcp-backlog 12 34\n",
+    ],
+)
+def test_redis_numbers_are_bounded(workdir: Path, payload: str) -> None:
+    conf = workdir / "redis.conf"
+    conf.write_text("tcp-backlog 1024\n" + payload)
+    settings = read_redis(conf)
+    assert "listen_backlog" not in settings.values  # the server would refuse: no figure
+    assert settings.error is not None and "tcp-backlog not a number" in settings.error
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "max_connections = 262144\n",  # past MAX_BACKENDS
+        "max_connections = 1e9\n",
+        "shared_buffers = '99999999TB'\n",
+        "shared_buffers = 1kB\n",  # below 128 kB
+        "shared_buffers = '8 gb'\n",  # units are case-sensitive
+    ],
+)
+def test_postgresql_numbers_are_bounded(workdir: Path, payload: str) -> None:
+    conf = workdir / "postgresql.conf"
+    conf.write_text(payload)
+    settings = read_postgresql(conf)
+    assert settings.values == {}
+    assert settings.error is not None
+
+
+def test_a_config_outside_the_facts_directory_is_not_read(workdir: Path) -> None:
+    outside = workdir / "outside"
+    outside.mkdir()
+    (outside / "redis.conf").write_text(f"tcp-backlog 4096\n# {SECRET}\n")
+    inner = workdir / "inner"
+    inner.mkdir()
+    (inner / "link.conf").symlink_to(outside / "redis.conf")
+    for config in (str(outside / "redis.conf"), "../outside/redis.conf", "link.conf"):
+        facts = _load(_facts(inner, {"redis": {"config": config}}))
+        service = facts.services["redis"]
+        assert service.listen_backlog is None, config
+        assert service.config_error is not None and "not read" in service.config_error
+        assert SECRET not in service.config_error
+
+
+def test_special_files_and_oversized_files_are_refused(workdir: Path) -> None:
+    fifo = workdir / "fifo.conf"
+    os.mkfifo(fifo)  # opening it for reading would block: it must never be opened
+    facts = _load(_facts(workdir, {"redis": {"config": "fifo.conf"}}))
+    assert "not a regular file" in (facts.services["redis"].config_error or "")
+    (workdir / "dir.conf").mkdir()
+    facts = _load(_facts(workdir, {"postgresql": {"config": "dir.conf"}}))
+    assert "directory" in (facts.services["postgresql"].config_error or "")
+    big = workdir / "big.conf"
+    big.write_bytes(b"#" * MAX_CONFIG_BYTES + b"\ntcp-backlog 4096\n")
+    facts = _load(_facts(workdir, {"redis": {"config": "big.conf"}}))
+    assert facts.services["redis"].listen_backlog is None
+    assert "larger than" in (facts.services["redis"].config_error or "")
+
+
+def test_config_text_reaches_the_facts_as_one_escaped_line(workdir: Path) -> None:
+    conf = workdir / "redis.conf"
+    # a control character, an escape sequence and a line separator in what is quoted back
+    conf.write_bytes(b"include /etc/\x1b[31mred\x07\xe2\x80\xa8x.conf\n" + b"include y\n" * 50)
+    facts = _load(_facts(workdir, {"redis": {"config": "redis.conf"}}))
+    error = facts.services["redis"].config_error or ""
+    assert "include not followed" in error and "(and 48 more)" in error
+    assert "\x1b" not in error and "\x07" not in error and "\u2028" not in error
+    assert "\n" not in error
+
+
+def test_invalid_utf8_does_not_stop_the_run(workdir: Path) -> None:
+    conf = workdir / "postgresql.conf"
+    conf.write_bytes(b"\xff\xfe max_connections = 50\nmax_connections = 40\n")
+    assert read_postgresql(conf).values == {"max_connections": 40}
+
+
+@pytest.mark.parametrize(
+    ("service", "field"),
+    [
+        ({"max_connections": 262144}, "max_connections"),
+        ({"max_connections": 0}, "max_connections"),
+        ({"shared_buffers": "64 KiB"}, "shared_buffers"),
+        ({"shared_buffers": "32 TiB"}, "shared_buffers"),
+        ({"listen_backlog": 2**31}, "listen_backlog"),
+    ],
+)
+def test_a_facts_file_with_a_figure_out_of_bounds_is_refused(
+    workdir: Path, service: dict[str, object], field: str
+) -> None:
+    facts = _facts(workdir, {"postgresql": service})
+    result = CliRunner().invoke(app, ["recommend", "--facts", str(facts), "-p", "postgresql"])
+    assert result.exit_code == 2, result.output
+    assert field in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
