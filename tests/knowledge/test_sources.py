@@ -84,6 +84,14 @@ def test_every_source_is_cited(kb: KnowledgeBase) -> None:
     assert set(kb.sources.entries) - cited == set()
 
 
+def test_each_document_has_one_entry(kb: KnowledgeBase) -> None:
+    """Two ids for one document would number it twice in a file's references."""
+    seen: dict[str, str] = {}
+    for source_id, ref in kb.sources.references.items():
+        if ref.url is not None:
+            assert seen.setdefault(ref.url, source_id) == source_id, (seen[ref.url], source_id)
+
+
 def test_the_seed_documents_are_cited_as_the_public_writing_they_are(kb: KnowledgeBase) -> None:
     citations = " | ".join(r.citation for r in kb.sources.references.values())
     for words in (
