@@ -409,7 +409,7 @@ def build_plan(
                 by_run[i] = evaluate(runs[i])
             results = [(runs[i], r) for i, r in sorted(by_run.items()) if r is not None]
             work = _work(results, catalog)
-    contradictions = _contradictions(work, len(workload.profiles) > 1)
+    contradictions = _contradictions(work, workload.names, current_text)
     by_rule = _first_by_rule(results)
 
     settings: list[Setting] = []
@@ -597,32 +597,38 @@ def _first_by_rule(results: list[tuple[RuleRun, RuleResult]]) -> dict[str, RuleR
     return found
 
 
-def _contradictions(work: dict[str, _KeyWork], several: bool) -> list[FindingResult]:
+def _contradictions(
+    work: dict[str, _KeyWork], workloads: list[str], in_force: dict[str, str]
+) -> list[FindingResult]:
     """Modes the rules (or the workloads) want differently: a choice key has no larger value
     that serves both, so the plan picks none. The key keeps the value in force and a warning
-    gives each want with its reason; the operator decides (or runs the workloads apart)."""
+    says who wants what (a rule's workloads where not every one runs it) and each reason; the
+    operator decides, or runs the workloads apart."""
     found: list[FindingResult] = []
     for key, item in work.items():
-        values = {repr(v) for _, v in item.wants}
-        if len(values) < 2 or not all(p == "choice" for p in item.spec.policies()):
+        if len({repr(v) for _, v in item.wants}) < 2 or not all(
+            p == "choice" for p in item.spec.policies()
+        ):
             continue
-        said = []
-        for (rule_id, value), workloads in zip(item.wants, item.want_from, strict=True):
-            who = f" ({', '.join(dict.fromkeys(workloads))})" if several else ""
-            reason = item.results[rule_id].summary_for(key).split("\n")[0]
-            said.append(f"{rule_id}{who} wants {conf_text(value)}: {reason}")
+        by_value: dict[str, list[str]] = {}
+        reasons: list[str] = []
+        for (rule_id, value), runs in zip(item.wants, item.want_from, strict=True):
+            who = list(dict.fromkeys(runs))
+            named = f"{rule_id} ({', '.join(who)})" if len(who) < len(workloads) else rule_id
+            by_value.setdefault(conf_text(value), []).append(named)
+            reasons.append(f"{rule_id}: {item.results[rule_id].summary_for(key).splitlines()[0]}")
+        wanted = "; ".join(f"{value} by {', '.join(rules)}" for value, rules in by_value.items())
+        held = in_force.get(key)
+        kept = f"the value in force ({held}) is kept" if held else "nothing is set"
         found.append(
             FindingResult(
                 "plan.contradiction",
                 "warning",
                 key,
-                (
-                    f"{key}: the rules want different values, and none serves both; the "
-                    "value in force is kept. "
-                    + " ".join(said)
-                    + " Choose one with a sysctl file of your own, or run these workloads on "
-                    "different hosts."
-                ),
+                f"{key} is wanted as {wanted}: no value serves both, so {kept}. "
+                + " ".join(reasons)
+                + " Choose one in a sysctl file of your own, or run these workloads on "
+                "different hosts.",
                 item.wants[0][0],
             )
         )

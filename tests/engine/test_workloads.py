@@ -142,8 +142,12 @@ def test_workloads_that_want_different_modes_get_a_finding_not_a_pick(workdir: P
         found = [f for f in plan.findings if f.id == "plan.contradiction"]
         assert len(found) == 1 and found[0].severity == "warning"
         message = found[0].message
-        assert "site.forker (forker) wants 1: A fork must not fail." in message
-        assert "site.strict (strict) wants 2: The OOM killer must not run." in message
+        assert message.startswith(
+            "vm.overcommit_memory is wanted as 1 by site.forker (forker); 2 by site.strict "
+            "(strict): no value serves both, so nothing is set."
+        )
+        assert "site.forker: A fork must not fail." in message
+        assert "site.strict: The OOM killer must not run." in message
     assert build_plan(kb, facts, "role").profile.workloads == ["role", "forker", "strict"]
 
 
@@ -205,3 +209,22 @@ def test_a_parameter_two_profiles_declare_apart_runs_the_rule_for_each(workdir: 
     assert setting.workloads == ["small", "large"]
     lowered = build_plan(kb, load_facts(FRONTEND), ["small", "large"], {"large.depth": "10"})
     assert _values(lowered)["net.core.somaxconn"] == "20000"
+
+
+def test_redis_and_postgresql_on_one_host_leave_overcommit_to_the_operator(
+    kb: KnowledgeBase,
+) -> None:
+    """Redis forks to save (overcommit_memory 1), PostgreSQL's documentation wants strict
+    accounting (2) on a host of its own: together, a warning with both reasons."""
+    facts = load_facts(FRONTEND)
+    assert _values(build_plan(kb, facts, "redis"))["vm.overcommit_memory"] == "1"
+    assert _values(build_plan(kb, facts, "postgresql"))["vm.overcommit_memory"] == "2"
+    plan = build_plan(kb, facts, ["redis", "postgresql"])
+    assert "vm.overcommit_memory" not in _values(plan)
+    (found,) = [f for f in plan.findings if f.id == "plan.contradiction"]
+    assert found.key == "vm.overcommit_memory"
+    assert "1 by redis.overcommit (redis); 2 by postgresql.overcommit (postgresql)" in (
+        found.message
+    )
+    # the strict mode's own companion key is still PostgreSQL's to want
+    assert _values(plan)["vm.overcommit_ratio"] == "80"
