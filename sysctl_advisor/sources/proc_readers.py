@@ -66,6 +66,35 @@ def parse_netstat(text: str) -> dict[str, dict[str, int]]:
     return table
 
 
+# The /proc/net/snmp `Udp:` columns the facts keep, by the name the facts give them.
+_UDP_COLUMNS = {
+    "InDatagrams": "in_datagrams",
+    "NoPorts": "no_ports",
+    "InErrors": "in_errors",
+    "OutDatagrams": "out_datagrams",
+    "RcvbufErrors": "rcvbuf_errors",
+    "SndbufErrors": "sndbuf_errors",
+    "MemErrors": "mem_errors",  # 5.15 and later (absent at 5.2)
+}
+
+
+def udp_counters(snmp_udp: dict[str, int], sockstat_udp: dict[str, int]) -> dict[str, int]:
+    """The facts' `observed.udp` from /proc/net/snmp's `Udp:` rows (parse_netstat) and
+    sockstat's `UDP: inuse N mem M` (parse_sockstat): empty unless both InDatagrams and
+    RcvbufErrors were read, since the share of drops needs the two. A negative figure (the
+    kernel prints these as unsigned, so one means a garbled file) is left out."""
+    udp = {
+        field: snmp_udp[column]
+        for column, field in _UDP_COLUMNS.items()
+        if snmp_udp.get(column, -1) >= 0
+    }
+    if "in_datagrams" not in udp or "rcvbuf_errors" not in udp:
+        return {}
+    if sockstat_udp.get("mem", -1) >= 0:
+        udp["mem_pages_peak"] = sockstat_udp["mem"]
+    return udp
+
+
 # /proc/net/dev receive columns, in order, after the interface name.
 _DEV_RX_COLUMNS = ("bytes", "packets", "errs", "drop", "fifo", "frame", "compressed", "multicast")
 
