@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from sysctl_advisor.model.host_facts import MAX_COUNT
 from sysctl_advisor.model.units import is_decimal
 
 
@@ -81,16 +82,17 @@ _UDP_COLUMNS = {
 def udp_counters(snmp_udp: dict[str, int], sockstat_udp: dict[str, int]) -> dict[str, int]:
     """The facts' `observed.udp` from /proc/net/snmp's `Udp:` rows (parse_netstat) and
     sockstat's `UDP: inuse N mem M` (parse_sockstat): empty unless both InDatagrams and
-    RcvbufErrors were read, since the share of drops needs the two. A negative figure (the
-    kernel prints these as unsigned, so one means a garbled file) is left out."""
+    RcvbufErrors were read, since the share of drops needs the two. A figure outside
+    0..MAX_COUNT (the kernel prints unsigned counters, so one means a garbled file) is left
+    out rather than refused: the rest of the facts still stand."""
     udp = {
         field: snmp_udp[column]
         for column, field in _UDP_COLUMNS.items()
-        if snmp_udp.get(column, -1) >= 0
+        if 0 <= snmp_udp.get(column, -1) <= MAX_COUNT
     }
     if "in_datagrams" not in udp or "rcvbuf_errors" not in udp:
         return {}
-    if sockstat_udp.get("mem", -1) >= 0:
+    if 0 <= sockstat_udp.get("mem", -1) <= MAX_COUNT:
         udp["mem_pages_peak"] = sockstat_udp["mem"]
     return udp
 
