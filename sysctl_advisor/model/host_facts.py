@@ -409,6 +409,33 @@ class SoftnetCpu(Record):
     )
 
 
+@model
+class UdpCounters(Record):
+    """The `Udp:` rows of /proc/net/snmp (counters since boot, of the network namespace read)
+    and sockstat's UDP memory. InDatagrams counts the datagrams applications read
+    (udp_recvmsg()); RcvbufErrors the ones dropped because the socket's receive buffer was
+    full; the share of arrivals lost there is RcvbufErrors / (InDatagrams + RcvbufErrors)."""
+
+    in_datagrams: Count = Field(description="InDatagrams: datagrams read by applications")
+    rcvbuf_errors: Count = Field(
+        description="RcvbufErrors: datagrams dropped, the socket's receive buffer full"
+    )
+    no_ports: Count | None = Field(default=None, description="NoPorts: no socket on the port")
+    in_errors: Count | None = Field(
+        default=None, description="InErrors: every receive drop (RcvbufErrors included)"
+    )
+    out_datagrams: Count | None = Field(default=None, description="OutDatagrams: datagrams sent")
+    sndbuf_errors: Count | None = Field(
+        default=None, description="SndbufErrors: sends refused, the send buffer or queue full"
+    )
+    mem_errors: Count | None = Field(
+        default=None, description="MemErrors (5.15 and later): dropped, UDP above udp_mem"
+    )
+    mem_pages_peak: Count | None = Field(
+        default=None, description="sockstat UDP mem (pages, what udp_mem is compared with)"
+    )
+
+
 def _bounded_log(messages: list[str]) -> list[str]:
     # Rules read the messages joined into one text, which the sandbox bounds.
     if sum(len(m) + 1 for m in messages) > MAX_KERNEL_LOG:
@@ -437,6 +464,7 @@ class Observed(Record):
         default=None, description="/proc/net/softnet_stat column 3: NAPI budget or time ran out"
     )
     softnet: list[SoftnetCpu] | None = Field(default=None, max_length=65536)
+    udp: UdpCounters | None = Field(default=None, description="/proc/net/snmp Udp: counters")
     kernel_messages: Annotated[list[Text], After(_bounded_log)] = Field(
         default_factory=list, max_length=100_000
     )

@@ -33,6 +33,7 @@ from sysctl_advisor.sources.proc_readers import (
     parse_softnet_cpus,
     selected_mode,
     softnet_totals,
+    udp_counters,
 )
 from sysctl_advisor.sources.tree_paths import inside, open_regular
 
@@ -215,7 +216,8 @@ def _observed(root: Path, nics: list[dict[str, Any]], at: str) -> dict[str, Any]
         # sockstat is what exists at `at`: the *_peak fields below are a snapshot, and say so
         "period": {"kind": "snapshot", "source": f"{root / 'proc'}", "at": at},
     }
-    sockstat = parse_sockstat(_read(root / "proc/net/sockstat", root) or "").get("TCP", {})
+    sockstat_table = parse_sockstat(_read(root / "proc/net/sockstat", root) or "")
+    sockstat = sockstat_table.get("TCP", {})
     for field, column in (
         ("connections_peak", "inuse"),
         ("orphans_peak", "orphan"),
@@ -229,6 +231,12 @@ def _observed(root: Path, nics: list[dict[str, Any]], at: str) -> dict[str, Any]
         observed["listen_overflows"] = tcp_ext["ListenOverflows"]
     if "ListenDrops" in tcp_ext:
         observed["listen_drops"] = tcp_ext["ListenDrops"]
+    udp = udp_counters(
+        parse_netstat(_read(root / "proc/net/snmp", root) or "").get("Udp", {}),
+        sockstat_table.get("UDP", {}),
+    )
+    if udp:
+        observed["udp"] = udp
     overruns = [n["rx_overruns"] for n in nics if "rx_overruns" in n]
     if overruns:
         observed["rx_overruns"] = sum(overruns)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from sysctl_advisor.model.host_facts import MAX_COUNT
 from sysctl_advisor.model.units import is_decimal
 
 
@@ -64,6 +65,36 @@ def parse_netstat(text: str) -> dict[str, dict[str, int]]:
         else:
             pending[protocol] = words
     return table
+
+
+# The /proc/net/snmp `Udp:` columns the facts keep, by the name the facts give them.
+_UDP_COLUMNS = {
+    "InDatagrams": "in_datagrams",
+    "NoPorts": "no_ports",
+    "InErrors": "in_errors",
+    "OutDatagrams": "out_datagrams",
+    "RcvbufErrors": "rcvbuf_errors",
+    "SndbufErrors": "sndbuf_errors",
+    "MemErrors": "mem_errors",  # 5.15 and later (absent at 5.2)
+}
+
+
+def udp_counters(snmp_udp: dict[str, int], sockstat_udp: dict[str, int]) -> dict[str, int]:
+    """The facts' `observed.udp` from /proc/net/snmp's `Udp:` rows (parse_netstat) and
+    sockstat's `UDP: inuse N mem M` (parse_sockstat): empty unless both InDatagrams and
+    RcvbufErrors were read, since the share of drops needs the two. A figure outside
+    0..MAX_COUNT (the kernel prints unsigned counters, so one means a garbled file) is left
+    out rather than refused: the rest of the facts still stand."""
+    udp = {
+        field: snmp_udp[column]
+        for column, field in _UDP_COLUMNS.items()
+        if 0 <= snmp_udp.get(column, -1) <= MAX_COUNT
+    }
+    if "in_datagrams" not in udp or "rcvbuf_errors" not in udp:
+        return {}
+    if 0 <= sockstat_udp.get("mem", -1) <= MAX_COUNT:
+        udp["mem_pages_peak"] = sockstat_udp["mem"]
+    return udp
 
 
 # /proc/net/dev receive columns, in order, after the interface name.

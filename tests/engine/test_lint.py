@@ -364,7 +364,7 @@ def test_a_misspelt_key_gets_the_key_the_kernel_has(kb: KnowledgeBase) -> None:
     assert nearest_key("net.ipv4.conf.eth0.rp_fliter", names) == "net.ipv4.conf.eth0.rp_filter"
     assert nearest_key("fs.protected_symlink", names) == "fs.protected_symlinks"
     for real in (
-        "net.ipv4.udp_rmem_min",
+        "net.ipv4.udp_l3mdev_accept",
         "net.ipv4.conf.all.send_redirects",
         "net.ipv4.conf.all.arp_ignore",
         "net.netfilter.nf_conntrack_acct",
@@ -374,6 +374,8 @@ def test_a_misspelt_key_gets_the_key_the_kernel_has(kb: KnowledgeBase) -> None:
     # a real key one letter from another is listed, never taken for a slip: telling a
     # tcp_dsack line "did you mean tcp_sack?" would turn SACK off
     assert nearest_key("net.ipv4.tcp_dsack", names) == "net.ipv4.tcp_dsack"
+    # a key the catalog models is itself (udp_rmem_min, two edits from tcp_rmem's field)
+    assert nearest_key("net.ipv4.udp_rmem_min", names) == "net.ipv4.udp_rmem_min"
     # the release that added a key counts: 4.14 has no protected_regular to mean
     old = kb.catalog.kernel_keys(KernelVersion.parse("4.14.0"))
     assert nearest_key("fs.protected_regula", old) is None

@@ -204,3 +204,96 @@ def test_links_name_every_interface_and_stay_in_the_tree(tmp_path: Path) -> None
     shutil.rmtree(net)
     net.symlink_to(elsewhere, target_is_directory=True)
     assert "links" not in collect_data([], root)
+
+
+# /proc/net/snmp's Udp rows as 6.18 prints them (MemErrors last, from 5.15) and as 2.6.32 does.
+SNMP_6_18 = (
+    "Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors "
+    "IgnoredMulti MemErrors\n"
+    "Udp: 1000000 12 530 999000 500 3 0 0 30\n"
+    "UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors "
+    "InCsumErrors IgnoredMulti MemErrors\n"
+    "UdpLite: 0 0 0 0 0 0 0 0 0\n"
+)
+SNMP_2_6_32 = (
+    "Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\n"
+    "Udp: 4000 1 0 4100 0 0\n"
+)
+
+
+def _frontend_with(tmp_path: Path, snmp: str, sockstat_udp: str = "") -> Path:
+    root = tmp_path / "host"
+    shutil.copytree(HOSTS / "busy-frontend", root, symlinks=True)
+    (root / "proc/net/snmp").write_text(snmp)
+    if sockstat_udp:  # in place of the fixture's "UDP: inuse 6 mem 3"
+        sockstat = root / "proc/net/sockstat"
+        lines = [line for line in sockstat.read_text().splitlines(True) if line[:4] != "UDP:"]
+        sockstat.write_text("".join(lines) + sockstat_udp)
+    return root
+
+
+def test_udp_counters_from_snmp_and_sockstat(kb: KnowledgeBase, tmp_path: Path) -> None:
+    """The Udp: rows (not UdpLite:'s) and sockstat's UDP mem reach observed.udp; the
+    rcvbuf-errors rule reads their share from them."""
+    from sysctl_advisor.engine.plan_builder import build_plan
+
+    root = _frontend_with(tmp_path, SNMP_6_18, "UDP: inuse 4 mem 1800\n")
+    facts = collect(list(kb.catalog.keys), root)
+    udp = facts.observed.udp
+    assert udp is not None
+    assert (udp.in_datagrams, udp.rcvbuf_errors, udp.in_errors, udp.mem_errors) == (
+        1000000,
+        500,
+        530,
+        30,
+    )
+    assert (udp.no_ports, udp.out_datagrams, udp.sndbuf_errors, udp.mem_pages_peak) == (
+        12,
+        999000,
+        3,
+        1800,
+    )
+    plan = build_plan(kb, facts, "base")
+    assert "udp.receive-buffer-drops" in {f.id for f in plan.findings}
+
+
+def test_udp_counters_of_2_6_32_have_no_mem_errors(kb: KnowledgeBase, tmp_path: Path) -> None:
+    facts = collect(list(kb.catalog.keys), _frontend_with(tmp_path, SNMP_2_6_32))
+    udp = facts.observed.udp
+    assert udp is not None and (udp.in_datagrams, udp.rcvbuf_errors) == (4000, 0)
+    assert udp.mem_errors is None  # MemErrors is printed from 5.15 on
+
+
+@pytest.mark.parametrize(
+    ("snmp", "expected"),
+    [
+        # a figure beyond any counter (a garbled or planted file) is left out, the rest kept
+        ("Udp: InDatagrams RcvbufErrors NoPorts\nUdp: 10 2 " + "9" * 30 + "\n", {"no_ports"}),
+        ("Udp: InDatagrams RcvbufErrors InErrors\nUdp: 10 2 -5\n", {"in_errors"}),
+        # without both figures of the share there is no udp record at all
+        ("Udp: InDatagrams NoPorts\nUdp: 10 0\n", None),
+        ("Udp: InDatagrams RcvbufErrors\nUdp: " + "9" * 30 + " 2\n", None),
+    ],
+)
+def test_udp_counters_refuse_figures_no_host_reports(
+    kb: KnowledgeBase, tmp_path: Path, snmp: str, expected: set[str] | None
+) -> None:
+    data = collect_data(list(kb.catalog.keys), _frontend_with(tmp_path, snmp))
+    udp = data["observed"].get("udp")
+    if expected is None:
+        assert udp is None
+        return
+    assert udp is not None and not expected & set(udp)
+    assert facts_from_data(data).observed.udp is not None
+
+
+@pytest.mark.parametrize("bad", [-1, 10**16, 1.5, "many"])
+def test_a_facts_file_with_an_impossible_udp_counter_is_one_error(bad: object) -> None:
+    from sysctl_advisor.model.errors import InputError
+
+    data = {
+        "memory": {"total": "8 GiB"},
+        "observed": {"udp": {"in_datagrams": 10, "rcvbuf_errors": bad}},
+    }
+    with pytest.raises(InputError, match="rcvbuf_errors"):
+        facts_from_data(data)

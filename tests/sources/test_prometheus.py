@@ -1099,8 +1099,11 @@ def test_real_prometheus_through_the_facts_command(real_prometheus: RealRun) -> 
     assert observed["period"]["kind"] == "history"
     assert observed["period"]["window_seconds"] == WEEK
     assert observed["period"]["gaps"] == [
-        "listen_drops: no series node_netstat_TcpExt_ListenDrops for instance=web-01:9100"
+        "listen_drops: no series node_netstat_TcpExt_ListenDrops for instance=web-01:9100",
+        # this host's /proc/net/snmp counters are since boot: left out of a window's figures
+        "udp: /proc/net/snmp counters since boot are not read over the window",
     ]
+    assert "udp" not in observed
 
 
 @needs_netns
@@ -1112,3 +1115,33 @@ def test_real_prometheus_down_is_exit_2_and_one_line(real_prometheus: RealRun) -
         "sysctl-advisor: error: --prometheus: Prometheus at http://127.0.0.1:9099: "
         "connection refused (is the server running, and is the port right?)"
     ]
+
+
+def test_udp_counters_since_boot_are_left_out_of_a_history_window() -> None:
+    """observed.udp comes from /proc (since boot); with figures over a window it would be read
+    as counted over that window, so it is dropped and named in the gaps."""
+    from sysctl_advisor.sources.prometheus import with_history
+
+    snapshot = {
+        "period": {"kind": "snapshot", "source": "/proc", "at": "2026-11-22T10:00:00Z"},
+        "udp": {"in_datagrams": 1000000, "rcvbuf_errors": 500},
+        "orphans_peak": 3,
+    }
+    history = {
+        "orphans_peak": 21564,
+        "period": {
+            "kind": "history",
+            "source": "p",
+            "at": "2026-11-22T10:00:00Z",
+            "window_seconds": WEEK,
+            "gaps": ["listen_drops: no series"],
+        },
+    }
+    merged = with_history(snapshot, history)
+    assert "udp" not in merged and merged["orphans_peak"] == 21564
+    assert merged["period"]["gaps"] == [
+        "listen_drops: no series",
+        "udp: /proc/net/snmp counters since boot are not read over the window",
+    ]
+    assert history["period"]["gaps"] == ["listen_drops: no series"]  # not changed in place
+    validate(Observed, merged)
