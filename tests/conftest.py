@@ -33,6 +33,11 @@ EXAMPLE_PROFILES = {
     "c10m-conntrack-5.15": "c1m-server",
     "haproxy-frontend-rhel7": "frontend-proxy",
 }
+# Example hosts that run several workloads: their profiles and parameters (golden files).
+EXAMPLE_WORKLOADS: dict[str, tuple[list[str], dict[str, str]]] = {
+    "app-node": (["frontend-proxy", "redis", "postgresql"], {"frontend-proxy.http3": "true"}),
+    "search-node": (["elasticsearch", "kafka"], {}),
+}
 # Parameters an example is shown with (README, golden files); other tests use the defaults.
 EXAMPLE_PARAMS: dict[str, dict[str, str]] = {
     "c10m-conntrack-5.15": {"connections": "10000000"},

@@ -427,9 +427,14 @@ def test_check_set_needs_a_profile_and_a_known_parameter(workdir: Path) -> None:
     assert_one_line_error(code, err, "bogus")
 
 
+TWO_WORKLOADS = (
+    *("recommend", "--facts", str(EXAMPLES / "ec2-nginx-frontend.yaml")),
+    *("-p", "frontend-proxy", "-p", "c1m-server"),
+)
+
+
 def test_profile_is_repeatable_and_the_rebuild_line_says_each() -> None:
-    facts = str(EXAMPLES / "ec2-nginx-frontend.yaml")
-    args = ("recommend", "--facts", facts, "-p", "frontend-proxy", "-p", "c1m-server")
+    args = TWO_WORKLOADS
     code, out, _ = run(*args, "-f", "json")
     assert code == 0
     plan = json.loads(out)
@@ -443,9 +448,7 @@ def test_profile_is_repeatable_and_the_rebuild_line_says_each() -> None:
 
 
 def test_several_profiles_name_kubernetes_objects_with_a_valid_label() -> None:
-    facts = str(EXAMPLES / "ec2-nginx-frontend.yaml")
-    args = ("recommend", "--facts", facts, "-p", "frontend-proxy", "-p", "c1m-server")
-    code, out, _ = run(*args, "-f", "daemonset")
+    code, out, _ = run(*TWO_WORKLOADS, "-f", "daemonset")
     assert code == 0
     assert "sysctl-advisor/profile: frontend-proxy.c1m-server" in out
     assert "+" not in "".join(re.findall(r"name: (\S+)", out))

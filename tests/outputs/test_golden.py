@@ -6,6 +6,7 @@ Regenerate after an intended change with:  UPDATE_GOLDEN=1 pytest tests/outputs/
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -14,8 +15,15 @@ from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.outputs import formats
 from sysctl_advisor.outputs.kubernetes_manifests import render_kubernetes
-from sysctl_advisor.outputs.plan_render import Renderer
-from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, TESTS, load_facts
+from sysctl_advisor.outputs.plan_render import Renderer, rebuild_command
+from tests.conftest import (
+    EXAMPLE_PARAMS,
+    EXAMPLE_PROFILES,
+    EXAMPLE_WORKLOADS,
+    EXAMPLES,
+    TESTS,
+    load_facts,
+)
 
 GOLDEN = TESTS / "golden"
 EXT = {
@@ -32,6 +40,14 @@ PAIRS = [  # the node platforms' goldens are their own tests' (tests/outputs/tes
     for fmt in formats.RECOMMEND
     if fmt not in formats.NODE
 ]
+
+
+def assert_golden(path: Path, text: str) -> None:
+    """The text is the golden file's (UPDATE_GOLDEN=1 writes it first)."""
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
+    assert text == path.read_text()
 
 
 @pytest.mark.parametrize(("host", "profile", "fmt"), PAIRS)
@@ -51,10 +67,21 @@ def test_golden(kb: KnowledgeBase, host: str, profile: str, fmt: str) -> None:
     else:
         text = Renderer(kb.catalog).render(plan, fmt, command)
     path = GOLDEN / f"{host}.{profile}.{EXT[fmt]}"
-    if os.environ.get("UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
-    assert text == path.read_text()
+    assert_golden(path, text)
+
+
+@pytest.mark.parametrize(
+    ("host", "fmt"), [(h, f) for h in EXAMPLE_WORKLOADS for f in ("conf", "json", "markdown")]
+)
+def test_golden_several_workloads(kb: KnowledgeBase, host: str, fmt: str) -> None:
+    """Hosts that run two or three applications: each setting names the workloads that want
+    it, and a mode two of them want differently is a finding, not a pick."""
+    profiles, params = EXAMPLE_WORKLOADS[host]
+    plan = build_plan(kb, load_facts(EXAMPLES / f"{host}.yaml"), profiles, params)
+    command = rebuild_command(profiles, Path(f"examples/{host}.yaml"), params, fmt)
+    text = Renderer(kb.catalog).render(plan, fmt, command)
+    path = GOLDEN / f"{host}.{'+'.join(profiles)}.{EXT[fmt]}"
+    assert_golden(path, text)
 
 
 # the shorter levels of the conf and tuned files, for the examples' two kinds of host
@@ -73,10 +100,7 @@ def test_golden_detail(kb: KnowledgeBase, host: str, fmt: str, detail: str) -> N
     command = f"sysctl-advisor recommend --facts examples/{host}.yaml --profile {profile}"
     text = Renderer(kb.catalog).render(plan, fmt, f"{command} --detail {detail}", detail)
     path = GOLDEN / f"{host}.{profile}.{detail}.{EXT[fmt]}"
-    if os.environ.get("UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
-    assert text == path.read_text()
+    assert_golden(path, text)
 
 
 def test_readme_worked_example_is_the_golden_output() -> None:
@@ -152,7 +176,4 @@ def test_golden_host_defaults(command: str, monkeypatch: pytest.MonkeyPatch) -> 
     facts = str(TUNED_HOST.relative_to(TESTS.parent))
     result = CliRunner().invoke(app, [command, "--facts", facts, "-p", "gridftp"])
     assert result.exit_code in (0, 1), result.stderr
-    path = GOLDEN / f"tuned-network-throughput.gridftp.{command}.txt"
-    if os.environ.get("UPDATE_GOLDEN"):
-        path.write_text(result.stdout)
-    assert result.stdout == path.read_text()
+    assert_golden(GOLDEN / f"tuned-network-throughput.gridftp.{command}.txt", result.stdout)
