@@ -330,6 +330,9 @@ def build_plan(
         readable[spec_r.alias] = text.split()[:64] if text is not None else None
     variables["current"] = {**current, **readable}
     params_by = workload.resolve(overrides or {}, variables)
+    # the profiles the plan runs, each with those it extends: a rule can say which workload's
+    # profile is missing (a server the listeners show, run without its profile)
+    variables["workloads"] = list(dict.fromkeys(n for p in workload.profiles for n in p.chain))
     runs = workload.runs(kb.rules, params_by)
 
     # `planned`: the values the plan ends with. On the first pass it holds the baseline (the

@@ -110,6 +110,13 @@ class KnowledgeBase:
             *((rule.path, "", {"": rule.spec}) for rule in rules.values()),
             *((rule.path, "", {"": rule.spec}) for rule in check_rules.values()),
         ]
+        for i, server in enumerate(servers.servers):
+            if server.profile is not None and server.profile not in profiles:
+                raise InputError(
+                    f"unknown profile {server.profile!r}",
+                    path=catalog_dir / SERVER_TABLE,
+                    field=f"servers[{i}].profile",
+                )
         for path, field, entries in cited:  # every `references` list a knowledge file holds
             for name, entry in entries.items():
                 where = ".".join(str(part) for part in (field, name, "references") if part != "")

@@ -57,10 +57,24 @@ class ServerSpec(SpecModel):
         description="what makes an open listening socket take the new backlog"
     )
     references: list[str] = Field(min_length=1)
+    profile: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9][a-z0-9-]*$",
+        description="the profile for this application (a plan without it says so)",
+    )
 
 
 # What rules see of a recognised server (scalar fields, in declaration order).
-_SHOWN = ("id", "name", "default_backlog", "follows_somaxconn", "setting", "where", "applies")
+_SHOWN = (
+    "id",
+    "name",
+    "default_backlog",
+    "follows_somaxconn",
+    "setting",
+    "where",
+    "applies",
+    "profile",
+)
 
 
 @model
