@@ -346,14 +346,17 @@ def build_plan(
         for spec in catalog.keys.values()
     }
     variables["planned"] = baseline
-    screens: dict[str, Any] = {}  # the rules' `when`s, read-only: one context per parameters
+    # what the rules see, and the context their `when`s share (read-only), by the workload
+    # whose parameters a run takes
+    seen: dict[str, tuple[dict[str, Any], Any]] = {}
 
     def evaluate(run: RuleRun) -> RuleResult | None:
         first = run.workloads[0]
-        run_variables = {**variables, "params": params_by[first]}
-        if first not in screens:
-            screens[first] = kb.compiler.context(run_variables)
-        return kb.rules[run.rule_id].evaluate(run_variables, screen=screens[first])
+        if first not in seen:
+            run_variables = {**variables, "params": params_by[first]}
+            seen[first] = (run_variables, kb.compiler.context(run_variables))
+        run_variables, screen = seen[first]
+        return kb.rules[run.rule_id].evaluate(run_variables, screen=screen)
 
     by_run: dict[int, RuleResult | None] = {}
     later: list[int] = []
@@ -407,7 +410,7 @@ def build_plan(
         ]
         if rerun:
             variables["planned"] = planned
-            screens.clear()
+            seen.clear()
             for i in rerun:
                 by_run[i] = evaluate(runs[i])
             results = [(runs[i], r) for i, r in sorted(by_run.items()) if r is not None]

@@ -295,6 +295,11 @@ class Rule:
             return None
         return frozenset(named)
 
+    @functools.cached_property
+    def parameter_names(self) -> tuple[str, ...]:
+        """The names of the parameters the rule reads, sorted, each once."""
+        return tuple(sorted({name for _, name in self.parameters_read()}))
+
     def parameters_read(self) -> list[tuple[str, str]]:
         """(field, name) of every profile parameter the rule reads by name (`params.NAME`,
         `params['NAME']`), in its expressions and templates."""

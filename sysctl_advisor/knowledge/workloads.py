@@ -73,6 +73,7 @@ class Workload:
         for profile in self.profiles:
             ids.update(dict.fromkeys(profile.rule_ids))
         self.rule_ids = list(ids)
+        self._single_runs: list[RuleRun] | None = None
 
     @property
     def single(self) -> Profile | None:
@@ -154,9 +155,13 @@ class Workload:
     def runs(self, rules: dict[str, Rule], params: dict[str, dict[str, Any]]) -> list[RuleRun]:
         """Every rule run, in rule order: one per distinct set of the parameters it reads
         among the workloads that run it."""
+        if len(self.profiles) == 1:  # one run each, whatever the parameters
+            if self._single_runs is None:
+                self._single_runs = [RuleRun(r, (self.names[0],)) for r in self.rule_ids]
+            return self._single_runs
         runs: list[RuleRun] = []
         for rule_id in self.rule_ids:
-            reads = sorted({name for _, name in rules[rule_id].parameters_read()})
+            reads = rules[rule_id].parameter_names
             groups: dict[tuple[Any, ...], list[str]] = {}
             for profile in self.profiles:
                 if rule_id in profile.rule_ids:
