@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.expressions import (
@@ -16,13 +17,33 @@ from sysctl_advisor.knowledge.expressions import (
 from sysctl_advisor.knowledge.knowledge_files import profile_files
 from sysctl_advisor.knowledge.rules import Rule, SpecModel, matches
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.model_base import Field, model
+from sysctl_advisor.model.model_base import After, Field, model
 from sysctl_advisor.model.text_escape import plain_line
 
 ParamType = Literal["int", "float", "bool", "str"]
 MAX_EXTENDS = 32  # profiles in one `extends` chain (the shipped ones go two deep)
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
+# A parameter's name: what a rule reads as params.NAME and `--set NAME=V` (or PROFILE.NAME=V)
+# names, so no dot, `=`, space or line break.
+_PARAMETER_NAME = re.compile(r"[a-z_][a-z0-9_]{0,63}")
+
+
+def _parameter_name(name: str) -> str:
+    if not _PARAMETER_NAME.fullmatch(name):
+        raise ValueError(
+            f"parameter name {name[:70]!r} is not lower-case letters, digits and _ "
+            "(at most 64, not starting with a digit)"
+        )
+    return name
+
+
+def _one_line(text: str) -> str:
+    return plain_line(text, "text", 200)
+
+
+ParameterName = Annotated[str, After(_parameter_name)]
+OneLine = Annotated[str, After(_one_line)]  # shown after a name, on that name's line
 
 
 @model
@@ -34,7 +55,7 @@ class Parameter(SpecModel):
     min: float | None = None
     max: float | None = None
     choices: list[str] | None = None
-    unit: str | None = None
+    unit: OneLine | None = None
     # A fact about the host rather than one workload's wish: where several workloads run, the
     # rules see one value, the largest (max) or smallest (min) number, or true when any (any)
     # or every (all) workload that declares it says so.
@@ -58,14 +79,16 @@ class Parameter(SpecModel):
 
 @model
 class ProfileSpec(SpecModel):
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
-    summary: str
+    # A DNS label (RFC 1123): the name is also a Kubernetes label value and object name, and
+    # several profiles' names joined by `.` are one (outputs.node_platforms.node_label).
+    name: str = Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+    summary: OneLine
     description: str = ""
     extends: str | None = None
     # Other workloads this one brings along (a host role: `includes: [frontend-proxy, redis]`):
     # each keeps its own parameters and rules, merged as `--profile A --profile B` merges them.
     includes: list[str] = Field(default_factory=list, max_length=32)
-    parameters: dict[str, Parameter] = Field(default_factory=dict)
+    parameters: dict[ParameterName, Parameter] = Field(default_factory=dict)
     rules: list[str] = Field(default_factory=list)
 
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any, ClassVar, Final, Literal
 
 from annotated_types import Len
 
-from sysctl_advisor.model.model_base import After, Field, Record, model
+from sysctl_advisor.model.model_base import After, Before, Field, Record, model
 from sysctl_advisor.model.severity import Severity
 
 CONFIG_FILE: Final = ".sysctl-advisor.toml"
@@ -41,6 +41,18 @@ def inside_path(value: str) -> str:
 def _printable(value: str) -> str:
     if not value.isprintable():
         raise ValueError("holds control or format characters")
+    return value
+
+
+MAX_PROFILES = 32  # as --profile takes (knowledge.workloads.MAX_WORKLOADS)
+
+
+def _profiles(value: Any) -> Any:
+    """A list of profiles holds one to MAX_PROFILES (an empty one would plan nothing, and
+    say nothing of it); checked first, so the error says so rather than that a string was
+    expected."""
+    if isinstance(value, list) and not 1 <= len(value) <= MAX_PROFILES:
+        raise ValueError(f"a list of 1 to {MAX_PROFILES} profile names, got {len(value)}")
     return value
 
 
@@ -91,9 +103,10 @@ class CheckConfig(Record):
     )
     kernel: Text | None = Field(None, description="target kernel release, e.g. 5.14")
     facts: InsidePath | None = Field(None, description="host facts file, from this directory")
-    profile: Text | list[Text] | None = Field(
+    profile: Annotated[
+        Text | Annotated[list[Text], Len(1, MAX_PROFILES)] | None, Before(_profiles)
+    ] = Field(
         None,
-        max_length=32,
         description="workload profile (with facts); a list for a host that runs several",
     )
     set: dict[Text, Parameter] | None = Field(

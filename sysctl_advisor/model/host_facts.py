@@ -381,14 +381,15 @@ class AppEvent(Record):
     what the application stated about a setting in force when it started."""
 
     family: Family = Field(description="id of the message family (rules/catalog/app-messages)")
-    count: Count
+    # An event is a line read: a count of 0 would have the evidence rules act on no line.
+    count: Count = Field(ge=1, description="lines of the family read (at least one)")
     first_seen: Timestamp | None = None
     last_seen: Timestamp | None = None
     example: Text = Field(max_length=512, description="the newest line as the application wrote it")
     unit: Annotated[str, _pattern(_UNIT_OR_LOG, "systemd unit or log file")] | None = Field(
         default=None, description="the systemd unit or log file of the example line"
     )
-    wants: int | None = Field(
+    wants: Annotated[int, exactly(int)] | None = Field(  # digits read by app_log: no true or "5"
         default=None,
         ge=0,
         le=MAX_WANTS,

@@ -59,9 +59,14 @@ def parse_size(value: object) -> int:
     return size
 
 
+MAX_DECIMAL_DIGITS = 20  # 2**64 - 1 has 20: no counter a kernel prints is longer
+
+
 def is_decimal(text: str) -> bool:
-    """ASCII digits only: str.isdigit() also accepts '²' or '٤', which int() then refuses."""
-    return text.isascii() and text.isdigit()
+    """ASCII digits only, at most MAX_DECIMAL_DIGITS of them: str.isdigit() also accepts '²'
+    or '٤', which int() then refuses, and int() refuses a run of more than 4300 digits (a
+    hostile /proc file in a copied tree) with an error no reader expects."""
+    return len(text) <= MAX_DECIMAL_DIGITS and text.isascii() and text.isdigit()
 
 
 def human_bytes(n: float) -> str:

@@ -170,7 +170,8 @@ def describe_profiles(kb: KnowledgeBase) -> str:
         if profile.parameters:
             out.append("  parameters:")
             for name, p in profile.parameters.items():
-                default = (p.default_expr and f"from facts: {p.default_expr}") or repr(p.default)
+                expr = p.default_expr and one_line(" ".join(p.default_expr.split()))
+                default = (expr and f"from facts: {expr}") or repr(p.default)
                 bounds = ""
                 if p.min is not None or p.max is not None:
                     bounds = f", {_bound(p.min)}..{_bound(p.max)}"

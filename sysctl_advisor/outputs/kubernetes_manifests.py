@@ -16,7 +16,6 @@ must hold exactly the placement's keys and values, each in its one place.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import yaml
@@ -24,10 +23,9 @@ import yaml
 from sysctl_advisor import __version__
 from sysctl_advisor.engine.kubernetes_placement import Placement
 from sysctl_advisor.knowledge.catalog import Catalog
-from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.outputs.node_platforms import NODE_LABEL, node_label
 from sysctl_advisor.outputs.plan_render import RenderCheckError, Renderer, _param, _yaml_comment
 
-NODE_LABEL = "sysctl-advisor/profile"
 TUNED_NAMESPACE = "openshift-cluster-node-tuning-operator"
 TUNED_PRIORITY = 20  # the operator's defaults: openshift-control-plane 30, openshift-node 40
 WORKLOAD_NAME = "workload"
@@ -37,8 +35,6 @@ COMPONENT_API_VERSION = "kustomize.config.k8s.io/v1alpha1"
 COMPONENT_KIND = "Component"
 # The workload kinds whose pod template is spec.template.spec, as the patch may name them.
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
-# A label value (and, prefixed, the Tuned's name): apimachinery's IsValidLabelValue.
-LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 
 
 class _Dumper(yaml.SafeDumper):
@@ -258,8 +254,8 @@ def _tuned_document(
     placement: Placement, renderer: Renderer, command: str, label: str
 ) -> tuple[list[str], dict[str, Any]]:
     plan = placement.node
-    name = f"sysctl-advisor-{plan.profile.label}"
     key, value = label.split("=", 1)
+    name = f"sysctl-advisor-{value}"
     comments = [
         "#",
         _comment(
@@ -289,13 +285,7 @@ def _tuned_document(
 
 def render_kubernetes(renderer: Renderer, placement: Placement, command: str) -> str:
     plan = placement.node
-    label = f"{NODE_LABEL}={plan.profile.label}"
-    if not LABEL_VALUE.fullmatch(plan.profile.label):
-        raise InputError(
-            f"profile {plan.profile.name[:70]!r} cannot name Kubernetes objects: a label value "
-            "is at most 63 characters and starts and ends with a letter or digit",
-            field="--profile",
-        )
+    label = f"{NODE_LABEL}={node_label(plan)}"
     parts = ["\n".join(_header(placement, renderer.catalog, command))]
     documents: list[tuple[list[str], dict[str, Any]]] = []
     if placement.pod:

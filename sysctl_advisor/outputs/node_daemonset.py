@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from sysctl_advisor.knowledge.node_platforms import NodePlatform
-from sysctl_advisor.outputs.node_platforms import NODE_LABEL, NodeOutput
+from sysctl_advisor.outputs.node_platforms import NODE_LABEL, NodeOutput, node_label
 
 NAMESPACE = "kube-system"
 CONF_NAME = "90-sysctl-advisor.conf"
@@ -81,8 +81,9 @@ def script(node: NodeOutput) -> str:
 
 
 def document(node: NodeOutput) -> str:
-    name = f"sysctl-advisor-{node.label}"
-    labels = {"app.kubernetes.io/name": "sysctl-advisor", NODE_LABEL: node.label}
+    label = node_label(node.plan)  # it names the objects and selects the nodes
+    name = f"sysctl-advisor-{label}"
+    labels = {"app.kubernetes.io/name": "sysctl-advisor", NODE_LABEL: label}
     config_map: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -113,7 +114,7 @@ def document(node: NodeOutput) -> str:
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
-                    "nodeSelector": {NODE_LABEL: node.label},
+                    "nodeSelector": {NODE_LABEL: label},
                     "hostNetwork": True,
                     "tolerations": [{"operator": "Exists"}],
                     "priorityClassName": "system-node-critical",

@@ -13,10 +13,12 @@ only when it holds exactly the keys taken, with their values.
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from sysctl_advisor import __version__
+from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.plan import Plan, Setting
 from sysctl_advisor.outputs.plan_render import RenderCheckError, Renderer, _yaml_comment
 
@@ -25,6 +27,27 @@ if TYPE_CHECKING:
     from sysctl_advisor.knowledge.node_platforms import NodePlatform, PlatformKey
 
 NODE_LABEL = "sysctl-advisor/profile"  # the label that selects the nodes of a profile
+# The label's value, which also names the objects (sysctl-advisor-VALUE): both a label value
+# (apimachinery's IsValidLabelValue: at most 63 characters) and part of a DNS subdomain
+# (IsDNS1123Subdomain: lower case, each dot-separated part starting and ending with a letter or
+# digit). Several profiles (redis+postgresql) give redis.postgresql.
+LABEL_VALUE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+MAX_LABEL = 63
+
+
+def node_label(plan: Plan) -> str:
+    """The plan's profile as the node label value and object name; InputError when it cannot
+    be one (a long list of profiles, a --profiles-dir name)."""
+    label = plan.profile.label
+    if len(label) > MAX_LABEL or not LABEL_VALUE.fullmatch(label):
+        raise InputError(
+            f"profile {plan.profile.name[:70]!r} cannot name Kubernetes objects: a label value "
+            f"is at most {MAX_LABEL} characters and each of its dot-separated parts starts "
+            "and ends with a letter or digit (several profiles: one that lists them under "
+            "`includes:` names them in one word)",
+            field="--profile",
+        )
+    return label
 
 
 @dataclass(frozen=True)
@@ -51,7 +74,6 @@ class NodeOutput:
     refused: list[tuple[Setting, str]]  # with the reason
     pod_keys: list[str]  # per-namespace keys: the pod's, in `--format kubernetes`
     header: list[str]  # comment lines, each starting with `#`
-    label: str  # the node label value (the profile's name)
     command: str
     renderer: Renderer
 
@@ -124,7 +146,6 @@ def render_node(
         refused=refused,
         pod_keys=[p.setting.key for p in placement.pod],
         header=[],
-        label=placement.node.profile.label,
         command=command,
         renderer=renderer,
     )

@@ -7,6 +7,7 @@ raises on odd text; a missing figure is simply absent from the result.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from sysctl_advisor.model.host_facts import MAX_COUNT
 from sysctl_advisor.model.units import is_decimal
@@ -28,18 +29,27 @@ def parse_sockstat(text: str) -> dict[str, dict[str, int]]:
     """/proc/net/sockstat: `TCP: inuse 5 orphan 0 tw 2 alloc 8 mem 1` -> {"TCP": {"inuse": 5, …}}.
 
     `mem` is in pages (it is tcp_memory_allocated, the figure tcp_mem is compared with).
+    A protocol's line printed twice, or a field named twice in it, is garbled (either figure
+    could be the one) and left out, as parse_netstat leaves such columns out.
     """
     table: dict[str, dict[str, int]] = {}
+    twice: set[str] = set()
     for line in text.splitlines():
         protocol, sep, rest = line.partition(":")
         if not sep:
             continue
-        words = rest.split()
+        protocol, words = protocol.strip(), rest.split()
+        names = words[::2]
+        repeated = {name for name, n in Counter(names).items() if n > 1}
         fields: dict[str, int] = {}
-        for name, value in zip(words[::2], words[1::2], strict=False):
-            if is_decimal(value):
+        for name, value in zip(names, words[1::2], strict=False):
+            if name not in repeated and is_decimal(value):
                 fields[name] = int(value)
-        table[protocol.strip()] = fields
+        if protocol in table:
+            twice.add(protocol)
+        table[protocol] = fields
+    for protocol in twice:
+        del table[protocol]
     return table
 
 
@@ -47,9 +57,14 @@ def parse_netstat(text: str) -> dict[str, dict[str, int]]:
     """/proc/net/netstat (and /proc/net/snmp): pairs of header and value lines per protocol.
 
     `TcpExt: SyncookiesSent … ListenOverflows ListenDrops …` then `TcpExt: 0 … 12 12 …`.
+
+    The kernel prints each protocol's pair once and each column once: a column named twice,
+    or a protocol whose pair comes twice, is a garbled file whose figures could be either, and
+    is left out.
     """
     table: dict[str, dict[str, int]] = {}
     pending: dict[str, list[str]] = {}
+    twice: set[str] = set()
     for line in text.splitlines():
         protocol, sep, rest = line.partition(":")
         if not sep:
@@ -57,13 +72,18 @@ def parse_netstat(text: str) -> dict[str, dict[str, int]]:
         protocol, words = protocol.strip(), rest.split()
         if protocol in pending:
             names = pending.pop(protocol)
+            if protocol in table:
+                twice.add(protocol)
+            repeated = {name for name, n in Counter(names).items() if n > 1}
             table[protocol] = {
                 name: int(value)
                 for name, value in zip(names, words, strict=False)
-                if is_decimal(value.removeprefix("-"))
+                if name not in repeated and is_decimal(value.removeprefix("-"))
             }
         else:
             pending[protocol] = words
+    for protocol in twice:
+        del table[protocol]
     return table
 
 

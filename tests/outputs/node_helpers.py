@@ -26,7 +26,6 @@ def node_output(
         refused=[],
         pod_keys=[],
         header=["# test"],
-        label=placement.node.profile.name,
         command="rebuild",
         renderer=Renderer(kb.catalog),
     )
