@@ -43,6 +43,8 @@ class Workload:
     """The profiles given, each followed by the profiles it includes (each once)."""
 
     def __init__(self, given: tuple[str, ...], profiles: dict[str, Profile]) -> None:
+        if not given:
+            raise InputError("no profile given", field="--profile")
         self.given = given
         self.name = SEPARATOR.join(given)
         expanded: dict[str, Profile] = {}
@@ -86,12 +88,14 @@ class Workload:
         """Each profile's parameter values: its defaults over the host, then the --set
         overrides meant for it (NAME: every profile declaring it; PROFILE.NAME: that one)."""
         own: dict[str, dict[str, str]] = {p.name: {} for p in self.profiles}
-        for name, value in overrides.items():
+        # NAME first, then PROFILE.NAME: the one that names a profile wins, whatever the order
+        for name, value in sorted(overrides.items(), key=lambda item: "." in item[0]):
             target, dot, parameter = name.partition(".")
             if dot:
                 if target not in own:
                     raise InputError(
-                        f"{target!r} is not a profile of this workload ({', '.join(own)})",
+                        f"{name!r}: {target!r} is not a profile of this workload "
+                        f"({', '.join(own)})",
                         field="--set",
                     )
                 takers = [target]
