@@ -356,7 +356,7 @@ class KernelEvent(Record):
     """One family of kernel messages found in the log, with how often and when."""
 
     family: Family = Field(description="id of the message family (rules/catalog/kernel-messages)")
-    count: Count
+    count: Count = Field(ge=1, description="lines of the family read (at least one)")
     first_seen: Timestamp | None = None
     last_seen: Timestamp | None = None
     example: Text = Field(max_length=512, description="one line as the kernel logged it")
