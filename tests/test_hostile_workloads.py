@@ -158,6 +158,14 @@ def test_an_app_event_counted_zero_times_is_refused(tmp_path: Path) -> None:
     one_line_error(code, err, "observed.app_events.0.count")
 
 
+def test_a_kernel_event_counted_zero_times_is_refused(tmp_path: Path) -> None:
+    """An event is a line read: a count of 0 is evidence of nothing."""
+    event = {"family": "tcp.out-of-memory", "count": 0, "example": "x"}
+    setter = lambda data: data["observed"].__setitem__("kernel_events", [event])  # noqa: E731
+    code, _, err = run("recommend", "--facts", _facts(tmp_path, setter), "-p", "base")
+    one_line_error(code, err, "observed.kernel_events.0.count")
+
+
 @pytest.mark.parametrize("wants", [True, "5000", 5000.0])
 def test_wants_is_an_integer_exactly(tmp_path: Path, wants: Any) -> None:
     event = {"family": "redis.tcp-backlog", "count": 1, "example": "x", "wants": wants}
