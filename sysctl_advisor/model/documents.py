@@ -90,15 +90,13 @@ def read_bytes(
     is refused without being opened (open_regular_file), and so is a file above `limit`
     (max_input_bytes() by default); with `allowed`, also one whose real path it refuses, as
     opened; with `owners`, one owned by another user."""
+    hint = " (set SYSCTL_ADVISOR_MAX_INPUT to allow more)" if limit is None else ""
     limit = max_input_bytes() if limit is None else limit
     fd = open_regular_file(path, allowed, owners)
     try:
         info = os.fstat(fd)
         if info.st_size > limit:
-            raise InputError(
-                f"larger than {limit:,} bytes (set SYSCTL_ADVISOR_MAX_INPUT to allow more)",
-                path=path,
-            )
+            raise InputError(f"larger than {limit:,} bytes{hint}", path=path)
         chunks: list[bytes] = []
         size = 0
         while chunk := os.read(fd, 1 << 20):

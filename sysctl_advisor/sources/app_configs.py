@@ -9,12 +9,11 @@ Includes are not followed (a note says so): their settings are not read.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sysctl_advisor.model.documents import open_regular_file
+from sysctl_advisor.model.documents import read_bytes
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.text_escape import MAX_TEXT, one_line
 from sysctl_advisor.sources.tree_paths import inside
@@ -139,21 +138,9 @@ def _read(config: Path, confine: Path | None, settings: AppSettings) -> str | No
         return None
     allowed = None if confine is None else (lambda real: inside(confine, real))
     try:
-        fd = open_regular_file(config, allowed)
+        data = read_bytes(config, allowed, limit=MAX_CONFIG_BYTES)
     except InputError as exc:
-        settings.problems.append(f"{config}: {exc.message}")
-        return None
-    try:
-        data = os.read(fd, MAX_CONFIG_BYTES + 1)
-        while data and len(data) <= MAX_CONFIG_BYTES and (more := os.read(fd, 1 << 16)):
-            data += more
-    except OSError as exc:
-        settings.problems.append(f"{config}: {exc.strerror or exc}")
-        return None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_CONFIG_BYTES:
-        settings.problems.append(f"{config}: larger than {MAX_CONFIG_BYTES:,} bytes; not read")
+        settings.problems.append(f"{config}: {exc.message}; not read")
         return None
     return data.decode("utf-8", errors="replace")
 
