@@ -96,6 +96,22 @@ ERAS: dict[str, list[tuple[str, int | None]]] = {
         ("memory locking requested for elasticsearch process but memory is not locked", None),
         ("memory locking requested for opensearch process but memory is not locked", None),
     ],
+    "mongodb.max-map-count": [
+        (  # startup_warnings_mongod.cpp (component CONTROL)
+            '{"t":{"$date":"2024-04-30T00:21:59.842+00:00"},"s":"W",  "c":"CONTROL",  '
+            '"id":5123300, "ctx":"initandlisten","msg":"vm.max_map_count is too low",'
+            '"attr":{"currentValue":65530,"recommendedMinimum":1677720,"maxConns":838860},'
+            '"tags":["startupWarnings"]}',
+            1677720,
+        ),
+        (  # transport_layer_manager_impl.cpp (component NETWORK), LimitNOFILE=64000
+            '{"t":{"$date":"2026-11-20T08:00:00.001+00:00"},"s":"W",  "c":"NETWORK",  '
+            '"id":5123300, "ctx":"initandlisten","msg":"vm.max_map_count is too low",'
+            '"attr":{"currentValue":65530,"recommendedMinimum":102400,"maxConns":51200},'
+            '"tags":["startupWarnings"]}',
+            102400,
+        ),
+    ],
     "quic-go.receive-buffer": [
         (  # v0.20 .. v0.42
             "2021/03/01 10:00:00 failed to sufficiently increase receive buffer size (was: 208 "
@@ -142,6 +158,11 @@ NEAR_MISSES: dict[str, list[str]] = {
     "elasticsearch.memory-lock": [
         "memory locking requested for elasticsearch process",
         "Unable to lock JVM Memory: error=12, reason=Cannot allocate memory",
+    ],
+    "mongodb.max-map-count": [  # mongosh's summary and Elasticsearch's check are not it
+        "   2024-06-14T10:27:43.641+00:00: vm.max_map_count is too low",
+        "max virtual memory areas vm.max_map_count [65530] is too low, increase to at least "
+        "[262144]",
     ],
     "quic-go.receive-buffer": [
         "failed to sufficiently increase send buffer size (was: 208 kiB, wanted: 7168 kiB, "
