@@ -59,6 +59,21 @@ class _KeyWork:
     results: dict[str, RuleResult] = field(default_factory=dict)  # whose text explains it
     workloads: dict[str, list[str]] = field(default_factory=dict)  # by rule: who wanted it
     want_from: list[tuple[str, ...]] = field(default_factory=list)  # each want's workloads
+    several: bool = False  # the plan runs several workloads: a setting names its own
+
+    def workloads_of(self, rules: list[str]) -> list[str]:
+        """The workloads whose runs of these rules wanted or capped the key."""
+        return list(dict.fromkeys(w for rule_id in rules for w in self.workloads.get(rule_id, [])))
+
+    def explained(
+        self, contributing: list[str], by_rule: dict[str, RuleResult], lines: list[str]
+    ) -> tuple[Explained, list[str]]:
+        """The setting's text (with the workloads that wanted it, where the plan runs several)
+        and those workloads."""
+        workloads = self.workloads_of(contributing)
+        if self.several:
+            lines = [*lines, f"Workloads: {', '.join(workloads)}."]
+        return _explained(self, contributing, by_rule, lines), workloads
 
     def rule_ids(self) -> list[str]:
         return list(dict.fromkeys(r for r, _ in self.wants + self.caps))
@@ -66,9 +81,15 @@ class _KeyWork:
     def add(self, kind: str, run: RuleRun, result: RuleResult, value: Any) -> None:
         entries = self.wants if kind == "want" else self.caps
         rule_id = run.rule_id
-        known = self.workloads.setdefault(rule_id, [])
+        known = self.workloads.get(rule_id)
+        if known is None:  # the rule's first run that is about this key: most keys' only one
+            self.workloads[rule_id] = list(run.workloads)
+            self.results[rule_id] = result
+            entries.append((rule_id, value))
+            if kind == "want":
+                self.want_from.append(run.workloads)
+            return
         known += [w for w in run.workloads if w not in known]
-        self.results.setdefault(rule_id, result)
         policies = self.spec.policies()
         same = [i for i, (r, _) in enumerate(entries) if r == rule_id]
         if kind == "want" and all(p == "choice" for p in policies):
@@ -200,13 +221,15 @@ def _kernel_values_as_defaults(
     defaults: dict[str, Any],
     current: dict[str, Value | None],
     variables: dict[str, Any],
+    modelled_of: dict[str, Value] | None = None,
 ) -> dict[str, HostDefault]:
     """Model error is never drift: a value in force that the kernel set itself (no sysctl.d
     file sets it, when the facts say which files do), that a tuning daemon's profile set, or
     that lies within the catalog's tolerance of the modelled default *is* this host's default.
     Replaces the modelled figure in `defaults` (and in what expressions see as `default`);
     returns, by key, who set each such default when that is not the kernel as modelled (a
-    value within the tolerance that no file sets is the kernel's own)."""
+    value within the tolerance that no file sets is the kernel's own). `modelled_of` gets the
+    modelled figure of each value in force taken for being within the tolerance of it."""
     taken: dict[str, HostDefault] = {}
     by_alias: dict[str, Any] = variables["default"]
     files = facts.sysctl_files
@@ -228,6 +251,8 @@ def _kernel_values_as_defaults(
         if not (kernel_set or daemon is not None or close):
             continue
         defaults[name] = by_alias[spec.alias] = held
+        if close and modelled_of is not None and modelled is not None:
+            modelled_of[name] = modelled
         model_text = conf_text(modelled) if modelled is not None else None
         model_says = (
             f"the model gives {model_text}"
@@ -323,7 +348,8 @@ def build_plan(
                 unmodelled.add(name)
                 value = None
         current[spec.alias] = value
-    kernel_values = _kernel_values_as_defaults(kb, facts, defaults, current, variables)
+    modelled_of: dict[str, Value] = {}  # the model's figure where the kernel's own is near it
+    kernel_values = _kernel_values_as_defaults(kb, facts, defaults, current, variables, modelled_of)
     readable: dict[str, list[str] | None] = {}  # what the kernel offers: lists of names
     for name, spec_r in catalog.readable.items():
         text = facts.sysctl.get(name)
@@ -367,7 +393,8 @@ def build_plan(
             continue
         by_run[i] = evaluate(run)
     results = [(runs[i], r) for i, r in sorted(by_run.items()) if r is not None]
-    work = _work(results, catalog)
+    several = len(workload.profiles) > 1
+    work = _work(results, catalog, several)
 
     def resolved(
         item: _KeyWork, by_rule: dict[str, RuleResult]
@@ -383,6 +410,7 @@ def build_plan(
             {**by_rule, **item.results},
             facts.page_size,
             facts.sysctl_files is not None and item.key in facts.sysctl_files,
+            modelled_of.get(item.key),
         )
 
     readers = [i for i, (run, r) in enumerate(results) if r.rule.reads_planned]
@@ -414,7 +442,7 @@ def build_plan(
             for i in rerun:
                 by_run[i] = evaluate(runs[i])
             results = [(runs[i], r) for i, r in sorted(by_run.items()) if r is not None]
-            work = _work(results, catalog)
+            work = _work(results, catalog, several)
     contradictions = _contradictions(work, workload.names, current_text)
     by_rule = _first_by_rule(results)
 
@@ -447,8 +475,6 @@ def build_plan(
                 default_set_by=host_default.set_by,
                 modelled_default=host_default.modelled,
             )
-        if isinstance(setting, Setting):
-            setting = _with_workloads(setting, item, len(workload.profiles) > 1)
         if isinstance(setting, str):
             notes.append(setting)
         elif isinstance(setting, Unchanged):
@@ -552,14 +578,18 @@ def _tighter(a: int, b: int, policy: str) -> int:
     return max(a, b) if policy == "min" else min(a, b)
 
 
-def _work(results: list[tuple[RuleRun, RuleResult]], catalog: Catalog) -> dict[str, _KeyWork]:
-    """Each key's wants and caps, by rule."""
+def _work(
+    results: list[tuple[RuleRun, RuleResult]], catalog: Catalog, several: bool = False
+) -> dict[str, _KeyWork]:
+    """Each key's wants and caps, by rule (`several`: the plan runs several workloads)."""
     work: dict[str, _KeyWork] = {}
     for run, result in results:
-        for key, value in result.wants.items():
-            work.setdefault(key, _KeyWork(key, catalog.keys[key])).add("want", run, result, value)
-        for key, value in result.caps.items():
-            work.setdefault(key, _KeyWork(key, catalog.keys[key])).add("cap", run, result, value)
+        for kind, values in (("want", result.wants), ("cap", result.caps)):
+            for key, value in values.items():
+                item = work.get(key)
+                if item is None:
+                    item = work[key] = _KeyWork(key, catalog.keys[key], several=several)
+                item.add(kind, run, result, value)
     return work
 
 
@@ -573,6 +603,8 @@ def _reported(
     by_rule: dict[str, list[RuleResult]] = {}
     for _, result in results:
         by_rule.setdefault(result.rule.id, []).append(result)
+    if len(by_rule) == len(results):  # each rule ran once
+        return [result for _, result in results]
     won: dict[int, int] = {}
     for item in work.values():
         for result in item.results.values():
@@ -612,8 +644,10 @@ def _contradictions(
     operator decides, or runs the workloads apart."""
     found: list[FindingResult] = []
     for key, item in work.items():
-        if len({repr(v) for _, v in item.wants}) < 2 or not all(
-            p == "choice" for p in item.spec.policies()
+        if (
+            len(item.wants) < 2
+            or len({repr(v) for _, v in item.wants}) < 2
+            or not all(p == "choice" for p in item.spec.policies())
         ):
             continue
         by_value: dict[str, list[str]] = {}
@@ -645,23 +679,6 @@ def _contradictions(
     return found
 
 
-def _with_workloads(setting: Setting, item: _KeyWork, several: bool) -> Setting:
-    """The setting with the workloads whose rules gave it; said in its text when the host runs
-    more than one."""
-    workloads = list(
-        dict.fromkeys(w for rule_id in setting.rules for w in item.workloads.get(rule_id, []))
-    )
-    if not several:
-        return dataclasses.replace(setting, workloads=workloads)
-    line = f"Workloads: {', '.join(workloads)}."
-    return dataclasses.replace(
-        setting,
-        workloads=workloads,
-        rationale=f"{setting.rationale}\n{line}",
-        summary=f"{setting.summary}\n{line}",
-    )
-
-
 def _resolve(
     item: _KeyWork,
     default: Value | None,
@@ -670,8 +687,11 @@ def _resolve(
     by_rule: dict[str, RuleResult],
     page_size: int,
     file_set: bool = False,
+    modelled: Value | None = None,
 ) -> Setting | Unchanged | str | None:
-    """Merge the wants with the baseline, apply caps, order, bounds.
+    """Merge the wants with the baseline, apply caps, order, bounds. `modelled`: the model's
+    figure for a value in force that is the kernel's own within the tolerance of it; a cap
+    judges such an element by the model's figure, as it would without the value in force.
 
     The baseline is the value in force when there is one, else the kernel default: a capacity
     want (`max`) never lowers it, a safety want (`min`) never raises it, and a cap only ever
@@ -718,11 +738,15 @@ def _resolve(
     kept_base = [
         base is not None and v == base[i] and not file_set for i, v in enumerate(merged)
     ]  # elements that are the kernel's own value (or the default), not a want or a file's
+    model = numbers(modelled) if modelled is not None and current is not None else None
+    judged: list[int | None] = (
+        list(model) if model is not None and len(model) == len(merged) else [None] * len(merged)
+    )
     for _, cap in item.caps:
         limits = cap if isinstance(cap, list) else [cap]
         merged = [
-            _apply_cap(v, c, p, spec.default_tolerance if kept else 0.0)
-            for v, c, p, kept in zip(merged, limits, policies, kept_base, strict=True)
+            _apply_cap(v, c, p, spec.default_tolerance if kept else 0.0, m if kept else None)
+            for v, c, p, kept, m in zip(merged, limits, policies, kept_base, judged, strict=True)
         ]
     # The caps that bind: those whose limit is the final value of an element they moved.
     capped_by = [
@@ -776,7 +800,7 @@ def _resolve(
             rules=contributing,
         )
 
-    why = _explained(item, contributing, by_rule, lines)
+    why, workloads = item.explained(contributing, by_rule, lines)
     return Setting(
         key=item.key,
         value=conf_text(final),
@@ -794,6 +818,7 @@ def _resolve(
         capped_by=capped_by,
         wanted=list(wanted),
         caps=[rule_id for rule_id, _ in item.caps],
+        workloads=workloads,
     )
 
 
@@ -841,6 +866,7 @@ def _resolve_text(
     by_rule: dict[str, RuleResult],
     page_size: int,
     file_set: bool = False,
+    modelled: Value | None = None,
 ) -> Setting | Unchanged | str | None:
     """A text key: a name every rule must agree on (`one`), or a port set that only grows
     (`union`: the value in force, else the default, with every want added). Text keys take no
@@ -887,7 +913,7 @@ def _resolve_text(
             wanted=wanted,
             rules=contributing,
         )
-    why = _explained(item, contributing, by_rule, lines)
+    why, workloads = item.explained(contributing, by_rule, lines)
     return Setting(
         key=item.key,
         value=final,
@@ -903,18 +929,24 @@ def _resolve_text(
         section=spec.section,
         human=human(final, spec, page_size),
         wanted=None,
+        workloads=workloads,
     )
 
 
-def _apply_cap(value: int, cap: int | None, policy: str, tolerance: float) -> int:
+def _apply_cap(
+    value: int, cap: int | None, policy: str, tolerance: float, modelled: int | None = None
+) -> int:
     """A cap moves a value only in its own direction. A baseline element within the key's
     model tolerance of the cap is left alone: the model's figures are that uncertain, and a
-    value the kernel set a hair above a cap that equals its modelled default is not drift."""
+    value the kernel set a hair above a cap that equals its modelled default is not drift.
+    `modelled`: the model's figure for a kernel's own value near it, which is what is judged
+    (model error is never drift)."""
     if cap is None:
         return value
+    probe = value if modelled is None else modelled
     if policy == "min":
-        return value if value >= cap - tolerance * cap else cap
-    return value if value <= cap + tolerance * cap else cap
+        return value if probe >= cap - tolerance * cap else cap
+    return value if probe <= cap + tolerance * cap else cap
 
 
 def _elements(value: Any) -> list[int | None]:

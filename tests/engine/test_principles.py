@@ -73,6 +73,22 @@ def _plan(kb: KnowledgeBase, host: dict[str, Any], pp: tuple[str, dict[str, Any]
     return facts, build_plan(kb, facts, profile, {k: str(v) for k, v in params.items()})
 
 
+def test_a_cap_judges_the_kernels_own_value_by_the_model(kb: KnowledgeBase) -> None:
+    """Hypothesis found it: a cap (buffer_bytes 16063) 2% under the modelled tcp_wmem[1]
+    (16384) leaves the model's figure alone, so the kernel's own value 1.6% above the model
+    (16640) must be left alone too: judged against the cap, it would be 3.6% above."""
+    host = {"memory": {"total": 268435456}, "kernel": "2.6.32-642.el6.i686"}
+    pp = ("c1m-server", {"buffer_bytes": 16063})
+    _, reference = _plan(kb, host, pp)
+    assert "net.ipv4.tcp_wmem" not in {s.key for s in reference.settings}
+    in_force = {"net.ipv4.tcp_wmem": "4160 16640 1064960"}  # the model's 4096 16384 1048576
+    _, plan = _plan(kb, {**host, "sysctl": in_force}, pp)
+    assert "net.ipv4.tcp_wmem" not in {s.key for s in plan.settings}
+    beyond = {"net.ipv4.tcp_wmem": "4096 17000 1048576"}  # 3.8% above the model: not its own
+    _, capped = _plan(kb, {**host, "sysctl": beyond}, pp)
+    assert next(s for s in capped.settings if s.key == "net.ipv4.tcp_wmem").values[1] == 16063
+
+
 @SETTINGS
 @given(host=hosts, pp=profile_and_params, data=st.data())
 def test_values_in_force_move_only_with_a_reason(
