@@ -146,6 +146,8 @@ class Workload:
     def shown(self, params: dict[str, dict[str, Any]]) -> dict[str, Any]:
         """The parameters as the plan shows them: NAME where every profile declaring it has
         the same value, PROFILE.NAME for each where they differ."""
+        if len(self.profiles) == 1:
+            return params[self.names[0]]
         shown: dict[str, Any] = {}
         for profile in self.profiles:
             for name, value in params[profile.name].items():
