@@ -452,3 +452,14 @@ def test_several_profiles_name_kubernetes_objects_with_a_valid_label() -> None:
     assert code == 0
     assert "sysctl-advisor/profile: frontend-proxy.c1m-server" in out
     assert "+" not in "".join(re.findall(r"name: (\S+)", out))
+
+
+def test_diff_and_explain_take_several_profiles() -> None:
+    facts = str(EXAMPLES / "app-node.yaml")
+    profiles = ("-p", "redis", "-p", "postgresql")
+    code, out, _ = run("diff", "--facts", facts, *profiles, "-f", "json")
+    assert code == 1  # the host drifts from the plan
+    assert json.loads(out)["profile"] == "redis+postgresql"
+    code, out, _ = run("explain", "vm.overcommit_ratio", "--facts", facts, *profiles)
+    assert code == 0
+    assert "Profile redis+postgresql: vm.overcommit_ratio = 80" in out
