@@ -16,6 +16,7 @@ from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.resources import data_dir
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.sources.app_log import wanted
+from tests.knowledge.test_kernel_messages import assert_one_line
 
 SHIPPED = data_dir("rules") / "catalog" / "app-messages.yaml"
 
@@ -287,11 +288,7 @@ def test_bad_family_is_one_line_naming_file_and_field(
     path = write_family(workdir, **changes)
     with pytest.raises(InputError) as caught:
         load_app_families(path)
-    error = caught.value
-    assert error.field == field
-    assert error.path == str(path)
-    assert words in error.message
-    assert "\n" not in str(error) and str(path) in str(error)
+    assert_one_line(caught.value, path, field, words)
 
 
 def test_duplicate_id_names_its_line(workdir: Path) -> None:

@@ -223,7 +223,11 @@ def test_bad_family_is_one_line_naming_file_and_field(
     path = write_family(workdir, **changes)
     with pytest.raises(InputError) as caught:
         load_message_families(path)
-    error = caught.value
+    assert_one_line(caught.value, path, field, words)
+
+
+def assert_one_line(error: InputError, path: Path, field: str, words: str) -> None:
+    """A catalog's error: one line naming the file and the field, with these words."""
     assert error.field == field
     assert error.path == str(path)
     assert words in error.message
