@@ -6,6 +6,9 @@
       set: {listen_backlog: 32768}
     - group: dtn                 # Ansible inventory group(s); needs --inventory
       profile: gridftp
+    - hosts: "cache-*"
+      profile: [frontend-proxy, redis]   # several workloads (or a profile with includes:)
+      set: {redis.listen_backlog: 4096}
     - hosts: "*"                 # a catch-all; without one, --profile is the default
       profile: base
 
@@ -23,6 +26,7 @@ from typing import Annotated, Any
 
 from sysctl_advisor.knowledge.host_patterns import PatternError, compile_pattern, matches
 from sysctl_advisor.knowledge.profiles import Profile, coerce
+from sysctl_advisor.knowledge.workloads import SEPARATOR, Workload, workload_names
 from sysctl_advisor.model.documents import parse_document, parse_json, read_text
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.model_base import Before, Field, Record, model, validate
@@ -39,7 +43,7 @@ Names = Annotated[list[str], Before(_as_list)]  # one name, or a list of them
 class MapEntry(Record):
     hosts: Names = Field(default_factory=list, description="inventory-name patterns")
     group: Names = Field(default_factory=list, description="inventory groups")
-    profile: str
+    profile: Names = Field(description="a profile, or the list of profiles the hosts run")
     set: dict[str, str | int | float | bool] = Field(default_factory=dict)
 
 
@@ -66,7 +70,9 @@ class ProfileMap:
         self.groups = groups
         # each entry's `set`, as the profile's parameter types read it (`streams: 2.0` is 2)
         canonical = overrides or [{k: _text(v) for k, v in e.set.items()} for e in entries]
-        self._choices = [Choice(e.profile, o) for e, o in zip(entries, canonical, strict=True)]
+        self._choices = [
+            Choice(SEPARATOR.join(e.profile), o) for e, o in zip(entries, canonical, strict=True)
+        ]
 
     def choose(self, host: str) -> Choice | None:
         """The first entry that matches the host, else the default (None: no profile)."""
@@ -95,11 +101,8 @@ def load_profile_map(
     inventory: Path | None = None,
 ) -> ProfileMap:
     """Read and check the map against the known profiles and their parameters."""
-    if default_profile is not None and default_profile not in profiles:
-        known = ", ".join(sorted(profiles))
-        raise InputError(
-            f"unknown profile {default_profile!r} (profiles: {known})", field="--profile"
-        )
+    if default_profile is not None:
+        Workload(workload_names(default_profile), profiles)  # every profile known, or one line
     default = Choice(default_profile, {}) if default_profile is not None else None
     entries: list[MapEntry] = []
     overrides: list[dict[str, str]] = []
@@ -142,24 +145,26 @@ def _check_entry(
             compile_pattern(pattern)
         except PatternError as exc:
             raise InputError(str(exc), path=path, field=f"{where}.hosts[{n}]") from None
-    profile = profiles.get(entry.profile)
-    if profile is None:
-        known = ", ".join(sorted(profiles))
-        raise InputError(
-            f"unknown profile {entry.profile!r} (profiles: {known})",
-            path=path,
-            field=f"{where}.profile",
-        )
+    try:
+        workload = Workload(workload_names(entry.profile), profiles)
+    except InputError as exc:
+        raise InputError(exc.message, path=path, field=f"{where}.profile") from None
     canonical: dict[str, str] = {}
     for name, value in entry.set.items():
-        param = profile.parameters.get(name)
-        if param is None:
-            known = ", ".join(sorted(profile.parameters)) or "none"
+        target, dot, parameter = name.partition(".")
+        declaring = [
+            p
+            for p in workload.profiles
+            if (p.name == target if dot else True) and (parameter if dot else name) in p.parameters
+        ]
+        if not declaring:
+            known = ", ".join(workload.parameter_names()) or "none"
             raise InputError(
-                f"unknown parameter {name!r} for profile {profile.name!r} (parameters: {known})",
+                f"unknown parameter {name!r} for {workload.name!r} (parameters: {known})",
                 path=path,
                 field=f"{where}.set",
             )
+        param = declaring[0].parameters[parameter if dot else name]
         try:
             canonical[name] = _text(coerce(name, param, value))
         except InputError as exc:

@@ -25,9 +25,11 @@ _MERGE: dict[str, Callable[[list[Any]], Any]] = {"max": max, "min": min, "any": 
 
 
 def workload_names(names: str | Sequence[str]) -> tuple[str, ...]:
-    """The profile names as given (one name, or several), each once, in order."""
+    """The profile names as given (one name, or several), each once, in order. A name joined
+    with + (a plan's own name, `frontend-proxy+redis`) stands for each of its profiles: no
+    profile name holds a +."""
     given = [names] if isinstance(names, str) else list(names)
-    return tuple(dict.fromkeys(given))
+    return tuple(dict.fromkeys(n for name in given for n in name.split(SEPARATOR)))
 
 
 @dataclass(frozen=True)

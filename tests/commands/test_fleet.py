@@ -110,6 +110,27 @@ def test_profile_map_globs_groups_and_parameters(workdir: Path) -> None:
     assert "--set rtt_ms=80 --set streams=8" in conf  # the rebuild command reproduces it
 
 
+def test_a_profile_map_entry_may_name_several_workloads(workdir: Path) -> None:
+    """`profile: [frontend-proxy, c1m-server]`: the hosts get the merged plan, a parameter of
+    one of them is `PROFILE.NAME`, and the rebuild line gives each --profile."""
+    path = workdir / "profile-map.yaml"
+    path.write_text(
+        "- hosts: '*'\n  profile: [frontend-proxy, c1m-server]\n"
+        "  set: {c1m-server.connections: 200000, listen_backlog: 8192}\n"
+    )
+    out = workdir / "out"
+    code, err = fleet("--ansible-facts", TREE, "--out", out, "--profile-map", path)
+    assert code in (0, 1), err
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["profiles"]) == {"frontend-proxy+c1m-server"}
+    conf = (out / "host_files" / "dtn-01.conf").read_text()
+    assert "--profile frontend-proxy --profile c1m-server" in conf
+    assert "connections=200000" in conf and "listen_backlog=8192" in conf
+    path.write_text("- {hosts: '*', profile: [frontend-proxy, redis], set: {gridftp.rtt_ms: 9}}\n")
+    code, err = fleet("--ansible-facts", TREE, "--out", workdir / "o2", "--profile-map", path)
+    assert code == 2 and "[0].set" in err and "unknown parameter 'gridftp.rtt_ms'" in err
+
+
 @pytest.mark.parametrize(
     ("map_text", "extra", "words"),
     [

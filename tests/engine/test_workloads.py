@@ -228,3 +228,10 @@ def test_redis_and_postgresql_on_one_host_leave_overcommit_to_the_operator(
     )
     # the strict mode's own companion key is still PostgreSQL's to want
     assert _values(plan)["vm.overcommit_ratio"] == "80"
+
+
+def test_a_plans_own_name_stands_for_its_profiles(kb: KnowledgeBase) -> None:
+    """`-p frontend-proxy+c1m-server` (the name a plan shows) is the two profiles."""
+    facts = load_facts(FRONTEND)
+    joined = build_plan(kb, facts, "frontend-proxy+c1m-server")
+    assert joined == build_plan(kb, facts, ["frontend-proxy", "c1m-server"])
