@@ -11,8 +11,7 @@ NAME=V` sets it for every workload that declares it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from sysctl_advisor.knowledge.profiles import Profile
 from sysctl_advisor.knowledge.rules import Rule
@@ -32,8 +31,7 @@ def workload_names(names: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n for name in given for n in name.split(SEPARATOR)))
 
 
-@dataclass(frozen=True)
-class RuleRun:
+class RuleRun(NamedTuple):
     """One run of a rule: the workloads whose parameters it runs with (they agree on every
     parameter the rule reads), the first of them giving the parameters."""
 
