@@ -132,10 +132,8 @@ def _bounded(text: str, low: int, high: int) -> int | None:
 
 
 def _read(config: Path, confine: Path | None, settings: AppSettings) -> str | None:
-    """The file's text, or None with the reason among the problems."""
-    if confine is not None and not inside(confine, config):
-        settings.problems.append(f"{config}: outside {confine}; not read")
-        return None
+    """The file's text, or None with the reason among the problems (outside `confine`, as the
+    opened descriptor resolves, included)."""
     allowed = None if confine is None else (lambda real: inside(confine, real))
     try:
         data = read_bytes(config, allowed, limit=MAX_CONFIG_BYTES)

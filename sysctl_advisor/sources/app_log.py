@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import MAX_WANTS
 from sysctl_advisor.sources.kernel_log_input import file_lines, split_lines, units_journal_output
 from sysctl_advisor.sources.kernel_log_lines import (
@@ -155,12 +156,12 @@ def read_app_log(
     logs = dict.fromkeys(p for r in readers.values() for p in r.get("logs", ()))
     for relative in logs:
         path = root / relative
-        if not live and not inside(root, path):
-            continue  # its links lead out of the copied tree
+        # in a copied tree, a file whose links lead out of it is not read
+        allowed = None if live else (lambda real: inside(root, real))
         try:
-            lines, _ = file_lines(path)
-        except OSError:
-            continue  # missing, not a regular file, unreadable
+            lines, _ = file_lines(path, allowed)
+        except InputError:
+            continue  # missing, not a regular file, unreadable, or out of the tree
         read_any = True
         where = "/" + str(relative).lstrip("/")
         for raw in lines:

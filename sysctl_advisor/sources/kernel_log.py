@@ -97,11 +97,11 @@ def _sources(root: Path, live: bool) -> list[_Source]:
     def file_source(relative: str, fmt: Format | None) -> _Source:
         def read(tally: Tally, now: float) -> dict[str, Any] | None:
             path = root / relative
-            if not live and not inside(root, path):
-                return None  # its links lead out of the copied tree
+            # in a copied tree, a file whose links lead out of it is not read
+            allowed = None if live else (lambda real: inside(root, real))
             try:
-                lines, truncated = file_lines(path)
-            except OSError:
+                lines, truncated = file_lines(path, allowed)
+            except InputError:
                 return None
             tally_lines(lines, tally, now, fmt)
             return tally.result(str(path) + (tail_note() if truncated else ""))
@@ -135,15 +135,8 @@ def _sources(root: Path, live: bool) -> list[_Source]:
 def _read_given_file(path: Path, tally: Tally, now: float) -> dict[str, Any]:
     try:
         lines, truncated = file_lines(path)
-    except IsADirectoryError:
-        raise InputError(
-            "is a directory, expected a file", path=path, field="--kernel-log"
-        ) from None
-    except FileNotFoundError:
-        raise InputError("no such file", path=path, field="--kernel-log") from None
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise InputError(f"cannot read: {reason}", path=path, field="--kernel-log") from None
+    except InputError as exc:
+        raise InputError(exc.message, path=path, field="--kernel-log") from None
     tally_lines(lines, tally, now, None)
     return tally.result(str(path) + (tail_note() if truncated else ""))
 

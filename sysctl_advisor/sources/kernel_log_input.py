@@ -13,12 +13,14 @@ import contextlib
 import os
 import selectors
 import shutil
-import stat
 import subprocess
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from sysctl_advisor.model.documents import open_regular_file
+from sysctl_advisor.model.errors import InputError
 
 MAX_LOG_BYTES = 64 * 1024 * 1024  # of a file (its end) or of a command's output
 MAX_RAW_LINE = 64 * 1024  # bytes of one line kept (a journal JSON entry holds many fields)
@@ -63,20 +65,16 @@ def tail_note() -> str:
     return f" (its newest lines: at most {MAX_LOG_BYTES / 2**20:g} MiB, {MAX_LOG_LINES:,} lines)"
 
 
-class _NotRegular(OSError):
-    pass
-
-
-def file_lines(path: Path) -> tuple[list[bytes], bool]:
+def file_lines(
+    path: Path, allowed: Callable[[Path], bool] | None = None
+) -> tuple[list[bytes], bool]:
     """The lines of a regular file's last MAX_LOG_BYTES, each cut to MAX_RAW_LINE bytes, and
-    whether the file was longer. Raises OSError (IsADirectoryError, _NotRegular …)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    whether the file was longer. Opened once (open_regular_file: a FIFO or a device is refused
+    unopened, and with `allowed` a file whose real path, as opened, it refuses); InputError
+    with the reason otherwise."""
+    fd = open_regular_file(path, allowed)
     try:
         info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise IsADirectoryError(21, "is a directory, expected a file")
-        if not stat.S_ISREG(info.st_mode):
-            raise _NotRegular(0, "not a regular file (a FIFO, device or socket)")
         start = max(0, info.st_size - MAX_LOG_BYTES)
         if start:
             os.lseek(fd, start, os.SEEK_SET)
@@ -85,6 +83,8 @@ def file_lines(path: Path) -> tuple[list[bytes], bool]:
         if cut:
             newest.popleft()
         return list(newest), start > 0 or cut
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
     finally:
         os.close(fd)
 

@@ -13,7 +13,7 @@ import pytest
 
 from sysctl_advisor.knowledge.app_messages import app_readers, load_app_families
 from sysctl_advisor.knowledge.resources import data_dir
-from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.errors import InputError, NotFound
 from sysctl_advisor.model.host_facts import Observed, facts_from_data, facts_to_data
 from sysctl_advisor.model.model_base import validate
 from sysctl_advisor.sources import app_log, kernel_log_input
@@ -133,8 +133,8 @@ class FakeJournal:
         return self.output
 
     @staticmethod
-    def no_file(path: Path) -> tuple[list[bytes], bool]:
-        raise FileNotFoundError(2, "no such file", str(path))
+    def no_file(path: Path, allowed: object = None) -> tuple[list[bytes], bool]:
+        raise NotFound("no such file", path=path)
 
 
 def entry(message: Any, when: str | None = None, unit: Any = "redis-server.service") -> bytes:
