@@ -56,6 +56,8 @@ class CurrentConfig:
     # (shown path, its assignments in file order), for each file applied: read once, here
     documents: list[tuple[str, list[Assignment]]] = field(default_factory=list)
     base: Path | None = None  # tree paths are shown relative to this directory
+    # shown path -> when the file read was last modified (epoch seconds)
+    modified: dict[str, float] = field(default_factory=dict)
     # (shown path, [(line, text)]) of the comment lines that address the advisor
     # (`# sysctl-advisor: ...`), for each file that has any; `check` reads them
     advisor_comments: list[tuple[str, list[tuple[int, str]]]] = field(default_factory=list)

@@ -90,6 +90,17 @@ def read_bytes(
     is refused without being opened (open_regular_file), and so is a file above `limit`
     (max_input_bytes() by default); with `allowed`, also one whose real path it refuses, as
     opened; with `owners`, one owned by another user."""
+    return read_file_and_time(path, allowed, owners, limit)[0]
+
+
+def read_file_and_time(
+    path: Path,
+    allowed: Callable[[Path], bool] | None = None,
+    owners: Collection[int] | None = None,
+    limit: int | None = None,
+) -> tuple[bytes, float]:
+    """As read_bytes, with the file's modification time (epoch seconds) from the descriptor
+    read."""
     hint = " (set SYSCTL_ADVISOR_MAX_INPUT to allow more)" if limit is None else ""
     limit = max_input_bytes() if limit is None else limit
     fd = open_regular_file(path, allowed, owners)
@@ -104,7 +115,7 @@ def read_bytes(
             if size > limit:  # a file that grew, or /proc files that report size 0
                 raise InputError(f"larger than {limit:,} bytes", path=path)
             chunks.append(chunk)
-        return b"".join(chunks)
+        return b"".join(chunks), info.st_mtime
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=path) from None
     finally:

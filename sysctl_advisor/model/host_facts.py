@@ -174,7 +174,7 @@ def _none_if_nonpositive(value: Any) -> Any:
     return value
 
 
-def _sysctl_value(value: Any) -> str:
+def sysctl_text(value: Any) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, int | float | str):
@@ -558,6 +558,29 @@ def _power_of_two(value: int) -> int:
 
 
 @model
+class FileSetting(Record):
+    """What the sysctl file that sets a key (`sysctl_files`) writes, and when it was written."""
+
+    value: Annotated[str, Before(sysctl_text)] = Field(description="the file's value")
+    modified: Timestamp | None = Field(
+        default=None,
+        description="when the file was last modified (UTC, ISO 8601): where the value in force "
+        "is the file's, it holds since then, and evidence logged before is not evidence "
+        "against it",
+    )
+
+
+def _process_name(value: str) -> str:
+    plain_line(value, "process name")
+    if not 1 <= len(value) <= 15:  # /proc/PID/comm: TASK_COMM_LEN 16, with its NUL
+        raise ValueError(f"a process name (/proc/PID/comm) has 1-15 characters: {value[:40]!r}")
+    return value
+
+
+ProcessName = Annotated[str, After(_process_name)]
+
+
+@model
 class HostFacts(Record):
     hostname: Hostname | None = None
     kernel: Annotated[Release | None, After(_kernel_release)] = None
@@ -566,7 +589,7 @@ class HostFacts(Record):
     page_size: Annotated[int, After(_power_of_two)] = Field(default=4096, ge=4096, le=65536)
     cpu: Cpu = Field(default_factory=Cpu)
     nics: list[Nic] = Field(default_factory=list, max_length=4096)
-    sysctl: dict[SysctlKey, Annotated[str, Before(_sysctl_value)]] = Field(
+    sysctl: dict[SysctlKey, Annotated[str, Before(sysctl_text)]] = Field(
         default_factory=dict, max_length=100_000
     )
     sysctl_files: dict[SysctlKey, Text] | None = Field(
@@ -574,6 +597,20 @@ class HostFacts(Record):
         description="key -> the sysctl.d file and line that sets it at boot, or a tuning "
         "daemon's profile file (tuned's tuned.conf); a key of `sysctl` missing here was set "
         "by no file. Absent: not known.",
+    )
+    sysctl_file_settings: dict[SysctlKey, FileSetting] | None = Field(
+        default=None,
+        max_length=100_000,
+        description="for keys of `sysctl_files`: the value that file sets and when it was last "
+        "modified (a value in force unlike the file's was written after boot by another "
+        "program); absent: not known",
+    )
+    processes: list[ProcessName] | None = Field(
+        default=None,
+        max_length=65536,
+        description="the names (/proc/PID/comm) of the programs running, each once: the "
+        "writers catalog (rules/catalog/writers.yaml) knows which of them write sysctls; "
+        "absent: not read",
     )
     observed: Observed = Field(default_factory=Observed)
     services: dict[ServiceName, Service] = Field(default_factory=dict, max_length=64)
@@ -599,6 +636,12 @@ class HostFacts(Record):
     kubernetes: Kubernetes | None = None
 
     def __post_init__(self) -> None:
+        if self.sysctl_file_settings:
+            stray = sorted(set(self.sysctl_file_settings) - set(self.sysctl_files or {}))
+            if stray:
+                raise ValueError(
+                    f"sysctl_file_settings: {stray[0]} is set by no file of sysctl_files"
+                )
         names = [nic.name for nic in self.nics]
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:
@@ -712,7 +755,16 @@ def _known(value: Any) -> Any:
 
 
 _READ_AND_EMPTY = frozenset(
-    {"sysctl_files", "listeners", "kernel_events", "kernel_modules", "loadable", "builtin"}
+    {
+        "sysctl_files",
+        "sysctl_file_settings",
+        "processes",
+        "listeners",
+        "kernel_events",
+        "kernel_modules",
+        "loadable",
+        "builtin",
+    }
 )
 
 

@@ -123,9 +123,8 @@ def _sources(root: Path, live: bool) -> list[_Source]:
         output = dmesg_output()
         if output is None:
             return None
-        if tally.cutoff is not None:
-            # printk times are seconds since boot on the clock CLOCK_MONOTONIC follows
-            tally.uptime_cutoff = time.monotonic() - (now - tally.cutoff)
+        # printk times are seconds since boot on the clock CLOCK_MONOTONIC follows
+        tally.booted = now - time.monotonic()
         tally_lines(split_lines(output), tally, now, "dmesg")
         return tally.result("dmesg")
 

@@ -8,10 +8,12 @@ lines), and dmesg output (`[12345.678901] …`, `dmesg -T`'s `[Sat Nov 22 10:00:
 taken from the first non-empty line.
 
 Timestamps (`first_seen`, `last_seen`, `kernel_log.since`) are ISO 8601 UTC, and only where a
-line carries a wall-clock time: dmesg's `[seconds since boot]` is not one, so events read from
-such lines have no first_seen/last_seen, and a `since_seconds` window cannot be applied to a
-saved dmesg file (`kernel_log.since` is then absent); the live dmesg is windowed by
-`Tally.uptime_cutoff` instead. Syslog lines without a year are taken in this machine's time
+line carries a wall-clock time, or where the boot's wall-clock time is known: dmesg's
+`[seconds since boot]` is not one, so events read from a saved dmesg file have no
+first_seen/last_seen, and a `since_seconds` window cannot be applied to it (`kernel_log.since`
+is then absent); the live dmesg's times are the boot's wall-clock time (`Tally.booted`, now
+less CLOCK_MONOTONIC, the clock printk's times follow while the host does not suspend) plus
+the seconds since boot. Syslog lines without a year are taken in this machine's time
 zone, in the latest year that does not put them more than a day after `now`.
 
 The lines are hostile: a line is matched in its first MAX_LINE characters, and examples are
@@ -82,19 +84,18 @@ class Tally:
 
     matchers: list[tuple[str, tuple[str, ...]]]
     cutoff: float | None  # epoch seconds; lines older are outside the window
-    uptime_cutoff: float | None = None  # the same, in seconds since boot (live dmesg)
+    booted: float | None = None  # the boot's epoch seconds (live dmesg): uptime to a time
     lines: int = 0
     window_applied: bool = True  # every line read had a time the window could be applied to
     found: dict[str, _Family] = field(default_factory=dict)
 
     def add(self, text: str, when: float | None, uptime: float | None = None) -> None:
+        if when is None and uptime is not None and self.booted is not None:
+            when = self.booted + uptime
         if when is not None and not 0 <= when < LATEST:
             when = None  # a malformed time: the line counts, without a time
         if when is not None:
             if self.cutoff is not None and when < self.cutoff:
-                return
-        elif uptime is not None and self.uptime_cutoff is not None:
-            if uptime < self.uptime_cutoff:
                 return
         elif self.cutoff is not None:
             self.window_applied = False

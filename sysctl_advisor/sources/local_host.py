@@ -19,7 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.host_facts import HostFacts, facts_from_data, interface_name
+from sysctl_advisor.model.host_facts import (
+    HostFacts,
+    facts_from_data,
+    interface_name,
+    sysctl_text,
+)
 from sysctl_advisor.model.units import is_decimal
 from sysctl_advisor.sources.proc_readers import (
     count_cpu_list,
@@ -306,11 +311,12 @@ TunedPlaces = tuple[str, Sequence[str], Sequence[str]]  # active profile, profil
 
 def _sysctl_files(
     root: Path, keys: Iterable[str], tuned: TunedPlaces | None = None
-) -> dict[str, str] | None:
+) -> tuple[dict[str, str] | None, dict[str, dict[str, str]] | None]:
     """Which catalog keys the host's sysctl.d files (and sysctl.conf) set at boot, and where,
     and the ones tuned's active profile sets that no such file does (tuned applies sysctl.d
     again after its profile: reapply_sysctl, on by default); None when the host has none of
-    those files to read."""
+    those files to read. With them, for each key a file sets, the file's value and when the
+    file was last modified (the facts' sysctl_file_settings)."""
     from sysctl_advisor.sources.sysctl_files import SYSCTL_CONF, SYSCTL_D_DIRS, read_tree
     from sysctl_advisor.sources.tuned_profile import tuned_sysctls
 
@@ -323,19 +329,33 @@ def _sysctl_files(
             lambda path: _read(path, root, strip=False), root, active, dirs, keys
         )
     if not any((root / d).is_dir() for d in SYSCTL_D_DIRS) and not (root / SYSCTL_CONF).exists():
-        return by_tuned or None
+        return by_tuned or None, None
     try:
         config = read_tree(root, keys)
     except InputError:
-        return by_tuned or None
+        return by_tuned or None, None
     wanted = set(keys)
     files = {k: v.source for k, v in config.values.items() if k in wanted}
     # tuned applies some files again after its profile: those win over it, the rest lose
-    return {
+    chosen = {
         **{k: v for k, v in files.items() if k not in by_tuned},
         **by_tuned,
         **{k: v for k, v in files.items() if k in by_tuned and _reapplied(v, reapplied)},
     }
+    settings: dict[str, dict[str, str]] = {}
+    for key, found in config.values.items():
+        if chosen.get(key) != found.source:
+            continue  # tuned's profile sets it (or it is no catalog key)
+        modified = config.modified.get(found.file or found.source.rpartition(":")[0])
+        try:
+            value = sysctl_text(found.value)
+        except ValueError:
+            continue  # a line no key holds: no value the file sets
+        setting = {"value": value}
+        if modified is not None:
+            setting["modified"] = utc_text(modified)
+        settings[key] = setting
+    return chosen, settings
 
 
 def _reapplied(source: str, reapplied: Sequence[str]) -> bool:
@@ -343,6 +363,33 @@ def _reapplied(source: str, reapplied: Sequence[str]) -> bool:
     again after its profile."""
     path = "/" + (source.rpartition(":")[0] or source).lstrip("/")
     return any(path == r or (r.endswith("/") and path.startswith(r)) for r in reapplied)
+
+
+MAX_PROCESSES = 1 << 16  # /proc entries looked at; a host runs far fewer programs
+
+
+def _processes(root: Path) -> list[str] | None:
+    """The names (comm) of the programs running, each once, sorted: who else may write
+    sysctls (rules/catalog/writers.yaml). None when /proc lists no process (a copied tree
+    without them); a name that is no plain text is left out."""
+    proc = root / "proc"
+    if not _reachable(root, proc):
+        return None
+    try:
+        with os.scandir(proc) as entries:
+            pids = [e.name for e in islice(entries, MAX_PROCESSES) if e.name.isdigit()]
+    except OSError:
+        return None
+    if not pids:
+        return None
+    names: set[str] = set()
+    for pid in pids:
+        if not _read(proc / pid / "cmdline", root, limit=1, strip=False):
+            continue  # a kernel thread (or a zombie): no program
+        name = _read(proc / pid / "comm", root)
+        if name and name.isprintable() and len(name) <= 15:
+            names.add(name)
+    return sorted(names)
 
 
 def _services(root: Path) -> dict[str, Any]:
@@ -395,6 +442,7 @@ def collect_data(
     rx = parse_net_dev(_read(root / "proc/net/dev", root) or "")
     links = _links(root)
     nics = _nics(root, links or [], rx)
+    files, file_settings = _sysctl_files(root, keys, tuned)
     data: dict[str, Any] = {
         "hostname": hostname,
         "kernel": kernel,
@@ -404,7 +452,9 @@ def collect_data(
         "cpu": {"threads": _cpu_threads(root, live)},
         "nics": nics,
         "sysctl": _sysctls(root, keys),
-        "sysctl_files": _sysctl_files(root, keys, tuned),
+        "sysctl_files": files,
+        "sysctl_file_settings": file_settings,
+        "processes": _processes(root),
         "observed": _observed(root, nics, utc_text(moment)),
         "services": _services(root),
     }

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from sysctl_advisor.model.current_config import CurrentConfig, CurrentValue, Override, Problem
-from sysctl_advisor.model.documents import read_bytes, read_stream_bytes
+from sysctl_advisor.model.documents import read_file_and_time, read_stream_bytes
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.sysctl_conf import C_SPACE, Assignment, parse_conf_lines
 from sysctl_advisor.sources.tree_paths import inside, within
@@ -121,19 +121,20 @@ def _advisor_comments(text: str) -> list[tuple[int, str]]:
 def _read(
     path: Path,
     display: str,
-    problems: list[Problem],
+    config: CurrentConfig,
     allowed: Callable[[Path], bool] | None = None,
 ) -> str | None:
     """A file's text, or None with the reason recorded: never blocks on a FIFO, never opens a
     device or reads more than the input limit; with `allowed`, only a file whose real path it
     accepts as opened (a link swapped in after the check by name is judged by what was
-    opened)."""
+    opened). Its modification time goes into `config.modified`."""
     try:
-        data = read_bytes(path, allowed)
+        data, modified = read_file_and_time(path, allowed)
     except InputError as exc:
-        problems.append(Problem(display, exc.message, "error", "unreadable"))
+        config.problems.append(Problem(display, exc.message, "error", "unreadable"))
         return None
-    return _decoded(data, display, problems)
+    config.modified[display] = modified
+    return _decoded(data, display, config.problems)
 
 
 def _decoded(data: bytes, display: str, problems: list[Problem]) -> str | None:
@@ -163,7 +164,7 @@ def read_file(
     """One sysctl.conf, or a `sysctl -a` dump (told apart by its content)."""
     shown = display or str(path)
     config = CurrentConfig("file", shown)
-    return _from_text(config, _read(path, shown, config.problems), known_keys)
+    return _from_text(config, _read(path, shown, config), known_keys)
 
 
 STDIN_NAME = "<stdin>"
@@ -356,7 +357,7 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
         # A link (99-sysctl.conf -> ../sysctl.conf) is applied at its own name's position, but
         # values are attributed to the file an operator would edit.
         display = shown(target) if linked else entry_shown
-        text = _read(target, display, config.problems, allowed)
+        text = _read(target, display, config, allowed)
         if text is not None:
             collector.add_text(text, display)
             config.files.append(
@@ -377,7 +378,7 @@ def read_tree(root: Path, known_keys: Iterable[str] = ()) -> CurrentConfig:
                 "info",
             )
         )
-        text = _read(main_conf, shown(main_conf), config.problems, allowed)
+        text = _read(main_conf, shown(main_conf), config, allowed)
         if text is not None:
             collector.add_text(text, shown(main_conf))
             config.files.append(shown(main_conf))
