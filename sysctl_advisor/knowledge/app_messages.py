@@ -18,6 +18,7 @@ from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.kernel_messages import (
     MAX_FAMILIES,
     Family,
+    Key,
     OneLine,
     Paragraph,
     load_families,
@@ -31,7 +32,6 @@ MAX_AFTER = 64
 MAX_SCALE = 1 << 20
 _UNIT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:_.@*\\-]{0,254}$")
 _PART = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
-_KEY = re.compile(r"^[a-z0-9_]+(?:\.[a-z0-9_-]+)+$")
 
 
 def _unit(value: str) -> str:
@@ -60,17 +60,9 @@ def _after(value: str) -> str:
     return value
 
 
-def _key(value: str) -> str:
-    plain_line(value, "sysctl key")
-    if len(value) > 128 or not _KEY.match(value):
-        raise ValueError(f"not a sysctl key: {value[:80]!r}")
-    return value
-
-
 Unit = Annotated[str, After(_unit)]
 LogPath = Annotated[str, After(_log_path)]
 AfterText = Annotated[str, After(_after)]
-Key = Annotated[str, After(_key)]
 
 
 @model

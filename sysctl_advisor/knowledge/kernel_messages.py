@@ -8,6 +8,7 @@ is written. The log reader (`sysctl_advisor.sources.kernel_log`) takes `matchers
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -60,6 +61,17 @@ def _paragraph(value: str) -> str:
     return value
 
 
+_KEY = re.compile(r"^[a-z0-9_]+(?:\.[a-z0-9_-]+)+$")
+
+
+def _key(value: str) -> str:
+    plain_line(value, "sysctl key")
+    if len(value) > 128 or not _KEY.match(value):
+        raise ValueError(f"not a sysctl key: {value[:80]!r}")
+    return value
+
+
+Key = Annotated[str, After(_key)]
 OneLine = Annotated[str, After(_short_line)]
 Substring = Annotated[str, After(_substring)]
 Paragraph = Annotated[str, After(_paragraph)]
@@ -88,6 +100,12 @@ class MessageFamily(Family):
     """A kernel message family."""
 
     kernels: Paragraph = Field(description="which kernel versions print which wording")
+    keys: list[Key] = Field(
+        default_factory=list,
+        max_length=8,
+        description="the sysctls whose values the message argues against: lines logged before "
+        "the value in force of every one of them was set are not evidence against it",
+    )
 
 
 @model

@@ -21,6 +21,7 @@ from sysctl_advisor.knowledge.knowledge_files import (
     MESSAGE_CATALOG,
     NODE_PLATFORMS,
     SERVER_TABLE,
+    WRITERS,
 )
 from sysctl_advisor.knowledge.kubernetes import Kubernetes
 from sysctl_advisor.knowledge.node_platforms import NodePlatform, load_node_platforms
@@ -30,6 +31,7 @@ from sysctl_advisor.knowledge.rules import Rule, load_rules
 from sysctl_advisor.knowledge.servers import ServerTable
 from sysctl_advisor.knowledge.sources import Sources
 from sysctl_advisor.knowledge.workloads import Workload, workload_names
+from sysctl_advisor.knowledge.writers import Writers
 from sysctl_advisor.model.errors import InputError
 
 
@@ -46,6 +48,7 @@ class KnowledgeBase:
     sources: Sources  # every document the rest cites, by id
     node_platforms: dict[str, NodePlatform]  # where each platform takes a node's sysctls
     app_families: list[AppMessageFamily]  # applications' start-up warnings
+    writers: Writers  # who else writes sysctls on a host
     _workloads: dict[tuple[str, ...], Workload] = dataclasses.field(
         default_factory=dict, repr=False
     )
@@ -80,6 +83,7 @@ class KnowledgeBase:
         # keeps the entries the last run used, and this one must stay warm too
         kubernetes = Kubernetes.load(shipped_rules / "catalog" / KUBERNETES, specs)
         node_platforms = load_node_platforms(shipped_rules / "catalog" / NODE_PLATFORMS, specs)
+        writers = Writers.load(shipped_rules / "catalog" / WRITERS, specs, compiler)
         catalogs = [shipped_rules, *(rules_dirs or [])]
         sources = Sources(
             [p for d in catalogs if (p := d / "catalog" / Sources.FILE).exists()], specs
@@ -106,6 +110,15 @@ class KnowledgeBase:
                 {str(i): f for i, f in enumerate(app_families)},
             ),
             (catalog_dir / KUBERNETES, "", {"": kubernetes.spec}),
+            (catalog_dir / WRITERS, "writers", {w.id: w for w in writers.spec.writers}),
+            *(
+                (
+                    catalog_dir / WRITERS,
+                    f"writers.{w.id}.writes",
+                    {str(i): x for i, x in enumerate(w.writes)},
+                )
+                for w in writers.spec.writers
+            ),
             *((p.path, "", {"": p.spec}) for p in node_platforms.values()),
             *((rule.path, "", {"": rule.spec}) for rule in rules.values()),
             *((rule.path, "", {"": rule.spec}) for rule in check_rules.values()),
@@ -135,6 +148,7 @@ class KnowledgeBase:
             sources,
             node_platforms,
             app_families,
+            writers,
         )
 
     @functools.cached_property

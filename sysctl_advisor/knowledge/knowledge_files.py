@@ -15,6 +15,7 @@ MESSAGE_CATALOG = "kernel-messages.yaml"
 APP_MESSAGE_CATALOG = "app-messages.yaml"
 KUBERNETES = "kubernetes.yaml"
 NODE_PLATFORMS = "node-platforms"  # a folder: one file per Kubernetes platform
+WRITERS = "writers.yaml"
 
 
 MAX_RULE_DEPTH = 8  # folders below a rules directory (the shipped ones use one)

@@ -1,0 +1,265 @@
+"""Who else writes sysctls on a host (rules/catalog/writers.yaml): each writer's signs in the
+facts, the keys it writes (the value, when, and whether it tolerates another), and where an
+operator puts a value so that it lasts (the writer's own configuration).
+
+The advisor is one of the writers: its own file (`own: true`) is what a plan replaces whole,
+so a key it sets stays the plan's while a rule of the plan is about it (engine/settle.py).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from sysctl_advisor.cache.specs import SpecCache
+from sysctl_advisor.knowledge.expressions import Compiler, Expression, ExpressionError, Text
+from sysctl_advisor.knowledge.rules import SpecModel
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.model_base import Field, model
+
+WRITER_ID = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+# A key as a writer names it: a sysctl key, where `*` stands for one interface name.
+WRITTEN_KEY = r"^[a-z0-9_]+(?:\.[a-z0-9_*-]+)+$"
+
+When = Literal["start", "start-if-lower", "start-if-different", "link", "pod", "boot", "continuous"]
+WHEN_WORDS: dict[str, str] = {
+    "start": "at every start",
+    "start-if-lower": "at start, where the value in force is lower",
+    "start-if-different": "at start, where the value in force differs",
+    "link": "on each interface as it comes up",
+    "pod": "at each pod's network setup",
+    "boot": "at boot, from its sysctl.d file",
+    "continuous": "at any time while it runs",
+}
+
+
+@model
+class SignsSpec(SpecModel):
+    """How a writer shows in the facts; any one sign is enough."""
+
+    processes: list[str] = Field(
+        default_factory=list,
+        max_length=20,
+        description="/proc/PID/comm of a running program (facts.processes) or of a listener's",
+    )
+    links: list[str] = Field(
+        default_factory=list, max_length=20, description="prefixes of interface names it makes"
+    )
+    files: list[str] = Field(
+        default_factory=list,
+        max_length=20,
+        description="globs on the name of a sysctl file that sets a key (facts.sysctl_files)",
+    )
+    node: bool = Field(default=False, description="every Kubernetes node runs it")
+
+
+@model
+class FixSpec(SpecModel):
+    """Where a value the plan wants goes so that the writer keeps it: its own configuration."""
+
+    target: str = Field(max_length=40, description="the companion's target")
+    setting: str = Field(description="a template over `value` (the plan's), `cpus`, `facts`")
+    rationale: str
+
+
+@model
+class WriteSpec(SpecModel):
+    key: str = Field(pattern=WRITTEN_KEY)
+    value: str | None = Field(
+        default=None,
+        description="an expression over `facts`, `cpus` and `default` (the kernel's, by key "
+        "alias): the value it writes; absent: it depends (the note says on what)",
+    )
+    when: When
+    forbids_other: bool = Field(
+        default=False,
+        description="no other value lasts: the writer rewrites it at every start, or refuses "
+        "to run with another",
+    )
+    note: str
+    file: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9_.+-]{1,64}\.conf$",
+        description="for a `boot` write, the sysctl.d file name that holds it: systemd-sysctl "
+        "applies the files in the order of their names, so one that sorts after the plan's "
+        "own file wins over it",
+    )
+    fix: FixSpec | None = None
+    references: list[str] = Field(min_length=1, max_length=10)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if (self.when == "boot") != (self.file is not None):
+            raise ValueError("file: a `boot` write names its sysctl.d file, and only a boot write")
+
+
+@model
+class WriterSpec(SpecModel):
+    id: str = Field(pattern=WRITER_ID)
+    name: str = Field(max_length=60)
+    summary: str
+    own: bool = Field(default=False, description="the advisor's own file")
+    signs: SignsSpec
+    writes: list[WriteSpec] = Field(default_factory=list, max_length=40)
+    instead: str | None = Field(
+        default=None,
+        description="what to do where a workload wants another value of a key it forbids",
+    )
+    references: list[str] = Field(default_factory=list, max_length=20)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.own and not self.references:
+            raise ValueError("references: a writer other than the advisor cites its source")
+        if not any((self.signs.processes, self.signs.links, self.signs.files, self.signs.node)):
+            raise ValueError("signs: at least one sign (a process, link, file, or node)")
+
+
+@model
+class WritersSpec(SpecModel):
+    writers: list[WriterSpec] = Field(min_length=1, max_length=100)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        ids = [w.id for w in self.writers]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise ValueError(f"writer {twice[0]!r} is listed twice")
+        if sum(w.own for w in self.writers) != 1:
+            raise ValueError("exactly one writer is the advisor itself (own: true)")
+        own = next(w for w in self.writers if w.own)
+        if not own.signs.files or "*" in own.signs.files[0]:
+            raise ValueError("the advisor's own entry names its file first (signs.files[0])")
+
+
+@dataclass(frozen=True)
+class Write:
+    """A key a writer that runs on the host writes, with the value worked out for it."""
+
+    writer: WriterSpec
+    spec: WriteSpec
+    index: int  # in the writer's `writes`
+    value: Any  # the value (int, list or text), None: it depends
+    signs: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.writer.name
+
+    def says(self, shown: str | None) -> str:
+        """'the kubelet writes 1 at every start' (the value as the caller shows it)."""
+        what = f"writes {shown}" if shown is not None else "writes it"
+        when = (
+            f"at boot, from {self.spec.file}"
+            if self.spec.file is not None
+            else WHEN_WORDS[self.spec.when]
+        )
+        return f"{self.writer.name} {what} {when}"
+
+
+class Writers:
+    """The catalog, compiled: each write's value expression and each fix's templates."""
+
+    def __init__(self, spec: WritersSpec, path: Path, compiler: Compiler) -> None:
+        self.spec = spec
+        self.path = path
+        self.own = next(w for w in spec.writers if w.own)
+        # the name the outputs install the plan as (the own entry's first file)
+        self.own_name = self.own.signs.files[0]
+        self.values: dict[tuple[str, int], Expression] = {}
+        self.fixes: dict[tuple[str, int], tuple[Text, Text]] = {}
+        for writer in spec.writers:
+            for i, write in enumerate(writer.writes):
+                where = f"writers.{writer.id}.writes[{i}]"
+                try:
+                    if write.value is not None:
+                        self.values[writer.id, i] = compiler.expression(write.value)
+                    if write.fix is not None:
+                        self.fixes[writer.id, i] = (
+                            compiler.template(write.fix.setting),
+                            compiler.template(write.fix.rationale),
+                        )
+                except ExpressionError as exc:
+                    raise InputError(str(exc), path=path, field=where) from None
+
+    @classmethod
+    def load(cls, path: Path, specs: SpecCache, compiler: Compiler) -> Writers:
+        return cls(specs.load(path, WritersSpec, "the writers catalog"), path, compiler)
+
+    def is_own(self, source: str | None) -> bool:
+        """Whether a sysctl file ("path:line", as facts.sysctl_files gives it) is the advisor's."""
+        return source is not None and _file_matches(source, self.own.signs.files)
+
+    def signs(self, writer: WriterSpec, facts: dict[str, Any], node: list[str]) -> tuple[str, ...]:
+        """What in the facts (plain data) shows the writer runs; empty: it does not show."""
+        found: list[str] = []
+        running = set(facts.get("processes") or [])
+        running |= {
+            (sock.get("process") or {}).get("command") for sock in facts.get("listeners") or []
+        }
+        found += [f"a {name} process" for name in writer.signs.processes if name in running]
+        links = [*(facts.get("links") or []), *(n["name"] for n in facts.get("nics") or [])]
+        for prefix in writer.signs.links:
+            hit = next((link for link in links if link.startswith(prefix)), None)
+            if hit is not None:
+                found.append(f"interface {hit}")
+        files = sorted(set((facts.get("sysctl_files") or {}).values()))
+        for source in files:
+            if _file_matches(source, writer.signs.files):
+                found.append(source.rpartition(":")[0] or source)
+                break
+        if writer.signs.node and node:
+            found.append(f"a Kubernetes node: {node[0]}")
+        return tuple(dict.fromkeys(found))
+
+    def present(
+        self, facts: dict[str, Any], node: list[str], variables: dict[str, Any], compiler: Compiler
+    ) -> list[Write]:
+        """Every write of every writer (the advisor's own file aside) whose signs show on the
+        host, its value worked out (`variables`: what rule expressions see of the host; `node`:
+        what shows the host is a Kubernetes node, empty where it is not one)."""
+        found: list[Write] = []
+        context = None
+        for writer in self.spec.writers:
+            if writer.own:
+                continue
+            signs = self.signs(writer, facts, node)
+            if not signs:
+                continue
+            for i, write in enumerate(writer.writes):
+                value = None
+                expression = self.values.get((writer.id, i))
+                if expression is not None:
+                    if context is None:
+                        context = compiler.context(variables)
+                    try:
+                        value = expression.run(context)
+                    except ExpressionError as exc:
+                        raise InputError(
+                            str(exc), path=self.path, field=f"writers.{writer.id}.writes[{i}]"
+                        ) from None
+                found.append(Write(writer, write, i, value, signs))
+        return found
+
+
+def _file_matches(source: str, globs: list[str]) -> bool:
+    path = source.rpartition(":")[0] if source.rpartition(":")[2].isdigit() else source
+    name = path.rpartition("/")[2]
+    return any(fnmatch.fnmatchcase(name, glob) for glob in globs)
+
+
+NOT_INTERFACES = frozenset({"all", "default"})  # conf/ and neigh/ entries that are no link
+
+
+def key_matches(pattern: str, key: str) -> bool:
+    """A written key against a catalog key: `*` is one interface name (no dot), never `all`
+    or `default`, which a writer that means them names."""
+    if "*" not in pattern:
+        return pattern == key
+    parts, names = pattern.split("."), key.split(".")
+    return len(parts) == len(names) and all(
+        p == n or (p == "*" and n and n not in NOT_INTERFACES)
+        for p, n in zip(parts, names, strict=True)
+    )
