@@ -14,6 +14,16 @@ from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from sysctl_advisor.engine.evidence_time import date_evidence
+from sysctl_advisor.engine.own_file import held, own_keys
+from sysctl_advisor.engine.owners import (
+    Owners,
+    contradiction,
+    forbidden,
+    owned_settings,
+    owners,
+    writer_defaults,
+)
 from sysctl_advisor.knowledge.catalog import (
     MAX_TEXT_VALUE,
     Catalog,
@@ -226,7 +236,11 @@ def _kernel_values_as_defaults(
     """Model error is never drift: a value in force that the kernel set itself (no sysctl.d
     file sets it, when the facts say which files do), that a tuning daemon's profile set, or
     that lies within the catalog's tolerance of the modelled default *is* this host's default.
-    Replaces the modelled figure in `defaults` (and in what expressions see as `default`);
+    Replaces the modelled figure in `defaults`; what expressions see as `default` stays the
+    kernel's own (the model, or a value in force within its tolerance, which is the kernel's
+    own measured): a value no file explains may be a runtime write that the next boot undoes,
+    and the advisor's own file, once applied, hides who set the value before it, so rules that
+    judge by the kernel's default judge the same on every run;
     returns, by key, who set each such default when that is not the kernel as modelled (a
     value within the tolerance that no file sets is the kernel's own). `modelled_of` gets the
     modelled figure of each value in force taken for being within the tolerance of it."""
@@ -250,7 +264,9 @@ def _kernel_values_as_defaults(
         )
         if not (kernel_set or daemon is not None or close):
             continue
-        defaults[name] = by_alias[spec.alias] = held
+        defaults[name] = held
+        if close:  # the kernel's own value, measured: what rules judge by
+            by_alias[spec.alias] = held
         if close and modelled_of is not None and modelled is not None:
             modelled_of[name] = modelled
         model_text = conf_text(modelled) if modelled is not None else None
@@ -322,6 +338,7 @@ def build_plan(
             )
             defaults[name] = variables["default"][catalog.keys[name].alias] = value
     version = variables["kernel"].version
+    dated = date_evidence(kb, facts, variables["observed"])  # lines older than the values
     current: dict[str, Value | None] = {}
     current_text: dict[str, str] = {}
     # Keys whose value in force the model says the key cannot hold: the model or the facts
@@ -350,6 +367,9 @@ def build_plan(
         current[spec.alias] = value
     modelled_of: dict[str, Value] = {}  # the model's figure where the kernel's own is near it
     kernel_values = _kernel_values_as_defaults(kb, facts, defaults, current, variables, modelled_of)
+    found = owners(kb, variables)  # the other writers that run on the host
+    for key, set_by in writer_defaults(found, catalog, defaults, variables["default"]).items():
+        kernel_values[key] = HostDefault(set_by, None, None)
     readable: dict[str, list[str] | None] = {}  # what the kernel offers: lists of names
     for name, spec_r in catalog.readable.items():
         text = facts.sysctl.get(name)
@@ -394,7 +414,18 @@ def build_plan(
         by_run[i] = evaluate(run)
     results = [(runs[i], r) for i, r in sorted(by_run.items()) if r is not None]
     several = len(workload.profiles) > 1
-    work = _work(results, catalog, several)
+
+    def merged_work(
+        results: list[tuple[RuleRun, RuleResult]],
+    ) -> tuple[dict[str, _KeyWork], list[FindingResult]]:
+        """Each key's wants and caps, less those no value can settle: a key an owner on the
+        host forbids other values of, and a mode the workloads want two ways (findings say
+        which). Before `planned` is worked out, so rules that read it see what the plan does."""
+        work = _work(results, catalog, several)
+        found_here = _left_to_owners(work, found, catalog)
+        return work, found_here + _contradictions(work, workload.names, current_text)
+
+    work, contradictions = merged_work(results)
 
     def resolved(
         item: _KeyWork, by_rule: dict[str, RuleResult]
@@ -442,33 +473,42 @@ def build_plan(
             for i in rerun:
                 by_run[i] = evaluate(runs[i])
             results = [(runs[i], r) for i, r in sorted(by_run.items()) if r is not None]
-            work = _work(results, catalog, several)
-    contradictions = _contradictions(work, workload.names, current_text)
+            work, contradictions = merged_work(results)
     by_rule = _first_by_rule(results)
 
     settings: list[Setting] = []
     unchanged: list[Unchanged] = []
-    for key in catalog.keys:  # catalog order, then sorted by section below: deterministic
-        if key not in work or key in unmodelled:
+    own = {  # keys the advisor's own file sets: the plan keeps them, not against an owner
+        key: held_key
+        for key, held_key in own_keys(kb, facts, runs).items()
+        if forbidden(found, catalog, key, [held_key.value]) is None
+    }
+    for key, spec in catalog.keys.items():  # catalog order, sorted by section below
+        if (key not in work and key not in own) or key in unmodelled:
             continue
-        item = work[key]
+        work_item = work.get(key)
+        wanted_by = ", ".join(work_item.rule_ids() if work_item is not None else own[key].rules)
         if not catalog.exists(key, version):
             notes.append(
                 f"{key} does not exist on kernel {version.short}; not emitted "
-                f"(wanted by {', '.join(item.rule_ids())})"
+                f"(wanted by {wanted_by})"
             )
             continue
-        if item.spec.module and key not in facts.sysctl:
+        if spec.module and key not in facts.sysctl:
             notes.append(
-                f"{key} exists only where the {item.spec.module} module is loaded, and the facts "
-                f"do not show it; not emitted (wanted by "
-                f"{', '.join(item.rule_ids())})"
+                f"{key} exists only where the {spec.module} module is loaded, and the facts "
+                f"do not show it; not emitted (wanted by {wanted_by})"
             )
             continue
         host_default = kernel_values.get(key)
         if host_default is not None and host_default.note is not None:
             notes.append(host_default.note)
-        setting = resolved(item, by_rule)
+        setting = resolved(work_item, by_rule) if work_item is not None else None
+        if key in own and (setting is None or isinstance(setting, Unchanged)):
+            setting = held(
+                key, own[key], spec, defaults.get(key), current_text.get(key),
+                facts.page_size, several, [r for r, _ in work_item.caps] if work_item else [],
+            )  # fmt: skip
         if host_default is not None and isinstance(setting, Setting | Unchanged):
             setting = dataclasses.replace(
                 setting,
@@ -487,12 +527,18 @@ def build_plan(
     settings.sort(key=lambda s: (section_order[s.section], key_order[s.key]))
 
     reported = _reported(results, work)
+    owned, owner_companions = owned_settings(kb, found, settings, facts.cpu.threads or 1)
     findings = sorted(
         {
             (f.id, f.key, f.message): Finding(
                 id=f.id, severity=f.severity, key=f.key, message=f.message, rule=f.rule
             )
-            for f in [*(f for r in reported for f in r.findings), *contradictions]
+            for f in [
+                *(f for r in reported for f in r.findings),
+                *contradictions,
+                *dated,
+                *owned,
+            ]
         }.values(),
         key=lambda f: (SEVERITY_ORDER[f.severity], f.id, f.key or "", f.message),
     )
@@ -501,8 +547,7 @@ def build_plan(
             (c.target, c.setting): Companion(
                 target=c.target, setting=c.setting, rationale=c.rationale, rule=c.rule
             )
-            for r in reported
-            for c in r.companions
+            for c in [*(c for r in reported for c in r.companions), *owner_companions]
         }.values()
     )
     companions.sort(key=lambda c: (c.target, c.setting))
@@ -633,6 +678,34 @@ def _first_by_rule(results: list[tuple[RuleRun, RuleResult]]) -> dict[str, RuleR
     for _, result in results:
         found.setdefault(result.rule.id, result)
     return found
+
+
+def _left_to_owners(
+    work: dict[str, _KeyWork], found: Owners, catalog: Catalog
+) -> list[FindingResult]:
+    """Keys a writer on the host forbids any other value of (the kubelet's vm.overcommit_memory)
+    where a rule wants another: the key leaves the plan (its wants and caps dropped) and a
+    contradiction names the writer and what to do instead."""
+    findings: list[FindingResult] = []
+    for key, item in list(work.items()):
+        wants = [value for _, value in item.wants]
+        conflict = forbidden(found, catalog, key, wants) if wants else None
+        if conflict is None:
+            continue
+        write, theirs = conflict
+        rules = [rule_id for rule_id, _ in item.wants]
+        wanted = " or ".join(dict.fromkeys(conf_text(v) for v in wants))
+        findings.append(
+            FindingResult(
+                "plan.contradiction",
+                "warning",
+                key,
+                contradiction(key, wanted, rules, write, theirs),
+                rules[0],
+            )
+        )
+        del work[key]
+    return findings
 
 
 def _contradictions(

@@ -1,0 +1,111 @@
+"""Evidence has a time: a log line older than the value it argues against is not evidence
+against that value.
+
+The kernel log and the applications' logs keep their lines after the value they complained
+about was raised, and the counters are cumulative since boot. A family of messages (the kernel
+message catalog's `keys`, an application family's `key`) argues against the values in force of
+its keys. Where the facts say when each of those values was set (facts.sysctl_file_settings:
+the file that sets the value in force, and when it was last written) and every line of the
+family was logged before (its `last_seen`), the lines speak of an earlier value: the rules do
+not see them, and a finding says so. Where a time is missing on either side, the rules see the
+lines as before (each rule then judges them against the value in force).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, NamedTuple
+
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.knowledge.rules import FindingResult
+from sysctl_advisor.knowledge.values import same_value
+from sysctl_advisor.model.host_facts import HostFacts
+
+FINDING = "evidence.logged-before-value"
+
+
+def moment(text: str | None) -> datetime | None:
+    """An ISO 8601 time of the facts (UTC where it names no zone), or None."""
+    if not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "T"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
+
+
+class SetAt(NamedTuple):
+    """When the value in force of a key was set, and by what."""
+
+    at: datetime
+    by: str  # the file (and line) that sets it
+
+
+def set_times(kb: KnowledgeBase, facts: HostFacts) -> dict[str, SetAt]:
+    """Each key whose value in force is the one its file sets, with the file's time."""
+    found: dict[str, SetAt] = {}
+    files = facts.sysctl_files or {}
+    for key, given in (facts.sysctl_file_settings or {}).items():
+        at = moment(given.modified)
+        held = facts.sysctl.get(key)
+        if at is None or held is None or key not in files:
+            continue
+        if same_value(held, given.value, kb.catalog.keys.get(key)):
+            found[key] = SetAt(at, files[key])
+    return found
+
+
+def date_evidence(
+    kb: KnowledgeBase, facts: HostFacts, observed: dict[str, Any]
+) -> list[FindingResult]:
+    """Drop from `observed` (what rules see, plain data) the events whose every line was logged
+    before the value in force of every key they argue against was set; a finding for each."""
+    times = set_times(kb, facts)
+    if not times:
+        return []
+    against: dict[str, list[str]] = {f.id: list(f.keys) for f in kb.message_families}
+    against.update({a.id: [a.key] if a.key else [] for a in kb.app_families})
+    titles = {f.id: f.title for f in (*kb.message_families, *kb.app_families)}
+    findings: list[FindingResult] = []
+    for field in ("kernel_events", "app_events"):
+        events = observed.get(field)
+        if not events:
+            continue
+        kept = []
+        for event in events:
+            keys = against.get(event["family"], [])
+            last = moment(event.get("last_seen"))
+            newer = [times[k] for k in keys if k in times]
+            if (
+                last is None
+                or not keys
+                or len(newer) < len(keys)
+                or any(last >= t.at for t in newer)
+            ):
+                kept.append(event)
+                continue
+            title = titles.get(event["family"], event["family"])
+            findings.append(_finding(event, title, keys, newer))
+        observed[field] = kept
+    return findings
+
+
+def _finding(
+    event: dict[str, Any], title: str, keys: list[str], times: list[SetAt]
+) -> FindingResult:
+    count = event["count"]
+    set_words = "; ".join(
+        f"{key} by {t.by} (written {t.at.strftime('%Y-%m-%d %H:%M:%S UTC')})"
+        for key, t in zip(keys, times, strict=True)
+    )
+    return FindingResult(
+        FINDING,
+        "info",
+        keys[0],
+        f'"{title}" was logged {count:,} time{"s" if count != 1 else ""}, last at '
+        f"{event['last_seen']}, before the value in force was set ({set_words}): the lines "
+        "speak of the value before it, so they are not evidence against this one. New lines "
+        "logged after it would be.",
+        FINDING,
+    )

@@ -1,0 +1,103 @@
+"""The plan is the whole desired state of the keys the advisor manages.
+
+Every way of delivering a plan installs it whole: a sysctl.d file replaces the last one, a
+ConfigMap or a node pool's configuration replaces the last one, `fleet` rewrites host_vars.
+Several rules set a key only while the value in force falls short (a cap that binds, a table
+raised where it overflowed, a value lowered only where it is higher): once the plan is applied
+they ask nothing more, and a plan that then left the key out would undo its own advice at the
+next install. So a key that the advisor's own file sets (facts.sysctl_files, recognised by the
+writers catalog's `own` entry) stays in the plan while a rule the plan runs is about it (sets
+or caps it): at the value the rules give, or, where they give nothing, at the file's value.
+A key no rule of the plan is about any more (a workload removed) leaves the plan.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from sysctl_advisor.knowledge.catalog import CatalogKey
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.knowledge.values import Value, conf_text, human, numbers, parse_current
+from sysctl_advisor.knowledge.workloads import RuleRun
+from sysctl_advisor.model.host_facts import HostFacts
+from sysctl_advisor.model.plan import Setting
+
+
+class OwnKey(NamedTuple):
+    """A key the advisor's own file sets: the file and line, the value the file sets (the
+    value in force where the facts do not give the file's), the plan's rules about it and
+    their workloads."""
+
+    source: str
+    value: Value
+    rules: tuple[str, ...]
+    workloads: tuple[str, ...]
+
+
+def own_keys(kb: KnowledgeBase, facts: HostFacts, runs: list[RuleRun]) -> dict[str, OwnKey]:
+    """The keys the advisor's own file sets that a rule the plan runs sets or caps."""
+    files = facts.sysctl_files
+    if not files:
+        return {}
+    about: dict[str, dict[str, list[str]]] = {}  # key -> rule -> workloads
+    for run in runs:
+        for key in kb.rules[run.rule_id].keys:
+            names = about.setdefault(key, {}).setdefault(run.rule_id, [])
+            names += [w for w in run.workloads if w not in names]
+    found: dict[str, OwnKey] = {}
+    given = facts.sysctl_file_settings or {}
+    for key, source in files.items():
+        spec = kb.catalog.keys.get(key)
+        if spec is None or key not in about or not kb.writers.is_own(source):
+            continue
+        file_setting = given.get(key)
+        text = file_setting.value if file_setting is not None else facts.sysctl.get(key)
+        value = parse_current(text, spec) if text is not None else None
+        if value is None:
+            continue  # neither the file's value nor one in force the key can hold
+        by_rule = about[key]
+        workloads = tuple(dict.fromkeys(w for names in by_rule.values() for w in names))
+        found[key] = OwnKey(source, value, tuple(by_rule), workloads)
+    return found
+
+
+def held(
+    key: str,
+    own: OwnKey,
+    spec: CatalogKey,
+    default: Value | None,
+    current_text: str | None,
+    page_size: int,
+    several: bool,
+    caps: list[str],
+) -> Setting:
+    """The key at the value the advisor's own file sets, where the rules ask nothing else
+    (`caps`: the safety caps that applied to it, none binding)."""
+    shown = conf_text(own.value)
+    why = (
+        f"Kept at {shown}, which the advisor's own file sets ({own.source}): "
+        f"{', '.join(own.rules)} ask{'s' if len(own.rules) == 1 else ''} no other value of it "
+        "on this host now, and the plan holds every key it manages (installed whole, a key "
+        "left out would go back to what the kernel or another file gives)."
+    )
+    lines = [why]
+    if several:
+        lines.append(f"Workloads: {', '.join(own.workloads)}.")
+    text = "\n".join(lines)
+    return Setting(
+        key=key,
+        value=shown,
+        values=numbers(own.value),
+        unit=spec.unit,
+        current=" ".join(current_text.split()) if current_text is not None else None,
+        kernel_default=conf_text(default) if default is not None else None,
+        rules=list(own.rules),
+        rationale=text,
+        summary=text,
+        references=list(spec.references),
+        section=spec.section,
+        human=human(own.value, spec, page_size),
+        wanted=numbers(own.value) or None,
+        caps=caps,
+        workloads=list(own.workloads),
+    )

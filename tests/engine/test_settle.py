@@ -1,0 +1,221 @@
+"""The output is the whole desired state: applying it and running again gives the same keys and
+values, in every format.
+
+Every delivery path installs the output whole (a sysctl.d file, a ConfigMap, a node pool's
+configuration, host_vars), so a plan that dropped a key once it was in force would undo its own
+advice at the next install, and ask for it again at the one after. Applying a plan here means:
+the values in force become the ones the format carries, the advisor's own file is the file that
+sets them (written after every log line and counter the facts hold), and the evidence is left as
+it was. The plan from those facts must carry the same keys with the same values, byte for byte;
+only the annotations that speak of the value in force (and the explanations of why a key is
+kept) may change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sysctl_advisor.engine.kubernetes_placement import placement_for
+from sysctl_advisor.engine.plan_builder import build_plan
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.host_facts import facts_from_data
+from sysctl_advisor.outputs import formats
+from sysctl_advisor.outputs.plan_render import Renderer, rendered_settings
+from tests.engine.test_principles import _in_force
+from tests.test_properties import hosts
+
+OWN = "/etc/sysctl.d/90-sysctl-advisor.conf"
+APPLIED_AT = "2026-12-01T00:00:00Z"  # after every line the strategies below log
+LOGGED = st.sampled_from(["2026-11-01T10:00:00Z", "2026-11-20T08:30:00Z", "2026-11-30T23:59:59Z"])
+EXAMPLES = int(os.environ.get("HYPOTHESIS_EXAMPLES", "1000"))
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+KUBE_VERSION = "1.32"
+PLAIN = ("conf", "json", "markdown", "tuned", "ansible")
+EVERY_FORMAT = (*PLAIN, "kubernetes", *formats.NODE)
+
+
+def kernel_events(kb: KnowledgeBase) -> st.SearchStrategy[list[dict[str, Any]]]:
+    """Families counted in the kernel log, each with its lines' times (or none)."""
+    families = [f.id for f in kb.message_families]
+    event = st.fixed_dictionaries(
+        {
+            "family": st.sampled_from(families),
+            "count": st.integers(1, 10**5),
+            "example": st.just("nf_conntrack: table full, dropping packet"),
+        },
+        optional={"last_seen": LOGGED},
+    )
+    return st.lists(event, max_size=4, unique_by=lambda e: e["family"])
+
+
+def app_events(kb: KnowledgeBase) -> st.SearchStrategy[list[dict[str, Any]]]:
+    event = st.fixed_dictionaries(
+        {
+            "family": st.sampled_from([f.id for f in kb.app_families]),
+            "count": st.integers(1, 100),
+            "example": st.just("WARNING"),
+        },
+        optional={"last_seen": LOGGED, "wants": st.integers(1, 2**24)},
+    )
+    return st.lists(event, max_size=3, unique_by=lambda e: e["family"])
+
+
+NODE_SIGNS = st.sampled_from(
+    [
+        {},
+        {"links": ["eth0", "cali0123456789a", "vxlan.calico"]},
+        {
+            "listeners": [
+                {
+                    "address": "0.0.0.0",
+                    "port": 10256,
+                    "backlog": 4096,
+                    "queue": 0,
+                    "process": {"pid": 900, "command": "kube-proxy"},
+                },
+                {
+                    "address": "::",
+                    "port": 10250,
+                    "backlog": 4096,
+                    "queue": 0,
+                    "process": {"pid": 800, "command": "kubelet"},
+                },
+            ],
+            "processes": ["kube-proxy", "kubelet", "containerd"],
+        },
+    ]
+)
+SERVICES = st.fixed_dictionaries(
+    {},
+    optional={
+        "nginx": st.fixed_dictionaries({}, optional={"listen_backlog": st.integers(1, 10**5)}),
+        "redis": st.fixed_dictionaries({}, optional={"listen_backlog": st.integers(1, 10**5)}),
+        "postgresql": st.fixed_dictionaries(
+            {},
+            optional={
+                "max_connections": st.integers(1, 10000),
+                "shared_buffers": st.integers(2**17, 2**34),
+            },
+        ),
+    },
+)
+
+
+def _workloads(kb: KnowledgeBase) -> st.SearchStrategy[list[str]]:
+    """One profile or two: every profile and every pair can be drawn."""
+    return st.lists(st.sampled_from(sorted(kb.profiles)), min_size=1, max_size=2, unique=True)
+
+
+@st.composite
+def applied_hosts(draw: st.DrawFn, kb: KnowledgeBase) -> dict[str, Any]:
+    host = dict(draw(hosts))
+    host["sysctl"] = dict(host.get("sysctl", {}))
+    observed = dict(host.get("observed", {}))
+    observed["kernel_events"] = draw(kernel_events(kb))
+    observed["app_events"] = draw(app_events(kb))
+    host["observed"] = observed
+    host["services"] = {**host.get("services", {}), **draw(SERVICES)}
+    host.update(draw(NODE_SIGNS))
+    others = sorted(host["sysctl"])
+    chosen = draw(st.sets(st.sampled_from(others), max_size=3)) if others else set()
+    host["sysctl_files"] = {k: f"/etc/sysctl.d/99-ops.conf:{i + 1}" for i, k in enumerate(chosen)}
+    return host
+
+
+def _values_in(
+    kb: KnowledgeBase, facts: Any, profile: list[str], fmt: str
+) -> tuple[str, dict[str, str]]:
+    """The format's text and the settings it carries (what applying it writes)."""
+    renderer = Renderer(kb.catalog)
+    if fmt in PLAIN:
+        plan = build_plan(kb, facts, profile)
+        text = renderer.render(plan, fmt, "test")
+        carried = rendered_settings(fmt, text)
+        if carried is None:  # json and markdown carry the plan's settings as data
+            carried = {s.key: s.value for s in plan.settings}
+        return text, carried
+    from sysctl_advisor.commands.recommend import node_document
+    from sysctl_advisor.outputs.kubernetes_manifests import render_kubernetes
+
+    version = kb.kubernetes.version(KUBE_VERSION)
+    placement = placement_for(kb, facts, profile, None, version)
+    if fmt == "kubernetes":
+        text = render_kubernetes(renderer, placement, "test")
+        return text, {s.key: s.value for s in placement.node.settings}
+    text = node_document(kb, renderer, placement, "test", fmt, on_refused=lambda _: None)
+    carried = kb_read_back(kb, fmt, text)
+    return text, carried
+
+
+def kb_read_back(kb: KnowledgeBase, fmt: str, text: str) -> dict[str, str]:
+    import importlib
+
+    module = importlib.import_module(f"sysctl_advisor.outputs.node_{fmt}")
+    return dict(module.read_back(text, kb.node_platforms[fmt]))
+
+
+def applied(host: dict[str, Any], carried: dict[str, str]) -> dict[str, Any]:
+    """The host once the output is installed whole and applied."""
+    files = dict(host.get("sysctl_files") or {})
+    file_settings = {}
+    for line, (key, value) in enumerate(sorted(carried.items()), start=1):
+        files[key] = f"{OWN}:{line}"
+        file_settings[key] = {"value": value, "modified": APPLIED_AT}
+    return {
+        **host,
+        "sysctl": {**host.get("sysctl", {}), **carried},
+        "sysctl_files": files,
+        "sysctl_file_settings": file_settings,
+    }
+
+
+def _settings_lines(fmt: str, text: str) -> list[str]:
+    """What a format applies, line by line, comments left out (YAML, ini and sysctl.conf
+    comments start with #; JSON and Markdown carry no comment)."""
+    if fmt in ("json", "markdown"):
+        return []
+    return [line for line in text.split("\n") if line.strip() and not line.lstrip().startswith("#")]
+
+
+def assert_settles(kb: KnowledgeBase, host: dict[str, Any], profile: list[str], fmt: str) -> None:
+    first_text, first = _values_in(kb, facts_from_data(host), profile, fmt)
+    again_host = applied(host, first)
+    again_text, again = _values_in(kb, facts_from_data(again_host), profile, fmt)
+    assert again == first, f"{fmt} {profile} {_moves(first, again)}\nhost: {json.dumps(host)}"
+    if fmt in ("conf", "tuned", "ansible"):
+        assert _settings_lines(fmt, again_text) == _settings_lines(fmt, first_text), fmt
+
+
+def _moves(
+    first: dict[str, str], again: dict[str, str]
+) -> dict[str, tuple[str | None, str | None]]:
+    return {
+        k: (first.get(k), again.get(k))
+        for k in sorted(set(first) | set(again))
+        if first.get(k) != again.get(k)
+    }
+
+
+KB = KnowledgeBase.load()
+
+
+@SETTINGS
+@given(data=st.data())
+def test_the_applied_plan_is_a_fixed_point(data: st.DataObject) -> None:
+    """Over every profile, every pair of profiles and every format (one drawn per example)."""
+    kb = KB
+    host = data.draw(applied_hosts(kb), label="host")
+    if data.draw(st.booleans(), label="arbitrary values in force"):
+        host["sysctl"] = {**_in_force(data, kb), **host["sysctl"]}
+    profile = data.draw(_workloads(kb), label="profiles")
+    fmt = data.draw(st.sampled_from(EVERY_FORMAT), label="format")
+    assert_settles(kb, host, profile, fmt)
