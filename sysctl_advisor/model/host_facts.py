@@ -558,6 +558,21 @@ def _power_of_two(value: int) -> int:
 
 
 @model
+class KernelBuild(Record):
+    """What the running kernel was built with, from its build configuration."""
+
+    config: Text = Field(description="where it was read: /proc/config.gz or /boot/config-RELEASE")
+    default_qdisc: Annotated[str, _pattern(re.compile(r"^[a-z_]{1,15}$"), "qdisc name")] | None = (
+        Field(
+            default=None,
+            description="CONFIG_DEFAULT_NET_SCH where it is built in (pfifo_fast without "
+            "CONFIG_NET_SCH_DEFAULT); absent when the qdisc chosen is a module (whether it is "
+            "loaded in time depends on the initramfs)",
+        )
+    )
+
+
+@model
 class FileSetting(Record):
     """What the sysctl file that sets a key (`sysctl_files`) writes, and when it was written."""
 
@@ -604,6 +619,9 @@ class HostFacts(Record):
         description="for keys of `sysctl_files`: the value that file sets and when it was last "
         "modified (a value in force unlike the file's was written after boot by another "
         "program); absent: not known",
+    )
+    kernel_build: KernelBuild | None = Field(
+        default=None, description="the running kernel's build options that set defaults"
     )
     processes: list[ProcessName] | None = Field(
         default=None,

@@ -30,6 +30,7 @@ from sysctl_advisor.sources.proc_readers import (
     count_cpu_list,
     count_cpuinfo,
     count_numa_nodes,
+    kernel_build,
     parse_meminfo,
     parse_module_list,
     parse_net_dev,
@@ -68,7 +69,16 @@ MAX_PROC_FILE = 1 << 20  # no /proc or /sys file the collector reads is near thi
 def _read(
     path: Path, root: Path = Path("/"), limit: int = MAX_PROC_FILE, strip: bool = True
 ) -> str | None:
-    """A /proc or /sys file's text, or None. Under a copied tree (`--root`), a file whose links
+    """A /proc or /sys file's text, or None (see _read_bytes)."""
+    data = _read_bytes(path, root, limit)
+    if data is None:
+        return None
+    text = data.decode("utf-8", errors="replace")
+    return text.strip() if strip else text
+
+
+def _read_bytes(path: Path, root: Path = Path("/"), limit: int = MAX_PROC_FILE) -> bytes | None:
+    """A /proc or /sys file's bytes, or None. Under a copied tree (`--root`), a file whose links
     lead out of the tree is not read (its absolute links would name the host running the
     advisor: `somaxconn -> /etc/shadow`), judged by the descriptor opened; nor is anything but
     a regular file, which is told before it is opened for reading (open_regular: a device
@@ -77,13 +87,11 @@ def _read(
     if fd is None:
         return None
     try:
-        data = os.read(fd, limit)
+        return os.read(fd, limit)
     except OSError:
         return None
     finally:
         os.close(fd)
-    text = data.decode("utf-8", errors="replace")
-    return text.strip() if strip else text
 
 
 def _reachable(root: Path, path: Path) -> bool:
@@ -365,6 +373,33 @@ def _reapplied(source: str, reapplied: Sequence[str]) -> bool:
     return any(path == r or (r.endswith("/") and path.startswith(r)) for r in reapplied)
 
 
+MAX_CONFIG = 1 << 20  # a distribution kernel's .config is about 250 KiB
+
+
+def _kernel_build(root: Path, release: str | None) -> dict[str, Any] | None:
+    """The running kernel's build options (proc_readers.kernel_build), from /proc/config.gz
+    (CONFIG_IKCONFIG_PROC) or /boot/config-RELEASE; None where neither is readable. The gzip
+    is inflated to at most MAX_CONFIG bytes (a hostile tree could hold a bomb)."""
+    import zlib
+
+    packed = _read_bytes(root / "proc/config.gz", root, MAX_CONFIG)
+    text: str | None = None
+    shown = "/proc/config.gz"
+    if packed:
+        try:
+            inflate = zlib.decompressobj(wbits=47)  # gzip or zlib header
+            data = inflate.decompress(packed, MAX_CONFIG)
+            text = data.decode("utf-8", errors="replace") if not inflate.unconsumed_tail else None
+        except zlib.error:
+            text = None
+    if text is None and release and "/" not in release and release not in (".", ".."):
+        shown = f"/boot/config-{release}"
+        text = _read(root / "boot" / f"config-{release}", root, MAX_CONFIG, strip=False)
+    if not text:
+        return None
+    return {"config": shown, **kernel_build(text)}
+
+
 MAX_PROCESSES = 1 << 16  # /proc entries looked at; a host runs far fewer programs
 
 
@@ -463,6 +498,9 @@ def collect_data(
     modules = _kernel_modules(root, kernel)
     if modules is not None:
         data["kernel_modules"] = modules
+    build = _kernel_build(root, kernel)
+    if build is not None:
+        data["kernel_build"] = build
     thp = selected_mode(_read(root / "sys/kernel/mm/transparent_hugepage/enabled", root) or "")
     if thp:
         data["transparent_hugepage"] = thp

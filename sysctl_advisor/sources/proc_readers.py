@@ -249,3 +249,22 @@ def parse_module_list(text: str) -> list[str]:
         if dot and _MODULE_NAME.fullmatch(name):  # an odd entry is skipped, not fatal
             names.add(name)
     return sorted(names)[:MAX_MODULES]
+
+
+def kernel_build(config: str) -> dict[str, str | None]:
+    """The defaults a kernel's build configuration (.config text) sets: `default_qdisc`, the
+    qdisc CONFIG_DEFAULT_NET_SCH names where CONFIG_NET_SCH_DEFAULT=y and it is built in
+    (pfifo_fast always is; without NET_SCH_DEFAULT the kernel keeps pfifo_fast), None where it
+    is a module (net/sched/Kconfig, sch_api.c sch_default_qdisc())."""
+    options: dict[str, str] = {}
+    for line in config.splitlines():
+        name, sep, value = line.partition("=")
+        if sep and name.startswith("CONFIG_"):
+            options[name] = value.strip().strip('"')
+    if options.get("CONFIG_NET_SCH_DEFAULT") != "y":
+        return {"default_qdisc": "pfifo_fast"}
+    chosen = options.get("CONFIG_DEFAULT_NET_SCH", "")
+    if not chosen or not chosen.replace("_", "").isalpha() or len(chosen) > 15:
+        return {"default_qdisc": None}
+    built_in = chosen == "pfifo_fast" or options.get(f"CONFIG_NET_SCH_{chosen.upper()}") == "y"
+    return {"default_qdisc": chosen.lower() if built_in else None}
