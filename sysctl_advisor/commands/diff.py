@@ -58,6 +58,7 @@ def diff(
             if in_force.kind == "dump"
             else host.sysctl_files
         ),
+        sysctl_file_settings=host.sysctl_file_settings if current is None else None,
     )
     plan = build_plan(kb, as_configured, profile, overrides)
     if undo:  # the plan applied, against what its undo restores

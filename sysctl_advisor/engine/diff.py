@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sysctl_advisor import __version__
+from sysctl_advisor.engine.owners import probable_owner
 from sysctl_advisor.knowledge.catalog import Catalog
 from sysctl_advisor.knowledge.values import same_value
 from sysctl_advisor.model.current_config import CurrentConfig, Problem
@@ -39,6 +40,8 @@ class DiffEntry:
     # the kernel's own, and the kernel's own as modelled
     default_set_by: str | None = None
     modelled_default: str | None = None
+    # the probable writer of a value in force that is not the plan's (the writers catalog)
+    owner: str | None = None
 
 
 @dataclass
@@ -86,6 +89,11 @@ def build_diff(
             status = "ok"
         else:
             status = "change"
+        owner = (
+            probable_owner(plan.owners, setting.key, found.value, found.source)
+            if found is not None and status == "change"
+            else None
+        )
         entries.append(
             DiffEntry(
                 key=setting.key,
@@ -97,6 +105,7 @@ def build_diff(
                 rationale=setting.rationale,
                 default_set_by=setting.default_set_by,
                 modelled_default=setting.modelled_default,
+                owner=owner,
             )
         )
     planned = {s.key for s in plan.settings}

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from jinja2.runtime import Context
 
     from sysctl_advisor.model.host_facts import HostFacts
-    from sysctl_advisor.model.plan import Plan
+    from sysctl_advisor.model.plan import OwnerNote, Plan
 
 
 class CheckFinding(NamedTuple):
@@ -67,6 +67,7 @@ class CheckContext:
     plan: Plan | None = None
     kernel_data: KernelContext | None = None  # the facts' kernel with its era quantities
     kubernetes: dict[str, Any] | None = None  # whether the facts show a Kubernetes node
+    owners: list[OwnerNote] = field(default_factory=list)  # other writers on the host
 
 
 def host_context(
@@ -78,11 +79,13 @@ def host_context(
     """What check knows of a host from its facts: its kernel (with the era quantities the
     rules read, as recommend sees them), its modelled defaults, whether it is a Kubernetes
     node, and the plan for `profile` run with `overrides` (the --set parameters)."""
+    from sysctl_advisor.engine.owners import owner_notes, owners
     from sysctl_advisor.engine.plan_builder import build_plan, host_variables
 
     variables, defaults, _ = host_variables(kb, facts)
     kernel = variables["kernel"]
     return CheckContext(
+        owners=owner_notes(owners(kb, variables), kb.catalog),
         facts=facts,
         kernel=kernel.version,
         host=variables["host"],
@@ -214,6 +217,12 @@ class Checker:
         # the numbers each key holds once the config is applied (check_config sets them)
         self._final_values: dict[str, list[int] | list[list[int]] | None] = {}
         self._specs = {name: plain_data(key) for name, key in kb.catalog.keys.items()}
+        # the programs on the host that write a key after the files are applied (boot files
+        # are the tree's own business: check.overridden), as plain data, by key
+        self._writers: dict[str, list[dict[str, Any]]] = {}
+        for note in context.owners:
+            if note.file is None:
+                self._writers.setdefault(note.key, []).append(dataclasses.asdict(note))
         self._recommended = (
             {s.key: dataclasses.asdict(s) for s in context.plan.settings}
             if context.plan is not None
@@ -311,6 +320,7 @@ class Checker:
             "recommended": self._recommended.get(key),
             "final": self._final_values,
             "kubernetes": self.context.kubernetes,
+            "writers": self._writers.get(key, []),
             "ignore_failure": ignore_failure,
         }
 

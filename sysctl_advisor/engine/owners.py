@@ -22,7 +22,7 @@ from sysctl_advisor.knowledge.rules import CompanionResult, FindingResult
 from sysctl_advisor.knowledge.values import Value, conf_text
 from sysctl_advisor.knowledge.writers import WHEN_WORDS, Write, key_matches
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.plan import Setting
+from sysctl_advisor.model.plan import OwnerNote, Setting
 
 START = frozenset({"start", "start-if-different", "start-if-lower"})  # it sets it as it starts
 
@@ -73,12 +73,12 @@ def shown(write: Write, catalog: Catalog, key: str) -> str | None:
 
 def writer_defaults(
     found: Owners, catalog: Catalog, defaults: dict[str, Any], by_alias: dict[str, Any]
-) -> dict[str, str]:
+) -> dict[str, tuple[str, str | None]]:
     """A value a writer running on the host sets as it starts (kube-proxy's nf_conntrack_max)
     is the host's default, not a raise: it replaces the kernel's in `defaults` and in what rules
     see as `default` (for `start-if-lower`, where it is above the kernel's). Returns, by key,
-    who set each such default."""
-    taken: dict[str, str] = {}
+    who set each such default and the kernel's own (None: not modelled)."""
+    taken: dict[str, tuple[str, str | None]] = {}
     for key, spec in catalog.keys.items():
         for write in found.of(key):
             if write.spec.when not in START or write.value is None:
@@ -90,7 +90,8 @@ def writer_defaults(
             if write.spec.when == "start-if-lower" and kernel is not None and kernel >= value:
                 continue
             defaults[key] = by_alias[spec.alias] = value
-            taken[key] = f"{write.name}, {WHEN_WORDS[write.spec.when]} ({', '.join(write.signs)})"
+            who = f"{write.name}, {WHEN_WORDS[write.spec.when]} ({', '.join(write.signs)})"
+            taken[key] = (who, conf_text(kernel) if kernel is not None else None)
             break
     return taken
 
@@ -182,18 +183,42 @@ def _plain(setting: Setting) -> Any:
     return setting.values if len(setting.values) > 1 else setting.values[0]
 
 
+def owner_notes(found: Owners, catalog: Catalog) -> list[OwnerNote]:
+    """The plan's record of the other writers of catalog keys on the host."""
+    notes: list[OwnerNote] = []
+    for key in catalog.keys:
+        for write in found.of(key):
+            theirs = shown(write, catalog, key)
+            fix = write.spec.fix
+            notes.append(
+                OwnerNote(
+                    key,
+                    f"{write.says(theirs)} ({', '.join(write.signs)})",
+                    theirs,
+                    write.spec.file,
+                    write.spec.forbids_other,
+                    fix.target if fix is not None else None,
+                    " ".join(write.spec.note.split()),
+                )
+            )
+    return notes
+
+
 def probable_owner(
-    kb: KnowledgeBase, found: Owners, key: str, in_force: str | None, source: str | None
+    notes: list[OwnerNote], key: str, in_force: str | None, source: str | None
 ) -> str | None:
-    """Who probably wrote the value in force of `key`: a writer running on the host that
-    writes that value (or a value not known), else None (a file, or a setter not known)."""
+    """Who probably wrote the value in force of `key`: a writer on the host that writes that
+    value (or a value not known); a boot write only where its file is the one that sets it."""
     if in_force is None:
         return None
     held = " ".join(in_force.split())
-    for write in found.of(key):
-        theirs = shown(write, kb.catalog, key)
-        if write.spec.when == "boot" and source is None:
+    for note in notes:
+        if note.key != key:
             continue
-        if theirs is None or theirs == held:
-            return f"{write.says(theirs)} ({', '.join(write.signs)})"
+        if note.file is not None:
+            if source is not None and note.file == source.rpartition(":")[0].rpartition("/")[2]:
+                return note.says
+            continue
+        if note.value is None or note.value == held:
+            return note.says
     return None

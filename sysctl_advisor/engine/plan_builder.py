@@ -21,6 +21,7 @@ from sysctl_advisor.engine.owners import (
     contradiction,
     forbidden,
     owned_settings,
+    owner_notes,
     owners,
     writer_defaults,
 )
@@ -368,8 +369,11 @@ def build_plan(
     modelled_of: dict[str, Value] = {}  # the model's figure where the kernel's own is near it
     kernel_values = _kernel_values_as_defaults(kb, facts, defaults, current, variables, modelled_of)
     found = owners(kb, variables)  # the other writers that run on the host
-    for key, set_by in writer_defaults(found, catalog, defaults, variables["default"]).items():
-        kernel_values[key] = HostDefault(set_by, None, None)
+    for key, (set_by, kernel) in writer_defaults(
+        found, catalog, defaults, variables["default"]
+    ).items():
+        earlier = kernel_values.get(key)  # the value in force taken as the default: not now
+        kernel_values[key] = HostDefault(set_by, earlier.modelled if earlier else kernel, None)
     readable: dict[str, list[str] | None] = {}  # what the kernel offers: lists of names
     for name, spec_r in catalog.readable.items():
         text = facts.sysctl.get(name)
@@ -573,6 +577,7 @@ def build_plan(
         notes=notes,
         applied_rules=list(dict.fromkeys(r.rule.id for _, r in results)),
         references=_references(kb, settings),
+        owners=owner_notes(found, catalog),
     )
 
 

@@ -120,6 +120,21 @@ class Unchanged:
 
 
 @dataclass(frozen=True)
+class OwnerNote:
+    """Another writer on the host that writes a catalog key (the writers catalog): what it
+    writes and when, in words, and the value (None: it depends; `file`: a boot write's
+    sysctl.d file)."""
+
+    key: str
+    says: str
+    value: str | None
+    file: str | None = None
+    forbids: bool = False  # no other value lasts
+    target: str | None = None  # the configuration that makes another value last
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Plan:
     host: PlanHost
     profile: PlanProfile
@@ -132,6 +147,9 @@ class Plan:
     applied_rules: list[str] = field(default_factory=list)
     # every source the settings cite, in the order first cited
     references: list[PlanReference] = field(default_factory=list)
+    # the other writers of catalog keys on this host (diff names them). Internal: the JSON plan
+    # says it in findings.
+    owners: list[OwnerNote] = field(default_factory=list, compare=False)
 
     def to_json_data(self) -> dict[str, Any]:
         host = dataclasses.asdict(self.host)

@@ -109,6 +109,8 @@ def _notes(report: DiffReport, width: int = 100) -> list[str]:
         lines += ["", "Why:"]
         for e in why:
             lines += _item(f"{e.key}: {first_sentence(e.rationale, drop_tag=False)}", width)
+            if e.owner is not None:
+                lines += _item(f"{e.key} in force: probably {e.owner}.", width)
     findings = sorted(
         (f for f in report.findings if f.severity != "info"),
         key=lambda f: (SEVERITY_ORDER[f.severity], f.id),

@@ -194,6 +194,12 @@ class DiffEntryDocument(Record):
     rationale: str
     default_set_by: str | None = Field(description=SET_BY)
     modelled_default: str | None = Field(description=MODELLED)
+    owner: str | None = Field(
+        default=None,
+        description="the probable writer of a value in force unlike the plan's: a program of "
+        "the writers catalog that runs on the host (what it writes and when); null: a file, "
+        "or a writer not known",
+    )
 
 
 @model

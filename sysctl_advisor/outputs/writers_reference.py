@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from sysctl_advisor.knowledge.sources import Sources
-from sysctl_advisor.knowledge.writers import WHEN_WORDS, WriterSpec, Writers
+from sysctl_advisor.knowledge.writers import WHEN_WORDS, Writers, WriterSpec
 from sysctl_advisor.outputs.markdown_text import md_code, md_code_cell, md_text
 
 _INTRO = [
