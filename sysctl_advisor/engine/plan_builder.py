@@ -238,10 +238,11 @@ def _kernel_values_as_defaults(
     file sets it, when the facts say which files do), that a tuning daemon's profile set, or
     that lies within the catalog's tolerance of the modelled default *is* this host's default.
     Replaces the modelled figure in `defaults`; what expressions see as `default` stays the
-    kernel's own (the model, or a value in force within its tolerance, which is the kernel's
-    own measured): a value no file explains may be a runtime write that the next boot undoes,
-    and the advisor's own file, once applied, hides who set the value before it, so rules that
-    judge by the kernel's default judge the same on every run;
+    kernel's own (the model, a value in force within its tolerance, which is the kernel's own
+    measured, or one no file set of a key a boot parameter sizes, such as thash_entries): any
+    other value no file explains may be a runtime write that the next boot undoes, and the
+    advisor's own file, once applied, hides who set the value before it, so rules that judge
+    by the kernel's default judge the same on every run;
     returns, by key, who set each such default when that is not the kernel as modelled (a
     value within the tolerance that no file sets is the kernel's own). `modelled_of` gets the
     modelled figure of each value in force taken for being within the tolerance of it."""
@@ -266,7 +267,7 @@ def _kernel_values_as_defaults(
         if not (kernel_set or daemon is not None or close):
             continue
         defaults[name] = held
-        if close:  # the kernel's own value, measured: what rules judge by
+        if close or (kernel_set and spec.boot_parameter):  # the kernel's own, measured
             by_alias[spec.alias] = held
         if close and modelled_of is not None and modelled is not None:
             modelled_of[name] = modelled

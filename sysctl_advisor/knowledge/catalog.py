@@ -101,6 +101,12 @@ class CatalogKey(Record):
         description="why a namespace other than the initial one cannot set every value (the "
         "kernel refuses some there): the key is then the node's, and pods copy it",
     )
+    boot_parameter: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9_.]{2,40}$",
+        description="a kernel command-line parameter that sizes the boot default (thash_entries): "
+        "a value in force no file set may be the kernel's own there, and rules judge by it",
+    )
     build_option: str | None = Field(
         default=None,
         pattern=r"^CONFIG_[A-Z0-9_]+$",

@@ -202,7 +202,7 @@ def test_the_kernel_model_reads_only_kernel_and_hardware_facts(kb: KnowledgeBase
     assert fields is not None
     assert fields <= {
         "kernel", "arch", "bits", "lowmem", "memory", "cpu", "page_size", "calibration",
-        "transparent_hugepage", "fastest_nic_mbps",
+        "transparent_hugepage", "fastest_nic_mbps", "kernel_build",
     }  # fmt: skip
     assert "observed" not in fields and "sysctl" not in fields and "services" not in fields
 

@@ -218,7 +218,8 @@ def test_redis_and_postgresql_on_one_host_leave_overcommit_to_the_operator(
     kb: KnowledgeBase,
 ) -> None:
     """Redis forks to save (overcommit_memory 1), PostgreSQL's documentation wants strict
-    accounting (2) on a host of its own: together, a warning with both reasons."""
+    accounting (2) on a host of its own: together, a warning with both reasons, and the
+    alternative both can live with."""
     facts = load_facts(FRONTEND)
     assert _values(build_plan(kb, facts, "redis"))["vm.overcommit_memory"] == "1"
     assert _values(build_plan(kb, facts, "postgresql"))["vm.overcommit_memory"] == "2"
@@ -229,8 +230,12 @@ def test_redis_and_postgresql_on_one_host_leave_overcommit_to_the_operator(
     assert "1 by redis.overcommit (redis); 2 by postgresql.overcommit (postgresql)" in (
         found.message
     )
-    # the strict mode's own companion key is still PostgreSQL's to want
-    assert _values(plan)["vm.overcommit_ratio"] == "80"
+    # strict accounting is not what the plan ends with: its ratio is not set either, and the
+    # postmaster is kept from the OOM killer by its OOM score instead (PostgreSQL's other way)
+    assert "vm.overcommit_ratio" not in _values(plan)
+    (companion,) = [c for c in plan.companions if c.rule == "postgresql.overcommit"]
+    assert "OOMScoreAdjust=-1000" in companion.setting
+    assert "PG_OOM_ADJUST_VALUE=0" in companion.setting
 
 
 def test_a_plans_own_name_stands_for_its_profiles(kb: KnowledgeBase) -> None:
