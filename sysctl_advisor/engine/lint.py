@@ -29,6 +29,7 @@ from sysctl_advisor.knowledge.expression_budget import new_budget
 from sysctl_advisor.knowledge.expressions import ExpressionError
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.values import parse_text
+from sysctl_advisor.knowledge.writers import key_matches
 from sysctl_advisor.model.current_config import CurrentConfig
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelVersion
@@ -85,7 +86,7 @@ def host_context(
     variables, defaults, _ = host_variables(kb, facts)
     kernel = variables["kernel"]
     return CheckContext(
-        owners=owner_notes(owners(kb, variables), kb.catalog),
+        owners=owner_notes(owners(kb, variables), kb.catalog, every=True),
         facts=facts,
         kernel=kernel.version,
         host=variables["host"],
@@ -219,10 +220,7 @@ class Checker:
         self._specs = {name: plain_data(key) for name, key in kb.catalog.keys.items()}
         # the programs on the host that write a key after the files are applied (boot files
         # are the tree's own business: check.overridden), as plain data, by key
-        self._writers: dict[str, list[dict[str, Any]]] = {}
-        for note in context.owners:
-            if note.file is None:
-                self._writers.setdefault(note.key, []).append(dataclasses.asdict(note))
+        self._writers = [dataclasses.asdict(n) for n in context.owners if n.file is None]
         self._recommended = (
             {s.key: dataclasses.asdict(s) for s in context.plan.settings}
             if context.plan is not None
@@ -320,9 +318,22 @@ class Checker:
             "recommended": self._recommended.get(key),
             "final": self._final_values,
             "kubernetes": self.context.kubernetes,
-            "writers": self._writers.get(key, []),
+            "writers": self._writers_of(key, numbers, value),
             "ignore_failure": ignore_failure,
         }
+
+    def _writers_of(self, key: str, numbers: list[int] | None, value: str) -> list[dict[str, Any]]:
+        """The programs on the host that write `key` after the files, each with the line for
+        its own configuration that would keep this value (`fix`; None where it has none)."""
+        from sysctl_advisor.engine.owners import fix_line
+
+        found = []
+        for note in self._writers:
+            if key_matches(note["key"], key):
+                plain = (numbers[0] if len(numbers) == 1 else numbers) if numbers else value
+                fix = fix_line(self.kb, note["writer"], note["index"], key, plain)
+                found.append({**note, "fix": fix})
+        return found
 
     def _glob(self, pattern: str) -> dict[str, Any]:
         """What a glob line reaches: the catalog's keys it matches on the target kernel, the

@@ -34,8 +34,12 @@ class OwnKey(NamedTuple):
     workloads: tuple[str, ...]
 
 
-def own_keys(kb: KnowledgeBase, facts: HostFacts, runs: list[RuleRun]) -> dict[str, OwnKey]:
-    """The keys the advisor's own file sets that a rule the plan runs sets or caps."""
+def own_keys(
+    kb: KnowledgeBase, facts: HostFacts, runs: list[RuleRun], applied: set[str]
+) -> dict[str, OwnKey]:
+    """The keys the advisor's own file sets that a rule the plan runs sets or caps (whether
+    or not its `when` holds now: a rule that acts only while the value is wrong is still about
+    the key once it is right); each names the rules that applied to the host where some did."""
     files = facts.sysctl_files
     if not files:
         return {}
@@ -56,8 +60,9 @@ def own_keys(kb: KnowledgeBase, facts: HostFacts, runs: list[RuleRun]) -> dict[s
         if value is None:
             continue  # neither the file's value nor one in force the key can hold
         by_rule = about[key]
-        workloads = tuple(dict.fromkeys(w for names in by_rule.values() for w in names))
-        found[key] = OwnKey(source, value, tuple(by_rule), workloads)
+        named = [r for r in by_rule if r in applied] or list(by_rule)
+        workloads = tuple(dict.fromkeys(w for r in named for w in by_rule[r]))
+        found[key] = OwnKey(source, value, tuple(named), workloads)
     return found
 
 

@@ -183,25 +183,44 @@ def _plain(setting: Setting) -> Any:
     return setting.values if len(setting.values) > 1 else setting.values[0]
 
 
-def owner_notes(found: Owners, catalog: Catalog) -> list[OwnerNote]:
-    """The plan's record of the other writers of catalog keys on the host."""
+def owner_notes(found: Owners, catalog: Catalog, every: bool = False) -> list[OwnerNote]:
+    """The record of the other writers of catalog keys on the host (`every`: of every key they
+    write, each under the key as the catalog of writers names it, `*` for an interface)."""
     notes: list[OwnerNote] = []
-    for key in catalog.keys:
-        for write in found.of(key):
-            theirs = shown(write, catalog, key)
-            fix = write.spec.fix
-            notes.append(
-                OwnerNote(
-                    key,
-                    f"{write.says(theirs)} ({', '.join(write.signs)})",
-                    theirs,
-                    write.spec.file,
-                    write.spec.forbids_other,
-                    fix.target if fix is not None else None,
-                    " ".join(write.spec.note.split()),
-                )
+    pairs = (
+        [(w.spec.key, w) for w in found.writes]
+        if every
+        else [(key, w) for key in catalog.keys for w in found.of(key)]
+    )
+    for key, write in pairs:
+        theirs = shown(write, catalog, key)
+        fix = write.spec.fix
+        notes.append(
+            OwnerNote(
+                key,
+                f"{write.says(theirs)} ({', '.join(write.signs)})",
+                theirs,
+                write.spec.file,
+                write.spec.forbids_other,
+                fix.target if fix is not None else None,
+                " ".join(write.spec.note.split()),
+                write.writer.id,
+                write.index,
             )
+        )
     return notes
+
+
+def fix_line(kb: KnowledgeBase, writer: str, index: int, key: str, value: Any) -> str | None:
+    """The line for a writer's own configuration that makes `value` of `key` last, or None
+    where the catalog gives none (or it does not render for this value)."""
+    templates = kb.writers.fixes.get((writer, index))
+    if templates is None:
+        return None
+    try:
+        return templates[0].render_in(kb.compiler.context({"value": value, "key": key, "cpus": 1}))
+    except ExpressionError:
+        return None
 
 
 def probable_owner(

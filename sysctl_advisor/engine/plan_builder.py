@@ -436,7 +436,8 @@ def build_plan(
         item: _KeyWork, by_rule: dict[str, RuleResult]
     ) -> Setting | Unchanged | str | None:
         """The key's wants and caps merged with its baseline. A value a sysctl file sets is
-        the operator's, not the model's: no model tolerance keeps it from a cap."""
+        the operator's, not the model's, and one taken as the host's default that lies beyond
+        the model's tolerance is no model error either: no tolerance keeps them from a cap."""
         resolve = _resolve_text if item.spec.is_text else _resolve
         return resolve(
             item,
@@ -445,7 +446,8 @@ def build_plan(
             current_text.get(item.key),
             {**by_rule, **item.results},
             facts.page_size,
-            facts.sysctl_files is not None and item.key in facts.sysctl_files,
+            (facts.sysctl_files is not None and item.key in facts.sysctl_files)
+            or (item.key in kernel_values and item.key not in modelled_of),
             modelled_of.get(item.key),
         )
 
@@ -485,7 +487,7 @@ def build_plan(
     unchanged: list[Unchanged] = []
     own = {  # keys the advisor's own file sets: the plan keeps them, not against an owner
         key: held_key
-        for key, held_key in own_keys(kb, facts, runs).items()
+        for key, held_key in own_keys(kb, facts, runs, {r.rule.id for _, r in results}).items()
         if forbidden(found, catalog, key, [held_key.value]) is None
     }
     for key, spec in catalog.keys.items():  # catalog order, sorted by section below

@@ -254,12 +254,13 @@ NOT_INTERFACES = frozenset({"all", "default"})  # conf/ and neigh/ entries that 
 
 
 def key_matches(pattern: str, key: str) -> bool:
-    """A written key against a catalog key: `*` is one interface name (no dot), never `all`
-    or `default`, which a writer that means them names."""
+    """A written key against a sysctl key: a part with `*` names interfaces (`*` any one,
+    `cilium_*` those with that prefix), never `all` or `default`, which a writer that means
+    them names."""
     if "*" not in pattern:
         return pattern == key
     parts, names = pattern.split("."), key.split(".")
     return len(parts) == len(names) and all(
-        p == n or (p == "*" and n and n not in NOT_INTERFACES)
+        p == n or ("*" in p and n not in NOT_INTERFACES and fnmatch.fnmatchcase(n, p))
         for p, n in zip(parts, names, strict=True)
     )

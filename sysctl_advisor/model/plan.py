@@ -132,6 +132,8 @@ class OwnerNote:
     forbids: bool = False  # no other value lasts
     target: str | None = None  # the configuration that makes another value last
     note: str = ""
+    writer: str = ""  # its id in the writers catalog, and the write's place in its `writes`
+    index: int = 0
 
 
 @dataclass(frozen=True)

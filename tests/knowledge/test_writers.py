@@ -1,0 +1,149 @@
+"""The writers catalog (rules/catalog/writers.yaml): loaded and checked, every writer recognised
+from its signs, values worked out from the facts, and its page generated from it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from sysctl_advisor.engine.owners import owners
+from sysctl_advisor.engine.plan_builder import host_variables
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.knowledge.writers import WritersSpec, key_matches
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.host_facts import facts_from_data
+from sysctl_advisor.model.model_base import validate
+from sysctl_advisor.outputs.writers_reference import render_writers
+from tests.conftest import ROOT
+
+CATALOG = ROOT / "rules" / "catalog" / "writers.yaml"
+# For each writer, facts that show it (and only the signs the catalog names).
+SIGNS: dict[str, dict[str, Any]] = {
+    "kubelet": {"processes": ["kubelet"]},
+    "kube-proxy": {"processes": ["kube-proxy"]},
+    "k3s": {"processes": ["k3s-agent"]},
+    "dockerd": {"processes": ["dockerd"]},
+    "cni-plugins": {"links": ["eth0", "cni0"]},
+    "cilium-sysctlfix": {
+        "sysctl": {"net.ipv4.tcp_mem": "1 2 3"},
+        "sysctl_files": {"net.ipv4.tcp_mem": "/etc/sysctl.d/99-zzz-override_cilium.conf:1"},
+    },
+    "cilium-agent": {"processes": ["cilium-agent"]},
+    "systemd-networkd": {"processes": ["systemd-network"]},
+    "systemd-sysctl": {
+        "sysctl": {"net.core.default_qdisc": "fq_codel"},
+        "sysctl_files": {"net.core.default_qdisc": "/usr/lib/sysctl.d/50-default.conf:48"},
+    },
+    "wg-quick": {"links": ["eth0", "wg0"]},
+    "tuned": {"processes": ["tuned"]},
+    "openshift-nto": {"processes": ["cluster-node-tu"]},
+    "bpftune": {"processes": ["bpftune"]},
+    "eks-al2023-ami": {
+        "sysctl": {"net.ipv4.ip_local_reserved_ports": "10250"},
+        "sysctl_files": {
+            "net.ipv4.ip_local_reserved_ports": "/etc/sysctl.d/67-eks-reserved-ports.conf:1"
+        },
+    },
+    "aks-agentbaker": {
+        "sysctl": {"net.core.somaxconn": "16384"},
+        "sysctl_files": {"net.core.somaxconn": "/etc/sysctl.d/999-sysctl-aks.conf:4"},
+    },
+    "gke-node-image": {
+        "sysctl": {"net.ipv4.tcp_syncookies": "1"},
+        "sysctl_files": {"net.ipv4.tcp_syncookies": "/etc/sysctl.d/60-gce-network-security.conf:1"},
+    },
+}
+
+
+def _present(kb: KnowledgeBase, data: dict[str, Any]) -> set[str]:
+    facts = facts_from_data({"memory": {"total": 8 * 2**30}, "kernel": "6.1.0", **data})
+    variables, _, _ = host_variables(kb, facts)
+    return {w.writer.id for w in owners(kb, variables).writes}
+
+
+def test_every_writer_has_a_sign_case(kb: KnowledgeBase) -> None:
+    others = {w.id for w in kb.writers.spec.writers if not w.own}
+    assert set(SIGNS) == others
+
+
+@pytest.mark.parametrize("writer", sorted(SIGNS))
+def test_each_writer_is_recognised_from_its_signs_alone(kb: KnowledgeBase, writer: str) -> None:
+    assert _present(kb, SIGNS[writer]) - {"kubelet"} == {writer} - {"kubelet"}
+    assert writer in _present(kb, SIGNS[writer])
+
+
+def test_a_host_without_signs_has_no_writers(kb: KnowledgeBase) -> None:
+    assert _present(kb, {"processes": ["sshd", "bash"], "links": ["lo", "eth0"]}) == set()
+
+
+def test_a_kubernetes_node_runs_the_kubelet(kb: KnowledgeBase) -> None:
+    assert "kubelet" in _present(kb, {"links": ["eth0", "cali0123456789a"]})
+
+
+@pytest.mark.parametrize(("cpus", "value"), [(2, 131072), (8, 262144), (16, 524288), (64, 2097152)])
+def test_kube_proxys_value_is_max_per_core_times_the_cpus(
+    kb: KnowledgeBase, cpus: int, value: int
+) -> None:
+    facts = facts_from_data(
+        {"memory": {"total": 2**34}, "cpu": {"threads": cpus}, "processes": ["kube-proxy"]}
+    )
+    variables, _, _ = host_variables(kb, facts)
+    (write,) = owners(kb, variables).of("net.netfilter.nf_conntrack_max")
+    assert write.value == value
+
+
+def test_the_advisors_own_file_is_recognised_by_name(kb: KnowledgeBase) -> None:
+    assert kb.writers.is_own("/etc/sysctl.d/90-sysctl-advisor.conf:12")
+    assert kb.writers.is_own("/etc/sysctl.d/50-sysctl-advisor-tuning.conf:1")
+    assert not kb.writers.is_own("/etc/sysctl.d/99-sysctl.conf:3")
+    assert kb.writers.own_name == "90-sysctl-advisor.conf"
+
+
+def test_a_star_is_one_interface_never_all_or_default() -> None:
+    assert key_matches("net.ipv4.conf.*.rp_filter", "net.ipv4.conf.eth0.rp_filter")
+    assert not key_matches("net.ipv4.conf.*.rp_filter", "net.ipv4.conf.all.rp_filter")
+    assert not key_matches("net.ipv4.conf.*.rp_filter", "net.ipv4.conf.default.rp_filter")
+    assert not key_matches("net.ipv4.conf.*.rp_filter", "net.ipv4.conf.rp_filter")
+    assert key_matches("vm.overcommit_memory", "vm.overcommit_memory")
+
+
+def _spec(text: str) -> None:
+    validate(WritersSpec, yaml.safe_load(text), Path("writers.yaml"), text)
+
+
+OWN = "writers:\n  - {id: me, name: me, own: true, summary: s, signs: {files: [90-me.conf]}}\n"
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (
+            "  - {id: w, name: w, summary: s, signs: {processes: [w]}, references: [x],"
+            " writes: [{key: vm.swappiness, when: boot, note: n, references: [x]}]}\n",
+            "boot",
+        ),
+        (
+            "  - {id: w, name: w, summary: s, signs: {processes: [w]}, references: [x],"
+            " writes: [{key: vm.swappiness, when: start, file: 9.conf, note: n, references: [x]}]}\n",
+            "boot",
+        ),
+        ("  - {id: w, name: w, summary: s, signs: {}, references: [x]}\n", "sign"),
+        ("  - {id: w, name: w, summary: s, signs: {processes: [w]}}\n", "references"),
+        ("  - {id: me, name: me, own: true, summary: s, signs: {files: [9.conf]}}\n", "twice"),
+    ],
+)
+def test_a_writer_that_says_too_little_is_refused(extra: str, said: str) -> None:
+    with pytest.raises(InputError, match=said):
+        _spec(OWN + extra)
+
+
+def test_the_writers_page_is_generated_from_the_catalog(kb: KnowledgeBase) -> None:
+    committed = (ROOT / "docs" / "writers.md").read_text()
+    assert committed == render_writers(kb.writers, kb.sources), (
+        "regenerate: python -m sysctl_advisor.outputs.writers_reference > docs/writers.md"
+    )
+    for writer in kb.writers.spec.writers:
+        assert f'<a id="{writer.id}"></a>' in committed
