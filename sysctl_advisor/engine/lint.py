@@ -28,7 +28,7 @@ from sysctl_advisor.knowledge.check_rules import CheckRule
 from sysctl_advisor.knowledge.expression_budget import new_budget
 from sysctl_advisor.knowledge.expressions import ExpressionError
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from sysctl_advisor.knowledge.values import parse_text
+from sysctl_advisor.knowledge.values import parse_text, same_value
 from sysctl_advisor.knowledge.writers import key_matches
 from sysctl_advisor.model.current_config import CurrentConfig
 from sysctl_advisor.model.errors import InputError
@@ -221,6 +221,7 @@ class Checker:
         # the programs on the host that write a key after the files are applied (boot files
         # are the tree's own business: check.overridden), as plain data, by key
         self._writers = [dataclasses.asdict(n) for n in context.owners if n.file is None]
+        self._boot_writers = [n for n in context.owners if n.file is not None]
         self._recommended = (
             {s.key: dataclasses.asdict(s) for s in context.plan.settings}
             if context.plan is not None
@@ -501,6 +502,43 @@ class Checker:
             found.append(
                 CheckFinding(rule.id, rule.spec.severity, hidden_path, hidden_line, key, message)
             )
+        return found + self._later_writer_files(config)
+
+    def _later_writer_files(self, config: CurrentConfig) -> list[CheckFinding]:
+        """Lines that a file another program installed on the host (a boot write of the
+        writers catalog, shown by the facts) replaces at boot: it sorts after the line's file
+        and sets the key to another value. A file among those checked is check.overridden's."""
+        rule = self.reported_by.get("writer-file")
+        if rule is None or not self._boot_writers:
+            return []
+        checked = {display.rpartition("/")[2] for display, _ in config.documents}
+        found: list[CheckFinding] = []
+        for display, assignments in config.documents:
+            name = display.rpartition("/")[2]
+            for item in assignments:
+                for note in self._boot_writers:
+                    assert note.file is not None
+                    if (
+                        note.file in checked
+                        or note.file <= name
+                        or item.is_glob
+                        or not key_matches(note.key, item.key)
+                    ):
+                        continue
+                    spec = self.kb.catalog.keys.get(item.key)
+                    if note.value is not None and same_value(note.value, item.value, spec):
+                        continue
+                    found.append(
+                        CheckFinding(
+                            rule.id,
+                            rule.spec.severity,
+                            display,
+                            item.line,
+                            item.key,
+                            f"{item.key} = {item.value} here, but {note.says}, which sorts "
+                            f"after {name} and wins at boot",
+                        )
+                    )
         return found
 
     def _final(self, key: str, text: str) -> list[int] | list[list[int]] | None:

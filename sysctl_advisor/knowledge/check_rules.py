@@ -61,6 +61,7 @@ class CheckRuleSpec(Record):
             "override",
             "suppression-unused",
             "suppression-malformed",
+            "writer-file",
         ]
     ] = Field(
         default_factory=list,

@@ -65,9 +65,10 @@ def render_writers(writers: Writers, sources: Sources | None = None) -> str:
             f"| [{md_text(writer.name)}](#{writer.id}) | {_signs(writer)} | {len(writer.writes)} |"
         )
     for writer in writers.spec.writers:
-        out += ["", f'<a id="{writer.id}"></a>', f"## {md_text(writer.name)}", ""]
+        out += ["", f"## {writer.id}", ""]
+        summary = md_text(" ".join(writer.summary.split()))
         out += [
-            md_text(" ".join(writer.summary.split())),
+            f"**{md_text(writer.name)}**: {summary}",
             "",
             f"Recognised by {_signs(writer)}.",
             "",

@@ -45,6 +45,7 @@ def test_json_contract_and_statuses_against_a_tree() -> None:
             "rationale",
             "default_set_by",
             "modelled_default",
+            "owner",
         }
     somaxconn = by_key["net.core.somaxconn"]
     assert somaxconn["status"] == "change"
