@@ -60,7 +60,8 @@ def date_evidence(
     kb: KnowledgeBase, facts: HostFacts, observed: dict[str, Any]
 ) -> list[FindingResult]:
     """Drop from `observed` (what rules see, plain data) the events whose every line was logged
-    before the value in force of every key they argue against was set; a finding for each."""
+    before the value in force of every key they argue against was set, and their lines from
+    the kernel messages; a finding for each."""
     times = set_times(kb, facts)
     if not times:
         return []
@@ -68,6 +69,7 @@ def date_evidence(
     against.update({a.id: [a.key] if a.key else [] for a in kb.app_families})
     titles = {f.id: f.title for f in (*kb.message_families, *kb.app_families)}
     findings: list[FindingResult] = []
+    stale: set[str] = set()  # families whose every line is older than the values
     for field in ("kernel_events", "app_events"):
         events = observed.get(field)
         if not events:
@@ -87,7 +89,15 @@ def date_evidence(
                 continue
             title = titles.get(event["family"], event["family"])
             findings.append(_finding(event, title, keys, newer))
+            stale.add(event["family"])
         observed[field] = kept
+    matchers = kb.message_matchers()
+    messages = observed.get("kernel_messages") or []
+    if stale and messages:  # the same lines, as the facts' kernel_messages carry them
+        gone = [m for family in stale for m in matchers.get(family, ())]
+        observed["kernel_messages"] = [
+            line for line in messages if not any(m in line.lower() for m in gone)
+        ]
     return findings
 
 
