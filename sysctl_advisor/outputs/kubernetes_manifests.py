@@ -54,8 +54,13 @@ _Dumper.add_representer(str, _str)
 
 
 def _dump(document: dict[str, Any]) -> str:
-    return yaml.dump(
-        document, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=4096
+    return yaml.dump(  # unicode as it is: a citation's name never turns a block into a quote
+        document,
+        Dumper=_Dumper,
+        sort_keys=False,
+        default_flow_style=False,
+        width=4096,
+        allow_unicode=True,
     )
 
 

@@ -17,6 +17,7 @@ import json
 import os
 from typing import Any
 
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -180,10 +181,34 @@ def applied(host: dict[str, Any], carried: dict[str, str]) -> dict[str, Any]:
 
 def _settings_lines(fmt: str, text: str) -> list[str]:
     """What a format applies, line by line, comments left out (YAML, ini and sysctl.conf
-    comments start with #; JSON and Markdown carry no comment)."""
+    comments start with #; JSON and Markdown carry no comment). A format of YAML documents is
+    read as YAML: each scalar by its path, a file it embeds (a ConfigMap's sysctl file, a
+    Tuned profile) by its lines less their comments."""
     if fmt in ("json", "markdown"):
         return []
-    return [line for line in text.split("\n") if line.strip() and not line.lstrip().startswith("#")]
+    if fmt in ("conf", "tuned", "ansible", "bottlerocket", "eks"):  # lines, # for comments
+        return [line for line in text.split("\n") if _applied(line)]
+    lines: list[str] = []
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, f"{path}.{key}")
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{path}[{i}]")
+        elif isinstance(node, str) and "\n" in node:
+            lines.extend(f"{path}: {line}" for line in node.split("\n") if _applied(line))
+        else:
+            lines.append(f"{path}={node!r}")
+
+    for i, document in enumerate(yaml.safe_load_all(text)):
+        walk(document, f"[{i}]")
+    return lines
+
+
+def _applied(line: str) -> bool:
+    return bool(line.strip()) and not line.lstrip().startswith("#")
 
 
 def assert_settles(kb: KnowledgeBase, host: dict[str, Any], profile: list[str], fmt: str) -> None:
@@ -191,8 +216,7 @@ def assert_settles(kb: KnowledgeBase, host: dict[str, Any], profile: list[str], 
     again_host = applied(host, first)
     again_text, again = _values_in(kb, facts_from_data(again_host), profile, fmt)
     assert again == first, f"{fmt} {profile} {_moves(first, again)}\nhost: {json.dumps(host)}"
-    if fmt in ("conf", "tuned", "ansible"):
-        assert _settings_lines(fmt, again_text) == _settings_lines(fmt, first_text), fmt
+    assert _settings_lines(fmt, again_text) == _settings_lines(fmt, first_text), fmt
 
 
 def _moves(
