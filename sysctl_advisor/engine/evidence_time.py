@@ -8,7 +8,9 @@ its keys. Where the facts say when each of those values was set (facts.sysctl_fi
 the file that sets the value in force, and when it was last written) and every line of the
 family was logged before (its `last_seen`), the lines speak of an earlier value: the rules do
 not see them, and a finding says so. Where a time is missing on either side, the rules see the
-lines as before (each rule then judges them against the value in force).
+lines as before (each rule then judges them against the value in force). The lines set aside
+stay readable as `observed.earlier_events`: they are no evidence that the value in force is too
+low, but they still show what the host needed, which a safety cap must not go below.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ def date_evidence(
     """Drop from `observed` (what rules see, plain data) the events whose every line was logged
     before the value in force of every key they argue against was set, and their lines from
     the kernel messages; a finding for each."""
+    observed["earlier_events"] = []
     times = set_times(kb, facts)
     if not times:
         return []
@@ -70,6 +73,7 @@ def date_evidence(
     titles = {f.id: f.title for f in (*kb.message_families, *kb.app_families)}
     findings: list[FindingResult] = []
     stale: set[str] = set()  # families whose every line is older than the values
+    earlier: list[dict[str, Any]] = []
     for field in ("kernel_events", "app_events"):
         events = observed.get(field)
         if not events:
@@ -90,7 +94,10 @@ def date_evidence(
             title = titles.get(event["family"], event["family"])
             findings.append(_finding(event, title, keys, newer))
             stale.add(event["family"])
+            earlier.append(event)
         observed[field] = kept
+    # still what the host needed before the value in force: a cap's floor may read them
+    observed["earlier_events"] = earlier
     matchers = kb.message_matchers()
     messages = observed.get("kernel_messages") or []
     if stale and messages:  # the same lines, as the facts' kernel_messages carry them
