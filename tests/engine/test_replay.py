@@ -76,3 +76,14 @@ def test_the_fixtures_are_the_classes_named(kb: KnowledgeBase) -> None:
     assert any(f.id == "connection-scale.conntrack-table-full" for f in aks.findings)
     gateway = build_plan(kb, facts_from_data(_host("c1m-gateway")), HOSTS["c1m-gateway"])
     assert any(f.id == "tcp-mem.exhausted" for f in gateway.findings)
+
+
+def test_an_aks_node_pool_configured_with_the_plan_settles(kb: KnowledgeBase) -> None:
+    """AKS writes a node pool's linuxOSConfig sysctls into /etc/sysctl.d/999-sysctl-aks.conf:
+    a node whose pool took the plan's `aks` document shows that file, and plans the same."""
+    data, profiles = _host("aks-node"), HOSTS["aks-node"]
+    _, first = _values_in(kb, facts_from_data(data), profiles, "aks")
+    assert first
+    pool = applied(data, first, own="/etc/sysctl.d/999-sysctl-aks.conf")
+    _, again = _values_in(kb, facts_from_data(pool), profiles, "aks")
+    assert again == first

@@ -164,12 +164,12 @@ def kb_read_back(kb: KnowledgeBase, fmt: str, text: str) -> dict[str, str]:
     return dict(module.read_back(text, kb.node_platforms[fmt]))
 
 
-def applied(host: dict[str, Any], carried: dict[str, str]) -> dict[str, Any]:
-    """The host once the output is installed whole and applied."""
+def applied(host: dict[str, Any], carried: dict[str, str], own: str = OWN) -> dict[str, Any]:
+    """The host once the output is installed whole (as `own`) and applied."""
     files = dict(host.get("sysctl_files") or {})
     file_settings = {}
     for line, (key, value) in enumerate(sorted(carried.items()), start=1):
-        files[key] = f"{OWN}:{line}"
+        files[key] = f"{own}:{line}"
         file_settings[key] = {"value": value, "modified": APPLIED_AT}
     return {
         **host,
