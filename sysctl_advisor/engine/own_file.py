@@ -80,7 +80,8 @@ def held(
     (`caps`: the safety caps that applied to it, none binding)."""
     shown = conf_text(own.value)
     why = (
-        f"Kept at {shown}, which the advisor's own file sets ({own.source}): "
+        f"Kept at {shown}, as {own.source} sets it (the plan's own file, or the one a node "
+        "platform writes the plan's values into): "
         f"{', '.join(own.rules)} ask{'s' if len(own.rules) == 1 else ''} no other value of it "
         "on this host now, and the plan holds every key it manages (installed whole, a key "
         "left out would go back to what the kernel or another file gives)."
