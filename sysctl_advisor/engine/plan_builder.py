@@ -432,12 +432,19 @@ def build_plan(
 
     work, contradictions = merged_work(results)
 
+    # keys a file other than the plan's own sets: the operator's values, judged exactly (the
+    # plan's own file holds what the model's tolerance gave, and is judged as it was made)
+    operator_files = {
+        key for key, source in (facts.sysctl_files or {}).items() if not kb.writers.is_own(source)
+    }
+
     def resolved(
         item: _KeyWork, by_rule: dict[str, RuleResult]
     ) -> Setting | Unchanged | str | None:
         """The key's wants and caps merged with its baseline. A value a sysctl file sets is
         the operator's, not the model's, and one taken as the host's default that lies beyond
-        the model's tolerance is no model error either: no tolerance keeps them from a cap."""
+        the model's tolerance is no model error either: no tolerance keeps them from a cap or
+        a want."""
         resolve = _resolve_text if item.spec.is_text else _resolve
         return resolve(
             item,
@@ -446,7 +453,7 @@ def build_plan(
             current_text.get(item.key),
             {**by_rule, **item.results},
             facts.page_size,
-            (facts.sysctl_files is not None and item.key in facts.sysctl_files)
+            (item.key in operator_files)
             or (item.key in kernel_values and item.key not in modelled_of),
             modelled_of.get(item.key),
         )

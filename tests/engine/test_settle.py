@@ -17,6 +17,7 @@ import json
 import os
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -243,3 +244,51 @@ def test_the_applied_plan_is_a_fixed_point(data: st.DataObject) -> None:
     profile = data.draw(_workloads(kb), label="profiles")
     fmt = data.draw(st.sampled_from(EVERY_FORMAT), label="format")
     assert_settles(kb, host, profile, fmt)
+
+
+# Hosts hypothesis found, each a class of host the plan once undid or moved on its second run.
+FOUND = [
+    # a bogus tcp_mem no file set on a 32-bit host: the lowmem cap binds on both runs
+    ({"arch": "armv7l", "kernel": "3.2.0-58-virtual", "memory": {"total": 6280857996,
+      "lowmem": 268435456}, "sysctl": {"net.ipv4.tcp_mem": "8388608 8388608 8388608"}},
+     ["postgresql", "c1m-server"], "conf"),
+    ({"arch": "i686", "memory": {"total": 268435456},
+      "sysctl": {"net.ipv4.tcp_mem": "1 1 35390"}}, ["base"], "conf"),
+    # a conntrack limit no file set and an undated "table full": judged by the kernel's default
+    ({"memory": {"total": 268435456}, "sysctl": {"net.netfilter.nf_conntrack_max": "1"},
+      "observed": {"kernel_events": [{"family": "netfilter.conntrack-table-full", "count": 1,
+                                      "example": "nf_conntrack: table full, dropping packet"}]}},
+     ["base"], "conf"),
+    # Redis's overcommit on a node: the kubelet's own value, kept
+    ({"memory": {"total": 268435456}, "sysctl": {"vm.overcommit_memory": "0"}}, ["redis"],
+     "kubernetes"),
+    # TCP ran out of memory: the cap's floor is twice the peak, before and after the raise
+    ({"memory": {"total": 268435456, "lowmem": 134217728}, "kernel": "4.4.121", "arch": "i686",
+      "page_size": 16384, "sysctl": {"net.ipv4.tcp_mem": "8388608 8388608 8388608"},
+      "observed": {"tcp_mem_pages_peak": 382, "kernel_events": [
+          {"family": "tcp.out-of-memory", "count": 1, "example": "TCP: out of memory"}]}},
+     ["base"], "conf"),
+    ({"memory": {"total": 268435456}, "kernel": "2.6.32", "observed": {
+        "tcp_mem_pages_peak": 16385, "kernel_events": [
+            {"family": "tcp.out-of-memory", "count": 1, "example": "TCP: out of memory",
+             "last_seen": "2026-11-01T10:00:00Z"}]}}, ["base"], "conf"),
+    # a socket buffer maximum capped once is still capped (tuned's exact form, not "at least")
+    ({"memory": {"total": 268435456}, "sysctl": {"net.core.wmem_max": "1073741825"}},
+     ["gridftp"], "tuned"),
+    # a value no file set far beyond the model gets no model tolerance, before or after
+    ({"memory": {"total": 381774888960}, "kernel": "2.6.32", "arch": "x86_64",
+      "page_size": 16384, "sysctl": {"net.ipv4.tcp_mem": "8388608 8388608 8388608"}},
+     ["base"], "conf"),
+    # the model's tolerance kept the default once: the plan's own file keeps it the same way
+    ({"memory": {"total": 268435456}, "sysctl": {"net.ipv4.tcp_mem": "1 1024 1024"}},
+     ["gridftp"], "conf"),
+    # an application's warning with the value in force unknown: judged by the kernel default
+    ({"memory": {"total": 268435456}, "kernel": "2.6.32", "observed": {"app_events": [
+        {"family": "elasticsearch.max-map-count", "count": 1, "example": "WARNING",
+         "last_seen": "2026-11-01T10:00:00Z", "wants": 262145}]}}, ["elasticsearch"], "conf"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("host", "profile", "fmt"), FOUND)
+def test_hosts_hypothesis_found_settle(host: dict[str, Any], profile: list[str], fmt: str) -> None:
+    assert_settles(KB, {"sysctl_files": {}, **host}, profile, fmt)
