@@ -314,6 +314,11 @@ def _in_bounds(value: Value, spec: CatalogKey) -> bool:
     return isinstance(value, str) or all(spec.min <= v <= spec.max for v in numbers(value))
 
 
+# How many times `planned` is worked out at most: once from the first pass, again while a
+# reader that ran again moved a key another reader reads.
+_PLANNED_PASSES = 4
+
+
 def build_plan(
     kb: KnowledgeBase,
     facts: HostFacts,
@@ -458,7 +463,6 @@ def build_plan(
             modelled_of.get(item.key),
         )
 
-    readers = [i for i, (run, r) in enumerate(results) if r.rule.reads_planned]
     reader_rules = [r.rule for _, r in results if r.rule.reads_planned] + [
         kb.rules[runs[i].rule_id] for i in later
     ]
@@ -467,24 +471,39 @@ def build_plan(
         for rule in reader_rules:
             aliases = rule.planned_aliases
             wanted = None if wanted is None or aliases is None else wanted | aliases
-        planned = dict(baseline)
-        first_by_rule = _first_by_rule(results)
-        for item in work.values():
-            if wanted is None or item.spec.alias in wanted:
-                first = resolved(item, first_by_rule)
-                if isinstance(first, Setting):  # else the baseline stays
-                    planned[item.spec.alias] = parse_current(first.value, item.spec)
-        moved = {alias for alias, value in planned.items() if value != baseline[alias]}
-        index = {id(r): i for i, r in by_run.items() if r is not None}
-        rerun = later + [
-            index[id(results[i][1])]
-            for i in readers
-            if (aliases := results[i][1].rule.planned_aliases) is None or aliases & moved
-        ]
-        if rerun:
-            variables["planned"] = planned
+        # The values the readers were evaluated with; a reader whose own wants depend on
+        # `planned` (postgresql.overcommit's ratio, tcp-buffers.bdp's maxima) can move a key
+        # another reader reads once it runs again, so `planned` is worked out again until
+        # nothing a reader reads moves (a few passes at most).
+        given = baseline
+        for _ in range(_PLANNED_PASSES):
+            planned = dict(baseline)
+            first_by_rule = _first_by_rule(results)
+            for item in work.values():
+                if wanted is None or item.spec.alias in wanted:
+                    first = resolved(item, first_by_rule)
+                    if isinstance(first, Setting):  # else the baseline stays
+                        planned[item.spec.alias] = parse_current(first.value, item.spec)
+            moved = {alias for alias, value in planned.items() if value != given[alias]}
+            index = {id(r): i for i, r in by_run.items() if r is not None}
+            rerun = [
+                index[id(result)]
+                for _, result in results
+                if result.rule.reads_planned
+                and ((aliases := result.rule.planned_aliases) is None or aliases & moved)
+            ]
+            if not rerun:
+                break
+            variables["planned"] = given = planned
             seen.clear()
             for i in rerun:
+                by_run[i] = evaluate(runs[i])
+            results = [(runs[i], r) for i, r in sorted(by_run.items()) if r is not None]
+            work, contradictions = merged_work(results)
+        if later:  # they set nothing: once, with the values the plan ends with
+            variables["planned"] = planned
+            seen.clear()
+            for i in later:
                 by_run[i] = evaluate(runs[i])
             results = [(runs[i], r) for i, r in sorted(by_run.items()) if r is not None]
             work, contradictions = merged_work(results)

@@ -127,3 +127,73 @@ def test_the_word_planned_in_prose_or_a_string_is_not_a_read(tmp_path: Path) -> 
         "'{{ want }} connections, as planned for this host'",
     )
     assert not rule.reads_planned  # type: ignore[attr-defined]
+
+
+CHAIN_RULES = {
+    "gate.yaml": """\
+id: site.gate
+title: t
+description: d
+set: {net.core.somaxconn: 8192}
+rationale: r
+references: [linux-6-18-doc-ip-sysctl]
+""",
+    # a reader whose own want depends on `planned`: it moves tcp_max_syn_backlog only once it
+    # runs again with somaxconn moved
+    "follow.yaml": """\
+id: site.follow
+title: t
+description: d
+set: {net.ipv4.tcp_max_syn_backlog: "planned.somaxconn"}
+rationale: r
+references: [linux-6-18-doc-ip-sysctl]
+""",
+    # readers of the key the first reader moves: one that sets a key, one that sets nothing
+    "quote.yaml": """\
+id: site.quote
+title: t
+description: d
+set: {net.ipv4.tcp_max_orphans: 65536}
+findings:
+  - {id: site.quote, severity: info, message: "set: {{ planned.tcp_max_syn_backlog }}"}
+rationale: r
+references: [linux-6-18-doc-ip-sysctl]
+""",
+    "say.yaml": """\
+id: site.say
+title: t
+description: d
+findings:
+  - {id: site.say, severity: info, message: "says: {{ planned.tcp_max_syn_backlog }}"}
+rationale: r
+references: [linux-6-18-doc-ip-sysctl]
+""",
+}
+
+
+def test_readers_see_what_a_reader_that_ran_again_moved(tmp_path: Path) -> None:
+    """`planned` is worked out again after the readers run again: a key a reader moves only on
+    its second run (its want follows another key's planned value) is what the readers of that
+    key quote, whether they set keys or not."""
+    rules = tmp_path / "rules" / "site"
+    rules.mkdir(parents=True)
+    for name, text in CHAIN_RULES.items():
+        (rules / name).write_text(text)
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "site.yaml").write_text(
+        "name: site\nsummary: s\ndescription: d\n"
+        "rules: [site.gate, site.follow, site.quote, site.say]\n"
+    )
+    kb = KnowledgeBase.load([tmp_path / "rules"], [profiles])
+    host = {
+        "kernel": "5.15.0",
+        "memory": {"total": "8 GiB"},
+        "sysctl": {"net.core.somaxconn": "1024", "net.ipv4.tcp_max_syn_backlog": "1024"},
+    }
+    plan = build_plan(kb, facts_from_data(host), "site")
+    values = {s.key: s.value for s in plan.settings}
+    assert values["net.ipv4.tcp_max_syn_backlog"] == "8192"
+    messages = {f.id: f.message for f in plan.findings}
+    assert messages["site.quote"] == "set: 8192"
+    assert messages["site.say"] == "says: 8192"
