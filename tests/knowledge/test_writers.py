@@ -127,7 +127,8 @@ OWN = "writers:\n  - {id: me, name: me, own: true, summary: s, signs: {files: [9
         ),
         (
             "  - {id: w, name: w, summary: s, signs: {processes: [w]}, references: [x],"
-            " writes: [{key: vm.swappiness, when: start, file: 9.conf, note: n, references: [x]}]}\n",
+            " writes: [{key: vm.swappiness, when: start, file: 9.conf, note: n,"
+            " references: [x]}]}\n",
             "boot",
         ),
         ("  - {id: w, name: w, summary: s, signs: {}, references: [x]}\n", "sign"),
