@@ -27,14 +27,17 @@ FINDING = "evidence.logged-before-value"
 
 
 def moment(text: str | None) -> datetime | None:
-    """An ISO 8601 time of the facts (UTC where it names no zone), or None."""
+    """An ISO 8601 time of the facts (UTC where it names no zone), in UTC, or None (also
+    where it is no time in UTC: 0001-01-01T00:00:00+01:00 is in year 0)."""
     if not text:
         return None
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "T"))
-    except ValueError:
+        if parsed.tzinfo is None:
+            return parsed.replace(tzinfo=timezone.utc)
+        return parsed.astimezone(timezone.utc)
+    except (ValueError, OverflowError):
         return None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
 
 
 class SetAt(NamedTuple):
@@ -113,7 +116,7 @@ def _finding(
 ) -> FindingResult:
     count = event["count"]
     set_words = "; ".join(
-        f"{key} by {t.by} (written {t.at.strftime('%Y-%m-%d %H:%M:%S UTC')})"
+        f"{key} by {t.by} (written {t.at.isoformat(' ', 'seconds').removesuffix('+00:00')} UTC)"
         for key, t in zip(keys, times, strict=True)
     )
     return FindingResult(

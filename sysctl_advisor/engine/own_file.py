@@ -7,7 +7,12 @@ raised where it overflowed, a value lowered only where it is higher): once the p
 they ask nothing more, and a plan that then left the key out would undo its own advice at the
 next install. So a key that the advisor's own file sets (facts.sysctl_files, recognised by the
 writers catalog's `own` entry) stays in the plan while a rule the plan runs is about it (sets
-or caps it): at the value the rules give, or, where they give nothing, at the file's value.
+or caps it): at the value the rules give, or, where they give nothing, at the value in force.
+Keeping the value in force is never a move; the file's value as the facts give it
+(sysctl_file_settings) is not what is in force where another program wrote the key since, and
+the facts are hostile (a file named like the advisor's own and any value beside it): a plan
+never sets a value no rule wants but the one in force. Where the value in force is not known,
+the key is not kept.
 A key no rule of the plan is about any more (a workload removed) leaves the plan.
 """
 
@@ -24,9 +29,8 @@ from sysctl_advisor.model.plan import Setting
 
 
 class OwnKey(NamedTuple):
-    """A key the advisor's own file sets: the file and line, the value the file sets (the
-    value in force where the facts do not give the file's), the plan's rules about it and
-    their workloads."""
+    """A key the advisor's own file sets: the file and line, the value in force (the one the
+    plan keeps), the plan's rules about it and their workloads."""
 
     source: str
     value: Value
@@ -49,16 +53,16 @@ def own_keys(
             names = about.setdefault(key, {}).setdefault(run.rule_id, [])
             names += [w for w in run.workloads if w not in names]
     found: dict[str, OwnKey] = {}
-    given = facts.sysctl_file_settings or {}
     for key, source in files.items():
         spec = kb.catalog.keys.get(key)
         if spec is None or key not in about or not kb.writers.is_own(source):
             continue
-        file_setting = given.get(key)
-        text = file_setting.value if file_setting is not None else facts.sysctl.get(key)
+        # the value in force, never the file's as the facts give it: keeping is no move, and
+        # a value only the facts' sysctl_file_settings name would be one no rule asked for
+        text = facts.sysctl.get(key)
         value = parse_current(text, spec) if text is not None else None
         if value is None:
-            continue  # neither the file's value nor one in force the key can hold
+            continue  # no value in force known, or none the key can hold
         by_rule = about[key]
         named = [r for r in by_rule if r in applied] or list(by_rule)
         workloads = tuple(dict.fromkeys(w for r in named for w in by_rule[r]))
@@ -76,8 +80,8 @@ def held(
     several: bool,
     caps: list[str],
 ) -> Setting:
-    """The key at the value the advisor's own file sets, where the rules ask nothing else
-    (`caps`: the safety caps that applied to it, none binding)."""
+    """The key at its value in force, which the advisor's own file sets, where the rules ask
+    nothing else (`caps`: the safety caps that applied to it, none binding)."""
     shown = conf_text(own.value)
     why = (
         f"Kept at {shown}, as {own.source} sets it (the plan's own file, or the one a node "

@@ -267,6 +267,17 @@ def utc_text(moment: float) -> str:
     return datetime.fromtimestamp(int(moment), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _date(moment: float) -> str | None:
+    """utc_text, or None where the time is no date of four digits (a copied tree's
+    modification times are anything its owner set: before year 1000, which strftime writes
+    with fewer digits, after 9999, beyond what the C library holds)."""
+    try:
+        text = utc_text(moment)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return text if len(text.partition("-")[0]) == 4 else None
+
+
 # The copied tree's file whose modification time says when the copy was taken: sockstat, whose
 # figures the snapshot time qualifies, else meminfo, which every tree has.
 _SNAPSHOT_FILES = ("proc/net/sockstat", "proc/meminfo")
@@ -360,8 +371,9 @@ def _sysctl_files(
         except ValueError:
             continue  # a line no key holds: no value the file sets
         setting = {"value": value}
-        if modified is not None:
-            setting["modified"] = utc_text(modified)
+        when = _date(modified) if modified is not None else None
+        if when is not None:  # a time no date can hold (a tree's file set to year 36812): none
+            setting["modified"] = when
         settings[key] = setting
     return chosen, settings
 
@@ -389,7 +401,10 @@ def _kernel_build(root: Path, release: str | None) -> dict[str, Any] | None:
         try:
             inflate = zlib.decompressobj(wbits=47)  # gzip or zlib header
             data = inflate.decompress(packed, MAX_CONFIG)
-            text = data.decode("utf-8", errors="replace") if not inflate.unconsumed_tail else None
+            # the whole stream, within the cap: a truncated one (or one cut at MAX_CONFIG read)
+            # ends anywhere, and its last options would be read wrong
+            whole = inflate.eof and not inflate.unconsumed_tail
+            text = data.decode("utf-8", errors="replace") if whole else None
         except zlib.error:
             text = None
     if text is None and release and "/" not in release and release not in (".", ".."):
@@ -401,6 +416,7 @@ def _kernel_build(root: Path, release: str | None) -> dict[str, Any] | None:
 
 
 MAX_PROCESSES = 1 << 16  # /proc entries looked at; a host runs far fewer programs
+COMM_BYTES = 16  # /proc/PID/comm: at most TASK_COMM_LEN - 1 bytes and its line feed
 
 
 def _processes(root: Path) -> list[str] | None:
@@ -421,7 +437,12 @@ def _processes(root: Path) -> list[str] | None:
     for pid in pids:
         if not _read(proc / pid / "cmdline", root, limit=1, strip=False):
             continue  # a kernel thread (or a zombie): no program
-        name = _read(proc / pid / "comm", root)
+        # read no more than a comm holds: a copied tree's comm files can be anything (65,536
+        # sparse files of 1 MiB each took minutes to read whole)
+        data = _read_bytes(proc / pid / "comm", root, COMM_BYTES + 1)
+        if data is None or len(data) > COMM_BYTES:
+            continue
+        name = data.decode("utf-8", errors="replace").strip()
         if name and name.isprintable() and len(name) <= 15:
             names.add(name)
     return sorted(names)

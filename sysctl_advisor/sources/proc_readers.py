@@ -251,6 +251,9 @@ def parse_module_list(text: str) -> list[str]:
     return sorted(names)[:MAX_MODULES]
 
 
+_QDISC = re.compile(r"[A-Za-z_]{1,15}")
+
+
 def kernel_build(config: str) -> dict[str, str | None]:
     """The defaults a kernel's build configuration (.config text) sets: `default_qdisc`, the
     qdisc CONFIG_DEFAULT_NET_SCH names where CONFIG_NET_SCH_DEFAULT=y and it is built in
@@ -264,7 +267,9 @@ def kernel_build(config: str) -> dict[str, str | None]:
     if options.get("CONFIG_NET_SCH_DEFAULT") != "y":
         return {"default_qdisc": "pfifo_fast"}
     chosen = options.get("CONFIG_DEFAULT_NET_SCH", "")
-    if not chosen or not chosen.replace("_", "").isalpha() or len(chosen) > 15:
+    # ASCII letters only: str.isalpha, upper and lower know all of Unicode ("ſq" upper is
+    # "SQ", the Kelvin sign lower is "k"), and a name the facts refuse failed the whole read
+    if not _QDISC.fullmatch(chosen):
         return {"default_qdisc": None}
     built_in = chosen == "pfifo_fast" or options.get(f"CONFIG_NET_SCH_{chosen.upper()}") == "y"
     return {"default_qdisc": chosen.lower() if built_in else None}
