@@ -221,6 +221,7 @@ class Checker:
         # the programs on the host that write a key after the files are applied (boot files
         # are the tree's own business: check.overridden), as plain data, by key
         self._writers = [dataclasses.asdict(n) for n in context.owners if n.file is None]
+        self._writers_by_key: dict[str, list[dict[str, Any]]] = {}
         self._boot_writers = [n for n in context.owners if n.file is not None]
         self._recommended = (
             {s.key: dataclasses.asdict(s) for s in context.plan.settings}
@@ -328,12 +329,16 @@ class Checker:
         its own configuration that would keep this value (`fix`; None where it has none)."""
         from sysctl_advisor.engine.owners import fix_line
 
+        notes = self._writers_by_key.get(key)
+        if notes is None:  # once per key: a long file repeats a few keys many times
+            notes = [n for n in self._writers if key_matches(n["key"], key)]
+            if len(self._writers_by_key) < _MEMO_LINES:
+                self._writers_by_key[key] = notes
         found = []
-        for note in self._writers:
-            if key_matches(note["key"], key):
-                plain = (numbers[0] if len(numbers) == 1 else numbers) if numbers else value
-                fix = fix_line(self.kb, note["writer"], note["index"], key, plain)
-                found.append({**note, "fix": fix})
+        for note in notes:
+            plain = (numbers[0] if len(numbers) == 1 else numbers) if numbers else value
+            fix = fix_line(self.kb, note["writer"], note["index"], key, plain)
+            found.append({**note, "fix": fix})
         return found
 
     def _glob(self, pattern: str) -> dict[str, Any]:

@@ -421,14 +421,22 @@ COMM_BYTES = 16  # /proc/PID/comm: at most TASK_COMM_LEN - 1 bytes and its line 
 
 def _processes(root: Path) -> list[str] | None:
     """The names (comm) of the programs running, each once, sorted: who else may write
-    sysctls (rules/catalog/writers.yaml). None when /proc lists no process (a copied tree
-    without them); a name that is no plain text is left out."""
+    sysctls (rules/catalog/writers.yaml); on the live host, root's programs only. None when
+    /proc lists no process (a copied tree without them); a name that is no plain text is left
+    out."""
     proc = root / "proc"
     if not _reachable(root, proc):
         return None
+    live = root == LIVE_ROOT
     try:
         with os.scandir(proc) as entries:
-            pids = [e.name for e in islice(entries, MAX_PROCESSES) if e.name.isdigit()]
+            pids = [
+                e.name
+                for e in islice(entries, MAX_PROCESSES)
+                # on the live host only root's programs: the writers of sysctls run as root,
+                # and any user may name a program of their own `kubelet`
+                if e.name.isdigit() and (not live or _owned_by_root(e))
+            ]
     except OSError:
         return None
     if not pids:
@@ -446,6 +454,13 @@ def _processes(root: Path) -> list[str] | None:
         if name and name.isprintable() and len(name) <= 15:
             names.add(name)
     return sorted(names)
+
+
+def _owned_by_root(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.stat(follow_symlinks=False).st_uid == 0
+    except OSError:
+        return False
 
 
 def _services(root: Path) -> dict[str, Any]:
