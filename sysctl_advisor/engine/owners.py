@@ -79,6 +79,8 @@ def writer_defaults(
     see as `default` (for `start-if-lower`, where it is above the kernel's). Returns, by key,
     who set each such default and the kernel's own (None: not modelled)."""
     taken: dict[str, tuple[str, str | None]] = {}
+    if not found.writes:
+        return taken
     for key, spec in catalog.keys.items():
         for write in found.of(key):
             if write.spec.when not in START or write.value is None:
@@ -127,6 +129,8 @@ def owned_settings(
     plan's value, the companion that puts the value in its own configuration."""
     findings: list[FindingResult] = []
     companions: list[CompanionResult] = []
+    if not found.writes:
+        return findings, companions
     for setting in settings:
         for write in found.of(setting.key):
             theirs = shown(write, kb.catalog, setting.key)
@@ -187,6 +191,8 @@ def owner_notes(found: Owners, catalog: Catalog, every: bool = False) -> list[Ow
     """The record of the other writers of catalog keys on the host (`every`: of every key they
     write, each under the key as the catalog of writers names it, `*` for an interface)."""
     notes: list[OwnerNote] = []
+    if not found.writes:
+        return notes
     pairs = (
         [(w.spec.key, w) for w in found.writes]
         if every

@@ -77,11 +77,17 @@ class _KeyWork:
         return list(dict.fromkeys(w for rule_id in rules for w in self.workloads.get(rule_id, [])))
 
     def explained(
-        self, contributing: list[str], by_rule: dict[str, RuleResult], lines: list[str]
+        self,
+        contributing: list[str],
+        by_rule: dict[str, RuleResult],
+        lines: list[str],
+        text: bool = True,
     ) -> tuple[Explained, list[str]]:
         """The setting's text (with the workloads that wanted it, where the plan runs several)
-        and those workloads."""
+        and those workloads; without `text` (a value worked out for `planned`), no text."""
         workloads = self.workloads_of(contributing)
+        if not text:
+            return Explained("", "", [], {}), workloads
         if self.several:
             lines = [*lines, f"Workloads: {', '.join(workloads)}."]
         return _explained(self, contributing, by_rule, lines), workloads
@@ -444,7 +450,7 @@ def build_plan(
     }
 
     def resolved(
-        item: _KeyWork, by_rule: dict[str, RuleResult]
+        item: _KeyWork, by_rule: dict[str, RuleResult], text: bool = True
     ) -> Setting | Unchanged | str | None:
         """The key's wants and caps merged with its baseline. A value a sysctl file sets is
         the operator's, not the model's, and one taken as the host's default that lies beyond
@@ -461,6 +467,7 @@ def build_plan(
             (item.key in operator_files)
             or (item.key in kernel_values and item.key not in modelled_of),
             modelled_of.get(item.key),
+            text,
         )
 
     reader_rules = [r.rule for _, r in results if r.rule.reads_planned] + [
@@ -476,14 +483,21 @@ def build_plan(
         # another reader reads once it runs again, so `planned` is worked out again until
         # nothing a reader reads moves (a few passes at most).
         given = baseline
+        touched: set[str] | None = None  # after a rerun, the keys whose wants may have moved
         for _ in range(_PLANNED_PASSES):
-            planned = dict(baseline)
+            planned = dict(baseline if touched is None else given)
             first_by_rule = _first_by_rule(results)
-            for item in work.values():
-                if wanted is None or item.spec.alias in wanted:
-                    first = resolved(item, first_by_rule)
-                    if isinstance(first, Setting):  # else the baseline stays
-                        planned[item.spec.alias] = parse_current(first.value, item.spec)
+            for key in touched if touched is not None else work:
+                spec = catalog.keys[key]
+                if wanted is not None and spec.alias not in wanted:
+                    continue
+                item = work.get(key)
+                first = resolved(item, first_by_rule, text=False) if item is not None else None
+                planned[spec.alias] = (  # else the baseline
+                    parse_current(first.value, spec)
+                    if isinstance(first, Setting)
+                    else baseline[spec.alias]
+                )
             moved = {alias for alias, value in planned.items() if value != given[alias]}
             index = {id(r): i for i, r in by_run.items() if r is not None}
             rerun = [
@@ -496,6 +510,7 @@ def build_plan(
                 break
             variables["planned"] = given = planned
             seen.clear()
+            touched = {key for i in rerun for key in kb.rules[runs[i].rule_id].keys}
             for i in rerun:
                 by_run[i] = evaluate(runs[i])
             results = [(runs[i], r) for i, r in sorted(by_run.items()) if r is not None]
@@ -795,6 +810,7 @@ def _resolve(
     page_size: int,
     file_set: bool = False,
     modelled: Value | None = None,
+    text: bool = True,
 ) -> Setting | Unchanged | str | None:
     """Merge the wants with the baseline, apply caps, order, bounds. `modelled`: the model's
     figure for a value in force that is the kernel's own within the tolerance of it; a cap
@@ -907,7 +923,7 @@ def _resolve(
             rules=contributing,
         )
 
-    why, workloads = item.explained(contributing, by_rule, lines)
+    why, workloads = item.explained(contributing, by_rule, lines, text)
     return Setting(
         key=item.key,
         value=conf_text(final),
@@ -974,6 +990,7 @@ def _resolve_text(
     page_size: int,
     file_set: bool = False,
     modelled: Value | None = None,
+    text: bool = True,
 ) -> Setting | Unchanged | str | None:
     """A text key: a name every rule must agree on (`one`), or a port set that only grows
     (`union`: the value in force, else the default, with every want added). Text keys take no
@@ -1020,7 +1037,7 @@ def _resolve_text(
             wanted=wanted,
             rules=contributing,
         )
-    why, workloads = item.explained(contributing, by_rule, lines)
+    why, workloads = item.explained(contributing, by_rule, lines, text)
     return Setting(
         key=item.key,
         value=final,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.expressions import Compiler, Expression, ExpressionError, Text
@@ -159,6 +159,28 @@ class Write:
         return f"{self.writer.name} {what} {when}"
 
 
+class Seen(NamedTuple):
+    """What the facts (plain data) show of the programs on a host, once for every writer."""
+
+    running: frozenset[str]  # the programs running, and those holding a listening socket
+    links: tuple[str, ...]  # every interface name
+    files: tuple[str, ...]  # the sysctl files that set keys ("path:line"), sorted
+    node: list[str]  # what shows a Kubernetes node (empty: none)
+
+    @classmethod
+    def of(cls, facts: dict[str, Any], node: list[str]) -> Seen:
+        listeners = facts.get("listeners") or []
+        running = frozenset(
+            [
+                *(facts.get("processes") or []),
+                *((sock.get("process") or {}).get("command") for sock in listeners),
+            ]
+        )
+        links = (*(facts.get("links") or []), *(n["name"] for n in facts.get("nics") or []))
+        files = tuple(sorted(set((facts.get("sysctl_files") or {}).values())))
+        return cls(running, links, files, node)
+
+
 class Writers:
     """The catalog, compiled: each write's value expression and each fix's templates."""
 
@@ -192,26 +214,20 @@ class Writers:
         """Whether a sysctl file ("path:line", as facts.sysctl_files gives it) is the advisor's."""
         return source is not None and _file_matches(source, self.own.signs.files)
 
-    def signs(self, writer: WriterSpec, facts: dict[str, Any], node: list[str]) -> tuple[str, ...]:
-        """What in the facts (plain data) shows the writer runs; empty: it does not show."""
-        found: list[str] = []
-        running = set(facts.get("processes") or [])
-        running |= {
-            (sock.get("process") or {}).get("command") for sock in facts.get("listeners") or []
-        }
-        found += [f"a {name} process" for name in writer.signs.processes if name in running]
-        links = [*(facts.get("links") or []), *(n["name"] for n in facts.get("nics") or [])]
+    def signs(self, writer: WriterSpec, seen: Seen) -> tuple[str, ...]:
+        """What in the facts shows the writer runs; empty: it does not show."""
+        found = [f"a {name} process" for name in writer.signs.processes if name in seen.running]
         for prefix in writer.signs.links:
-            hit = next((link for link in links if link.startswith(prefix)), None)
+            hit = next((link for link in seen.links if link.startswith(prefix)), None)
             if hit is not None:
                 found.append(f"interface {hit}")
-        files = sorted(set((facts.get("sysctl_files") or {}).values()))
-        for source in files:
-            if _file_matches(source, writer.signs.files):
-                found.append(source.rpartition(":")[0] or source)
-                break
-        if writer.signs.node and node:
-            found.append(f"a Kubernetes node: {node[0]}")
+        if writer.signs.files:
+            for source in seen.files:
+                if _file_matches(source, writer.signs.files):
+                    found.append(source.rpartition(":")[0] or source)
+                    break
+        if writer.signs.node and seen.node:
+            found.append(f"a Kubernetes node: {seen.node[0]}")
         return tuple(dict.fromkeys(found))
 
     def present(
@@ -222,10 +238,11 @@ class Writers:
         what shows the host is a Kubernetes node, empty where it is not one)."""
         found: list[Write] = []
         context = None
+        seen = Seen.of(facts, node)
         for writer in self.spec.writers:
             if writer.own:
                 continue
-            signs = self.signs(writer, facts, node)
+            signs = self.signs(writer, seen)
             if not signs:
                 continue
             for i, write in enumerate(writer.writes):
