@@ -16,31 +16,15 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.outputs.plan_render import rendered_settings
 from tests.conftest import EXAMPLES, TESTS
+from tests.test_hostile_workloads import one_line_error, run
 
-runner = CliRunner()
 APP_NODE = EXAMPLES / "app-node.yaml"
 TREE = TESTS / "fixtures" / "hosts" / "busy-frontend"  # kernel 5.15.0-91-generic
 OWN = "/etc/sysctl.d/90-sysctl-advisor.conf"
 TCP_MEM = "1543770 2058360 3087540"  # in force on the 64 GiB app-node: within every cap
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
-
-
-def one_line_error(code: int, err: str, *fragments: str) -> str:
-    lines = err.strip().splitlines()
-    assert code == 2 and len(lines) == 1, (code, err)
-    assert "Traceback" not in err and "internal error" not in err, err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
 
 
 def facts_file(tmp_path: Path, change: Any, name: str = "facts.yaml") -> str:
