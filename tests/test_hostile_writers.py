@@ -475,6 +475,35 @@ def test_process_names_from_a_hostile_proc(tmp_path: Path) -> None:
     assert names == sorted(["systemd", "a`b<i>|", "bad\ufffdname"]), names
 
 
+def test_a_directory_swapped_for_a_link_after_its_check_is_not_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The NUMA node directory (and /proc, listed the same way) was checked inside the tree by
+    name, then listed by name again: swapped between the two for a link to a directory outside,
+    the outside one was listed. It is listed through the descriptor it was judged by."""
+    from sysctl_advisor.sources import local_host
+
+    root = tree(tmp_path)
+    nodes = root / "sys/devices/system/node"
+    (nodes / "node0").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    for name in ("node0", "node1", "node2"):
+        (outside / name).mkdir(parents=True)
+    real = local_host._reachable
+
+    def reachable_then_swapped(base: Path, path: Path) -> bool:
+        answer = real(base, path)
+        if not nodes.is_symlink():
+            nodes.rename(nodes.with_name("node.was"))
+            os.symlink(outside, nodes)
+        return answer
+
+    monkeypatch.setattr(local_host, "_reachable", reachable_then_swapped)
+    assert local_host._numa_nodes(root) == 1
+    assert nodes.is_symlink()  # the swap happened, after the check
+    assert local_host._numa_nodes(root) is None  # and, checked again, the link is refused
+
+
 def test_hostile_sysctl_d_values_leave_only_their_own_setting_out(tmp_path: Path) -> None:
     root = tree(tmp_path)
     (root / "etc/sysctl.d").mkdir(parents=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import platform
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from itertools import islice
 from pathlib import Path
@@ -146,22 +146,33 @@ def _page_size(root: Path, live: bool) -> int:
 MAX_LINKS = 65536  # a node with many pods has a veth each
 
 
-def _links(root: Path) -> list[str] | None:
-    """Every interface name in /sys/class/net (virtual links too); None when unreadable."""
-    net = root / "sys/class/net"
+def _listed(
+    root: Path, path: Path, limit: int, keep: Callable[[os.DirEntry[str]], bool] | None = None
+) -> list[str] | None:
+    """The names of a directory's entries that `keep` accepts, the first `limit` listed; None
+    when it is unreadable, or under a copied tree leads out of it. Opened once and listed
+    through the descriptor judged inside the tree, never by its name again (a directory swapped
+    for a link after a check by name would list the host's)."""
     try:
-        fd = os.open(net, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return None
-    try:  # listed through the descriptor judged inside the tree, never by its name again
+    try:
         if not _reachable(root, Path(os.readlink(f"/proc/self/fd/{fd}"))):
             return None
         with os.scandir(fd) as entries:
-            names = list(islice((e.name for e in entries), MAX_LINKS))
+            return [e.name for e in islice(entries, limit) if keep is None or keep(e)]
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def _links(root: Path) -> list[str] | None:
+    """Every interface name in /sys/class/net (virtual links too); None when unreadable."""
+    names = _listed(root, root / "sys/class/net", MAX_LINKS)
+    if names is None:
+        return None
     return sorted(name for name in names if _valid_link(name))
 
 
@@ -313,14 +324,12 @@ def snapshot_time(root: Path, live: bool) -> float:
     raise InputError("cannot read the memory size (no /proc/meminfo)", path=root / "proc/meminfo")
 
 
+MAX_NODE_ENTRIES = 4096  # node0 to node1023 (NODES_SHIFT is at most 10) and a few files
+
+
 def _numa_nodes(root: Path) -> int | None:
-    nodes = root / "sys/devices/system/node"
-    if not _reachable(root, nodes):
-        return None
-    try:
-        return count_numa_nodes([p.name for p in nodes.iterdir()])
-    except OSError:
-        return None
+    names = _listed(root, root / "sys/devices/system/node", MAX_NODE_ENTRIES)
+    return count_numa_nodes(names) if names is not None else None
 
 
 # A tuning daemon's places: its active-profile file and its profile directories (the catalog's
@@ -425,20 +434,15 @@ def _processes(root: Path) -> list[str] | None:
     /proc lists no process (a copied tree without them); a name that is no plain text is left
     out."""
     proc = root / "proc"
-    if not _reachable(root, proc):
-        return None
     live = root == LIVE_ROOT
-    try:
-        with os.scandir(proc) as entries:
-            pids = [
-                e.name
-                for e in islice(entries, MAX_PROCESSES)
-                # on the live host only root's programs: the writers of sysctls run as root,
-                # and any user may name a program of their own `kubelet`
-                if e.name.isdigit() and (not live or _owned_by_root(e))
-            ]
-    except OSError:
-        return None
+    pids = _listed(
+        root,
+        proc,
+        MAX_PROCESSES,
+        # on the live host only root's programs: the writers of sysctls run as root, and any
+        # user may name a program of their own `kubelet`
+        lambda e: e.name.isdigit() and (not live or _owned_by_root(e)),
+    )
     if not pids:
         return None
     names: set[str] = set()
