@@ -3,7 +3,7 @@ facts, the keys it writes (the value, when, and whether it tolerates another), a
 operator puts a value so that it lasts (the writer's own configuration).
 
 The advisor is one of the writers: its own file (`own: true`) is what a plan replaces whole,
-so a key it sets stays the plan's while a rule of the plan is about it (engine/settle.py).
+so a key it sets stays the plan's while a rule of the plan is about it (engine/own_file.py).
 """
 
 from __future__ import annotations
