@@ -8,7 +8,10 @@ its keys. Where the facts say when each of those values was set (facts.sysctl_fi
 the file that sets the value in force, and when it was last written) and every line of the
 family was logged before (its `last_seen`), the lines speak of an earlier value: the rules do
 not see them, and a finding says so. Where a time is missing on either side, the rules see the
-lines as before (each rule then judges them against the value in force). The lines set aside
+lines as before (each rule then judges them against the value in force). A line that names what
+the application needs (an app family's `wants`: Redis's backlog, Elasticsearch's map areas) is
+no evidence against a value but a need, which its rule compares with the value in force: it is
+not dated. The lines set aside
 stay readable as `observed.earlier_events`: they are no evidence that the value in force is too
 low, but they still show what the host needed, which a safety cap must not go below.
 """
@@ -72,7 +75,10 @@ def date_evidence(
     if not times:
         return []
     against: dict[str, list[str]] = {f.id: list(f.keys) for f in kb.message_families}
-    against.update({a.id: [a.key] if a.key else [] for a in kb.app_families})
+    # a family whose lines name what the application needs (`wants`: a backlog, map areas) is
+    # not dated: the need is the application's, not the value's, and its rule compares it with
+    # the value in force, whenever the line was logged
+    against.update({a.id: [a.key] if a.key and a.wants is None else [] for a in kb.app_families})
     titles = {f.id: f.title for f in (*kb.message_families, *kb.app_families)}
     findings: list[FindingResult] = []
     stale: set[str] = set()  # families whose every line is older than the values

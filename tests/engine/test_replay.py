@@ -5,8 +5,8 @@ running three workloads, a C1M gateway under TCP memory pressure, an AKS node wi
 conntrack table. The plan is applied as every delivery path applies it (installed whole: the
 values in force become the output's, the advisor's own file sets them, written after every
 line the logs hold), and planned again: the same keys with the same values, byte for byte in
-the lines each format applies; the evidence that led to the values is then older than them,
-and says so.
+the lines each format applies; the kernel's lines that led to the values are then older than
+them, and the plan says so (an application's need, such as Redis's backlog, is not dated).
 """
 
 from __future__ import annotations
@@ -48,11 +48,7 @@ def test_the_regenerated_output_is_the_same(kb: KnowledgeBase, host: str, fmt: s
 
 @pytest.mark.parametrize(
     ("host", "key"),
-    [
-        ("three-workloads", "net.core.somaxconn"),
-        ("c1m-gateway", "net.ipv4.tcp_mem"),
-        ("aks-node", "net.netfilter.nf_conntrack_max"),
-    ],
+    [("c1m-gateway", "net.ipv4.tcp_mem"), ("aks-node", "net.netfilter.nf_conntrack_max")],
 )
 def test_the_evidence_behind_a_value_is_older_than_it_once_applied(
     kb: KnowledgeBase, host: str, key: str
@@ -67,6 +63,23 @@ def test_the_evidence_behind_a_value_is_older_than_it_once_applied(
     assert {s.key: s.value for s in again.settings}[key] == carried[key]
     dated = [f for f in again.findings if f.id == "evidence.logged-before-value"]
     assert dated and any(key in f.message or f.key == key for f in dated), again.findings
+
+
+def test_an_applications_need_is_not_dated_once_applied(kb: KnowledgeBase) -> None:
+    """Redis's warning names the backlog it needs (511): a need, not evidence against a value,
+    so it is not dated once the plan is applied. Its rule stays quiet because the value in
+    force meets the need, and the listing of warnings shows the value in force now."""
+    data, profiles = _host("three-workloads"), HOSTS["three-workloads"]
+    carried = {s.key: s.value for s in build_plan(kb, facts_from_data(data), profiles).settings}
+    assert int(carried["net.core.somaxconn"]) >= 511
+    again = build_plan(kb, facts_from_data(applied(data, carried)), profiles)
+    assert {s.key: s.value for s in again.settings}["net.core.somaxconn"] == carried[
+        "net.core.somaxconn"
+    ]
+    ids = {f.id for f in again.findings}
+    assert "evidence.logged-before-value" not in ids and "evidence.redis-somaxconn" not in ids
+    (listing,) = [f for f in again.findings if f.id == "evidence.app-warnings"]
+    assert f"net.core.somaxconn in force now: {carried['net.core.somaxconn']}" in listing.message
 
 
 def test_the_fixtures_are_the_classes_named(kb: KnowledgeBase) -> None:
