@@ -82,7 +82,11 @@ def render_writers(writers: Writers, sources: Sources | None = None) -> str:
                     if write.forbids_other
                     else (f"in {md_text(write.fix.target)}" if write.fix else "")
                 )
-                value = md_code_cell(write.value) if write.value is not None else "depends"
+                value = (  # an expression over several lines, on one
+                    md_code_cell(" ".join(write.value.split()))
+                    if write.value is not None
+                    else "depends"
+                )
                 out.append(f"| {md_code_cell(write.key)} | {value} | {when} | {other} |")
             out.append("")
             for write in writer.writes:

@@ -62,7 +62,12 @@ TABLE_FULL = {
 
 @pytest.mark.parametrize(
     ("cpus", "kube_proxys", "raised"),
-    [(8, 262144, 530000), (16, 524288, 1100000), (64, 2097152, 4200000)],
+    [
+        (8, 262144, 530000),
+        (16, 524288, 1100000),
+        (64, 2097152, 4200000),  # before 1.36: maxPerCore x CPUs
+        (64, 1048576, 2100000),  # 1.36 and later cap it at 1048576
+    ],
 )
 def test_kube_proxy_nodes_raise_conntrack_where_the_table_was_full(
     kb: KnowledgeBase, cpus: int, kube_proxys: int, raised: int
@@ -83,6 +88,24 @@ def test_kube_proxy_nodes_raise_conntrack_where_the_table_was_full(
     assert setting.kernel_default == str(kube_proxys)
     assert setting.default_set_by is not None and "kube-proxy" in setting.default_set_by
     assert any(c.target == "kube-proxy" and "maxPerCore: 0" in c.setting for c in plan.companions)
+
+
+def test_kube_proxys_value_above_32_cpus_is_the_releases_figure_in_force(
+    kb: KnowledgeBase,
+) -> None:
+    """Above 32 CPUs kube-proxy writes maxPerCore x CPUs before 1.36 and 1048576 from it: a
+    value in force that is neither is not kube-proxy's, and the plan does not say it is."""
+    host = {
+        "kernel": "6.1.0-18-amd64",
+        "memory": {"total": 64 * 2**30},
+        "cpu": {"threads": 64},
+        "processes": ["kubelet", "kube-proxy"],
+        "sysctl": {"net.netfilter.nf_conntrack_max": "3000000"},
+    }
+    plan = build_plan(kb, facts_from_data(host), "base")
+    assert not any("writes 2097152" in note.says for note in plan.owners), plan.owners
+    (note,) = [n for n in plan.owners if n.key == "net.netfilter.nf_conntrack_max"]
+    assert note.value is None and "kube-proxy writes it" in note.says
 
 
 # A fixture for each writer of the catalog: the host's facts that show it, and where diff (a

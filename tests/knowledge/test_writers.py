@@ -83,12 +83,30 @@ def test_a_kubernetes_node_runs_the_kubelet(kb: KnowledgeBase) -> None:
     assert "kubelet" in _present(kb, {"links": ["eth0", "cali0123456789a"]})
 
 
-@pytest.mark.parametrize(("cpus", "value"), [(2, 131072), (8, 262144), (16, 524288), (64, 2097152)])
+@pytest.mark.parametrize(
+    ("cpus", "in_force", "value"),
+    [
+        (2, None, 131072),
+        (8, None, 262144),
+        (16, None, 524288),
+        (32, None, 1048576),
+        # above 32 CPUs the release decides: the figure in force of the two, else not known
+        (64, "2097152", 2097152),  # before 1.36
+        (64, "1048576", 1048576),  # 1.36 and later
+        (64, "3000000", None),
+        (64, None, None),
+    ],
+)
 def test_kube_proxys_value_is_max_per_core_times_the_cpus(
-    kb: KnowledgeBase, cpus: int, value: int
+    kb: KnowledgeBase, cpus: int, in_force: str | None, value: int | None
 ) -> None:
     facts = facts_from_data(
-        {"memory": {"total": 2**34}, "cpu": {"threads": cpus}, "processes": ["kube-proxy"]}
+        {
+            "memory": {"total": 2**34},
+            "cpu": {"threads": cpus},
+            "processes": ["kube-proxy"],
+            "sysctl": {"net.netfilter.nf_conntrack_max": in_force} if in_force else {},
+        }
     )
     variables, _, _ = host_variables(kb, facts)
     (write,) = owners(kb, variables).of("net.netfilter.nf_conntrack_max")
