@@ -531,7 +531,7 @@ class Listener(Record):
 
 @model
 class Calibration(Record):
-    """Per-socket costs measured on the host by `sysctl-advisor calibrate` (issue 6)."""
+    """Per-socket costs measured on the host by `sysctl-advisor calibrate`."""
 
     kernel: Release = Field(description="uname -r of the kernel measured; used only on that kernel")
     sockets: int = Field(
