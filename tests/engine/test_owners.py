@@ -16,6 +16,7 @@ from sysctl_advisor.model.current_config import from_values
 from sysctl_advisor.model.host_facts import facts_from_data
 from sysctl_advisor.sources.sysctl_files import read_tree
 from tests.engine.test_settle import EVERY_FORMAT, _values_in
+from tests.knowledge.test_writers import SIGNS
 
 NODE = {
     "hostname": "node-1",
@@ -110,58 +111,42 @@ def test_kube_proxys_value_above_32_cpus_is_the_releases_figure_in_force(
 
 # A fixture for each writer of the catalog: the host's facts that show it, and where diff (a
 # drifted key the plan sets) or check --facts (a line for a key it writes) names it.
+# A conntrack table that overflowed at kube-proxy's 8 x 32768.
+CONNTRACK_FULL = {
+    "cpu": {"threads": 8},
+    "sysctl": {"net.netfilter.nf_conntrack_max": "262144"},
+    "observed": {"kernel_events": [TABLE_FULL]},
+}
 DIFF_FIXTURES: dict[str, tuple[dict[str, Any], str, str]] = {
-    # writer: (facts, profile, key)
+    # writer: (facts, profile, key); SIGNS[writer] shows the writer
     "kube-proxy": (
-        {
-            "cpu": {"threads": 8},
-            "processes": ["kube-proxy"],
-            "sysctl": {"net.netfilter.nf_conntrack_max": "262144"},
-            "observed": {"kernel_events": [TABLE_FULL]},
-        },
+        {**SIGNS["kube-proxy"], **CONNTRACK_FULL},
         "base",
         "net.netfilter.nf_conntrack_max",
     ),
-    "k3s": (
-        {
-            "cpu": {"threads": 8},
-            "processes": ["k3s-agent"],
-            "sysctl": {"net.netfilter.nf_conntrack_max": "262144"},
-            "observed": {"kernel_events": [TABLE_FULL]},
-        },
-        "base",
-        "net.netfilter.nf_conntrack_max",
-    ),
+    "k3s": ({**SIGNS["k3s"], **CONNTRACK_FULL}, "base", "net.netfilter.nf_conntrack_max"),
     "openshift-nto": (
-        {"processes": ["cluster-node-tu"], "sysctl": {"net.ipv4.tcp_notsent_lowat": "131072"}},
+        {**SIGNS["openshift-nto"], "sysctl": {"net.ipv4.tcp_notsent_lowat": "131072"}},
         "frontend-proxy",
         "net.ipv4.tcp_notsent_lowat",
     ),
     "bpftune": (
-        {"processes": ["bpftune"], "sysctl": {"net.ipv4.tcp_max_syn_backlog": "256"}},
+        {**SIGNS["bpftune"], "sysctl": {"net.ipv4.tcp_max_syn_backlog": "256"}},
         "frontend-proxy",
         "net.ipv4.tcp_max_syn_backlog",
     ),
     "tuned": (
-        {"processes": ["tuned"], "sysctl": {"net.core.somaxconn": "2048"}},
+        {**SIGNS["tuned"], "sysctl": {"net.core.somaxconn": "2048"}},
         "frontend-proxy",
         "net.core.somaxconn",
     ),
     "systemd-sysctl": (
-        {
-            "sysctl": {"net.core.default_qdisc": "fq_codel"},
-            "sysctl_files": {"net.core.default_qdisc": "/usr/lib/sysctl.d/50-default.conf:48"},
-            "kernel_modules": {"loadable": ["sch_fq"], "builtin": []},
-        },
+        {**SIGNS["systemd-sysctl"], "kernel_modules": {"loadable": ["sch_fq"], "builtin": []}},
         "gridftp",
         "net.core.default_qdisc",
     ),
     "aks-agentbaker": (
-        {
-            "sysctl": {"net.core.somaxconn": "16384"},
-            "sysctl_files": {"net.core.somaxconn": "/etc/sysctl.d/999-sysctl-aks.conf:4"},
-            "services": {"nginx": {"listen_backlog": 65535}},
-        },
+        {**SIGNS["aks-agentbaker"], "services": {"nginx": {"listen_backlog": 65535}}},
         "frontend-proxy",
         "net.core.somaxconn",
     ),
@@ -179,34 +164,17 @@ DIFF_FIXTURES: dict[str, tuple[dict[str, Any], str, str]] = {
 }
 CHECK_FIXTURES: dict[str, tuple[dict[str, Any], str]] = {
     # writer: (facts, the line of a sysctl file it overrides)
-    "kubelet": ({"processes": ["kubelet"]}, "vm.overcommit_memory = 2"),
-    "dockerd": ({"processes": ["dockerd"]}, "net.ipv4.ip_forward = 0"),
+    "kubelet": (SIGNS["kubelet"], "vm.overcommit_memory = 2"),
+    "dockerd": (SIGNS["dockerd"], "net.ipv4.ip_forward = 0"),
     "cni-plugins": ({"processes": ["ptp"]}, "net.ipv4.ip_forward = 0"),
-    "cilium-agent": ({"processes": ["cilium-agent"]}, "net.ipv4.conf.all.rp_filter = 1"),
-    "systemd-networkd": (
-        {"processes": ["systemd-network"]},
-        "net.ipv4.conf.eth0.promote_secondaries = 0",
-    ),
-    "wg-quick": ({"links": ["eth0", "wg0"]}, "net.ipv4.conf.all.src_valid_mark = 0"),
+    "cilium-agent": (SIGNS["cilium-agent"], "net.ipv4.conf.all.rp_filter = 1"),
+    "systemd-networkd": (SIGNS["systemd-networkd"], "net.ipv4.conf.eth0.promote_secondaries = 0"),
+    "wg-quick": (SIGNS["wg-quick"], "net.ipv4.conf.all.src_valid_mark = 0"),
 }
 FILE_FIXTURES: dict[str, tuple[dict[str, Any], str]] = {
     # writer: (facts that show its file, a line of 50-site.conf that file replaces at boot)
-    "cilium-sysctlfix": (
-        {
-            "sysctl": {"net.ipv4.tcp_mem": "1 2 3"},
-            "sysctl_files": {"net.ipv4.tcp_mem": "/etc/sysctl.d/99-zzz-override_cilium.conf:1"},
-        },
-        "net.ipv4.conf.all.rp_filter = 1",
-    ),
-    "gke-node-image": (
-        {
-            "sysctl": {"net.ipv4.tcp_syncookies": "1"},
-            "sysctl_files": {
-                "net.ipv4.tcp_syncookies": "/etc/sysctl.d/60-gce-network-security.conf:1"
-            },
-        },
-        "net.ipv4.ip_forward = 1",
-    ),
+    "cilium-sysctlfix": (SIGNS["cilium-sysctlfix"], "net.ipv4.conf.all.rp_filter = 1"),
+    "gke-node-image": (SIGNS["gke-node-image"], "net.ipv4.ip_forward = 1"),
 }
 
 
