@@ -19,20 +19,12 @@ import yaml
 
 from sysctl_advisor.outputs.plan_render import rendered_settings
 from tests.conftest import EXAMPLES, TESTS
-from tests.test_hostile_workloads import one_line_error, run
+from tests.test_hostile_workloads import facts_file, one_line_error, run
 
 APP_NODE = EXAMPLES / "app-node.yaml"
 TREE = TESTS / "fixtures" / "hosts" / "busy-frontend"  # kernel 5.15.0-91-generic
 OWN = "/etc/sysctl.d/90-sysctl-advisor.conf"
 TCP_MEM = "1543770 2058360 3087540"  # in force on the 64 GiB app-node: within every cap
-
-
-def facts_file(tmp_path: Path, change: Any, name: str = "facts.yaml") -> str:
-    data = yaml.safe_load(APP_NODE.read_text())
-    change(data)
-    path = tmp_path / name
-    path.write_text(json.dumps(data))
-    return str(path)
 
 
 def plan_of(facts: str, *flags: str) -> dict[str, str]:
@@ -217,6 +209,15 @@ def _config_gz(root: Path, data: bytes) -> None:
     (root / "proc/config.gz").write_bytes(data)
 
 
+def _config_outside(path: Path) -> Path:
+    """A readable kernel config beside the tree (tree() copies it to tmp_path/root), for a
+    link at `path` inside it to lead to."""
+    outside = next(a for a in path.parents if a.name == "root").parent / f"outside-{path.name}"
+    config = _qdisc_config("fq")
+    outside.write_bytes(gzip.compress(config) if path.name.endswith(".gz") else config)
+    return outside
+
+
 def _qdisc_config(name: str) -> bytes:
     return (
         f'CONFIG_NET_SCH_DEFAULT=y\nCONFIG_DEFAULT_NET_SCH="{name}"\n'
@@ -266,14 +267,15 @@ def _dated_event(modified: str, last_seen: str) -> Any:
     return change
 
 
-def _dated_findings(facts: str) -> list[str]:
+def _findings(facts: str) -> list[dict[str, Any]]:
     code, out, err = run("recommend", "--facts", facts, "-p", "redis", "-f", "json")
     assert code == 0, err
-    return [
-        f["message"]
-        for f in json.loads(out)["findings"]
-        if f["id"] == "evidence.logged-before-value"
-    ]
+    findings: list[dict[str, Any]] = json.loads(out)["findings"]
+    return findings
+
+
+def _dated_findings(facts: str) -> list[str]:
+    return [f["message"] for f in _findings(facts) if f["id"] == "evidence.logged-before-value"]
 
 
 def test_a_file_time_with_an_offset_is_said_in_utc(tmp_path: Path) -> None:
@@ -287,7 +289,8 @@ def test_a_time_before_year_1_in_utc_is_no_time(tmp_path: Path) -> None:
     """0001-01-01T00:00:00+23:59 is in year 0 in UTC: the line's time is not known, and the
     lines stay evidence (they were dropped as older than the file)."""
     facts = facts_file(tmp_path, _dated_event("0001-01-01T00:30:00Z", "0001-01-01T00:00:00+23:59"))
-    assert _dated_findings(facts) == []
+    ids = {f["id"] for f in _findings(facts)}
+    assert "evidence.logged-before-value" not in ids and "evidence.redis-overcommit" in ids, ids
 
 
 # --- held: each attack tried, and what stops it -------------------------------------------------
@@ -333,7 +336,7 @@ def _set(field: str, value: Any) -> Any:
         (_set("processes", [""]), ("1-15 characters",)),
         (_set("processes", ["a\nb"]), ("U+000A",)),
         (_set("processes", ["\u202ekubelet"]), ("U+202E",)),
-        (_set("processes", [f"p{i}" for i in range(65537)]), ("at most 65536",)),
+        (_set("processes", [f"p{i}" for i in range(65537)]), ("processes", "65536")),
         (_set("kernel_build", ["x"]), ("kernel_build",)),
         (_set("kernel_build", {"config": "x", "default_qdisc": "fq\n"}), ("U+000A",)),
         (_set("kernel_build", {"config": "x", "default_qdisc": "FQ"}), ("not a valid qdisc",)),
@@ -380,9 +383,16 @@ def test_many_processes_and_file_settings_at_their_bounds(tmp_path: Path) -> Non
         data["sysctl_files"] = {k: f"{OWN}:1" for k in keys}
         data["sysctl_file_settings"] = {k: {"value": "1"} for k in keys}
 
-    code, out, err = run("recommend", "--facts", facts_file(tmp_path, change), "-p", "base")
+    code, out, err = run(
+        "recommend", "--facts", facts_file(tmp_path, change), "-p", "base", "-f", "json"
+    )
     assert code == 0, err
-    assert "vm.overcommit_memory = 1" in out  # what Redis asks and the kubelet writes
+    settings = {s["key"]: s for s in json.loads(out)["settings"]}
+    # the kubelet, the 65,536th name, was read: its start value is the host's default
+    overcommit = settings["vm.overcommit_memory"]
+    assert (overcommit["default_set_by"] or "").startswith("the kubelet"), overcommit
+    # the 100,000 keys the advisor's own file names are no rule's: none enters the plan
+    assert not [k for k in settings if k.startswith("net.ipv4.conf.e")]
 
 
 @pytest.mark.parametrize(
@@ -410,12 +420,12 @@ def test_a_zlib_config_is_read(tmp_path: Path) -> None:
     "make",
     [
         lambda p: os.mkfifo(p),
-        lambda p: os.symlink("/proc/config.gz", p),
+        lambda p: os.symlink(_config_outside(p), p),
         lambda p: os.symlink("/dev/zero", p),
         lambda p: os.symlink("/etc/passwd", p),
         lambda p: p.mkdir(),
     ],
-    ids=["fifo", "link to the host's", "device", "link out", "directory"],
+    ids=["fifo", "link to a config outside", "device", "link out", "directory"],
 )
 def test_a_config_that_is_no_regular_file_of_the_tree_is_not_read(
     tmp_path: Path, make: Any
@@ -437,7 +447,7 @@ def test_a_config_that_is_no_regular_file_of_the_tree_is_not_read(
         ("5.15.0-\u202e".encode(), "U+202E"),
         (b"../../etc", "cannot read a kernel version"),
         (b".", "cannot read a kernel version"),
-        (b"x" * 5000, "kernel"),
+        (b"x" * 5000, "kernel release longer than"),
     ],
 )
 def test_a_hostile_release_never_names_a_boot_config_outside(
@@ -450,12 +460,24 @@ def test_a_hostile_release_never_names_a_boot_config_outside(
     one_line_error(code, err, fragment)
 
 
+def test_a_release_that_names_another_path_reads_no_boot_config(tmp_path: Path) -> None:
+    """The facts refuse a release with a `/` before the collector looks for
+    /boot/config-RELEASE; the collector refuses it too, though the path it names leads to a
+    config inside the tree."""
+    from sysctl_advisor.sources import local_host
+
+    root = tree(tmp_path)
+    (root / "boot/config-x").mkdir(parents=True)
+    (root / "evil").write_bytes(_qdisc_config("fq"))
+    assert local_host._kernel_build(root, "x/../../evil") is None
+
+
 def test_process_names_from_a_hostile_proc(tmp_path: Path) -> None:
     """FIFOs, links out of the tree, a pid directory that is a link to the host's, kernel
     threads (no cmdline) and names with escapes: no hang, nothing from outside the tree, and
     no name that is not one printable line."""
     root = tree(tmp_path)
-    _pid(root, 1, b"systemd\n")
+    _pid(root, 1, b"tree-init\n")  # a name no host's pid 1 has: one from outside shows
     _pid(root, 2, b"kthreadd\n", cmdline=b"")
     _pid(root, 3, b"a`b<i>|\n")
     _pid(root, 4, b"a\x1b[31mb\n")
@@ -472,7 +494,7 @@ def test_process_names_from_a_hostile_proc(tmp_path: Path) -> None:
     (root / "proc/11").mkdir()
     os.mkfifo(root / "proc/11/cmdline")
     names = collected(root)["processes"]
-    assert names == sorted(["systemd", "a`b<i>|", "bad\ufffdname"]), names
+    assert names == sorted(["tree-init", "a`b<i>|", "bad\ufffdname"]), names
 
 
 def test_a_directory_swapped_for_a_link_after_its_check_is_not_listed(
@@ -517,6 +539,9 @@ def test_hostile_sysctl_d_values_leave_only_their_own_setting_out(tmp_path: Path
     settings = data["sysctl_file_settings"]
     assert "net.core.somaxconn" not in settings and "vm.swappiness" not in settings
     assert settings["net.core.netdev_max_backlog"]["value"] == "5000"
+    # a value the key cannot hold is the file's text all the same: it never equals the value
+    # in force, so it dates nothing
+    assert settings["net.ipv4.tcp_mem"]["value"] == " ".join(["1"] * 100_000)
 
 
 def _check_tree(tmp_path: Path) -> tuple[Path, str]:
