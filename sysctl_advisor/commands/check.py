@@ -27,6 +27,7 @@ from sysctl_advisor.commands.common import (
 )
 from sysctl_advisor.engine.check_tuning import tuning
 from sysctl_advisor.engine.lint import (
+    NEAR_BUDGET,
     CheckContext,
     Checker,
     CheckFinding,
@@ -126,7 +127,13 @@ def check(
         )
         rules = {i: rule for i, rule in kb.check_rules.items() if i in tuned.selected}
         context = _context(kb, found, found.overrides)
-        report = check_paths(Checker(kb, rules, context), paths, whole_directory)
+        checker = Checker(kb, rules, context)
+        report = check_paths(checker, paths, whole_directory)
+        if checker.uncompared:
+            note(
+                f"{checker.uncompared:,} more keys not in the catalog were not compared with the "
+                f"kernel's keys for a slip (the first {NEAR_BUDGET:,} were)"
+            )
         _not_over_inputs(files, found, report.files, write_baseline is not None)
         if tuned.severities:  # --warn, --error: before --fail-on reads the report
             severity = tuned.severities.get

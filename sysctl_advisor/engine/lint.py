@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -23,8 +23,9 @@ from sysctl_advisor.engine.check_tuning import (
     parse_directive,
     with_targets,
 )
+from sysctl_advisor.engine.near_keys import NearKeys
 from sysctl_advisor.knowledge.catalog import KernelContext, parse_ports
-from sysctl_advisor.knowledge.check_rules import CheckRule
+from sysctl_advisor.knowledge.check_rules import CheckRule, RulesByKey
 from sysctl_advisor.knowledge.expression_budget import new_budget
 from sysctl_advisor.knowledge.expressions import ExpressionError
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
@@ -118,8 +119,61 @@ class CheckReport:
         return min((SEVERITY_ORDER[f.severity] for f in self.findings), default=None)
 
 
-# Distinct lines whose verdicts are kept (a line is a few hundred bytes of verdict at most).
-_MEMO_LINES = 100_000
+# Distinct lines (and keys) whose verdicts are kept: a line recurs in many files of a tree, and
+# a file of distinct lines gains nothing from more (a kept line is a few hundred bytes).
+_MEMO_LINES = 20_000
+# Keys not in the catalog compared with the kernel's keys for a slip, at most, in one check
+# (distinct keys; a key in the memo is not compared again): the rest are not compared, are
+# reported as unknown, and `uncompared` counts them.
+NEAR_BUDGET = 10_000
+# Findings of one rule in one file listed one by one, at most: the rest of that rule's in that
+# file are counted and said once, as the first of them with how many more there are.
+MAX_LISTED = 1_000
+
+
+class _Listing:
+    """The findings of one configuration, at most MAX_LISTED of one rule in one file listed;
+    a finding on a line a suppression comment addresses is always listed (the comment must
+    find it)."""
+
+    def __init__(self, addressed: frozenset[tuple[str, int]] = frozenset()) -> None:
+        self.addressed = addressed
+        self.found: list[CheckFinding] = []
+        self._listed: dict[tuple[str, str], int] = {}
+        self._folded: dict[tuple[str, str], tuple[CheckFinding, int]] = {}
+        self._unsaid: dict[str, frozenset[str]] = {}
+
+    def unsaid(self, file: str) -> frozenset[str]:
+        """The rules whose further findings in `file` are only counted: their messages (and
+        whatever a message works out, a did-you-mean) need not be rendered, except on a line
+        a comment addresses."""
+        return self._unsaid.get(file, frozenset())
+
+    def add(self, finding: CheckFinding) -> None:
+        where = (finding.file, finding.id)
+        listed = self._listed.get(where, 0)
+        if listed < MAX_LISTED or (finding.file, finding.line or 0) in self.addressed:
+            self._listed[where] = listed + 1
+            self.found.append(finding)
+            return
+        first, count = self._folded.get(where, (finding, 0))
+        self._folded[where] = (first, count + 1)
+        if count == 0:
+            self._unsaid[finding.file] = self.unsaid(finding.file) | {finding.id}
+
+    def findings(self) -> list[CheckFinding]:
+        """The listed findings, and for each rule and file past MAX_LISTED the first finding
+        not listed, saying how many like it follow."""
+        said = [
+            first._replace(
+                message=f"{first.message} (and {count - 1:,} more lines of this file that "
+                f"{first.id} finds, not listed one by one)"
+            )
+            if count > 1
+            else first
+            for first, count in self._folded.values()
+        ]
+        return self.found + said
 
 
 def _split_source(source: str) -> tuple[str, int | None]:
@@ -154,43 +208,50 @@ _PROSE_SPACE = re.compile(r"[ \t\n\r]+")
 _PLAIN_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)")
 
 
-def _edits(a: str, b: str, limit: int) -> int:
-    """The optimal-string-alignment distance between `a` and `b` (a letter inserted, dropped,
-    changed, or two swapped count one edit each), or limit + 1 once it is sure to exceed it."""
-    if abs(len(a) - len(b)) > limit:
-        return limit + 1
-    before: list[int] = []
-    row = list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        current = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + (a[i - 1] != b[j - 1]))
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                current[j] = min(current[j], before[j - 2] + 1)
-        if min(current) > limit:
-            return limit + 1
-        before, row = row, current
-    return row[-1]
+class _Final(Mapping[str, Any]):
+    """What each key holds once a configuration is applied (its last assignment there, else
+    the value in force the facts show), as rules read another key (`final`): worked out for
+    the keys a rule asks about, not for every line of a long file."""
+
+    def __init__(
+        self, checker: Checker, config: CurrentConfig, in_force: Mapping[str, str]
+    ) -> None:
+        self._checker = checker
+        self._values = config.values
+        self._in_force = in_force
+        self._known: dict[str, list[int] | list[list[int]] | None] = {}
+
+    def __getitem__(self, key: str) -> list[int] | list[list[int]] | None:
+        if key in self._known:
+            return self._known[key]
+        found = self._values.get(key)
+        text = found.value if found is not None else self._in_force[key]
+        value = self._known[key] = self._checker.final_value(key, text)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._values or key in self._in_force
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._values
+        yield from (key for key in self._in_force if key not in self._values)
+
+    def __len__(self) -> int:
+        return len(self._values) + sum(key not in self._values for key in self._in_force)
 
 
-def nearest_key(key: str, names: list[str]) -> str | None:
-    """The name `key` was probably meant to be: one of `names` (a `*` there takes the key's own
-    field, an interface name) within one edit of it, two when its last field is ten characters
-    or more; the closest, None when none is that close. A real key that differs by more (udp_mem
-    and tcp_mem, send_ and secure_redirects) is not taken for a typo."""
-    fields = key.split(".")
-    limit = 1 if len(fields[-1]) < 10 else 2
-    best: tuple[int, str] | None = None
-    for name in names:
-        if "*" in name:
-            parts = name.split(".")
-            if len(parts) != len(fields):
-                continue
-            name = ".".join(f if p == "*" else p for p, f in zip(parts, fields, strict=True))
-        distance = _edits(key, name, limit)
-        if distance <= limit and (best is None or distance < best[0]):
-            best = (distance, name)
-    return best[1] if best is not None else None
+@dataclass
+class _Comments:
+    """The suppression comments of a configuration's files, parsed: each whole-file one by
+    file and rule, each other by file, the line it addresses and rule."""
+
+    whole: dict[tuple[str, str], Directive] = field(default_factory=dict)
+    by_line: dict[tuple[str, int, str], list[Directive]] = field(default_factory=dict)
+    directives: list[tuple[str, Directive]] = field(default_factory=list)
+
+    def addressed(self) -> frozenset[tuple[str, int]]:
+        """The lines a comment addresses, by file."""
+        return frozenset((display, line) for display, line, _ in self.by_line)
 
 
 class _LineError(Exception):
@@ -216,7 +277,7 @@ class Checker:
             else None
         )
         # the numbers each key holds once the config is applied (check_config sets them)
-        self._final_values: dict[str, list[int] | list[list[int]] | None] = {}
+        self._final_values: Mapping[str, list[int] | list[list[int]] | None] = {}
         self._specs = {name: plain_data(key) for name, key in kb.catalog.keys.items()}
         # the programs on the host that write a key after the files are applied (boot files
         # are the tree's own business: check.overridden), as plain data, by key
@@ -230,13 +291,20 @@ class Checker:
         )
         self._rules_by_key: dict[tuple[str, bool, bool], list[CheckRule]] = {}
         self._near: dict[str, str | None] = {}  # a key not in the catalog: the one meant
+        self.uncompared = 0  # keys past NEAR_BUDGET, not compared for a slip
         # rules whose `keys` the advisor knows by them alone (`knows_keys`)
         self._naming = [r for r in kb.check_rules.values() if r.spec.knows_keys]
         self._named: dict[str, bool] = {}
-        self._kernel_keys: list[str] | None = None
-        self._usable: list[CheckRule] | None = None
+        self._near_keys: NearKeys | None = None
+        self._usable: RulesByKey | None = None
+        # the rules for a key no rule names, by whether the catalog has it and a dump's
+        self._rules_by_kind: dict[tuple[bool, bool], list[CheckRule]] = {}
         self._globs: dict[str, dict[str, Any]] = {}  # what each glob pattern reaches, once
-        self._memo: dict[tuple[str, str, bool, bool, bool, int], list[tuple[CheckRule, str]]] = {}
+        # each line's verdicts, with the rules among them whose messages were not rendered
+        self._memo: dict[
+            tuple[str, str, bool, bool, bool, int],
+            tuple[list[tuple[CheckRule, str]], frozenset[str]],
+        ] = {}
         self._final_epoch = 1  # which `final` the memo's verdicts that read it were made with
         # What the file reader noticed, by kind, and the structural rule that reports it.
         self.reported_by: dict[str, CheckRule] = {
@@ -258,9 +326,15 @@ class Checker:
         found = self._near.get(key, "")
         if found == "":
             in_force = self.context.facts.sysctl if self.context.facts is not None else {}
-            if self._kernel_keys is None:
-                self._kernel_keys = self.kb.catalog.kernel_keys(self.context.kernel)
-            found = None if key in in_force else nearest_key(key, self._kernel_keys)
+            if self._near_keys is None:
+                self._near_keys = NearKeys(self.kb.catalog.kernel_keys(self.context.kernel))
+            if key in in_force:
+                found = None
+            elif self._near_keys.compared < NEAR_BUDGET:
+                found = self._near_keys.nearest(key)
+            else:
+                found = None
+                self.uncompared += 1
             if len(self._near) < _MEMO_LINES:
                 self._near[key] = found
         return found
@@ -368,38 +442,54 @@ class Checker:
 
     def _rules_for(self, key: str, is_glob: bool, dump: bool) -> list[CheckRule]:
         """The assignment rules that look at a key (or a glob line) of a file or of a dump (the
-        kernel's own values: no rule about how a file is written), worked out once per key;
-        the rules whose needs this check cannot meet are set aside once for all keys."""
+        kernel's own values: no rule about how a file is written), worked out once per key,
+        and once for all the keys no rule names; the rules whose needs this check cannot meet
+        are set aside once for all keys."""
         cached = self._rules_by_key.get((key, is_glob, dump))
+        if cached is not None:
+            return cached
+        if self._usable is None:
+            self._usable = RulesByKey([r for r in self.assignment_rules if self._needs_met(r)])
+        known = key in self.kb.catalog.keys
+        looking = self._usable.rules if is_glob else self._usable.looking_at(key)
+        generic = looking is self._usable.every and not is_glob
+        cached = self._rules_by_kind.get((known, dump)) if generic else None
         if cached is None:
-            if self._usable is None:
-                self._usable = [r for r in self.assignment_rules if self._needs_met(r)]
-            known = key in self.kb.catalog.keys
             cached = [
                 rule
-                for rule in self._usable
+                for rule in looking
                 if rule.spec.globs == is_glob
                 and (rule.spec.in_dumps or not dump)
                 and (is_glob or known or not rule.spec.catalog_keys)
-                and (is_glob or rule.looks_at(key))
             ]
+            if generic:
+                self._rules_by_kind[(known, dump)] = cached
+        if len(self._rules_by_key) < _MEMO_LINES:
             self._rules_by_key[(key, is_glob, dump)] = cached
         return cached
 
     def _verdicts(
-        self, key: str, value: str, ignore_failure: bool, is_glob: bool, dump: bool
+        self,
+        key: str,
+        value: str,
+        ignore_failure: bool,
+        is_glob: bool,
+        dump: bool,
+        unsaid: frozenset[str] = frozenset(),
     ) -> list[tuple[CheckRule, str]]:
-        """The rules a line breaks, with their messages. What a rule sees of a line is its key,
-        value and prefix, never where it is: a line that recurs (the same setting in a
-        thousand files) is judged once."""
+        """The rules a line breaks, with their messages; none for the rules in `unsaid`, whose
+        findings are only counted. What a rule sees of a line is its key, value and prefix,
+        never where it is: a line that recurs (the same setting in a thousand files) is judged
+        once."""
         rules = self._rules_for(key, is_glob, dump)
         # a line whose rules read other lines (`final`) is judged again for another config
         epoch = self._final_epoch if any(r.reads_final for r in rules) else 0
         memo_key = (key, value, ignore_failure, is_glob, dump, epoch)
         cached = self._memo.get(memo_key)
-        if cached is not None:
-            return cached
+        if cached is not None and cached[1] <= unsaid:
+            return cached[0]
         verdicts: list[tuple[CheckRule, str]] = []
+        silent: set[str] = set()  # the rules that broke the line and were not said
         if rules:
             new_budget()  # the work the rules may do for one line: the whole, linear in lines
             scope = self._scope(key, value, ignore_failure, dump)
@@ -422,6 +512,10 @@ class Checker:
                 assert rule.when is not None
                 if not rule.when.run(ctx):
                     continue
+                if rule.id in unsaid:
+                    silent.add(rule.id)
+                    verdicts.append((rule, ""))
+                    continue
                 if not rule.let:
                     ctx = compiler.context(scope)
                 if rule.suggest is not None:  # the names the value may have meant
@@ -434,37 +528,35 @@ class Checker:
             except (ExpressionError, ValueError, TypeError) as exc:
                 raise _LineError(f"{rule.id}: {exc}") from None
             verdicts.append((rule, message))
-        if len(self._memo) < _MEMO_LINES:
-            self._memo[memo_key] = verdicts
+        if len(self._memo) < _MEMO_LINES or memo_key in self._memo:
+            self._memo[memo_key] = (verdicts, frozenset(silent))
         return verdicts
 
     def _assignments(
-        self, display: str, assignments: list[Assignment], dump: bool
-    ) -> list[CheckFinding]:
-        found: list[CheckFinding] = []
+        self, display: str, assignments: list[Assignment], dump: bool, found: _Listing
+    ) -> None:
         for item in assignments:
+            unsaid = found.unsaid(display)
+            if unsaid and (display, item.line) in found.addressed:
+                unsaid = frozenset()
             try:
                 verdicts = self._verdicts(
-                    item.key, item.value, item.ignore_failure, item.is_glob, dump
+                    item.key, item.value, item.ignore_failure, item.is_glob, dump, unsaid
                 )
             except _LineError as exc:  # the line drove a rule past what one line may cost
                 raise InputError(str(exc), path=display, line=item.line) from None
             for rule, message in verdicts:
-                found.append(
+                found.add(
                     CheckFinding(rule.id, rule.spec.severity, display, item.line, item.key, message)
                 )
-        return found
 
-    def _structural(self, config: CurrentConfig) -> list[CheckFinding]:
-        found: list[CheckFinding] = []
+    def _structural(self, config: CurrentConfig, found: _Listing) -> None:
         for problem in config.problems:
             rule = self.reported_by.get(problem.code)
             if rule is None:
                 continue
             path, line = _split_source(problem.source)
-            found.append(
-                CheckFinding(rule.id, rule.spec.severity, path, line, None, problem.message)
-            )
+            found.add(CheckFinding(rule.id, rule.spec.severity, path, line, None, problem.message))
         duplicate, override_rule = (
             self.reported_by.get("duplicate"),
             self.reported_by.get("override"),
@@ -504,20 +596,19 @@ class Checker:
                 )
             else:
                 message = f"{key} is silently replaced at {override.winner.source} (applied later)"
-            found.append(
+            found.add(
                 CheckFinding(rule.id, rule.spec.severity, hidden_path, hidden_line, key, message)
             )
-        return found + self._later_writer_files(config)
+        self._later_writer_files(config, found)
 
-    def _later_writer_files(self, config: CurrentConfig) -> list[CheckFinding]:
+    def _later_writer_files(self, config: CurrentConfig, found: _Listing) -> None:
         """Lines that a file another program installed on the host (a boot write of the
         writers catalog, shown by the facts) replaces at boot: it sorts after the line's file
         and sets the key to another value. A file among those checked is check.overridden's."""
         rule = self.reported_by.get("writer-file")
         if rule is None or not self._boot_writers:
-            return []
+            return
         checked = {display.rpartition("/")[2] for display, _ in config.documents}
-        found: list[CheckFinding] = []
         for display, assignments in config.documents:
             name = display.rpartition("/")[2]
             for item in assignments:
@@ -533,7 +624,7 @@ class Checker:
                     spec = self.kb.catalog.keys.get(item.key)
                     if note.value is not None and same_value(note.value, item.value, spec):
                         continue
-                    found.append(
+                    found.add(
                         CheckFinding(
                             rule.id,
                             rule.spec.severity,
@@ -544,9 +635,8 @@ class Checker:
                             f"after {name} and wins at boot",
                         )
                     )
-        return found
 
-    def _final(self, key: str, text: str) -> list[int] | list[list[int]] | None:
+    def final_value(self, key: str, text: str) -> list[int] | list[list[int]] | None:
         """What a key holds, as rules read another key: its numbers, or for a port set its
         merged [first, last] ranges; None when the kernel would refuse the text."""
         spec = self.kb.catalog.keys.get(key)
@@ -561,43 +651,39 @@ class Checker:
         # A rule about two keys (tcp_rmem with tcp_wmem) reads the other as this config leaves
         # it: its last assignment here, else the value in force the facts show.
         in_force = self.context.facts.sysctl if self.context.facts is not None else {}
-        final = {key: self._final(key, text) for key, text in in_force.items()}
-        final.update((key, self._final(key, found.value)) for key, found in config.values.items())
-        if final != self._final_values:
-            self._final_values = final
-            self._final_epoch += 1
-        found = self._structural(config)
+        self._final_values = _Final(self, config, in_force)
+        self._final_epoch += 1
         dump = config.kind == "dump"
+        notes = _Listing()  # what is wrong with the files' suppression comments
+        comments = self._comments(config, notes) if config.advisor_comments and not dump else None
+        listing = _Listing(comments.addressed() if comments is not None else frozenset())
+        self._structural(config, listing)
         for display, assignments in config.documents:
-            found += self._assignments(display, assignments, dump)
-        if config.kind == "dump":  # the kernel's own values: nothing about how a file is written
+            self._assignments(display, assignments, dump, listing)
+        found = listing.findings()
+        if dump:  # the kernel's own values: nothing about how a file is written
             judged = {rule.id for rule in self.rules.values() if rule.spec.in_dumps}
             found = [f for f in found if f.id in judged]
-        elif config.advisor_comments:
-            found = self._suppress(config, found)
+        elif comments is not None:
+            found = self._suppress(comments, found, notes)
         return found
 
-    def _suppress(self, config: CurrentConfig, found: list[CheckFinding]) -> list[CheckFinding]:
-        """The findings less those the files' suppression comments accept (kept in
-        `suppressed`), plus what is wrong with the comments: one that does not parse, gives no
-        reason or names no rule, and one that accepts nothing a rule in force here reported."""
+    def _comments(self, config: CurrentConfig, notes: _Listing) -> _Comments:
+        """The files' suppression comments, each pointed at the line it addresses; one that
+        does not parse, gives no reason or names no rule goes into `notes`."""
         malformed = self.reported_by.get("suppression-malformed")
-        unused = self.reported_by.get("suppression-unused")
         known = self.kb.check_rules.keys()
         lines = {
             display: [a.line for a in assignments] for display, assignments in config.documents
         }
-        whole: dict[tuple[str, str], Directive] = {}
-        by_line: dict[tuple[str, int, str], list[Directive]] = {}
-        directives: list[tuple[str, Directive]] = []
-        notes: list[CheckFinding] = []
-        for display, comments in config.advisor_comments:
+        comments = _Comments()
+        for display, texts in config.advisor_comments:
             parsed: list[Directive] = []
-            for number, text in comments:
+            for number, text in texts:
                 directive = parse_directive(number, text, known)
                 if isinstance(directive, str):
                     if malformed is not None:
-                        notes.append(
+                        notes.add(
                             CheckFinding(
                                 malformed.id,
                                 malformed.spec.severity,
@@ -610,19 +696,28 @@ class Checker:
                     continue
                 parsed.append(directive)
             for directive in with_targets(parsed, lines.get(display, [])):
-                directives.append((display, directive))
+                comments.directives.append((display, directive))
                 for rule_id in directive.ids:
                     if directive.whole_file:
-                        whole.setdefault((display, rule_id), directive)
+                        comments.whole.setdefault((display, rule_id), directive)
                     elif directive.target is not None:
-                        by_line.setdefault((display, directive.target, rule_id), []).append(
-                            directive
-                        )
+                        comments.by_line.setdefault(
+                            (display, directive.target, rule_id), []
+                        ).append(directive)
+        return comments
+
+    def _suppress(
+        self, comments: _Comments, found: list[CheckFinding], notes: _Listing
+    ) -> list[CheckFinding]:
+        """The findings less those the files' suppression comments accept (kept in
+        `suppressed`), plus what is wrong with the comments: `notes`, and each comment that
+        accepts nothing a rule in force here reported."""
+        unused = self.reported_by.get("suppression-unused")
         kept: list[CheckFinding] = []
         for finding in found:
-            accepting = by_line.get((finding.file, finding.line or 0, finding.id))
+            accepting = comments.by_line.get((finding.file, finding.line or 0, finding.id))
             if accepting is None:
-                file_wide = whole.get((finding.file, finding.id))
+                file_wide = comments.whole.get((finding.file, finding.id))
                 accepting = [file_wide] if file_wide is not None else None
             if accepting is None:
                 kept.append(finding)
@@ -632,7 +727,7 @@ class Checker:
             self.suppressed.append(Suppressed(finding, accepting[0].reason))
         if unused is not None:
             in_force = {r.id for r in self.rules.values() if self._needs_met(r)}
-            for display, directive in directives:
+            for display, directive in comments.directives:
                 idle = [i for i in directive.ids if i not in directive.used and i in in_force]
                 if directive.target is None and not directive.whole_file:
                     message = f"{directive.spelled}: no assignment line follows it"
@@ -646,12 +741,12 @@ class Checker:
                         f"{directive.spelled}: no {', '.join(idle)} finding {where} "
                         "to accept; remove it"
                     )
-                notes.append(
+                notes.add(
                     CheckFinding(
                         unused.id, unused.spec.severity, display, directive.line, None, message
                     )
                 )
-        return kept + notes
+        return kept + notes.findings()
 
     def take_suppressed(self) -> list[Suppressed]:
         """The findings comments accepted since the last call."""

@@ -121,11 +121,12 @@ class CheckRule:
     suggest: Expression | None = None
 
     def __post_init__(self) -> None:
-        # `keys` as exact names and compiled globs: a dump asks about a thousand keys
-        globs = [k for k in self.spec.keys if any(c in k for c in "*?[")]
-        self._every = "*" in self.spec.keys
-        self._names = frozenset(self.spec.keys) - set(globs)
-        self._globs = [re.compile(fnmatch.translate(k)) for k in globs]
+        # `keys` as exact names and globs (compiled as one pattern): a dump asks about a
+        # thousand keys
+        self.key_globs = [k for k in self.spec.keys if any(c in k for c in "*?[")]
+        self.every_key = "*" in self.spec.keys
+        self.key_names = frozenset(self.spec.keys) - set(self.key_globs)
+        self._globs = _one_pattern(self.key_globs)
         # whether a verdict may depend on other lines of the config (`final`): such verdicts
         # are kept for one config only
         spec = self.spec
@@ -138,7 +139,34 @@ class CheckRule:
 
     def looks_at(self, key: str) -> bool:
         """Whether one of the rule's `keys` (names or fnmatch globs) covers the key."""
-        return self._every or key in self._names or any(g.match(key) for g in self._globs)
+        return (
+            self.every_key
+            or key in self.key_names
+            or (self._globs is not None and self._globs.match(key) is not None)
+        )
+
+
+def _one_pattern(globs: list[str]) -> re.Pattern[str] | None:
+    """A pattern matching what any of the fnmatch globs matches."""
+    return re.compile("|".join(fnmatch.translate(k) for k in globs)) if globs else None
+
+
+class RulesByKey:
+    """The rules (of `rules`, in their order) whose `keys` cover a key: those with `*`, and
+    the others found by one lookup of the key's name and one pattern of all their globs, so
+    that a key no rule names (a file of distinct keys is mostly such) costs two lookups."""
+
+    def __init__(self, rules: list[CheckRule]) -> None:
+        self.rules = rules
+        self.every = [rule for rule in rules if rule.every_key]
+        self._names = frozenset(name for rule in rules for name in rule.key_names)
+        self._globs = _one_pattern([glob for rule in rules for glob in rule.key_globs])
+
+    def looking_at(self, key: str) -> list[CheckRule]:
+        """The rules that look at `key`; `every` itself when no rule names it."""
+        if key not in self._names and (self._globs is None or self._globs.match(key) is None):
+            return self.every
+        return [rule for rule in self.rules if rule.looks_at(key)]
 
 
 def load_check_rules(

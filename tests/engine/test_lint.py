@@ -266,14 +266,19 @@ def test_rules_marked_catalog_keys_never_fire_on_other_keys(kb: KnowledgeBase, v
 def test_a_file_at_the_input_cap_is_judged_line_by_line(tmp_path: Path) -> None:
     """Issue 32, item 14: every rule's work budget is one line's, so a file of many distinct
     lines (here 30,000, each value different) is judged whole instead of running out of the
-    one budget a file had and failing with an error that named a shipped rule."""
+    one budget a file had and failing with an error that named a shipped rule. The first
+    MAX_LISTED overridden lines are listed, the rest said in one finding with their count."""
+    from sysctl_advisor.engine.lint import MAX_LISTED
+
     conf = tmp_path / "99-many.conf"
     conf.write_text(
         "".join(f"net.ipv4.tcp_rmem = 4096 131072 {200000 + i}\n" for i in range(30000))
     )
     result = runner.invoke(app, ["check", str(conf), "--kernel", "5.15.0", "--fail-on", "warning"])
     assert result.exit_code == 1, result.stderr  # warnings for the overridden lines
-    assert result.stdout.count("(check.duplicate-key)") == 29999 and "error" not in result.stderr
+    assert result.stdout.count("(check.duplicate-key)") == MAX_LISTED + 1
+    assert f"and {29999 - MAX_LISTED - 1:,} more lines" in result.stdout
+    assert "error" not in result.stderr
 
 
 def test_also_writes_each_format_as_its_own_run_would(tmp_path: Path) -> None:
@@ -356,7 +361,7 @@ def test_a_misspelt_key_gets_the_key_the_kernel_has(kb: KnowledgeBase) -> None:
     """Issue 34: one slip from a key of the target kernel (catalog or known:) is a warning
     naming that key; a real key further away, or one the host's facts show in force, is not
     taken for a slip."""
-    from sysctl_advisor.engine.lint import nearest_key
+    from sysctl_advisor.engine.near_keys import nearest_key
 
     names = kb.catalog.kernel_keys()
     assert nearest_key("net.ipv4.tcp_keepalive_tim", names) == "net.ipv4.tcp_keepalive_time"
@@ -458,3 +463,58 @@ def test_the_known_list_names_no_modelled_key_and_a_star_is_one_field(kb: Knowle
     }
     with pytest.raises((InputError, ValueError)):
         validate(CatalogFile, data)
+
+
+# --- a file of many findings: the first MAX_LISTED of a rule listed, the rest counted --------
+
+
+def test_a_flood_of_unknown_keys_is_listed_then_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fourth review: a file at the input cap of distinct keys made a million findings and
+    a gigabyte. A rule's findings in one file are listed up to MAX_LISTED; the rest are one
+    finding, the first of them with their count, and their messages are never rendered (the
+    work a file costs past that is judging, not writing)."""
+    from sysctl_advisor.engine.lint import MAX_LISTED
+    from sysctl_advisor.knowledge.expressions import Text
+
+    rendered = []
+    render_in = Text.render_in
+
+    def counting(self: Text, ctx: object) -> str:
+        rendered.append(self.source)
+        return render_in(self, ctx)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Text, "render_in", counting)
+    lines = 3 * MAX_LISTED
+    conf = tmp_path / "99-flood.conf"
+    conf.write_text("".join(f"net.ipv4.foo{i} = 1\n" for i in range(lines)))
+    result = runner.invoke(app, ["check", str(conf), "-f", "json"])
+    assert result.exit_code == 0, result.stderr
+    found = json.loads(result.stdout)["findings"]
+    assert [f["id"] for f in found] == ["check.unknown-key"] * (MAX_LISTED + 1)
+    summary = found[-1]
+    assert summary["line"] == MAX_LISTED + 1 and summary["key"] == f"net.ipv4.foo{MAX_LISTED}"
+    assert f"and {lines - MAX_LISTED - 1:,} more lines of this file" in summary["message"]
+    assert len(rendered) <= MAX_LISTED + 1
+
+
+def test_a_comment_finds_its_line_past_the_listed_findings(tmp_path: Path) -> None:
+    """A line a suppression comment addresses keeps its finding whatever its place, so the
+    comment accepts it (and is not reported unused); the others past MAX_LISTED are counted."""
+    from sysctl_advisor.engine.lint import MAX_LISTED
+
+    lines = [f"net.ipv4.foo{i} = 1\n" for i in range(MAX_LISTED + 500)]
+    lines.insert(MAX_LISTED + 100, "# sysctl-advisor: ignore[check.unknown-key] a lab key\n")
+    conf = tmp_path / "99-flood.conf"
+    conf.write_text("".join(lines))
+    result = runner.invoke(app, ["check", str(conf), "-f", "json"])
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    found = document["findings"]
+    assert {f["id"] for f in found} == {"check.unknown-key"}
+    assert len(found) == MAX_LISTED + 1
+    assert "and 498 more lines of this file" in found[-1]["message"]  # 500 - 1 said - 1 accepted
+    assert all(f["key"] != f"net.ipv4.foo{MAX_LISTED + 100}" for f in found)
+    text = runner.invoke(app, ["check", str(conf)])
+    assert "suppressed: 1 by comments" in text.stdout and "remove it" not in text.stdout
