@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 from urllib.parse import quote, quote_from_bytes, urlsplit
@@ -94,23 +95,38 @@ def _absolute(url: str) -> bool:
 
 class _Lines:
     """Columns of a finding's line, read back from the file the checker read (bounded reader:
-    a file swapped for a FIFO or device meanwhile is not read, and then has no columns)."""
+    a file swapped for a FIFO or device meanwhile is not read, and then has no columns). Only
+    the lines the findings are on are kept."""
 
-    def __init__(self) -> None:
-        self._files: dict[str, list[str] | None] = {}
+    def __init__(self, findings: Iterable[CheckFinding]) -> None:
+        self._wanted: dict[str, set[int]] = {}
+        for finding in findings:
+            if finding.line is not None:
+                self._wanted.setdefault(finding.file, set()).add(finding.line)
+        self._files: dict[str, dict[int, str] | None] = {}
 
-    def _lines(self, path: str) -> list[str] | None:
+    def _lines(self, path: str) -> dict[int, str] | None:
         if path not in self._files:
             try:
                 data = read_bytes(Path(path))
             except InputError:
                 self._files[path] = None
-            else:
-                try:
-                    text = data.decode("utf-8")
-                except UnicodeDecodeError:
-                    text = data.decode("latin-1")
-                self._files[path] = text.split("\n")  # lines end at \n only (procps)
+                return None
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                text = data.decode("latin-1")
+            wanted = self._wanted.get(path, set())
+            kept: dict[int, str] = {}
+            start = 0
+            for number in range(1, max(wanted, default=0) + 1):
+                end = text.find("\n", start)  # lines end at \n only (procps)
+                if number in wanted:
+                    kept[number] = text[start:] if end < 0 else text[start:end]
+                if end < 0:
+                    break
+                start = end + 1
+            self._files[path] = kept
         return self._files[path]
 
     def span(self, finding: CheckFinding) -> tuple[int, int] | None:
@@ -119,9 +135,9 @@ class _Lines:
         if finding.line is None:
             return None
         lines = self._lines(finding.file)
-        if lines is None or finding.line > len(lines):
+        raw = lines.get(finding.line) if lines is not None else None
+        if raw is None:
             return None
-        raw = lines[finding.line - 1]
         content = raw.strip(C_SPACE)
         if not content:
             return None
@@ -174,7 +190,7 @@ def _counts(report: CheckReport) -> str:
 
 def _text(report: CheckReport, color: bool) -> str:
     lines = []
-    columns = _Lines()
+    columns = _Lines(report.findings)
     # File names, rule ids and messages recur (a long file repeats a few lines): each is
     # escaped once; so is the place of a line with several findings.
     names: dict[str, str] = {}
@@ -309,7 +325,7 @@ def _annotated_name(path: str) -> str:
 def _github(report: CheckReport) -> str:
     command = {"error": "error", "warning": "warning", "info": "notice"}
     lines = []
-    columns = _Lines()
+    columns = _Lines(report.findings)
     for f in report.findings:
         props = [f"file={_escape_property(_annotated_name(f.file))}"]
         if f.line is not None:
@@ -388,11 +404,11 @@ def _sarif_rule(rule_id: str, rule: CheckRule | None, base: str) -> dict[str, An
 def sarif_log(report: CheckReport, rules: dict[str, CheckRule]) -> dict[str, Any]:
     base = docs_url()
     cwd = os.getcwd()
-    columns = _Lines()
     # Findings a comment in the file accepts are results too, each with an in-source
     # suppression and the comment's reason (code scanning shows them as dismissed); those the
     # configuration or the baseline accepts, with an external one.
     every = [*report.findings, *(s.finding for s in report.suppressed)]
+    columns = _Lines(every)
     reasons: list[Suppressed | None] = [None] * len(report.findings)
     reasons += report.suppressed
     used = sorted({f.id for f in every} | set(rules))

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from sysctl_advisor.model.current_config import CurrentConfig, CurrentValue, Override, Problem
-from sysctl_advisor.model.documents import read_file_and_time, read_stream_bytes
+from sysctl_advisor.model.documents import max_input_bytes, read_file_and_time, read_stream_bytes
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.sysctl_conf import C_SPACE, Assignment, parse_conf_lines
 from sysctl_advisor.sources.tree_paths import inside, within
@@ -96,7 +96,7 @@ class _Collector:
                     continue
                 if fnmatch.fnmatchcase(key, glob.key):
                     values[key] = CurrentValue(key, glob.value, glob.source, glob.ignore_failure)
-        self.config.values = dict(sorted(values.items()))
+        self.config.values = {key: values[key] for key in sorted(values)}
 
 
 ADVISOR_MARK = "sysctl-advisor:"
@@ -137,10 +137,25 @@ def _read(
     return _decoded(data, display, config.problems)
 
 
+def max_lines() -> int:
+    """Lines of one sysctl file or dump, at most: one for every 128 bytes of the input cap
+    (131,072 at 16 MiB). Every line is held while the file is judged, with its key, value and
+    place (some 450 bytes a line), so the cap on bytes alone let a file of short lines take
+    a gigabyte; a `sysctl -a` dump holds some 125 lines an interface, a thousand interfaces
+    about 125,000."""
+    return max_input_bytes() // 128
+
+
 def _decoded(data: bytes, display: str, problems: list[Problem]) -> str | None:
-    """Text from a file's bytes, or None (recorded) for a binary file."""
+    """Text from a file's bytes, or None (recorded) for a binary file or one of more than
+    max_lines() lines (counted before anything is parsed)."""
     if b"\0" in data:
         problems.append(Problem(display, "binary file, not sysctl settings", "error", "unreadable"))
+        return None
+    limit = max_lines()
+    if data.count(b"\n") + (not data.endswith(b"\n")) > limit:
+        reason = f"more than {limit:,} lines (set SYSCTL_ADVISOR_MAX_INPUT to allow more)"
+        problems.append(Problem(display, reason, "error", "unreadable"))
         return None
     try:
         return data.decode("utf-8")
@@ -149,13 +164,19 @@ def _decoded(data: bytes, display: str, problems: list[Problem]) -> str | None:
 
 
 def _looks_like_dump(text: str) -> bool:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if any(line.startswith("sysctl: ") for line in lines):
-        return True
-    if any(line[0] in "#;" for line in lines):
-        return False
-    # `sysctl -a` prints hundreds of keys, tab-separated vectors among them.
-    return len(lines) >= 100 and any("\t" in line for line in lines)
+    """`sysctl -a` output: a `sysctl: ` line (its complaint about a key), or hundreds of keys
+    without a comment, tab-separated vectors among them. One pass, nothing kept."""
+    lines, comment, tab = 0, False, False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith("sysctl: "):
+            return True
+        lines += 1
+        comment = comment or line[0] in "#;"
+        tab = tab or "\t" in line
+    return not comment and lines >= 100 and tab
 
 
 def read_file(

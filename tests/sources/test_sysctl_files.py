@@ -299,3 +299,32 @@ def test_a_link_swapped_after_the_check_is_judged_by_what_was_opened(tmp_path: P
         (conf_d / "STOP").touch()
         out, _ = swapper.communicate(timeout=HANG_SECONDS)
     assert int(out) > 0
+
+
+def test_a_file_of_more_lines_than_the_cap_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fourth review: a file at the 16 MiB cap holds about a million short lines, and
+    every line is held while it is judged (a gigabyte). A sysctl file or dump holds at most
+    one line per 128 bytes of the input cap: past that it is not read, and says which limit
+    (counted before anything is parsed); at the limit it is read."""
+    from typer.testing import CliRunner
+
+    from sysctl_advisor.cli import app
+    from sysctl_advisor.sources.sysctl_files import max_lines
+
+    monkeypatch.setenv("SYSCTL_ADVISOR_MAX_INPUT", str(128 * 1024))
+    limit = max_lines()
+    assert limit == 1024
+    at_limit, over = tmp_path / "at.conf", tmp_path / "over.conf"
+    at_limit.write_text("net.core.somaxconn = 4096\n" * limit)
+    over.write_text("#\n" * limit + "net.core.somaxconn = 4096")  # the last line unended
+    assert len(read_file(at_limit).documents[0][1]) == limit
+    config = read_file(over)
+    assert not config.documents and config.values == {}
+    assert [(p.code, p.message) for p in config.problems] == [
+        ("unreadable", f"more than {limit:,} lines (set SYSCTL_ADVISOR_MAX_INPUT to allow more)")
+    ]
+    result = CliRunner().invoke(app, ["check", str(over)])
+    assert result.exit_code == 2 and f"more than {limit:,} lines" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
