@@ -25,7 +25,7 @@ from sysctl_advisor.cache.files import (
     validating_code,
     versioned_name,
 )
-from sysctl_advisor.model.documents import parse_document, read_text
+from sysctl_advisor.model.documents import KNOWLEDGE_FILE, parse_document, read_text
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.model_base import validate
 
@@ -59,7 +59,7 @@ class SpecCache:
         cached = self._cached(key, model)
         if cached is not None:
             return cached
-        data = parse_document(text, path)
+        data = parse_document(text, path, KNOWLEDGE_FILE)
         if not isinstance(data, dict):
             raise InputError(f"{what} must be a mapping", path=path)
         spec = validate(model, data, path, text)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from sysctl_advisor.cache.specs import SpecCache
-from sysctl_advisor.model.documents import line_of, parse_document, read_text
+from sysctl_advisor.model.documents import KNOWLEDGE_FILE, line_of, parse_document, read_text
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.model_base import After, Field, Record, model, validate
 from sysctl_advisor.model.text_escape import plain_line, refuse_control_characters
@@ -128,7 +128,7 @@ def load_families(path: Path, spec: type[Any], what: str, specs: SpecCache | Non
         text: str | None = None
     else:
         text = read_text(path)
-        data = parse_document(text, path)
+        data = parse_document(text, path, KNOWLEDGE_FILE)
         if not isinstance(data, dict):
             raise InputError(f"{what} must be a mapping with `families`", path=path)
         catalog = validate(spec, data, path, text)

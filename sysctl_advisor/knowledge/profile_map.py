@@ -27,7 +27,12 @@ from typing import Annotated, Any
 from sysctl_advisor.knowledge.host_patterns import PatternError, compile_pattern, matches
 from sysctl_advisor.knowledge.profiles import Profile, coerce
 from sysctl_advisor.knowledge.workloads import SEPARATOR, Workload, workload_names
-from sysctl_advisor.model.documents import parse_document, parse_json, read_text
+from sysctl_advisor.model.documents import (
+    PROFILE_MAP,
+    parse_document,
+    parse_json,
+    read_text,
+)
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.model_base import Before, Field, Record, model, validate
 
@@ -108,7 +113,7 @@ def load_profile_map(
     overrides: list[dict[str, str]] = []
     if path is not None:
         text = read_text(path)
-        data = parse_document(text, path)
+        data = parse_document(text, path, PROFILE_MAP)
         if not isinstance(data, list):
             raise InputError("a profile map is a list of {hosts|group, profile, set}", path=path)
         for i, item in enumerate(data):

@@ -9,6 +9,7 @@ import re
 import stat
 import sys
 from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -27,6 +28,28 @@ MAX_DEPTH = 64  # nesting of any YAML/JSON document the advisor reads
 # Values in a document once YAML aliases are expanded: nine levels of nine aliases are 9**9
 # values in 300 bytes ("billion laughs"), and every reader after the parser walks them all.
 MAX_VALUES = 2_000_000
+
+
+@dataclass(frozen=True)
+class DocumentBounds:
+    """What one kind of document may hold, checked before anything of it is built: its size
+    in bytes, and as YAML its nodes (scalars, sequences, mappings, aliases) counted on the
+    parser's events. Building a YAML document costs some 100 bytes of memory for each byte of
+    text (a 13 MB facts file reached 1.35 GB before its error), JSON some 20; so a kind is
+    held to what its largest legitimate document needs, many times over."""
+
+    what: str
+    max_bytes: int
+    max_nodes: int
+
+
+# A facts file the collector writes is a few KB (a host with a thousand interfaces, some
+# 100 KB and 10,000 nodes), an `ansible -m setup` file 100-300 KB; a colleague's rule or
+# profile is one screen, the shipped catalogs at most 120 KB and 4,000 nodes; a profile map
+# lists host patterns.
+FACTS_FILE = DocumentBounds("a facts file", 4 * 1024 * 1024, 200_000)
+KNOWLEDGE_FILE = DocumentBounds("a rules, profiles or catalog file", 1024 * 1024, 100_000)
+PROFILE_MAP = DocumentBounds("a profile map", 4 * 1024 * 1024, 200_000)
 
 
 def max_input_bytes() -> int:
@@ -185,6 +208,54 @@ def _check_flow_depth(text: str, path: Path | None) -> None:
         return  # the loader reports the syntax error with its line
 
 
+# Where a node can start: the document's root, or after one of these indicators; a `:` or `,`
+# (or `{`, `?`) may start two (a key and its value, an empty value counting one).
+_TWO_NODES = (":", ",", "{", "?")
+_ONE_NODE = ("-", "[")
+_NODE_EVENTS = (yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent, yaml.AliasEvent)
+
+
+def node_bound(text: str) -> int:
+    """At least the number of nodes in the YAML `text` (every node but the root follows an
+    indicator that may start it), counted in C without parsing: most documents are known to
+    be within their bound without a look at their events."""
+    return (
+        1
+        + 2 * sum(text.count(mark) for mark in _TWO_NODES)
+        + sum(text.count(mark) for mark in _ONE_NODE)
+    )
+
+
+def _check_bytes(text: str, path: Path | None, bounds: DocumentBounds) -> None:
+    size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    if size > bounds.max_bytes:
+        raise InputError(
+            f"larger than {bounds.max_bytes:,} bytes, the limit for {bounds.what}; not read",
+            path=path,
+        )
+
+
+def _check_nodes(text: str, path: Path | None, bounds: DocumentBounds) -> None:
+    """Refuse YAML of more nodes than the kind's bound before anything is built: counted on
+    the parser's events (each dropped as it is counted), up to the first node past it."""
+    if node_bound(text) <= bounds.max_nodes:
+        return
+    nodes = 0
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, _NODE_EVENTS):
+                nodes += 1
+                if nodes > bounds.max_nodes:
+                    raise InputError(
+                        f"more than {bounds.max_nodes:,} YAML nodes (values, lists, mappings), "
+                        f"the limit for {bounds.what}; not read",
+                        path=path,
+                        line=event.start_mark.line + 1 if event.start_mark else None,
+                    )
+    except yaml.YAMLError:
+        return  # the loader reports the syntax error with its line
+
+
 def _check_depth(data: Any, path: Path | None) -> None:
     """Nesting and size with aliases expanded, each shared value measured once."""
     measured: dict[int, tuple[int, int]] = {}  # id -> (values, height)
@@ -285,11 +356,13 @@ def parse_toml(text: str, path: Path | None) -> dict[str, Any]:
 _NOT_JSON = object()
 
 
-def parse_document(text: str, path: Path) -> Any:
+def parse_document(text: str, path: Path, bounds: DocumentBounds) -> Any:
     """YAML (a superset of JSON) via the safe loader; errors carry the line. Duplicate keys,
-    nesting deeper than MAX_DEPTH and numbers no kernel value could hold are errors. A JSON
-    document (a .json file, or text that opens with `{` and parses as JSON) is read as JSON:
-    ten times faster than the YAML loader on a large facts file, and exact about numbers."""
+    nesting deeper than MAX_DEPTH, more than `bounds` (checked before the document is built)
+    and numbers no kernel value could hold are errors. A JSON document (a .json file, or text
+    that opens with `{` and parses as JSON) is read as JSON: ten times faster than the YAML
+    loader on a large facts file, and exact about numbers."""
+    _check_bytes(text, path, bounds)
     if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
         try:
             data = json.loads(text, object_pairs_hook=_unique_keys)
@@ -302,6 +375,7 @@ def parse_document(text: str, path: Path) -> Any:
         if data is not _NOT_JSON:
             _check_depth(data, path)
             return data
+    _check_nodes(text, path, bounds)
     _check_flow_depth(text, path)
     try:
         data = yaml.load(text, Loader=_StrictLoader)

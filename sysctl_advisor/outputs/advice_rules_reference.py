@@ -27,7 +27,7 @@ from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.rules import RULE_ID, Rule, RuleSpec
 from sysctl_advisor.model.directories import UntrustedDirectory, open_directory, replace_file
-from sysctl_advisor.model.documents import parse_document, read_text
+from sysctl_advisor.model.documents import KNOWLEDGE_FILE, parse_document, read_text
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import facts_from_data
 from sysctl_advisor.model.plan import Plan
@@ -123,7 +123,7 @@ def firing_case(cases_dir: Path, rule_id: str) -> Example | None:
     path = cases_dir / f"{rule_id}.yaml"
     if not path.is_file():
         return None
-    data = parse_document(read_text(path), path)
+    data = parse_document(read_text(path), path, KNOWLEDGE_FILE)
     cases = data.get("cases") if isinstance(data, dict) else None
     if not isinstance(cases, list):
         raise InputError("a case file needs a list of cases", path=path, field="cases")

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from sysctl_advisor.model.calibration_run import Measurement
-from sysctl_advisor.model.documents import parse_document, read_text
+from sysctl_advisor.model.documents import FACTS_FILE, parse_document, read_text
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import Calibration, facts_from_data
 from sysctl_advisor.model.model_base import plain_data
@@ -54,7 +54,7 @@ def write_calibration(path: Path, c: Calibration) -> None:
     comments included. JSON facts files are rewritten as JSON. The file must already be a valid
     facts file, and the result is read back and validated before it replaces it."""
     text = read_text(path)
-    data = parse_document(text, path)
+    data = parse_document(text, path, FACTS_FILE)
     if not isinstance(data, dict):
         raise InputError("a facts file must be a mapping", path=path)
     if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
@@ -73,7 +73,7 @@ def write_calibration(path: Path, c: Calibration) -> None:
                 kept.append(line)
         body = "".join(kept).rstrip("\n")
         new_text = (body + "\n\n" if body else "") + calibration_yaml(c)
-    written = parse_document(new_text, path)
+    written = parse_document(new_text, path, FACTS_FILE)
     expected = {**data, "calibration": plain_data(c)}
     if written != expected:
         raise InputError(

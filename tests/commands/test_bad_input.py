@@ -127,6 +127,58 @@ def test_alias_bomb_is_refused_at_once(option: str, workdir: Path) -> None:
     one_line_exit_2(*args, words="values once YAML aliases are expanded")  # within HANG_SECONDS
 
 
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        # 4 MiB and a line of block mapping: refused on its size, before it is parsed
+        (
+            "sysctl:\n"
+            + "".join(f"  net.ipv4.conf.veth{i:07}.rp_filter: '1'\n" for i in range(99_865)),
+            "larger than 4,194,304 bytes, the limit for a facts file",
+        ),
+        # 600 KB of one flow sequence: 200,001 nodes, refused on its events, never built
+        ("processes: [" + "a, " * 200_000 + "a]\n", "more than 200,000 YAML nodes"),
+    ],
+    ids=["bytes", "nodes"],
+)
+def test_a_large_yaml_facts_file_is_refused_before_it_is_built(
+    body: str, words: str, workdir: Path
+) -> None:
+    """The fourth review: YAML costs 3-4 s and 100-120 MB per MB before its one-line error (a
+    13 MB facts file reached 1.35 GB). A facts file is held to 4 MiB and 200,000 nodes, both
+    checked before the document is built, and the error says which limit."""
+    path = facts_file(workdir, "memory: {total: 8 GiB}\n" + body)
+    one_line_exit_2("recommend", "--facts", path, "-p", "base", words=words)
+
+
+def test_a_large_yaml_rules_file_is_refused_before_it_is_built(workdir: Path) -> None:
+    """A rules directory's file is held to 1 MiB (the shipped catalogs are at most 120 KB)."""
+    rules = workdir / "rules" / "check"
+    rules.mkdir(parents=True)
+    (rules / "huge.yaml").write_text("id: check.huge\nrationale: |\n" + "  x\n" * 300_000)
+    one_line_exit_2(
+        "check", "tests/fixtures/check/annotated.conf", "--rules-dir",
+        str(workdir / "rules"), words="the limit for a rules, profiles or catalog file",
+    )  # fmt: skip
+
+
+def test_the_largest_lists_a_facts_file_may_hold_still_load(workdir: Path) -> None:
+    """Every list the facts contract bounds at its largest at once (65,536 interface names and
+    process names, 4,096 NICs): some 2.5 MB and 160,000 nodes, within both bounds."""
+    facts = {
+        "kernel": "6.8.0-31-generic",
+        "memory": {"total": "64 GiB"},
+        "nics": [
+            {"name": f"ens{i}", "driver": "mlx5_core", "speed_mbps": 100000} for i in range(4096)
+        ],
+        "links": [f"veth{i:08x}" for i in range(65536)],
+        "processes": [f"worker-{i}" for i in range(65536)],
+    }
+    path = facts_file(workdir, yaml.safe_dump(facts))
+    code, err = run("recommend", "--facts", path, "-p", "base")
+    assert code == 0, err
+
+
 def test_shared_aliases_within_bounds_still_load(workdir: Path) -> None:
     path = facts_file(
         workdir, "memory: {total: 8 GiB}\nnics:\n  - &nic {name: eth0, driver: e1000e}\n"

@@ -21,7 +21,7 @@ import pytest
 from sysctl_advisor.engine.lint import CheckContext, Checker, host_context
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from sysctl_advisor.model.documents import parse_document, read_text
+from sysctl_advisor.model.documents import KNOWLEDGE_FILE, parse_document, read_text
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import facts_from_data
 from sysctl_advisor.model.kernel_version import KernelVersion
@@ -91,7 +91,7 @@ class CaseFile(Record):
 
 def load_case_file(path: Path) -> CaseFile:
     text = read_text(path)
-    return validate(CaseFile, parse_document(text, path), path, text)
+    return validate(CaseFile, parse_document(text, path, KNOWLEDGE_FILE), path, text)
 
 
 def _documented(kb: KnowledgeBase) -> list[tuple[str, Case]]:
