@@ -140,9 +140,9 @@ def _read(
 def max_lines() -> int:
     """Lines of one sysctl file or dump, at most: one for every 128 bytes of the input cap
     (131,072 at 16 MiB). Every line is held while the file is judged, with its key, value and
-    place (some 450 bytes a line), so the cap on bytes alone let a file of short lines take
-    a gigabyte; a `sysctl -a` dump holds some 125 lines an interface, a thousand interfaces
-    about 125,000."""
+    place (400 to 1,000 bytes a line), so the cap on bytes alone let a file of short lines
+    take a gigabyte; a `sysctl -a` dump holds some 125 lines an interface, a thousand
+    interfaces about 125,000."""
     return max_input_bytes() // 128
 
 
