@@ -145,7 +145,7 @@ def test_a_large_yaml_facts_file_is_refused_before_it_is_built(
     body: str, words: str, workdir: Path
 ) -> None:
     """The fourth review: YAML costs 3-4 s and 100-120 MB per MB before its one-line error (a
-    13 MB facts file reached 1.35 GB). A facts file is held to 4 MiB and 200,000 nodes, both
+    13 MB facts file reached 1.35 GB). A YAML facts file is held to 4 MiB and 200,000 nodes, both
     checked before the document is built, and the error says which limit."""
     path = facts_file(workdir, "memory: {total: 8 GiB}\n" + body)
     one_line_exit_2("recommend", "--facts", path, "-p", "base", words=words)

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sysctl_advisor.model import documents
-from sysctl_advisor.model.documents import FACTS_FILE, DocumentBounds, node_bound, parse_document
+from sysctl_advisor.model.documents import FACTS_FILE, YamlBounds, node_bound, parse_document
 from sysctl_advisor.model.errors import InputError
 from tests.conftest import ROOT
 
@@ -68,7 +68,7 @@ def test_too_many_nodes_are_refused_before_the_document_is_built(
         raise AssertionError("the document was built")
 
     monkeypatch.setattr(documents._StrictLoader, "get_single_node", never)
-    bounds = DocumentBounds("a test document", 1024 * 1024, 1000)
+    bounds = YamlBounds("a test document", 1024 * 1024, 1000)
     text = "x:\n" + "".join(f"  - {i}\n" for i in range(1000))  # 1,003 nodes
     with pytest.raises(InputError) as refused:
         parse_document(text, Path("t.yaml"), bounds)
