@@ -173,8 +173,9 @@ class Directory:
         """An existing directory, opened and checked from `/` (open_directory)."""
         return cls(*open_directory(path))
 
-    def mkdir(self, name: str, mode: int = 0o777) -> Directory:
-        os.mkdir(name, mode, dir_fd=self.fd)
+    def mkdir(self, name: str) -> Directory:
+        """A new subdirectory (0777 less the umask, 0755 at most as root), kept open."""
+        os.mkdir(name, 0o755 if os.geteuid() == 0 else 0o777, dir_fd=self.fd)
         child = Directory(os.open(name, _DIRECTORY, dir_fd=self.fd), self.path / name)
         self._children[name] = child
         return child
