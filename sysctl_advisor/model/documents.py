@@ -59,6 +59,9 @@ def open_regular_file(
             f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path
         ) from None
     try:
+        # judged first: of a file outside the tree, nothing is told (what it is, who owns it)
+        if allowed is not None and not allowed(Path(os.readlink(f"/proc/self/fd/{found}"))):
+            raise InputError("outside the tree it was read from; not read", path=path)
         info = os.fstat(found)
         mode = info.st_mode
         if stat.S_ISDIR(mode):
@@ -71,8 +74,6 @@ def open_regular_file(
                 "this run must be yours or root's",
                 path=path,
             )
-        if allowed is not None and not allowed(Path(os.readlink(f"/proc/self/fd/{found}"))):
-            raise InputError("outside the tree it was read from; not read", path=path)
         return os.open(f"/proc/self/fd/{found}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=path) from None

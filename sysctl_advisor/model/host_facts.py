@@ -112,15 +112,19 @@ def _pattern(regex: re.Pattern[str], what: str) -> Any:
     return After(check)
 
 
+# The bytes dev_valid_name() refuses in a name besides / and : (net/core/dev.c, Linux 6.18):
+# those the kernel's isspace() takes for space (lib/ctype.c: 9-13, 32 and 160, so a UTF-8
+# character whose encoding holds the byte 0xa0, such as "à", is refused too).
+_KERNEL_NAME_REFUSED = frozenset(b"/:\t\n\v\f\r \xa0")
+
+
 def interface_name(value: str) -> str:
-    """The kernel's dev_valid_name(): 1-15 bytes, not . or .., no /, : or whitespace."""
+    """The kernel's dev_valid_name() on the name's UTF-8 bytes: 1-15 bytes, not . or .., no
+    /, : or byte the kernel's isspace() takes; and, as every facts text, printable. A name
+    may still hold `$`, `(`, `;`, quotes: commands built from it quote it for the shell."""
     plain_line(value, "interface name")
-    if (
-        not value
-        or len(value.encode()) > 15
-        or value in (".", "..")
-        or any(c in value for c in "/: ")
-    ):
+    raw = value.encode()
+    if not raw or len(raw) > 15 or value in (".", "..") or not _KERNEL_NAME_REFUSED.isdisjoint(raw):
         raise ValueError(f"not a valid interface name (IFNAMSIZ rules): {value[:40]!r}")
     return value
 
