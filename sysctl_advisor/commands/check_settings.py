@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sysctl_advisor.commands.common import parse_overrides, shown_path
+from sysctl_advisor.commands.common import note, parse_overrides, shown_path
 from sysctl_advisor.engine.check_tuning import Given
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.sources.check_config import ConfigFile, config_for, read_config
@@ -115,15 +115,18 @@ def remember(kind: type[T], path: Path, text: str, validate: Callable[[], T]) ->
     return cached(path, text, ValidatedCache(kind), validate)
 
 
-def find(paths: list[Path], config: Path | None, isolated: bool) -> ConfigFile | None:
-    """--config FILE, else the configuration found upward from the paths; none with
-    --isolated."""
+def find(
+    paths: list[Path], config: Path | None, isolated: bool, settings_from: Path | None = None
+) -> ConfigFile | None:
+    """--config FILE, else the configuration found upward from the paths (in the copy
+    `settings_from` stands for, with --settings-from); none with --isolated. A configuration
+    the search does not use (another user may write it) is named in a note."""
     if isolated:
         if config is not None:
             raise InputError("--config and --isolated contradict each other", field="--config")
         return None
     if config is None:
-        return config_for(paths or [Path(".")], remember)
+        return config_for(paths or [Path(".")], remember, note, settings_from)
     found = read_config(config, remember=remember, found=False)  # the operator's own choice
     if found is None:
         if config.name == "pyproject.toml":
