@@ -8,6 +8,7 @@ configuration's; --set parameters replace the configuration's one by one.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +60,17 @@ class CheckSettings:
     config: ConfigFile | None
     values: dict[str, Setting] = field(default_factory=dict)
     parameters: dict[str, Setting] = field(default_factory=dict)  # --set / set, by name
+    copy: Path | None = None  # --settings-from: the copy of the working directory's settings
+
+    def standing(self, path: Path) -> Path:
+        """Where a settings file stands among the files checked: one read from the copy
+        (--settings-from) stands at the same place under the working directory."""
+        if self.copy is None:
+            return path
+        relative = os.path.relpath(os.path.abspath(path), os.path.abspath(self.copy))
+        if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+            return path
+        return Path(relative)
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key].value
@@ -135,10 +147,12 @@ def find(
     return found
 
 
-def resolve(found: ConfigFile | None, given: dict[str, Any]) -> CheckSettings:
+def resolve(
+    found: ConfigFile | None, given: dict[str, Any], copy: Path | None = None
+) -> CheckSettings:
     """The settings in force: `given` holds the command line's values by configuration key
-    (None or [] when not given)."""
-    settings = CheckSettings(found)
+    (None or [] when not given); `copy` is --settings-from's directory."""
+    settings = CheckSettings(found, copy=copy)
     config = found.config if found is not None else None
     for key in OPTIONS:
         value = given.get(key)
