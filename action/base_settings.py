@@ -27,6 +27,8 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from sysctl_advisor.model.check_config import CONFIG_FILE, PYPROJECT
+from sysctl_advisor.model.documents import parse_document, read_text
+from sysctl_advisor.model.errors import InputError
 
 MAX_FILES = 20_000  # files copied from the base commit, all settings together
 MAX_BYTES = 256 * 1024 * 1024
@@ -152,8 +154,8 @@ class _Copy:
         if self.files > MAX_FILES or self.bytes > MAX_BYTES:
             raise BaseCommitError(
                 f"the base commit's settings files are more than {MAX_FILES} files or "
-                f"{MAX_BYTES // (1024 * 1024)} MiB (the facts file's directory is copied "
-                "too: keep facts in a directory of their own)"
+                f"{MAX_BYTES // (1024 * 1024)} MiB (the directory of a facts file that names "
+                "services' configurations is copied too: keep such facts in one of their own)"
             )
         parent, _, base = name.rpartition("/")
         target = self.directory(parent) / base
@@ -307,6 +309,7 @@ def from_base(
     places = search_places(chosen, workspace)
     copy.fetch(_join(p, name) for p in places for name in (CONFIG_FILE, PYPROJECT))
     copy.fetch(v for k, v in inputs.items() if v and k in INPUTS)
+    rules_dir = None  # as the summary names it
     for key, option in (*INPUTS.items(), *TREE_INPUTS.items()):
         value = inputs.get(key, "")
         if not value:
@@ -315,6 +318,7 @@ def from_base(
             copy.fetch_tree(value)
         if copy.has(value):
             used.options += [option, str(copy.root / value)]
+            rules_dir = value if key == "rules-dir" else rules_dir
             if key == "facts":
                 used.facts = str(copy.root / value)
         elif _in_commit(workspace, "HEAD", value):
@@ -326,6 +330,7 @@ def from_base(
                 used.options.append("--isolated")
         else:  # in neither commit: made by an earlier step of the job
             used.options += [option, value]
+            rules_dir = f"{value} {WORK_TREE}" if key == "rules-dir" else rules_dir
             if key == "facts":
                 used.facts = value
     document = show(used.options)
@@ -338,16 +343,29 @@ def from_base(
         if name is not None and not name.endswith(WORK_TREE):
             copy.fetch([name])
     name = used.name(facts)
-    if name is not None and not name.endswith(WORK_TREE):
+    if name is not None and not name.endswith(WORK_TREE) and _names_configs(copy.root / name):
         copy.fetch_tree(os.path.dirname(name))
     used.names = {
         "configuration": used.name(config),
         "baseline": used.name(baseline),
         "facts": used.name(facts),
-        "rules-dir": inputs.get("rules-dir") if copy.has(inputs.get("rules-dir", "")) else None,
+        "rules-dir": rules_dir,
     }
     used.changed = _changed_settings(workspace, commit, places, inputs, used)
     return used
+
+
+def _names_configs(facts: Path) -> bool:
+    """Whether a facts file names services' configurations (read inside its directory, which
+    is then copied too); one that cannot be read is left to check to refuse."""
+    try:
+        data = parse_document(read_text(facts), facts)
+    except (InputError, OSError):
+        return False
+    services = data.get("services") if isinstance(data, dict) else None
+    return isinstance(services, dict) and any(
+        isinstance(s, dict) and ("config" in s or "config_root" in s) for s in services.values()
+    )
 
 
 def _input_name(key: str, value: str) -> str:

@@ -250,3 +250,22 @@ def test_the_base_copy_is_trusted_whatever_the_umask(tmp_path: Path) -> None:
         os.umask(old)
     _failed_with_the_base_settings(run, base, "hosts/.sysctl-advisor.toml")
     assert "configuration hosts/.sysctl-advisor.toml" in run.summary
+
+
+def test_the_service_configurations_the_facts_name_are_the_base_commit_s(tmp_path: Path) -> None:
+    """The facts name nginx.conf beside them; the change lowers its backlog so that its own
+    somaxconn no longer departs from the recommendation. The base's nginx.conf is read."""
+    facts = (EXAMPLES / "ec2-nginx-frontend.yaml").read_text()
+    facts = facts.replace("nginx: {listen_backlog: 511}", "nginx: {config: nginx.conf}")
+    assert "config: nginx.conf" in facts
+    nginx = "events {}\nhttp { server { listen 80 backlog=%d; } }\n"
+    run, base = _review(
+        tmp_path,
+        {"facts/web.yaml": facts, "facts/nginx.conf": nginx % 65535},
+        {PR_CONF: "net.core.somaxconn = 16384\n", "facts/nginx.conf": nginx % 2048},
+        inputs={"facts": "facts/web.yaml", "profile": "frontend-proxy", "fail-on": "info"},
+    )
+    assert run.failed_step == "Fail on findings at fail-on", run.stdout
+    assert "check.departs-from-recommendation" in run.summary
+    line = f"Settings from the base commit {base}: no configuration file, facts facts/web.yaml."
+    assert line in run.summary, run.summary
