@@ -251,10 +251,14 @@ def _git(cwd: Path, *args: str) -> str:
 
 
 def pull_request(
-    workspace: Path, base_files: dict[str, str], pr_files: dict[str, str]
+    workspace: Path,
+    base_files: dict[str, str],
+    pr_files: dict[str, str],
+    removed: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """A repository whose HEAD is the merge commit of a pull request, as actions/checkout
-    leaves it (refs/pull/N/merge: first parent the base branch, second the pull request)."""
+    leaves it (refs/pull/N/merge: first parent the base branch, second the pull request),
+    which writes `pr_files` and deletes `removed`."""
     workspace.mkdir()
     _git(workspace, "init", "-q", "-b", "main")
     for name, text in base_files.items():
@@ -264,6 +268,8 @@ def pull_request(
     _git(workspace, "commit", "-q", "--allow-empty", "-m", "base")
     base = _git(workspace, "rev-parse", "HEAD")
     _git(workspace, "checkout", "-q", "-b", "topic")
+    for name in removed:
+        _git(workspace, "rm", "-q", "-r", "--", name)
     for name, text in pr_files.items():
         (workspace / name).parent.mkdir(parents=True, exist_ok=True)
         (workspace / name).write_text(text)
