@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import multiprocessing
 import os
 import re
@@ -369,7 +368,8 @@ def _ignore_interrupts() -> None:
     (prctl PR_SET_PDEATHSIG) instead of writing on into a run that was killed."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        # the interpreter's own C library: find_library would run gcc and ld from PATH
+        libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != _PARENT:  # the parent died before the signal was armed
         os._exit(1)

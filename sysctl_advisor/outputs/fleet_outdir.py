@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import errno
 import fcntl
 import os
+import re
 import secrets
 import stat
 from collections.abc import Iterator
@@ -47,22 +47,37 @@ from sysctl_advisor.model.errors import InputError
 MARKER = ".sysctl-advisor-fleet"
 MARKER_HEADER = "sysctl-advisor fleet output: every file listed here was written by the advisor\n"
 STAGING_MARK = "sysctl-advisor fleet staging directory: the next run removes it\n"
-MAX_MARKER = 64 * 1024 * 1024  # the list of a run's files: ~100 bytes for each of 3 files a host
+# The list of a run's files: ~35 bytes for each of its 3 or 4 files a host, so 100,000 hosts
+# in a few MB; a larger marker is no marker.
+MAX_MARKER = 16 * 1024 * 1024
+# What a run writes (commands/fleet.py): its files at the top, and one file per host or pool in
+# its four directories. A marker listing anything else is not a run's.
+_RUN_FILE = re.compile(
+    r"(playbook\.yml|summary\.json|summary\.md"
+    r"|(host_files|host_undo)/[A-Za-z0-9_][A-Za-z0-9_.:@+-]{0,249}\.conf"
+    r"|host_vars/[A-Za-z0-9_][A-Za-z0-9_.:@+-]{0,249}\.yml"
+    r"|node_pools/[A-Za-z0-9_][A-Za-z0-9_.:@+-]{0,249}\.[a-z]{3,4})\Z"
+)
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
 
 
-def _listed(directory: int) -> set[str] | None:
+def _listed(directory: int, strict: bool = True) -> set[str] | None:
     """The files the marker in the directory open at `directory` says a run wrote (relative
-    paths), None if there is no marker."""
+    paths), None if there is no marker, or, when `strict`, if it lists anything a run never
+    writes (a doctored marker; without `strict` such lines are left out)."""
     data = read_at(directory, MARKER, MAX_MARKER)
     if data is None:
         return None
     lines = data.decode("utf-8", errors="replace").splitlines()
     if not lines or lines[0] + "\n" != MARKER_HEADER:
         return None
-    return {line for line in lines[1:] if line}
+    listed = {line for line in lines[1:] if line}
+    runs = {line for line in listed if _RUN_FILE.match(line)}
+    if strict and runs != listed:
+        return None
+    return runs
 
 
 def _parents(paths: set[str]) -> set[str]:
@@ -105,12 +120,23 @@ def _open_below(parent: int, name: str) -> int | None:
         return None
 
 
+def _libc() -> ctypes.CDLL:
+    """The C library the interpreter runs with (never looked for: ctypes.util.find_library
+    runs gcc and ld from the caller's PATH where ldconfig lists no libc)."""
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _syncfs(fd: int) -> None:
+    """The output's filesystem on disk (syncfs), not every filesystem of the host."""
+    call = getattr(_libc(), "syncfs", None)
+    if call is None or call(fd) != 0:
+        os.sync()
+
+
 def _renameat2(parent: int, old: str, new: str, flags: int) -> bool:
     """renameat2 between two names in one directory; False where the C library, kernel or
     filesystem lacks it."""
-    name = ctypes.util.find_library("c")
-    libc = ctypes.CDLL(name, use_errno=True) if name else None
-    call = getattr(libc, "renameat2", None)
+    call = getattr(_libc(), "renameat2", None)
     if call is None:
         return False
     if call(parent, os.fsencode(old), parent, os.fsencode(new), flags) == 0:
@@ -185,6 +211,12 @@ class OutDir:
         try:
             if not os.listdir(fd):
                 return
+            owner = os.fstat(fd).st_uid
+            if owner not in (0, os.geteuid()):
+                raise self._error(
+                    f"belongs to another user (uid {owner}) and is not empty; give a new or "
+                    "empty directory"
+                )
             listed = _listed(fd)
             if listed is None:
                 raise self._error(
@@ -237,20 +269,26 @@ class OutDir:
             if entry.name.startswith(prefix):
                 self._remove_leftover(entry.name)
         self._restore_after_crash()
+        if self._exists(self.name):  # a two-rename publish killed after both renames
+            self._remove_leftover(self._retired())
+        name = prefix + secrets.token_hex(4)
         try:
-            for _ in range(100):
-                name = prefix + secrets.token_hex(4)
-                try:
-                    os.mkdir(name, 0o700, dir_fd=self.parent)
-                except FileExistsError:
-                    continue
-                break
+            os.mkdir(name, 0o700, dir_fd=self.parent)
+        except OSError as exc:
+            raise self._error(f"cannot write: {exc.strerror}") from None
+        try:
             staging = Staging(
                 os.open(name, _DIRECTORY, dir_fd=self.parent), self._beside(name), name
             )
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.rmdir(name, dir_fd=self.parent)
+            raise self._error(f"cannot write: {exc.strerror}") from None
+        try:
             self._take_mode(staging.fd, final=False)
             staging.write(".staging", STAGING_MARK)
         except OSError as exc:
+            self.discard(staging, marked=False)
             raise self._error(f"cannot write: {exc.strerror}") from None
         return staging
 
@@ -272,7 +310,7 @@ class OutDir:
                 _remove_tree(fd)
                 with contextlib.suppress(OSError):
                     os.rmdir(name, dir_fd=self.parent)
-            elif _listed(fd) is not None:
+            elif _listed(fd, strict=False) is not None:
                 self._remove_run(name)
         finally:
             os.close(fd)
@@ -339,7 +377,7 @@ class OutDir:
         write appeared in it while this run was working (that is never deleted)."""
         try:
             staging.write(MARKER, MARKER_HEADER + "".join(f"{p}\n" for p in sorted(written)))
-            os.sync()  # contents on disk before the rename that publishes them
+            _syncfs(staging.fd)  # contents on disk before the rename that publishes them
             if self._exists(self.name):
                 self.check()  # files may have appeared since the run started
             self._take_mode(staging.fd, final=True)
@@ -353,6 +391,14 @@ class OutDir:
             if _renameat2(self.parent, staging.name, self.name, _RENAME_EXCHANGE):
                 previous = staging.name  # after the exchange it holds the previous run
             else:
+                if os.fstat(self.parent).st_mode & 0o022:
+                    # between the two renames OUTDIR's name is free: anyone who may create
+                    # names here (a sticky /tmp) could take it
+                    raise self._error(
+                        "this filesystem cannot swap two directories at once (renameat2 "
+                        "RENAME_EXCHANGE) and others may create names beside it; give an "
+                        "--out in a directory only you can write"
+                    )
                 previous = self._retired()
                 os.rename(self.name, previous, src_dir_fd=self.parent, dst_dir_fd=self.parent)
                 os.rename(staging.name, self.name, src_dir_fd=self.parent, dst_dir_fd=self.parent)
@@ -372,7 +418,7 @@ class OutDir:
         if top is None:
             return None
         try:
-            listed = _listed(top) or set()
+            listed = _listed(top, strict=False) or set()
             for relative in [*sorted(listed), MARKER]:
                 _unlink_below(top, Path(relative).parts, directory=False)
             for relative in sorted(_parents(listed), key=lambda d: -d.count("/")):
@@ -385,11 +431,13 @@ class OutDir:
             return self._beside(name)
         return None
 
-    def discard(self, staging: Staging) -> None:
+    def discard(self, staging: Staging, marked: bool = True) -> None:
         """Remove a staging directory this run made, while it still carries the `.staging`
-        mark (after publishing, its name holds the previous run, which is not for this)."""
+        mark (after publishing, its name holds the previous run, which is not for this), or,
+        not `marked`, one the mark could not be written to."""
         try:
-            if read_at(staging.fd, ".staging", len(STAGING_MARK)) == STAGING_MARK.encode():
+            mark = read_at(staging.fd, ".staging", len(STAGING_MARK))
+            if mark == STAGING_MARK.encode() or not marked:
                 _remove_tree(staging.fd)
                 same = os.stat(staging.name, dir_fd=self.parent, follow_symlinks=False)
                 mine = os.fstat(staging.fd)
@@ -402,9 +450,12 @@ class OutDir:
 
 
 def _remove_tree(fd: int) -> None:
-    """Empty the directory open at `fd`, walking by descriptor and never following a link."""
-    for _, dirs, files, at in os.fwalk(".", topdown=False, dir_fd=fd):
+    """Empty the directory open at `fd`, walking by descriptor and never following a link;
+    its `.staging` mark goes last, so a run killed meanwhile leaves it for the next run."""
+    for top, dirs, files, at in os.fwalk(".", topdown=False, dir_fd=fd):
         for name in files:
+            if top == "." and name == ".staging":
+                continue
             with contextlib.suppress(OSError):
                 os.unlink(name, dir_fd=at)
         for name in dirs:
@@ -414,6 +465,8 @@ def _remove_tree(fd: int) -> None:
                 os.unlink(name, dir_fd=at)
             except OSError:
                 pass
+    with contextlib.suppress(OSError):
+        os.unlink(".staging", dir_fd=fd)
 
 
 def _unlink_below(top: int, parts: tuple[str, ...], directory: bool) -> None:

@@ -189,15 +189,15 @@ def test_a_doctored_marker_deletes_nothing_outside(workdir: Path) -> None:
     previous = workdir / "previous"
     previous.mkdir()
     (previous / "host_files").symlink_to(elsewhere)
-    (previous / "mine.conf").write_text("x\n")
+    (previous / "playbook.yml").write_text("x\n")
     (previous / MARKER).write_text(
-        MARKER_HEADER + "../victim\nhost_files/a.conf\n/etc/hostname\nmine.conf\n"
+        MARKER_HEADER + "../victim\nhost_files/a.conf\n/etc/hostname\nplaybook.yml\n"
     )
     with OutDir(workdir / "out") as out:
         kept = out._remove_run(previous.name)
     assert victim.read_text() == "keep me\n"
     assert (elsewhere / "a.conf").read_text() == "keep me too\n"
-    assert not (previous / "mine.conf").exists()
+    assert not (previous / "playbook.yml").exists()
     assert kept == previous  # the link was not the advisor's: the directory stays
 
 
