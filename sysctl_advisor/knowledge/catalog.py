@@ -67,6 +67,25 @@ class Section(Record):
 
 
 @model
+class Floor(Record):
+    """The least a capacity may hold and the host still work: the advisor never writes less,
+    an undo never restores less, and `check` reports less (check.below-floor)."""
+
+    value: int = Field(ge=0)
+    breaks: str = Field(
+        max_length=140,
+        description="what a value below it would do, as a clause that follows `it would` "
+        "(one line: the undo and check say it in their first sentence)",
+    )
+    reason: str = Field(
+        max_length=700,
+        description="where the figure comes from (a kernel default or constant, at the releases "
+        "read) and what breaks below it, in the kernel's own terms",
+    )
+    references: list[str] = Field(min_length=1)
+
+
+@model
 class CatalogKey(Record):
     alias: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
     section: str
@@ -123,6 +142,11 @@ class CatalogKey(Record):
     summary: str
     references: list[str] = Field(min_length=1)
     default: list[Era] = Field(min_length=1)
+    floor: Floor | None = Field(
+        default=None,
+        description="a capacity (a number key of one value that merges by `max`) below which "
+        "the host breaks although the kernel takes the write",
+    )
     netns_new_default: list[Era] = Field(
         default_factory=list,
         description="a new network namespace's own default where it is not `default`: the "
@@ -137,6 +161,12 @@ class CatalogKey(Record):
             raise ValueError("min is above max")
         if isinstance(self.merge, list) and len(self.merge) != self.length:
             raise ValueError(f"merge names {len(self.merge)} policies, length is {self.length}")
+        if self.floor is not None and (
+            self.length != 1 or self.merge != "max" or not self.min <= self.floor.value <= self.max
+        ):
+            raise ValueError(
+                "a floor belongs to a capacity (one value, merge max), within min..max"
+            )
         text_merge = self.merge in ("one", "union")
         if self.is_text != text_merge or (self.is_text and self.length != 1):
             raise ValueError(

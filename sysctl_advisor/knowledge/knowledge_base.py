@@ -91,6 +91,11 @@ class KnowledgeBase:
         catalog_dir = shipped_rules / "catalog"
         cited: list[tuple[Path, str, dict[str, Any]]] = [
             (catalog.path, "keys", catalog.keys),
+            (
+                catalog.path,
+                "keys",
+                {f"{n}.floor": k.floor for n, k in catalog.keys.items() if k.floor},
+            ),
             (catalog.path, "readable", catalog.readable),
             (catalog.path, "tuning_daemons", catalog.tuning_daemons),
             (catalog.path, "known", catalog.known),
