@@ -321,6 +321,8 @@ class Checker:
             "final": self._final_values,
             "kubernetes": self.context.kubernetes,
             "writers": self._writers_of(key, numbers, value),
+            # for a key that names a program the kernel runs as root: that program, judged
+            "helper": self.kb.helpers.judge(key, value),
             "ignore_failure": ignore_failure,
         }
 
