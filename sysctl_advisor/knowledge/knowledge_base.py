@@ -98,6 +98,12 @@ class KnowledgeBase:
             (catalog.path, "readable", catalog.readable),
             (catalog.path, "tuning_daemons", catalog.tuning_daemons),
             (catalog.path, "known", catalog.known),
+            *(
+                (catalog.path, f"{part}.{name}.bounds", {str(i): b for i, b in enumerate(k.bounds)})
+                for part, entries in (("keys", catalog.keys), ("known", catalog.known))
+                for name, k in entries.items()
+                if k.bounds
+            ),
             (
                 catalog_dir / SERVER_TABLE,
                 "servers",
