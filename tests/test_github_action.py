@@ -307,11 +307,12 @@ def test_a_pull_request_with_an_error_fails_with_sarif_summary_and_annotations(
 
     review = run.outputs["review"]
     assert review["files"] == "hosts/web"  # the tree: 99-late.conf, unchanged, is read too
-    assert review["worst"] == "error" and review["findings"] == "2"
+    assert review["worst"] == "error" and review["findings"] == "3"
     assert run.failed_step == "Fail on findings at fail-on"
     # The override by an unchanged file is found: the whole tree was checked.
     assert "check.overridden" in run.summary and "99-late.conf:1" in run.summary
     assert "check.tw-recycle-enabled" in run.summary
+    assert "check.syncookies-off" in run.summary  # SYN cookies off: a warning
     assert "Reviewed: the pull request" in run.summary
     assert "::error file=hosts/web/etc/sysctl.d/20-pr.conf,line=2" in run.stdout
     # The SARIF upload runs (after the failure is known, before the job fails) with our file.

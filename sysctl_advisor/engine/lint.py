@@ -236,6 +236,7 @@ class Checker:
         self._kernel_keys: list[str] | None = None
         self._usable: list[CheckRule] | None = None
         self._globs: dict[str, dict[str, Any]] = {}  # what each glob pattern reaches, once
+        self._bounds: dict[str, dict[str, Any] | None] = {}  # the range each key takes here
         self._memo: dict[tuple[str, str, bool, bool, bool, int], list[tuple[CheckRule, str]]] = {}
         self._final_epoch = 1  # which `final` the memo's verdicts that read it were made with
         # What the file reader noticed, by kind, and the structural rule that reports it.
@@ -304,6 +305,8 @@ class Checker:
             "write": write.as_data() if write is not None else None,
             "decimal": all(_PLAIN_DECIMAL.fullmatch(part) for part in read),
             "spec": self._specs.get(key),
+            # the range the target kernel accepts (its word size and era), None where unknown
+            "bounds": self._bounds_of(key),
             "known": spec is not None,
             # a key the kernel has that the catalog lists without modelling it
             "listed": listed,
@@ -321,8 +324,21 @@ class Checker:
             "final": self._final_values,
             "kubernetes": self.context.kubernetes,
             "writers": self._writers_of(key, numbers, value),
+            # for a key that names a program the kernel runs as root: that program, judged
+            "helper": self.kb.helpers.judge(key, value),
             "ignore_failure": ignore_failure,
         }
+
+    def _bounds_of(self, key: str) -> dict[str, Any] | None:
+        found = self._bounds.get(key, False)
+        if found is False:
+            facts = self.context.facts
+            found = self.kb.catalog.bounds(
+                key, self.context.kernel, facts.bits if facts is not None else None
+            )
+            if len(self._bounds) < _MEMO_LINES:
+                self._bounds[key] = found
+        return found  # type: ignore[return-value]
 
     def _writers_of(self, key: str, numbers: list[int] | None, value: str) -> list[dict[str, Any]]:
         """The programs on the host that write `key` after the files, each with the line for
@@ -374,7 +390,7 @@ class Checker:
         if cached is None:
             if self._usable is None:
                 self._usable = [r for r in self.assignment_rules if self._needs_met(r)]
-            known = key in self.kb.catalog.keys
+            known = self.kb.catalog.bounded(key)  # modelled, or listed with its range
             cached = [
                 rule
                 for rule in self._usable
