@@ -15,10 +15,12 @@ Inputs arrive as environment variables (INPUT_PATHS, INPUT_FILES, INPUT_FACTS, I
 INPUT_SET, INPUT_SELECT, INPUT_IGNORE, INPUT_FAIL_ON, INPUT_KERNEL, INPUT_CONFIG,
 INPUT_BASELINE, INPUT_RULES_DIR, INPUT_CURRENT, INPUT_COMMENT, INPUT_TOKEN), never
 interpolated into a script.
-The repository's own check configuration (.sysctl-advisor.toml or [tool.sysctl-advisor]) is
-found by `check` itself; a change that edits it, or the baseline, is said in the summary, since
-the review then runs with the settings the change proposes. Exit status: 0 done (findings
-are reported in the outputs, and a later step fails the job on them), 2 bad input.
+A pull request is reviewed with the settings of its base commit (base_settings.py: the
+configuration, the baseline and facts files in force, the rules directory, read from git into
+a private directory, never from the work tree the change controls), and the summary says so;
+a change that edits them gets a warning. Other events (a push) have no base: `check` finds the
+work tree's own, and a change that edits them is said in the summary. Exit status: 0 done
+(findings are reported in the outputs, and a later step fails the job on them), 2 bad input.
 """
 
 from __future__ import annotations
@@ -45,6 +47,10 @@ from sysctl_advisor.outputs.check_report import escape_workflow_data
 from sysctl_advisor.outputs.markdown_text import md_text
 from sysctl_advisor.sources.sysctl_files import SYSCTL_D_DIRS
 from sysctl_advisor.sources.tree_paths import inside
+
+# The action's own modules, beside this file (python -I leaves its directory off the path).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from base_settings import BaseCommitError, Used, from_base
 
 MAX_EVENT_BYTES = 16 * 1024 * 1024
 MAX_TARGETS = 1000
@@ -206,6 +212,25 @@ def changed_files(
     return None, f"a {event_name or 'manual'} run reviews every matching file"
 
 
+def base_commit(event_name: str, event: dict[str, Any], workspace: Path) -> str | None:
+    """The commit whose settings a pull request is reviewed with: the base branch as the
+    merge commit actions/checkout makes has it (its first parent), else the event's base when
+    git has that commit; None for other events, or without the history."""
+    if event_name not in ("pull_request", "pull_request_target"):
+        return None
+    pull = _mapping(event.get("pull_request"))
+    head = _sha(_mapping(pull.get("head")).get("sha"))
+    base = _sha(_mapping(pull.get("base")).get("sha"))
+    second = _git(workspace, "rev-parse", "--verify", "-q", "HEAD^2")
+    if second is not None and head is not None and second.strip() == head:
+        first = _git(workspace, "rev-parse", "--verify", "-q", "HEAD^1")
+        if first is not None and _sha(first.strip()):
+            return first.strip()
+    if base is not None and _git(workspace, "cat-file", "-e", f"{base}^{{commit}}") is not None:
+        return base
+    return None
+
+
 def tracked_files(workspace: Path) -> list[str]:
     out = _git(workspace, "ls-files", "-z")
     if out is not None:
@@ -349,11 +374,10 @@ def review(workspace: Path) -> int:
         raise ReviewError("set: needs profile (the parameters are the profile's)")
     settings = [option for item in parameters for option in ("--set", item)]
     explicit = [f.strip() for f in _input("FILES").splitlines() if f.strip()]
-    if explicit:
-        changed: list[str] | None = explicit
-        how = "the files given"
-    else:
-        event = read_event(os.environ.get("GITHUB_EVENT_PATH"))
+    event = read_event(os.environ.get("GITHUB_EVENT_PATH"))  # the changes, and their base
+    changed: list[str] | None = explicit
+    how = "the files given"
+    if not explicit:
         changed, how = changed_files(os.environ.get("GITHUB_EVENT_NAME", ""), event, workspace)
     candidates = changed if changed is not None else tracked_files(workspace)
     files = matching(candidates, patterns)
@@ -377,9 +401,7 @@ def review(workspace: Path) -> int:
         return 0
 
     work = temp_dir()
-    context = []
-    if facts:
-        context += ["--facts", facts]
+    context = []  # which rules run and how; the settings files come from `settings_in_force`
     if profile:
         context += ["--profile", profile, *settings]
     if kernel:
@@ -388,20 +410,23 @@ def review(workspace: Path) -> int:
         for line in _input(name).splitlines():
             if line.strip():
                 context += [f"--{name.lower()}", line.strip()]
-    for name in ("CONFIG", "BASELINE", "RULES_DIR"):
-        value = _input_path(name, workspace)
-        if value:
-            context += [f"--{name.lower().replace('_', '-')}", value]
     if fail_on and fail_on != "never":
         context += ["--fail-on", fail_on]
+    inputs = {"facts": facts}
+    for name in ("CONFIG", "BASELINE", "RULES_DIR"):
+        inputs[name.lower().replace("_", "-")] = _input_path(name, workspace)
+    base = base_commit(os.environ.get("GITHUB_EVENT_NAME", ""), event, workspace)
+    used = settings_in_force(base, workspace, work, chosen, inputs, context, changed)
     sarif = work / "sysctl-advisor.sarif"
     annotations_file, summary_file = work / "annotations.txt", work / "summary.md"
     written = [f"sarif={sarif}", f"github={annotations_file}", f"markdown={summary_file}"]
     also = [option for pair in written for option in ("--also", pair)]
     # one check, every format the job needs
-    report = run_advisor(["check", *chosen, *context, "--format", "json", *also], workspace)
+    report = run_advisor(
+        ["check", *chosen, *used.options, *context, "--format", "json", *also], workspace
+    )
     if report.returncode not in (0, 1):
-        raise ReviewError(_first_line(report.stderr) or "sysctl-advisor check failed")
+        raise ReviewError(used.shown(_first_line(report.stderr)) or "sysctl-advisor check failed")
     try:
         findings = json.loads(report.stdout)["findings"]
     except (ValueError, KeyError, TypeError):
@@ -410,13 +435,8 @@ def review(workspace: Path) -> int:
     worst = min((f["severity"] for f in findings), key=order.__getitem__, default="none")
     sys.stdout.write(annotations_file.read_text(encoding="utf-8"))
     summary = summary_file.read_text(encoding="utf-8")
-    add_summary(summary + f"\nReviewed: {md_text(how)}.\n")
-    edited = _edits_settings(changed or [], _settings_files(chosen, context, workspace))
-    if edited:
-        message = (
-            f"This change edits {', '.join(edited)}: the review ran with the check settings "
-            "it proposes; read that part of the change before trusting a clean review."
-        )
+    add_summary(summary + f"\nReviewed: {md_text(how)}.\n\n{md_text(_settings_line(used, base))}\n")
+    for message in [*used.notes, *_edited_message(used)]:
         notice("warning", message)
         add_summary(f"\n{md_text(message)}\n")
     failed = fail_on != "never" and report.returncode == 1  # check applied fail-on
@@ -424,13 +444,15 @@ def review(workspace: Path) -> int:
     comment_file = ""
     if facts and profile:
         current = _input_path("CURRENT", workspace) or _single_tree(chosen)
-        if current:
+        if not used.facts:
+            notice("notice", "no diff report: the base commit has no facts file to compare for")
+        elif current:
             body = work / "comment.md"
             diff = run_advisor(
                 [
                     "diff",
                     "--facts",
-                    facts,
+                    used.facts,
                     "--profile",
                     profile,
                     *settings,
@@ -446,7 +468,7 @@ def review(workspace: Path) -> int:
             if diff.returncode in (0, 1):
                 comment_file = str(body)
             else:
-                notice("warning", f"no diff report: {_first_line(diff.stderr)}")
+                notice("warning", f"no diff report: {used.shown(_first_line(diff.stderr))}")
         else:
             notice(
                 "notice",
@@ -465,24 +487,83 @@ def review(workspace: Path) -> int:
     return 0
 
 
-def _settings_files(chosen: list[str], context: list[str], workspace: Path) -> set[str]:
-    """The files behind the settings this review ran with, as `check --show-config` names
-    them: the configuration, and the baseline and facts files in force."""
-    shown = run_advisor(
-        ["check", *chosen, *context, "--show-config", "--format", "json"], workspace
+def settings_in_force(
+    base: str | None,
+    workspace: Path,
+    work: Path,
+    chosen: list[str],
+    inputs: dict[str, str],
+    context: list[str],
+    changed: list[str] | None,
+) -> Used:
+    """The settings the review runs with: a pull request's base commit's (base_settings), or
+    without a base the work tree's, as `check` finds them; with the files behind them, as
+    `check --show-config` names them, and those the change edits."""
+
+    def show(options: list[str]) -> dict[str, Any] | None:
+        shown = run_advisor(
+            ["check", *chosen, *options, *context, "--show-config", "--format", "json"],
+            workspace,
+        )
+        try:
+            document = json.loads(shown.stdout)
+        except ValueError:
+            return None
+        return document if isinstance(document, dict) else None
+
+    if base is not None:
+        try:
+            return from_base(workspace, base, work, chosen, inputs, show)
+        except BaseCommitError as exc:
+            raise ReviewError(str(exc)) from None
+    options = []
+    for key in ("facts", "config", "baseline", "rules-dir"):
+        if inputs.get(key):
+            options += [f"--{key}", inputs[key]]
+    used = Used(options, inputs.get("facts", ""), None, None)
+    document = show(options)
+    settings = document.get("settings") if document else None
+    used.names = {"configuration": used.name(document.get("configuration") if document else None)}
+    for key in ("baseline", "facts"):
+        entry = settings.get(key) if isinstance(settings, dict) else None
+        used.names[key] = used.name(entry.get("value") if isinstance(entry, dict) else None)
+    used.names["rules-dir"] = inputs.get("rules-dir") or None
+    files = {os.path.normpath(n) for k, n in used.names.items() if n and k != "rules-dir"}
+    used.changed = [name for name in changed or [] if os.path.normpath(name) in files]
+    return used
+
+
+def _settings_line(used: Used, base: str | None) -> str:
+    """Which settings the review used, for the summary."""
+    names = used.names
+    parts = [
+        f"configuration {names['configuration']}"
+        if names.get("configuration")
+        else "no configuration file"
+    ]
+    parts += [f"{key} {names[key]}" for key in ("baseline", "facts", "rules-dir") if names.get(key)]
+    if base is not None:
+        return f"Settings from the base commit {base[:12]}: {', '.join(parts)}."
+    return (
+        f"Settings from the work tree (no pull request base to read them from): {', '.join(parts)}."
     )
-    try:
-        document = json.loads(shown.stdout)
-        names = {document["configuration"]}
-        names |= {document["settings"][key]["value"] for key in ("baseline", "facts")}
-    except (ValueError, KeyError, TypeError):
-        return set()
-    return {os.path.normpath(n) for n in names if isinstance(n, str) and n}
 
 
-def _edits_settings(changed: list[str], settings: set[str]) -> list[str]:
-    """The changed files that hold the settings the review ran with."""
-    return [name for name in changed if os.path.normpath(name) in settings]
+def _edited_message(used: Used) -> list[str]:
+    """The warning for a change that edits the settings the review's are made of."""
+    if not used.changed:
+        return []
+    edited = ", ".join(used.changed)
+    if used.commit is not None:
+        return [
+            f"This change edits {edited}, which the review's settings are made of: the review "
+            f"used the base commit's ({used.commit[:12]}) instead. The change's own apply once "
+            "it is merged; read that part of the change."
+        ]
+    return [
+        f"This change edits {edited}: the review ran with the check settings it proposes; "
+        "read that part of the change before trusting a clean review."
+    ]
 
 
 def _single_tree(chosen: list[str]) -> str:

@@ -318,6 +318,14 @@ COMMANDS: tuple[Command, ...] = (
                 type=Path,
                 metavar="FILE",
             ),
+            "settings_from": Option(
+                ("--settings-from",),
+                "Search for the configuration in DIR, a copy of the working directory's "
+                "settings files (the GitHub Action's base commit), not beside the files; names "
+                "in its per-file-ignores and baseline stand for the working directory's.",
+                type=Path,
+                metavar="DIR",
+            ),
             "write_baseline": Option(
                 ("--write-baseline",),
                 "Record today's findings in FILE (atomically) instead of reporting them: a "

@@ -251,10 +251,14 @@ def _git(cwd: Path, *args: str) -> str:
 
 
 def pull_request(
-    workspace: Path, base_files: dict[str, str], pr_files: dict[str, str]
+    workspace: Path,
+    base_files: dict[str, str],
+    pr_files: dict[str, str],
+    removed: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """A repository whose HEAD is the merge commit of a pull request, as actions/checkout
-    leaves it (refs/pull/N/merge: first parent the base branch, second the pull request)."""
+    leaves it (refs/pull/N/merge: first parent the base branch, second the pull request),
+    which writes `pr_files` and deletes `removed`."""
     workspace.mkdir()
     _git(workspace, "init", "-q", "-b", "main")
     for name, text in base_files.items():
@@ -264,6 +268,8 @@ def pull_request(
     _git(workspace, "commit", "-q", "--allow-empty", "-m", "base")
     base = _git(workspace, "rev-parse", "HEAD")
     _git(workspace, "checkout", "-q", "-b", "topic")
+    for name in removed:
+        _git(workspace, "rm", "-q", "-r", "--", name)
     for name, text in pr_files.items():
         (workspace / name).parent.mkdir(parents=True, exist_ok=True)
         (workspace / name).write_text(text)
@@ -301,11 +307,12 @@ def test_a_pull_request_with_an_error_fails_with_sarif_summary_and_annotations(
 
     review = run.outputs["review"]
     assert review["files"] == "hosts/web"  # the tree: 99-late.conf, unchanged, is read too
-    assert review["worst"] == "error" and review["findings"] == "2"
+    assert review["worst"] == "error" and review["findings"] == "3"
     assert run.failed_step == "Fail on findings at fail-on"
     # The override by an unchanged file is found: the whole tree was checked.
     assert "check.overridden" in run.summary and "99-late.conf:1" in run.summary
     assert "check.tw-recycle-enabled" in run.summary
+    assert "check.syncookies-off" in run.summary  # SYN cookies off: a warning
     assert "Reviewed: the pull request" in run.summary
     assert "::error file=hosts/web/etc/sysctl.d/20-pr.conf,line=2" in run.stdout
     # The SARIF upload runs (after the failure is known, before the job fails) with our file.

@@ -77,7 +77,9 @@ hosts = st.fixed_dictionaries(
             optional={
                 "net.ipv4.tcp_mem": st.sampled_from(["8388608 8388608 8388608", "1 2 3", "bogus"]),
                 "net.ipv4.tcp_tw_recycle": st.sampled_from(["0", "1"]),
-                "net.core.somaxconn": st.sampled_from(["128", "65536", "100000"]),
+                "net.core.somaxconn": st.sampled_from(["0", "128", "65536", "100000"]),
+                # a broken host, or a facts file that lies: below the floor the plan keeps
+                "fs.file-max": st.sampled_from(["1", "8192", "9223372036854775807"]),
                 "net.ipv4.tcp_syncookies": st.sampled_from(["0", "1", "2"]),
             },
         ),
@@ -103,6 +105,19 @@ hosts = st.fixed_dictionaries(
         ),
     },
 )
+
+
+def _possible(host: dict[str, Any]) -> bool:
+    """A host that can exist: the facts model refuses the others (a page size the
+    architecture's kernel lacks, lowmem above MemTotal, a 32-bit x86 host above 64 GiB)."""
+    try:
+        facts_from_data(host)
+    except InputError:
+        return False
+    return True
+
+
+hosts = hosts.filter(_possible)
 PROFILE_PARAMS: dict[str, Any] = {
     "base": st.just({}),
     "frontend-proxy": st.fixed_dictionaries(
@@ -162,6 +177,8 @@ def test_values_bounded_ordered_and_exist(
         if spec.ordered:
             assert s.values == sorted(s.values), (s.key, s.values)
         assert s.value == " ".join(str(v) for v in s.values)
+        if spec.floor is not None:  # never less than the host needs to work
+            assert s.values[0] >= spec.floor.value, (s.key, s.values)
         if s.key == "net.ipv4.tcp_mem":
             assert s.values[2] * facts.page_size <= facts.memory.total
             # evidence beats the lowmem cap: a peak x1.25 may pass 3/16 of lowmem, not lowmem

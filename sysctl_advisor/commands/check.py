@@ -65,6 +65,7 @@ def check(
     isolated: bool = False,
     show_config: bool = False,
     baseline: Path | None = None,
+    settings_from: Path | None = None,
     write_baseline: Path | None = None,
     rules_dir: list[Path] | None = None,
     profiles_dir: list[Path] | None = None,
@@ -91,7 +92,11 @@ def check(
         "set": settings,
         "baseline": baseline,
     }
-    found = check_settings.resolve(check_settings.find(paths, config, isolated), given)
+    if settings_from is not None and not settings_from.is_dir():
+        raise InputError("not a directory", path=settings_from, field="--settings-from")
+    found = check_settings.resolve(
+        check_settings.find(paths, config, isolated, settings_from), given, settings_from
+    )
     if show_config:
         from sysctl_advisor.outputs.check_settings_text import show_settings
 
@@ -291,7 +296,7 @@ def _accept_per_file(
         pattern: named_rules(ids, selectors, replace(where, field=f"{where.field}.{pattern}"))
         for pattern, selectors in table.items()
     }
-    base = os.path.abspath(found.config.directory)
+    base = os.path.abspath(found.standing(found.config.directory))
     kept: list[CheckFinding] = []
     reason = f"per-file-ignores in {shown_path(found.config.path)}"
     tests: dict[str, Callable[[str], bool]] = {}
@@ -319,7 +324,7 @@ def _accept_baselined(report: CheckReport, found: check_settings.CheckSettings) 
     inside = None
     if found.values["baseline"].origin != check_settings.COMMAND_LINE and found.config:
         inside = found.config.directory
-    names = _names(report.findings, path)
+    names = _names(report.findings, found.standing(path))
     accepted, stale = in_baseline(
         report.findings, names, read_baseline(path, check_settings.remember, inside)
     )

@@ -8,12 +8,13 @@ configuration's; --set parameters replace the configuration's one by one.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sysctl_advisor.commands.common import parse_overrides, shown_path
+from sysctl_advisor.commands.common import note, parse_overrides, shown_path
 from sysctl_advisor.engine.check_tuning import Given
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.sources.check_config import ConfigFile, config_for, read_config
@@ -59,6 +60,17 @@ class CheckSettings:
     config: ConfigFile | None
     values: dict[str, Setting] = field(default_factory=dict)
     parameters: dict[str, Setting] = field(default_factory=dict)  # --set / set, by name
+    copy: Path | None = None  # --settings-from: the copy of the working directory's settings
+
+    def standing(self, path: Path) -> Path:
+        """Where a settings file stands among the files checked: one read from the copy
+        (--settings-from) stands at the same place under the working directory."""
+        if self.copy is None:
+            return path
+        relative = os.path.relpath(os.path.abspath(path), os.path.abspath(self.copy))
+        if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+            return path
+        return Path(relative)
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key].value
@@ -115,15 +127,18 @@ def remember(kind: type[T], path: Path, text: str, validate: Callable[[], T]) ->
     return cached(path, text, ValidatedCache(kind), validate)
 
 
-def find(paths: list[Path], config: Path | None, isolated: bool) -> ConfigFile | None:
-    """--config FILE, else the configuration found upward from the paths; none with
-    --isolated."""
+def find(
+    paths: list[Path], config: Path | None, isolated: bool, settings_from: Path | None = None
+) -> ConfigFile | None:
+    """--config FILE, else the configuration found upward from the paths (in the copy
+    `settings_from` stands for, with --settings-from); none with --isolated. A configuration
+    the search does not use (another user may write it) is named in a note."""
     if isolated:
         if config is not None:
             raise InputError("--config and --isolated contradict each other", field="--config")
         return None
     if config is None:
-        return config_for(paths or [Path(".")], remember)
+        return config_for(paths or [Path(".")], remember, note, settings_from)
     found = read_config(config, remember=remember, found=False)  # the operator's own choice
     if found is None:
         if config.name == "pyproject.toml":
@@ -132,10 +147,12 @@ def find(paths: list[Path], config: Path | None, isolated: bool) -> ConfigFile |
     return found
 
 
-def resolve(found: ConfigFile | None, given: dict[str, Any]) -> CheckSettings:
+def resolve(
+    found: ConfigFile | None, given: dict[str, Any], copy: Path | None = None
+) -> CheckSettings:
     """The settings in force: `given` holds the command line's values by configuration key
-    (None or [] when not given)."""
-    settings = CheckSettings(found)
+    (None or [] when not given); `copy` is --settings-from's directory."""
+    settings = CheckSettings(found, copy=copy)
     config = found.config if found is not None else None
     for key in OPTIONS:
         value = given.get(key)

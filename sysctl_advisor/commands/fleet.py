@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import multiprocessing
 import os
 import re
@@ -37,13 +36,7 @@ from sysctl_advisor.knowledge.profile_map import ProfileMap, load_profile_map
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.plan import Plan
-from sysctl_advisor.outputs.fleet_outdir import (
-    check_outdir,
-    discard,
-    locked,
-    publish,
-    staging_directory,
-)
+from sysctl_advisor.outputs.fleet_outdir import OutDir, Staging
 from sysctl_advisor.outputs.fleet_summary import (
     HostOutcome,
     KeyDifference,
@@ -110,7 +103,7 @@ class FleetJob:
     kb: KnowledgeBase
     renderer: Renderer
     profile_map: ProfileMap
-    staging: Path
+    staging: Staging
     history: FleetHistory | None = None
     plans: PlanCache | None = None  # plans by host shape (process-local)
     detail: str = "normal"  # how much each host's conf says of each value (formats.DETAIL)
@@ -155,6 +148,7 @@ class FleetJob:
         plan = shape.plan
         # its node plan first: a host that fails here has no file written
         node: tuple[tuple[str, str], ...] = ()
+        placement = None
         if pool is not None and self.pools is not None:
             from sysctl_advisor.engine.kubernetes_placement import placement_for
 
@@ -169,11 +163,11 @@ class FleetJob:
         command = base + after
         conf = self.renderer.render_for_shape(plan, "conf", command, shape.rendered, self.detail)
         host_vars = self.renderer.render_for_shape(plan, "ansible", command, shape.rendered)
-        _write(self.staging / HOST_FILES / f"{host}.conf", conf)
-        _write(self.staging / HOST_VARS / f"{host}.yml", host_vars)
+        self.staging.write(f"{HOST_FILES}/{host}.conf", conf)
+        self.staging.write(f"{HOST_VARS}/{host}.yml", host_vars)
         if self.undo:
             undo = self._undo(plan, facts, f"{base} --undo{after}", shape)
-            _write(self.staging / HOST_UNDO / f"{host}.conf", undo)
+            self.staging.write(f"{HOST_UNDO}/{host}.conf", undo)
         return HostOutcome(
             host,
             str(path),
@@ -184,6 +178,7 @@ class FleetJob:
             findings=tuple((f.id, f.severity) for f in plan.findings),
             pool=pool,
             node=node,
+            placement=placement,
         )
 
     def _undo(self, plan: Plan, facts: HostFacts, command: str, shape: HostShape) -> str:
@@ -212,7 +207,6 @@ class NodePools:
         groups: dict[str, frozenset[str]],
         pattern: str,
         fmt: str,
-        history: FleetHistory | None = None,
     ) -> None:
         from sysctl_advisor.knowledge.host_patterns import PatternError, compile_pattern, matches
 
@@ -250,26 +244,36 @@ class NodePools:
         self.kb = kb
         self.profile_map = profile_map
         self.fmt = fmt
-        self.history = history
         self.version: KubernetesVersion = kb.kubernetes.version(None)
-        self.members: dict[str, list[HostOutcome]] = {}
+        self.members: dict[str, list[HostOutcome]] = {}  # without their placements
+        # pool -> node plan -> the outcome, with its placement, of the first host with it
+        self.placements: dict[str, dict[tuple[tuple[str, str], ...], HostOutcome]] = {}
         self.results: list[NodePoolOutcome] = []
         self.files: list[str] = []
 
     def add(self, outcome: HostOutcome) -> None:
-        if outcome.written and outcome.pool is not None:
-            self.members.setdefault(outcome.pool, []).append(outcome)
+        """A pool host's outcome: its node plan is kept, and its placement while it is the
+        first name with that plan in its pool (the one that would represent the pool)."""
+        if not outcome.written or outcome.pool is None:
+            return
+        first = self.placements.setdefault(outcome.pool, {}).get(outcome.node)
+        if first is None or outcome.host < first.host:
+            self.placements[outcome.pool][outcome.node] = outcome
+        self.members.setdefault(outcome.pool, []).append(replace(outcome, placement=None))
 
-    def finish(self, staging: Path, renderer: Renderer) -> None:
+    def finish(self, staging: Staging, renderer: Renderer) -> None:
         """Write each pool's output into staging/node_pools/; a pool without a written host
-        gets none."""
+        gets none. The file is rendered from the representative's own placement, the one its
+        node plan (which the summary compares) was cut from: no host's facts are read twice."""
         if self.members:
-            (staging / NODE_POOLS).mkdir()
+            staging.mkdir(NODE_POOLS)
         by_profile: dict[str, tuple[str, dict[str, str]]] = {}
         for pool in sorted(self.members):
             hosts = sorted(self.members[pool], key=lambda o: o.host)
             plans = Counter(o.node for o in hosts)
-            representative = min(hosts, key=lambda o: (-plans[o.node], o.host))
+            representative = self.placements[pool][
+                min(hosts, key=lambda o: (-plans[o.node], o.host)).node
+            ]
             # only what every host's own node plan says: a key the hosts differ on is left
             # out (a 32-bit host's tcp_mem must not reach a 128 GiB one), and listed
             own = dict(representative.node)
@@ -289,7 +293,7 @@ class NodePools:
                         field="--node-format",
                     )
             name = f"{NODE_POOLS}/{pool}.{NODE_EXTENSION[self.fmt]}"
-            _write(staging / name, text)
+            staging.write(name, text)
             self.files.append(name)
             differing = [
                 PoolHost(o.host, o.profile, _differences(own, dict(o.node)))
@@ -314,24 +318,20 @@ class NodePools:
     def _render(
         self, pool: str, outcome: HostOutcome, renderer: Renderer, agreed: set[str]
     ) -> tuple[dict[str, str], str]:
-        """The pool's node plan (the representative's, cut to the `agreed` keys: those every
-        host of the pool plans alike) and document, from the representative's facts read again
-        (its Prometheus peaks too), through recommend's own path."""
+        """The pool's node plan (the representative's placement, cut to the `agreed` keys:
+        those every host of the pool plans alike) and document, through recommend's own
+        path."""
         from sysctl_advisor.commands.recommend import node_document
-        from sysctl_advisor.engine.kubernetes_placement import placement_for
 
-        path = Path(outcome.source)
+        placement = outcome.placement
+        assert placement is not None  # kept by add() for the first host of each plan
         choice = self.profile_map.choose(outcome.host)
         assert choice is not None  # the host was written with it
-        facts = load_ansible_facts(path)
-        if self.history is not None:
-            facts = self.history.add_to(facts, outcome.host)
-        placement = placement_for(self.kb, facts, choice.profile, choice.overrides, self.version)
         node = placement.node
         placement = replace(
             placement, node=replace(node, settings=[s for s in node.settings if s.key in agreed])
         )
-        command = rebuild_command(choice.profile, path, choice.overrides, self.fmt)
+        command = rebuild_command(choice.profile, Path(outcome.source), choice.overrides, self.fmt)
         command += f" --kubernetes-version {self.version}"
         text = node_document(
             self.kb,
@@ -353,12 +353,6 @@ def _differences(pool: dict[str, str], host: dict[str, str]) -> tuple[KeyDiffere
     )
 
 
-def _write(path: Path, text: str) -> None:
-    """A plain write: the staging directory, not each file, is what becomes visible atomically."""
-    with open(path, "w", encoding="utf-8", newline="\n") as handle:
-        handle.write(text)
-
-
 # The job the worker processes inherit when they fork; set only while a run is in progress.
 _JOB: FleetJob | None = None
 _PARENT = 0  # the pid that forked the workers
@@ -374,7 +368,8 @@ def _ignore_interrupts() -> None:
     (prctl PR_SET_PDEATHSIG) instead of writing on into a run that was killed."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        # the interpreter's own C library: find_library would run gcc and ld from PATH
+        libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != _PARENT:  # the parent died before the signal was armed
         os._exit(1)
@@ -408,7 +403,7 @@ def run_fleet(
     outdir: Path,
     jobs: int,
     on_host: Callable[[HostOutcome], None],
-    summary_writer: Callable[[Path, Iterator[HostOutcome]], int],
+    summary_writer: Callable[[Staging, Iterator[HostOutcome]], int],
     note: Callable[[str], None] = lambda _: None,
     history: FleetHistory | None = None,
     detail: str = "normal",
@@ -419,54 +414,76 @@ def run_fleet(
     replaced as a whole, only when at least one host was written (see fleet_outdir). `undo`:
     each host's undo file too, in host_undo/; `pools`: each node pool's output, in
     node_pools/, written once every host is in (before the summary, which lists them)."""
-    check_outdir(outdir)
     renderer = Renderer(kb.catalog)
-    with locked(outdir):
-        check_outdir(outdir)
-        staging = staging_directory(outdir)
-        advised: Generator[HostOutcome, None, None] | None = None
-        try:
-            for name in (HOST_FILES, HOST_VARS, HOST_UNDO) if undo else (HOST_FILES, HOST_VARS):
-                (staging / name).mkdir()
-            job = FleetJob(
-                kb, renderer, profile_map, staging, history, detail=detail, undo=undo, pools=pools
-            )
-            hosts: list[str] = []
-            advised = advise_all(job, paths, jobs)
+    with OutDir(outdir) as out:
+        out.check()
+        with out.locked():
+            out.check()
+            return _run(kb, paths, profile_map, out, jobs, on_host, summary_writer, note,
+                        history, detail, undo, pools, renderer)  # fmt: skip
 
-            def outcomes() -> Iterator[HostOutcome]:
-                for outcome in advised:
-                    if outcome.written:
-                        hosts.append(outcome.host)
-                    if pools is not None:
-                        pools.add(outcome)
-                    on_host(outcome)
-                    yield outcome
+
+def _run(
+    kb: KnowledgeBase,
+    paths: Sequence[Path],
+    profile_map: ProfileMap,
+    out: OutDir,
+    jobs: int,
+    on_host: Callable[[HostOutcome], None],
+    summary_writer: Callable[[Staging, Iterator[HostOutcome]], int],
+    note: Callable[[str], None],
+    history: FleetHistory | None,
+    detail: str,
+    undo: bool,
+    pools: NodePools | None,
+    renderer: Renderer,
+) -> int:
+    """run_fleet inside OUTDIR's lock: build the run in staging, publish it when a host was
+    written, and never leave the staging directory behind."""
+    staging = out.staging()
+    advised: Generator[HostOutcome, None, None] | None = None
+    try:
+        for name in (HOST_FILES, HOST_VARS, HOST_UNDO) if undo else (HOST_FILES, HOST_VARS):
+            staging.mkdir(name)
+        job = FleetJob(
+            kb, renderer, profile_map, staging, history, detail=detail, undo=undo, pools=pools
+        )
+        hosts: list[str] = []
+        advised = advise_all(job, paths, jobs)
+
+        def outcomes() -> Iterator[HostOutcome]:
+            for outcome in advised:
+                if outcome.written:
+                    hosts.append(outcome.host)
                 if pools is not None:
-                    pools.finish(staging, renderer)
+                    pools.add(outcome)
+                on_host(outcome)
+                yield outcome
+            if pools is not None:
+                pools.finish(staging, renderer)
 
-            written = summary_writer(staging, outcomes())
-            playbook = renderer.env.get_template("playbook.yml.j2").render(version=__version__)
-            _write(staging / "playbook.yml", playbook)
-            if written:
-                files = ["playbook.yml", "summary.json", "summary.md"]
-                files += [f"{HOST_FILES}/{h}.conf" for h in hosts]
-                files += [f"{HOST_VARS}/{h}.yml" for h in hosts]
-                files += [f"{HOST_UNDO}/{h}.conf" for h in hosts if undo]
-                files += pools.files if pools is not None else []
-                kept = publish(staging, outdir, files)
-                if kept is not None:
-                    note(
-                        f"files appeared in {outdir} during the run; the previous run was kept "
-                        f"as {kept} with them (remove it when you have looked)"
-                    )
-            return written
-        finally:
-            # Stop the workers before the staging directory goes: a Ctrl-C outside the
-            # generator would otherwise leave them writing into it while it is removed.
-            if advised is not None:
-                advised.close()
-            discard(staging)
+        written = summary_writer(staging, outcomes())
+        playbook = renderer.env.get_template("playbook.yml.j2").render(version=__version__)
+        staging.write("playbook.yml", playbook)
+        if written:
+            files = ["playbook.yml", "summary.json", "summary.md"]
+            files += [f"{HOST_FILES}/{h}.conf" for h in hosts]
+            files += [f"{HOST_VARS}/{h}.yml" for h in hosts]
+            files += [f"{HOST_UNDO}/{h}.conf" for h in hosts if undo]
+            files += pools.files if pools is not None else []
+            kept = out.publish(staging, files)
+            if kept is not None:
+                note(
+                    f"files appeared in {out.path} during the run; the previous run was kept "
+                    f"as {kept} with them (remove it when you have looked)"
+                )
+        return written
+    finally:
+        # Stop the workers before the staging directory goes: a Ctrl-C outside the
+        # generator would otherwise leave them writing into it while it is removed.
+        if advised is not None:
+            advised.close()
+        out.discard(staging)
 
 
 def fleet(
@@ -512,7 +529,7 @@ def fleet(
         from sysctl_advisor.knowledge.profile_map import load_inventory_groups
 
         groups = load_inventory_groups(inventory)
-        pools = NodePools(kb, pmap, groups, node_pools, node_format, history)
+        pools = NodePools(kb, pmap, groups, node_pools, node_format)
     paths = fact_files(ansible_facts)
     summary = SummaryWriter(
         ansible_facts,

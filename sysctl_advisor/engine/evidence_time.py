@@ -18,29 +18,16 @@ low, but they still show what the host needed, which a safety cap must not go be
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.rules import FindingResult
 from sysctl_advisor.knowledge.values import same_value
 from sysctl_advisor.model.host_facts import HostFacts
+from sysctl_advisor.model.timestamps import moment
 
 FINDING = "evidence.logged-before-value"
-
-
-def moment(text: str | None) -> datetime | None:
-    """An ISO 8601 time of the facts (UTC where it names no zone), in UTC, or None (also
-    where it is no time in UTC: 0001-01-01T00:00:00+01:00 is in year 0)."""
-    if not text:
-        return None
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "T"))
-        if parsed.tzinfo is None:
-            return parsed.replace(tzinfo=timezone.utc)
-        return parsed.astimezone(timezone.utc)
-    except (ValueError, OverflowError):
-        return None
 
 
 class SetAt(NamedTuple):

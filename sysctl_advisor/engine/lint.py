@@ -300,6 +300,7 @@ class Checker:
         # the rules for a key no rule names, by whether the catalog has it and a dump's
         self._rules_by_kind: dict[tuple[bool, bool], list[CheckRule]] = {}
         self._globs: dict[str, dict[str, Any]] = {}  # what each glob pattern reaches, once
+        self._bounds: dict[str, dict[str, Any] | None] = {}  # the range each key takes here
         # each line's verdicts, with the rules among them whose messages were not rendered
         self._memo: dict[
             tuple[str, str, bool, bool, bool, int],
@@ -378,6 +379,8 @@ class Checker:
             "write": write.as_data() if write is not None else None,
             "decimal": all(_PLAIN_DECIMAL.fullmatch(part) for part in read),
             "spec": self._specs.get(key),
+            # the range the target kernel accepts (its word size and era), None where unknown
+            "bounds": self._bounds_of(key),
             "known": spec is not None,
             # a key the kernel has that the catalog lists without modelling it
             "listed": listed,
@@ -395,8 +398,21 @@ class Checker:
             "final": self._final_values,
             "kubernetes": self.context.kubernetes,
             "writers": self._writers_of(key, numbers, value),
+            # for a key that names a program the kernel runs as root: that program, judged
+            "helper": self.kb.helpers.judge(key, value),
             "ignore_failure": ignore_failure,
         }
+
+    def _bounds_of(self, key: str) -> dict[str, Any] | None:
+        found = self._bounds.get(key, False)
+        if found is False:
+            facts = self.context.facts
+            found = self.kb.catalog.bounds(
+                key, self.context.kernel, facts.bits if facts is not None else None
+            )
+            if len(self._bounds) < _MEMO_LINES:
+                self._bounds[key] = found
+        return found  # type: ignore[return-value]
 
     def _writers_of(self, key: str, numbers: list[int] | None, value: str) -> list[dict[str, Any]]:
         """The programs on the host that write `key` after the files, each with the line for
@@ -450,7 +466,7 @@ class Checker:
             return cached
         if self._usable is None:
             self._usable = RulesByKey([r for r in self.assignment_rules if self._needs_met(r)])
-        known = key in self.kb.catalog.keys
+        known = self.kb.catalog.bounded(key)  # modelled, or listed with its range
         looking = self._usable.rules if is_glob else self._usable.looking_at(key)
         generic = looking is self._usable.every and not is_glob
         cached = self._rules_by_kind.get((known, dump)) if generic else None

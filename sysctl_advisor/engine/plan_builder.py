@@ -910,6 +910,12 @@ def _resolve(
     if bounded != merged:
         lines.append(f"Clamped to the kernel's accepted range {spec.min}..{spec.max}.")
         merged = bounded
+    if spec.floor is not None and merged[0] < spec.floor.value:
+        lines.append(
+            f"Raised to {spec.floor.value}, the floor of this capacity: less would "
+            f"{spec.floor.breaks}. {spec.floor.reason}"
+        )
+        merged = [spec.floor.value]
 
     final: Value = merged if spec.length > 1 else merged[0]
     contributing = want_rules + [r for r in capped_by if r not in want_rules]

@@ -13,6 +13,12 @@ What "before" is, for each setting of the plan:
   do not name) nothing can be restored exactly: no line is written, and a warning finding
   names the key and how to read it, never a guess.
 
+A capacity is never restored below its floor (the catalog's `floor`: the least it may hold
+and the host still work; the plan never writes less): a value in force that low is a broken
+host or a facts file that lies, and root applying it would starve the host (`fs.file-max = 1`
+fails every open() of every unprivileged process). No line is written, so the plan's value
+stays, and a warning finding names the key, the value, the floor and why.
+
 A setting whose plan value is already the value before (the plan leaves it as it is) needs no
 undo line; the undo's notes count them. The undo plan keeps the plan's host and profile; its
 settings cite no sources (they restore, they do not advise), keep the rules whose change they
@@ -26,11 +32,13 @@ import dataclasses
 from typing import NamedTuple
 
 from sysctl_advisor.engine.diff import DiffEntry, DiffReport
-from sysctl_advisor.knowledge.catalog import Catalog
+from sysctl_advisor.knowledge.catalog import Catalog, Floor
 from sysctl_advisor.knowledge.values import human, numbers, parse_current, same_value
+from sysctl_advisor.model.kernel_write import kernel_write
 from sysctl_advisor.model.plan import Finding, Plan, Setting
 
 UNDO_FINDING = "undo.not-restorable"
+BELOW_FLOOR_FINDING = "undo.below-floor"
 UNDO_RULE = "undo"
 # a diff of an undo: CURRENT is the plan's value, RECOMMENDED the value the undo restores
 UNDO_DIFF_KIND = "undo"
@@ -71,6 +79,9 @@ def undo_plan(plan: Plan, catalog: Catalog, read_at: str | None = None) -> Plan:
             kept += 1
             continue
         parsed = parse_current(before.value, spec) if spec is not None else None
+        if spec is not None and spec.floor is not None and _below(before.value, spec.floor.value):
+            findings.append(_below_floor(s, before, spec.floor))
+            continue
         if before.from_facts:
             where = f"the value in force in the facts{when}"
         else:
@@ -108,6 +119,30 @@ def undo_plan(plan: Plan, catalog: Catalog, read_at: str | None = None) -> Plan:
         notes=_notes(plan, kept, from_defaults, when),
         applied_rules=[],
         references=[],
+    )
+
+
+def _below(value: str, floor: int) -> bool:
+    """Whether writing `value` to a capacity would store less than its floor (what the kernel
+    stores, as `sysctl -p` writes it: `1 2` stores 1)."""
+    stored = kernel_write(value, 1).stored
+    return bool(stored) and stored[0] < floor
+
+
+def _below_floor(s: Setting, before: Before, floor: Floor) -> Finding:
+    where = "in force in the facts" if before.from_facts else "the modelled kernel default"
+    return Finding(
+        id=BELOW_FLOOR_FINDING,
+        severity="warning",
+        key=s.key,
+        message=(
+            f"Not restored: {s.key} = {before.value}, {where}, is below its floor "
+            f"{floor.value}, and restoring it would {floor.breaks}; the plan's {s.value} "
+            f"stays. {floor.reason} A value in force this low is a broken host or a facts "
+            f"file that lies; if the host really ran with it, read it with `sysctl {s.key}` "
+            "and add the line to this file by hand."
+        ),
+        rule=UNDO_RULE,
     )
 
 

@@ -61,9 +61,53 @@ class Era(Record):
 
 
 @model
+class Bounds(Record):
+    """A narrower range the kernel's handler accepts on some kernels or word sizes (its
+    extra1/extra2 there): a write outside it fails with EINVAL. The first entry whose
+    `kernels` holds the target kernel (an unknown one taken as the newest verified) and whose
+    `bits` its word size (unknown: 64) applies; a bound it leaves out stays the key's own."""
+
+    kernels: KernelRangeText = ""
+    bits: Literal[32, 64] | None = None
+    min: int | None = None
+    max: int | None = None
+    note: str | None = Field(
+        default=None,
+        max_length=400,
+        description="why the range is narrower there than the key's own, in a clause",
+    )
+    references: list[str] = Field(min_length=1)
+
+    def __post_init__(self) -> None:
+        if self.min is None and self.max is None:
+            raise ValueError("a bounds entry gives min, max or both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError("min is above max")
+
+
+@model
 class Section(Record):
     id: str
     title: str
+
+
+@model
+class Floor(Record):
+    """The least a capacity may hold and the host still work: the advisor never writes less,
+    an undo never restores less, and `check` reports less (check.below-floor)."""
+
+    value: int = Field(ge=0)
+    breaks: str = Field(
+        max_length=140,
+        description="what a value below it would do, as a clause that follows `it would` "
+        "(one line: the undo and check say it in their first sentence)",
+    )
+    reason: str = Field(
+        max_length=700,
+        description="where the figure comes from (a kernel default or constant, at the releases "
+        "read) and what breaks below it, in the kernel's own terms",
+    )
+    references: list[str] = Field(min_length=1)
 
 
 @model
@@ -123,6 +167,16 @@ class CatalogKey(Record):
     summary: str
     references: list[str] = Field(min_length=1)
     default: list[Era] = Field(min_length=1)
+    floor: Floor | None = Field(
+        default=None,
+        description="a capacity (a number key of one value that merges by `max`) below which "
+        "the host breaks although the kernel takes the write",
+    )
+    bounds: list[Bounds] = Field(
+        default_factory=list,
+        description="where the kernel accepts less than min..max (an older kernel, a 32-bit "
+        "one): `check` holds a value to the range of the kernel it is given",
+    )
     netns_new_default: list[Era] = Field(
         default_factory=list,
         description="a new network namespace's own default where it is not `default`: the "
@@ -135,8 +189,19 @@ class CatalogKey(Record):
             raise ValueError(f"fields names {len(self.fields)} values, length is {self.length}")
         if self.min > self.max:
             raise ValueError("min is above max")
+        for bound in self.bounds:
+            if (bound.min is not None and bound.min < self.min) or (
+                bound.max is not None and bound.max > self.max
+            ):
+                raise ValueError("bounds: an entry may only narrow min..max")
         if isinstance(self.merge, list) and len(self.merge) != self.length:
             raise ValueError(f"merge names {len(self.merge)} policies, length is {self.length}")
+        if self.floor is not None and (
+            self.length != 1 or self.merge != "max" or not self.min <= self.floor.value <= self.max
+        ):
+            raise ValueError(
+                "a floor belongs to a capacity (one value, merge max), within min..max"
+            )
         text_merge = self.merge in ("one", "union")
         if self.is_text != text_merge or (self.is_text and self.length != 1):
             raise ValueError(
@@ -204,6 +269,16 @@ class KnownKey(Record):
         "catalog models has it",
     )
     references: list[str] = Field(min_length=1)
+    bounds: list[Bounds] = Field(
+        default_factory=list,
+        description="the range the kernel's handler accepts (its extra1/extra2), from the "
+        "release each entry's `kernels` names: a write outside it fails with EINVAL. Every "
+        "entry gives min and max; a key with none is not bounded",
+    )
+
+    def __post_init__(self) -> None:
+        if any(b.min is None or b.max is None for b in self.bounds):
+            raise ValueError("bounds: a key the catalog does not model gives min and max")
 
 
 def _directory(text: str) -> str:
@@ -256,9 +331,11 @@ class CatalogFile(Record):
         if len(set(aliases)) != len(aliases) or set(self.keys) & set(self.readable):
             raise ValueError("a key or alias is listed twice (keys and readable share one list)")
         modelled = [*self.keys, *self.readable]
-        for name in self.known:
+        for name, known in self.known.items():
             if any(fnmatch.fnmatchcase(key, name) for key in modelled):
                 raise ValueError(f"known: {name} is a key the catalog models (keys or readable)")
+            if known.bounds and "*" in name:
+                raise ValueError(f"known: {name}: bounds are given for a key's exact name")
 
 
 @functools.total_ordering
@@ -413,6 +490,12 @@ class Catalog:
                     f"{model_path}: distro_kernels ({distro.distro}): backports: "
                     f"not in the key catalog: {', '.join(unknown)}"
                 )
+        eras: dict[str, list[Bounds]] = {n: k.bounds for n, k in self.keys.items() if k.bounds}
+        eras.update((n, k.bounds) for n, k in self.known.items() if k.bounds)
+        self._bounds = {
+            name: [(KernelRange.parse(b.kernels), b) for b in entries]
+            for name, entries in eras.items()
+        }
         self._backports_by_release: dict[str, frozenset[str]] = {}
         self._by_kernel: dict[tuple[tuple[int, int, int, int], frozenset[str]], _KernelEras] = {}
 
@@ -439,6 +522,35 @@ class Catalog:
         return key in self._known_names or (
             self._known_globs is not None and self._known_globs.match(key) is not None
         )
+
+    def bounded(self, key: str) -> bool:
+        """Whether the catalog knows the range the kernel accepts for the key: a modelled
+        key, or a listed one with `bounds`."""
+        return key in self.keys or key in self._bounds
+
+    def bounds(
+        self, key: str, version: KernelVersion | None, bits: int | None
+    ) -> dict[str, Any] | None:
+        """The range the kernel accepts for the key on the target (`min`, `max`, the values
+        a line holds, `length`, and `note`, why it is narrower there, or None), or None when
+        the catalog does not know one. An unknown kernel is taken as the newest verified, an
+        unknown word size as 64 bits."""
+        spec = self.keys.get(key)
+        eras = self._bounds.get(key, [])
+        if spec is None and not eras:
+            return None
+        target, width = version or self.newest, bits or 64
+        for kernels, bound in eras:
+            if (bound.bits is None or bound.bits == width) and kernels.contains(target):
+                return {
+                    "min": bound.min if bound.min is not None else spec.min if spec else None,
+                    "max": bound.max if bound.max is not None else spec.max if spec else None,
+                    "length": spec.length if spec else 1,
+                    "note": bound.note,
+                }
+        if spec is None:
+            return None
+        return {"min": spec.min, "max": spec.max, "length": spec.length, "note": None}
 
     def kernel_keys(self, version: KernelVersion | None = None) -> list[str]:
         """The keys a kernel has, as far as the catalog knows: the modelled ones that exist on

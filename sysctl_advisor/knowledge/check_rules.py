@@ -80,8 +80,9 @@ class CheckRuleSpec(Record):
     )
     catalog_keys: bool = Field(
         default=False,
-        description="judge only keys in the key catalog (its `when` needs `spec`): lines of "
-        "other keys skip the rule without evaluating it (a `sysctl -a` dump is mostly such)",
+        description="judge only keys in the key catalog (its `when` needs `spec`, or `bounds`, "
+        "which a listed key with its kernel range has too): lines of other keys skip the "
+        "rule without evaluating it (a `sysctl -a` dump is mostly such)",
     )
     knows_keys: bool = Field(
         default=False,

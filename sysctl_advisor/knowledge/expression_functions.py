@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -105,6 +106,16 @@ def _fill(template: object, **numbers: object) -> str:
     return text
 
 
+def _shell(value: object) -> str:
+    """A text or number as one shell word (shlex.quote): a name from the facts (an
+    interface's: the kernel lets one hold `$`, `(`, `;`, quotes) stays one argument of the
+    command the operator runs, never shell syntax. Every value of a `command: true`
+    companion's setting passes through it."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ValueError("shell: not a text or a number")
+    return shlex.quote(str(value))
+
+
 def _number_only(function: Callable[..., str]) -> Callable[..., str]:
     """A formatting filter that takes one number (a list would be repeated, not formatted)."""
 
@@ -123,6 +134,7 @@ def _number_only(function: Callable[..., str]) -> Callable[..., str]:
 FILTERS: dict[str, Callable[..., Any]] = {
     "address": _address,
     "fill": _fill,
+    "shell": _shell,
     "bytes": _number_only(human_bytes),
     "pages": _number_only(_pages),
     "percent": _number_only(_percent),

@@ -263,6 +263,22 @@ def make_environment() -> AdvisorSandbox:
     return env
 
 
+class _ShellWords(NodeTransformer):
+    """Rewrites a command template so that every value it prints (each `{{ }}`, in loops and
+    branches too) passes the `shell` filter: one shell word, whatever the facts hold. The
+    template's own text is the command; only values are quoted."""
+
+    def visit_Output(self, node: nodes.Output) -> nodes.Node:
+        self.generic_visit(node)
+        node.nodes = [
+            child
+            if isinstance(child, nodes.TemplateData)
+            else nodes.Filter(child, "shell", [], [], None, None, lineno=child.lineno)
+            for child in node.nodes
+        ]
+        return node
+
+
 class _Bounded(NodeTransformer):
     """Rewrites a parsed expression or template so that its work is paid for: every
     `{% for %}` iterable pays the loop cost, every list, tuple and dict literal and every

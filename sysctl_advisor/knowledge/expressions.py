@@ -26,7 +26,7 @@ from jinja2.runtime import Context, Undefined, new_context
 
 from sysctl_advisor.cache.code import CodeCache, code_cache_name, load_code, put_code
 from sysctl_advisor.knowledge.expression_budget import LOOP_COST, _charge
-from sysctl_advisor.knowledge.expression_sandbox import _Bounded, make_environment
+from sysctl_advisor.knowledge.expression_sandbox import _Bounded, _ShellWords, make_environment
 from sysctl_advisor.model.errors import InputError
 
 # Changes whenever code generation changes (the loop budget), so cached code is rebuilt.
@@ -159,10 +159,21 @@ class Compiler:
         return Expression(source, self._template("expr", source, build))
 
     def template(self, source: str) -> Text:
+        return self._text(source, "text")
+
+    def command(self, source: str) -> Text:
+        """A template that renders a shell command: every value it prints is one shell word
+        (quoted with shlex.quote where it holds anything but letters, digits and @%+=:,./-)."""
+        return self._text(source, "command")
+
+    def _text(self, source: str, kind: str) -> Text:
         def build() -> CodeType:
             _check_source(source, MAX_TEMPLATE_SOURCE, "template")
             try:
-                return self._compile(_Bounded().visit(self.env.parse(source)))
+                tree = self.env.parse(source)
+                if kind == "command":
+                    tree = _ShellWords().visit(tree)
+                return self._compile(_Bounded().visit(tree))
             except TemplateSyntaxError as exc:
                 raise ExpressionError(
                     f"invalid template (line {exc.lineno}): {exc.message}"
@@ -170,7 +181,7 @@ class Compiler:
             except (RecursionError, SyntaxError, MemoryError):
                 raise ExpressionError("template too deeply nested") from None
 
-        return Text(source, self._template("text", source, build))
+        return Text(source, self._template(kind, source, build))
 
     def _compile(self, tree: nodes.Template) -> CodeType:
         """Jinja's code generation, then Python's compiler (which refuses more than 200

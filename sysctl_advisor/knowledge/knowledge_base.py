@@ -14,9 +14,11 @@ from sysctl_advisor.knowledge.app_messages import AppMessageFamily, app_readers,
 from sysctl_advisor.knowledge.catalog import Catalog
 from sysctl_advisor.knowledge.check_rules import CheckRule, load_check_rules
 from sysctl_advisor.knowledge.expressions import Compiler
+from sysctl_advisor.knowledge.helpers import Helpers
 from sysctl_advisor.knowledge.kernel_messages import MessageFamily, load_message_families, matchers
 from sysctl_advisor.knowledge.knowledge_files import (
     APP_MESSAGE_CATALOG,
+    HELPERS,
     KUBERNETES,
     MESSAGE_CATALOG,
     NODE_PLATFORMS,
@@ -49,6 +51,7 @@ class KnowledgeBase:
     node_platforms: dict[str, NodePlatform]  # where each platform takes a node's sysctls
     app_families: list[AppMessageFamily]  # applications' start-up warnings
     writers: Writers  # who else writes sysctls on a host
+    helpers: Helpers  # the programs the kernel runs as root that a sysctl names
     _workloads: dict[tuple[str, ...], Workload] = dataclasses.field(
         default_factory=dict, repr=False
     )
@@ -84,6 +87,7 @@ class KnowledgeBase:
         kubernetes = Kubernetes.load(shipped_rules / "catalog" / KUBERNETES, specs)
         node_platforms = load_node_platforms(shipped_rules / "catalog" / NODE_PLATFORMS, specs)
         writers = Writers.load(shipped_rules / "catalog" / WRITERS, specs, compiler)
+        helpers = Helpers(shipped_rules / "catalog" / HELPERS, specs)
         catalogs = [shipped_rules, *(rules_dirs or [])]
         sources = Sources(
             [p for d in catalogs if (p := d / "catalog" / Sources.FILE).exists()], specs
@@ -91,9 +95,20 @@ class KnowledgeBase:
         catalog_dir = shipped_rules / "catalog"
         cited: list[tuple[Path, str, dict[str, Any]]] = [
             (catalog.path, "keys", catalog.keys),
+            (
+                catalog.path,
+                "keys",
+                {f"{n}.floor": k.floor for n, k in catalog.keys.items() if k.floor},
+            ),
             (catalog.path, "readable", catalog.readable),
             (catalog.path, "tuning_daemons", catalog.tuning_daemons),
             (catalog.path, "known", catalog.known),
+            *(
+                (catalog.path, f"{part}.{name}.bounds", {str(i): b for i, b in enumerate(k.bounds)})
+                for part, entries in (("keys", catalog.keys), ("known", catalog.known))
+                for name, k in entries.items()
+                if k.bounds
+            ),
             (
                 catalog_dir / SERVER_TABLE,
                 "servers",
@@ -110,6 +125,15 @@ class KnowledgeBase:
                 {str(i): f for i, f in enumerate(app_families)},
             ),
             (catalog_dir / KUBERNETES, "", {"": kubernetes.spec}),
+            (catalog_dir / HELPERS, "keys", dict(helpers.spec.keys)),
+            *(
+                (
+                    catalog_dir / HELPERS,
+                    f"keys.{name}.handlers",
+                    {str(i): h for i, h in enumerate(key.handlers)},
+                )
+                for name, key in helpers.spec.keys.items()
+            ),
             (catalog_dir / WRITERS, "writers", {w.id: w for w in writers.spec.writers}),
             *(
                 (
@@ -134,6 +158,11 @@ class KnowledgeBase:
             for name, entry in entries.items():
                 where = ".".join(str(part) for part in (field, name, "references") if part != "")
                 sources.check(entry.references, path, where)
+        sources.check(
+            helpers.spec.system_directories_references,
+            catalog_dir / HELPERS,
+            "system_directories_references",
+        )
         compiler.save()
         specs.save()
         return cls(
@@ -149,6 +178,7 @@ class KnowledgeBase:
             node_platforms,
             app_families,
             writers,
+            helpers,
         )
 
     @functools.cached_property

@@ -16,6 +16,7 @@ APP_MESSAGE_CATALOG = "app-messages.yaml"
 KUBERNETES = "kubernetes.yaml"
 NODE_PLATFORMS = "node-platforms"  # a folder: one file per Kubernetes platform
 WRITERS = "writers.yaml"
+HELPERS = "helpers.yaml"  # the programs the kernel runs as root that a sysctl names
 
 
 MAX_RULE_DEPTH = 8  # folders below a rules directory (the shipped ones use one)

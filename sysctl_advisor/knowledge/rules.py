@@ -83,6 +83,11 @@ class CompanionSpec(SpecModel):
         default=None, description="a list expression; one companion per element, bound to `item`"
     )
     setting: str
+    command: bool = Field(
+        default=False,
+        description="the setting is a shell command: every value a `{{ }}` prints into it is "
+        "one shell word (shlex.quote), so a name from the facts never becomes shell syntax",
+    )
     rationale: str | None = None
 
 
@@ -219,7 +224,9 @@ class Rule:
 
         def compiled(make: Callable[[str], C], source: str, where: str) -> C:
             self.sources.append((where, source))
-            self.code.append((where, code_of(source, make == compiler.template)))
+            self.code.append(
+                (where, code_of(source, make in (compiler.template, compiler.command)))
+            )
             try:
                 return make(source)
             except ExpressionError as exc:
@@ -248,7 +255,11 @@ class Rule:
                 c,
                 expr(c.when, f"companions[{i}].when") if c.when else None,
                 expr(c.for_each, f"companions[{i}].for_each") if c.for_each else None,
-                text(c.setting, f"companions[{i}].setting"),
+                compiled(
+                    compiler.command if c.command else compiler.template,
+                    c.setting,
+                    f"companions[{i}].setting",
+                ),
                 text(c.rationale, f"companions[{i}].rationale") if c.rationale else None,
                 text(c.target, f"companions[{i}].target"),
             )

@@ -14,10 +14,12 @@ through the descriptor returned.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
 from pathlib import Path
+from typing import IO
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -125,3 +127,93 @@ def replace_file(
     if durable:
         with contextlib.suppress(OSError):
             os.fsync(directory)
+
+
+def check_directory(fd: int, where: Path) -> None:
+    """UntrustedDirectory when the directory open at `fd` belongs to another user, or others
+    may write it without the sticky bit (the test open_directory applies on the way)."""
+    _check(fd, where, os.geteuid())
+
+
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def read_at(directory: int, name: str, limit: int) -> bytes | None:
+    """The bytes of the regular file `name` in the directory open at `directory` (never
+    through a link, never blocking on a FIFO or device), None when there is none, it is not a
+    regular file, or it is larger than `limit`."""
+    try:
+        fd = os.open(name, _READ, dir_fd=directory)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        data = os.read(fd, limit + 1)
+        return data if len(data) <= limit else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+class Directory:
+    """A directory open by descriptor, and what is done in it: every name is a single
+    component opened relative to the descriptor, never through a link. Subdirectories made
+    with `mkdir` stay open too, so `write("host_files/a.conf", …)` walks no path by name."""
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self.fd = fd
+        self.path = path  # for messages only; never opened by name
+        self._children: dict[str, Directory] = {}
+
+    @classmethod
+    def at(cls, path: Path) -> Directory:
+        """An existing directory, opened and checked from `/` (open_directory)."""
+        return cls(*open_directory(path))
+
+    def mkdir(self, name: str) -> Directory:
+        """A new subdirectory (0777 less the umask, 0755 at most as root), kept open."""
+        os.mkdir(name, 0o755 if os.geteuid() == 0 else 0o777, dir_fd=self.fd)
+        child = Directory(os.open(name, _DIRECTORY, dir_fd=self.fd), self.path / name)
+        self._children[name] = child
+        return child
+
+    def _place(self, relative: str) -> tuple[int, str]:
+        *parents, name = relative.split("/")
+        at = self
+        for part in parents:
+            at = at._children[part]
+        return at.fd, name
+
+    def open(self, relative: str, mode: str = "r") -> IO[str]:
+        """A text file here (in this directory or one made with `mkdir`): "r" to read, "w" to
+        create or truncate (0666 less the umask, 0644 at most as root), never through a
+        link."""
+        directory, name = self._place(relative)
+        if mode == "r":
+            flags = _READ
+        else:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(name, flags, 0o644 if os.geteuid() == 0 else 0o666, dir_fd=directory)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(errno.EINVAL, "not a regular file", relative)
+        return open(fd, mode, encoding="utf-8", newline="\n" if mode == "w" else None)
+
+    def write(self, relative: str, text: str) -> None:
+        with self.open(relative, "w") as handle:
+            handle.write(text)
+
+    def unlink(self, relative: str) -> None:
+        directory, name = self._place(relative)
+        os.unlink(name, dir_fd=directory)
+
+    def close(self) -> None:
+        for child in self._children.values():
+            child.close()
+        self._children.clear()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1

@@ -8,14 +8,14 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import yaml
 
-from sysctl_advisor.model.errors import InputError, NotFound
+from sysctl_advisor.model.errors import InputError, NotFound, NotTrusted
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -65,7 +65,7 @@ def max_input_bytes() -> int:
 def open_regular_file(
     path: Path,
     allowed: Callable[[Path], bool] | None = None,
-    owners: Collection[int] | None = None,
+    untrusted: Callable[[os.stat_result], str | None] | None = None,
 ) -> int:
     """A descriptor to read the regular file `path` (non-blocking), else InputError with the
     reason. The name is opened O_PATH first, which runs no driver code: a FIFO, a device node
@@ -73,8 +73,9 @@ def open_regular_file(
     and, with `allowed`, so is a file whose real path (as the descriptor resolves, so a link
     swapped in after a check by name is judged by what was opened) it refuses. Only then is
     the file opened for reading, through the descriptor: the file checked is the file read.
-    With `owners`, a file owned by any other user is refused too (a file that configures a
-    run must be the running user's or root's, as git asks of a repository)."""
+    With `untrusted` (why other users may write the file, None when they may not), such a
+    file is refused too, as NotTrusted: a file that configures a run must be the running
+    user's or root's, as git asks of a repository, and no one else's to write."""
     try:
         found = os.open(path, os.O_PATH | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -84,20 +85,22 @@ def open_regular_file(
             f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path
         ) from None
     try:
+        # judged first: of a file outside the tree, nothing is told (what it is, who owns it)
+        if allowed is not None and not allowed(Path(os.readlink(f"/proc/self/fd/{found}"))):
+            raise InputError("outside the tree it was read from; not read", path=path)
         info = os.fstat(found)
         mode = info.st_mode
         if stat.S_ISDIR(mode):
             raise InputError("is a directory, expected a file", path=path)
         if not stat.S_ISREG(mode):
             raise InputError("not a regular file (a FIFO, device or socket)", path=path)
-        if owners is not None and info.st_uid not in owners:
-            raise InputError(
-                f"owned by another user (uid {info.st_uid}), so not read: a file that configures "
-                "this run must be yours or root's",
+        why = untrusted(info) if untrusted is not None else None
+        if why is not None:
+            raise NotTrusted(
+                f"not read: {why}, and a file that configures this run must be yours or "
+                "root's and no one else's to write",
                 path=path,
             )
-        if allowed is not None and not allowed(Path(os.readlink(f"/proc/self/fd/{found}"))):
-            raise InputError("outside the tree it was read from; not read", path=path)
         return os.open(f"/proc/self/fd/{found}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=path) from None
@@ -108,27 +111,27 @@ def open_regular_file(
 def read_bytes(
     path: Path,
     allowed: Callable[[Path], bool] | None = None,
-    owners: Collection[int] | None = None,
+    untrusted: Callable[[os.stat_result], str | None] | None = None,
     limit: int | None = None,
 ) -> bytes:
     """A regular file's bytes, bounded: a FIFO, a device (/dev/zero, /dev/urandom) or a socket
     is refused without being opened (open_regular_file), and so is a file above `limit`
     (max_input_bytes() by default); with `allowed`, also one whose real path it refuses, as
-    opened; with `owners`, one owned by another user."""
-    return read_file_and_time(path, allowed, owners, limit)[0]
+    opened; with `untrusted`, one other users may write (NotTrusted)."""
+    return read_file_and_time(path, allowed, untrusted, limit)[0]
 
 
 def read_file_and_time(
     path: Path,
     allowed: Callable[[Path], bool] | None = None,
-    owners: Collection[int] | None = None,
+    untrusted: Callable[[os.stat_result], str | None] | None = None,
     limit: int | None = None,
 ) -> tuple[bytes, float]:
     """As read_bytes, with the file's modification time (epoch seconds) from the descriptor
     read."""
     hint = " (set SYSCTL_ADVISOR_MAX_INPUT to allow more)" if limit is None else ""
     limit = max_input_bytes() if limit is None else limit
-    fd = open_regular_file(path, allowed, owners)
+    fd = open_regular_file(path, allowed, untrusted)
     try:
         info = os.fstat(fd)
         if info.st_size > limit:

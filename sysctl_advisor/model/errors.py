@@ -37,3 +37,9 @@ class InputError(Exception):
 class NotFound(InputError):
     """The file named does not exist: bad input where a file was required, and the one failure
     a search for an optional file (a configuration) goes on after."""
+
+
+class NotTrusted(InputError):
+    """The file is one other users may write (another user's, or in a directory they may
+    write to): bad input where a file was named, and a file a search for a configuration
+    skips, saying so."""

@@ -20,6 +20,7 @@ from sysctl_advisor.model.model_base import (
     validate,
 )
 from sysctl_advisor.model.text_escape import plain_line
+from sysctl_advisor.model.timestamps import moment
 from sysctl_advisor.model.units import parse_size
 
 # `uname -m` values of 32-bit kernels. Anything else (x86_64, aarch64, ppc64le, s390x…) is 64-bit.
@@ -71,6 +72,26 @@ SIXTY_FOUR_BIT_ARCHES = frozenset(
 )
 X86_32 = frozenset({"i386", "i486", "i586", "i686", "x86"})
 MiB = 1024 * 1024
+GiB = 1024 * MiB
+# What no kernel of these architectures can have (read at 6.12): the page sizes its Kconfig
+# offers (the HAVE_PAGE_SIZE_* options arch/*/Kconfig selects), where they are few;
+# architectures not listed are not checked.
+PAGE_SIZES_BY_ARCH = {
+    **dict.fromkeys(["x86_64", "amd64", *X86_32], frozenset({4096})),
+    **dict.fromkeys(["armv5l", "armv6l", "armv7l", "armv7hl", "armhf", "arm"], frozenset({4096})),
+    **dict.fromkeys(["s390", "s390x", "riscv32", "riscv64"], frozenset({4096})),
+    **dict.fromkeys(
+        ["aarch64", "arm64", "aarch64_be", "loongarch64"], frozenset({4096, 16384, 65536})
+    ),
+}
+# A 32-bit x86 kernel addresses at most 2^36 bytes of RAM (MAX_PHYSMEM_BITS with PAE, 32
+# without: arch/x86/include/asm/sparsemem.h), so MemTotal is never above 64 GiB; and no
+# 32-bit kernel maps more than its 4 GiB address space directly (LowTotal).
+X86_32_MAX_MEMORY = 64 * GiB
+MAX_LOWMEM_32 = 4 * GiB
+# The most CPUs any kernel is built for: CONFIG_NR_CPUS at most 8192 (x86_64 with
+# CPUMASK_OFFSTACK, powerpc; arm64 4096, sparc64 4096, s390 512 … at 6.12).
+MAX_CPUS = 8192
 # Directly mapped memory (lowmem) of 32-bit kernels with their default address split, for
 # facts that do not give LowTotal. x86 VMSPLIT_3G: 1 GiB of kernel space minus the 128 MiB
 # vmalloc reserve (arch/x86 MAXMEM). ARM VMSPLIT_3G: up to VMALLOC_END minus 240 MiB of vmalloc
@@ -112,15 +133,19 @@ def _pattern(regex: re.Pattern[str], what: str) -> Any:
     return After(check)
 
 
+# The bytes dev_valid_name() refuses in a name besides / and : (net/core/dev.c, Linux 6.18):
+# those the kernel's isspace() takes for space (lib/ctype.c: 9-13, 32 and 160, so a UTF-8
+# character whose encoding holds the byte 0xa0, such as "à", is refused too).
+_KERNEL_NAME_REFUSED = frozenset(b"/:\t\n\v\f\r \xa0")
+
+
 def interface_name(value: str) -> str:
-    """The kernel's dev_valid_name(): 1-15 bytes, not . or .., no /, : or whitespace."""
+    """The kernel's dev_valid_name() on the name's UTF-8 bytes: 1-15 bytes, not . or .., no
+    /, : or byte the kernel's isspace() takes; and, as every facts text, printable. A name
+    may still hold `$`, `(`, `;`, quotes: commands built from it quote it for the shell."""
     plain_line(value, "interface name")
-    if (
-        not value
-        or len(value.encode()) > 15
-        or value in (".", "..")
-        or any(c in value for c in "/: ")
-    ):
+    raw = value.encode()
+    if not raw or len(raw) > 15 or value in (".", "..") or not _KERNEL_NAME_REFUSED.isdisjoint(raw):
         raise ValueError(f"not a valid interface name (IFNAMSIZ rules): {value[:40]!r}")
     return value
 
@@ -204,15 +229,29 @@ class Memory(Record):
     total: Annotated[Size, After(_plausible_total)] = Field(
         description="MemTotal: integer bytes, or a number with a unit (16 MiB .. 64 PiB)"
     )
-    lowmem: Size | None = Field(default=None, description="LowTotal on 32-bit kernels")
+    lowmem: Size | None = Field(
+        default=None, description="LowTotal on 32-bit kernels: part of MemTotal, at most 4 GiB"
+    )
     numa_nodes: int | None = Field(
         default=None, ge=1, le=1024, description="NUMA nodes with memory (/sys/devices/system/node)"
     )
 
+    def __post_init__(self) -> None:
+        if self.lowmem is not None and self.lowmem > self.total:
+            raise ValueError(
+                f"lowmem ({self.lowmem} bytes) is more than total ({self.total}): LowTotal is "
+                "part of MemTotal"
+            )
+
 
 @model
 class Cpu(Record):
-    threads: int | None = Field(default=None, ge=1, le=65536)
+    threads: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_CPUS,
+        description="CPUs the kernel runs on; no kernel is built for more than 8192 (NR_CPUS)",
+    )
 
 
 @model
@@ -479,6 +518,32 @@ class Observed(Record):
         description="applications' start-up warnings counted in their logs",
     )
 
+    def __post_init__(self) -> None:
+        cpus = [line.cpu for line in self.softnet or []]
+        if len(set(cpus)) != len(cpus):
+            twice = sorted({cpu for cpu in cpus if cpus.count(cpu) > 1})[0]
+            raise ValueError(
+                f"softnet: CPU {twice} is listed twice (softnet_stat has one line per CPU)"
+            )
+        read = self.kernel_log.lines if self.kernel_log is not None else None
+        for i, event in enumerate(self.kernel_events or []):
+            if read is not None and event.count > read:
+                raise ValueError(
+                    f"kernel_events[{i}]: {event.count} lines of {event.family} counted, more "
+                    f"than the {read} kernel_log says were read"
+                )
+        dated: list[tuple[str, str | None, str | None]] = [
+            (f"kernel_events[{i}]", e.first_seen, e.last_seen)
+            for i, e in enumerate(self.kernel_events or [])
+        ] + [
+            (f"app_events[{i}]", e.first_seen, e.last_seen)
+            for i, e in enumerate(self.app_events or [])
+        ]
+        for where, first_seen, last_seen in dated:
+            first, last = moment(first_seen), moment(last_seen)
+            if first is not None and last is not None and first > last:
+                raise ValueError(f"{where}: first_seen {first_seen} is after last_seen {last_seen}")
+
 
 # Listening sockets are read by the advisor itself (sock_diag), never typed by hand: their
 # figures must be exactly ints and booleans, not text or floats that would convert.
@@ -664,6 +729,24 @@ class HostFacts(Record):
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:
             raise ValueError(f"nics: {twice[0]} is listed twice (an interface name is unique)")
+        arch = (self.arch or "").lower()
+        sizes = PAGE_SIZES_BY_ARCH.get(arch)
+        if sizes is not None and self.page_size not in sizes:
+            offered = ", ".join(f"{size // 1024} KiB" for size in sorted(sizes))
+            raise ValueError(
+                f"page_size: a kernel for {self.arch} has pages of {offered}, not "
+                f"{self.page_size} bytes"
+            )
+        if arch in X86_32 and self.memory.total > X86_32_MAX_MEMORY:
+            raise ValueError(
+                f"memory.total: a 32-bit x86 kernel addresses at most 64 GiB (PAE), not "
+                f"{self.memory.total} bytes; a larger host runs a 64-bit kernel (arch x86_64)"
+            )
+        if self.bits == 32 and (self.memory.lowmem or 0) > MAX_LOWMEM_32:
+            raise ValueError(
+                f"memory.lowmem: a 32-bit kernel maps at most 4 GiB directly, not "
+                f"{self.memory.lowmem} bytes"
+            )
         if self.bits == 32 and self.memory.lowmem is None and self.arch_family is None:
             raise ValueError(
                 f"memory.lowmem: the default lowmem of a 32-bit {self.arch} kernel is not "

@@ -55,6 +55,13 @@ def plain_line(value: str, what: str = "text", limit: int = MAX_TEXT) -> str:
     return value
 
 
+def as_fact(message: str) -> str:
+    """A message that quotes a file (a service's config: its names, its lines, a parser's
+    errors) as facts text: one line, escaped, and no longer than a facts text field may be."""
+    text = one_line(message)
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
+
+
 def double_quoted(value: str) -> str:
     """`value` as a double-quoted string with backslash escapes that reads back as exactly
     `value` in both PromQL and TOML basic strings: backslash and quote escaped, a line feed as

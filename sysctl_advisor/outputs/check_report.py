@@ -394,7 +394,8 @@ def _sarif_rule(rule_id: str, rule: CheckRule | None, base: str) -> dict[str, An
         "name": rule_id.replace(".", "-"),
         "shortDescription": {"text": title},
         "fullDescription": {"text": why},
-        "help": {"text": why, "markdown": f"{why}\n\n[Rule documentation](<{url}>)"},
+        # a rules directory's rationale is prose, never Markdown or HTML (images, links)
+        "help": {"text": why, "markdown": f"{md_text(why)}\n\n[Rule documentation](<{url}>)"},
         **({"helpUri": url} if _absolute(base) else {}),
         "defaultConfiguration": {"level": level},
         "properties": _rule_properties(rule),

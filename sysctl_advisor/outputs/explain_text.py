@@ -87,6 +87,16 @@ def explain_key(
     }.get(str(spec.merge), "per element: " + ", ".join(spec.policies()))
     caps = "" if spec.is_text else "; caps always win"
     out.append(f"  merge:     {spec.merge} ({policy}){caps}")
+    if spec.floor is not None:
+        floor = (
+            f"floor:     {spec.floor.value}; less would {spec.floor.breaks}. The plan never "
+            "writes less, an undo never restores less, check.below-floor reports less"
+        )
+        out.append(
+            textwrap.fill(
+                floor, 96, initial_indent="  ", subsequent_indent=" " * 13, break_on_hyphens=False
+            )
+        )
     if spec.build_option:
         out.append(f"  build:     {spec.build_option} can choose another boot default")
     out.append("  kernel default by version:")

@@ -12,11 +12,15 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from sysctl_advisor import __version__
+from sysctl_advisor.model.directories import Directory
 from sysctl_advisor.model.severity import SEVERITY_ORDER
 from sysctl_advisor.outputs.json_documents import FLEET_SCHEMA
+
+if TYPE_CHECKING:
+    from sysctl_advisor.engine.kubernetes_placement import Placement
 from sysctl_advisor.outputs.markdown_text import (
     BUDGET,
     FOLD_ROWS,
@@ -42,6 +46,9 @@ class HostOutcome:
     findings: tuple[tuple[str, str], ...] = ()  # (id, severity), in plan order
     pool: str | None = None  # its node pool (fleet --node-pools)
     node: tuple[tuple[str, str], ...] = ()  # in a pool: its own node plan, (key, value)
+    # in a pool: the placement `node` was cut from, from the host's one read of its facts (the
+    # pool's file, when this host represents it, is rendered from exactly this)
+    placement: Placement | None = field(default=None, compare=False, repr=False)
 
     @property
     def written(self) -> bool:
@@ -163,28 +170,30 @@ class SummaryWriter:
         self.node_pools = node_pools
         self._pools: tuple[str, list[NodePoolOutcome]] | None = None
 
-    def __call__(self, staging: Path, outcomes: Iterator[HostOutcome]) -> int:
-        rows_path = staging / ".rows.jsonl"
-        with open(rows_path, "w", encoding="utf-8") as rows:
+    def __call__(self, staging: Directory, outcomes: Iterator[HostOutcome]) -> int:
+        """Write summary.json and summary.md into `staging` (by its descriptor); returns how
+        many hosts were written."""
+        rows_name = ".rows.jsonl"
+        with staging.open(rows_name, "w") as rows:
             for outcome in outcomes:
                 self.totals.add(outcome)
                 rows.write(json.dumps(_row(outcome), sort_keys=False) + "\n")
         self._pools = self.node_pools() if self.node_pools is not None else None
-        with open(staging / "summary.json", "w", encoding="utf-8", newline="\n") as out:
-            self._json(out, rows_path)
-        with open(staging / "summary.md", "w", encoding="utf-8", newline="\n") as out:
-            self._markdown(out, rows_path)
-        rows_path.unlink()
+        with staging.open("summary.json", "w") as out:
+            self._json(out, staging, rows_name)
+        with staging.open("summary.md", "w") as out:
+            self._markdown(out, staging, rows_name)
+        staging.unlink(rows_name)
         return self.totals.written
 
-    def _rows(self, rows_path: Path, skipped: bool) -> Iterator[dict[str, Any]]:
-        with open(rows_path, encoding="utf-8") as rows:
+    def _rows(self, staging: Directory, rows_name: str, skipped: bool) -> Iterator[dict[str, Any]]:
+        with staging.open(rows_name) as rows:
             for line in rows:
                 row = json.loads(line)
                 if ("reason" in row) == skipped:
                     yield row
 
-    def _json(self, out: IO[str], rows_path: Path) -> None:
+    def _json(self, out: IO[str], staging: Directory, rows_name: str) -> None:
         t = self.totals
         head = {
             "schema": FLEET_SCHEMA,
@@ -208,14 +217,14 @@ class SummaryWriter:
         for name, skipped in (("skipped", True), ("hosts", False)):
             out.write(f'  "{name}": [')
             first = True
-            for row in self._rows(rows_path, skipped):
+            for row in self._rows(staging, rows_name, skipped):
                 out.write(("\n    " if first else ",\n    ") + json.dumps(row))
                 first = False
             out.write("\n  ]" if not first else "]")
             out.write(",\n" if name == "skipped" else "\n")
         out.write("}\n")
 
-    def _markdown(self, out: IO[str], rows_path: Path) -> None:
+    def _markdown(self, out: IO[str], staging: Directory, rows_name: str) -> None:
         """summary.md, within the budget of a pull-request comment whatever the fleet's size:
         the fleet-wide tables first, then as many skipped and written hosts as fit (a third
         of what is left for the skipped ones, when there are written ones), then a count of
@@ -258,7 +267,7 @@ class SummaryWriter:
             share = left // 3 if t.written else left
             rows = (
                 f"| {md_code_cell(r['host'])} | {md_text_clipped(r['reason'])} |"
-                for r in self._rows(rows_path, True)
+                for r in self._rows(staging, rows_name, True)
             )
             skipped = _table(
                 "Skipped hosts",
@@ -276,7 +285,7 @@ class SummaryWriter:
                 f"| {md_text(r['kernel'] or 'unknown')} | {len(r['changes'])} "
                 f"| {r['findings']['error']} | {r['findings']['warning']} "
                 f"| {r['findings']['info']} |"
-                for r in self._rows(rows_path, False)
+                for r in self._rows(staging, rows_name, False)
             )
             hosts = _table(
                 "Hosts",

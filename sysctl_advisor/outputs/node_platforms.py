@@ -18,9 +18,15 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from sysctl_advisor import __version__
+from sysctl_advisor.engine.undo import UNDO_RULE
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.plan import Plan, Setting
-from sysctl_advisor.outputs.plan_render import RenderCheckError, Renderer, _yaml_comment
+from sysctl_advisor.outputs.plan_render import (
+    RenderCheckError,
+    Renderer,
+    _yaml_comment,
+    first_sentence,
+)
 
 if TYPE_CHECKING:
     from sysctl_advisor.engine.kubernetes_placement import Placement
@@ -108,6 +114,11 @@ def _header(node: NodeOutput, placement: Placement) -> list[str]:
         )
         for setting, why in node.refused:
             lines += _comment(f"  {setting.key} = {setting.value}: {why}")
+    lost = [f for f in plan.findings if f.rule == UNDO_RULE]  # an undo's keys it cannot restore
+    if lost:
+        lines += _comment(f"Not restored by this undo ({len(lost)}):")
+        for finding in lost:
+            lines += _comment(f"  {first_sentence(finding.message)}")
     if node.pod_keys:
         lines += _comment(
             "Per-namespace keys belong in the pods, which a node's value never reaches "

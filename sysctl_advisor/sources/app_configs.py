@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sysctl_advisor.model.documents import read_bytes
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.text_escape import MAX_TEXT, one_line
+from sysctl_advisor.model.text_escape import as_fact
 from sysctl_advisor.sources.tree_paths import inside
 
 MAX_CONFIG_BYTES = 1 << 20  # redis.conf and postgresql.conf are tens of KiB
@@ -40,7 +40,7 @@ class AppSettings:
         shown = self.problems[:MAX_PROBLEMS]
         more = len(self.problems) - len(shown)
         text = "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
-        return _as_fact(text) if text else None
+        return as_fact(text) if text else None
 
 
 def read_redis(config: Path, confine: Path | None = None) -> AppSettings:
@@ -141,8 +141,3 @@ def _read(config: Path, confine: Path | None, settings: AppSettings) -> str | No
         settings.problems.append(f"{config}: {exc.message}; not read")
         return None
     return data.decode("utf-8", errors="replace")
-
-
-def _as_fact(message: str) -> str:
-    text = one_line(message)
-    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."

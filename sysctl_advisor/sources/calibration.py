@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,13 +21,14 @@ from sysctl_advisor.model.calibration_run import Measurement
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import Calibration
 from sysctl_advisor.model.model_base import validate
+from sysctl_advisor.sources.system_tools import system_env, system_program
 
 MAX_PAIRS = 100_000
 MIN_PAIRS = 2_000  # fewer sockets measure slab noise, not per-socket cost
 MAX_SECONDS = 600.0
-# Root runs the probe: tools come from the system directories only, never from $PATH, and the
-# interpreter runs isolated (-I: no current directory, PYTHONPATH or user site on sys.path).
-SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+# Root runs the probe: tools come from the system directories only, never from $PATH
+# (system_tools), and the interpreter runs isolated (-I: no current directory, PYTHONPATH or
+# user site on sys.path).
 
 
 def refusal() -> str | None:
@@ -37,15 +37,15 @@ def refusal() -> str | None:
         return "calibrate measures a Linux kernel: /proc/net/sockstat is missing"
     if os.geteuid() != 0:
         return "calibrate needs root: it opens its connections in a private network namespace"
-    if shutil.which("unshare", path=SYSTEM_PATH) is None:
+    if system_program("unshare") is None:
         return "calibrate needs util-linux `unshare` (in /usr/bin or /bin) for a private namespace"
     return None
 
 
 def run_probe(pairs: int, seconds: float) -> dict[str, Any]:
     """Start the probe in a fresh network namespace (loopback up) and return its figures."""
-    unshare = shutil.which("unshare", path=SYSTEM_PATH)
-    shell = shutil.which("sh", path=SYSTEM_PATH)
+    unshare = system_program("unshare")
+    shell = system_program("sh")
     if unshare is None or shell is None:
         raise InputError("calibrate needs `unshare` and `sh` in /usr/bin or /bin")
     script = 'ip link set lo up 2>/dev/null || true\nexec "$@"'
@@ -54,10 +54,14 @@ def run_probe(pairs: int, seconds: float) -> dict[str, Any]:
         sys.executable, "-I", "-m", "sysctl_advisor.sources.calibration_probe",
         str(pairs), str(seconds),
     ]  # fmt: skip
-    env = {"PATH": SYSTEM_PATH, "LC_ALL": "C"}
     try:
         result = subprocess.run(
-            command, capture_output=True, text=True, timeout=seconds + 120, env=env, cwd="/"
+            command,
+            capture_output=True,
+            text=True,
+            timeout=seconds + 120,
+            env=system_env(),
+            cwd="/",
         )
     except subprocess.TimeoutExpired:
         raise InputError(f"the probe did not finish within {seconds + 120:.0f} s") from None

@@ -8,17 +8,23 @@ working directory for standard input) upward, and in each directory takes the fi
     pyproject.toml                   only with a [tool.sysctl-advisor] table
 
 It stops at the first found, after the directory that holds `.git` (the repository's top:
-a checkout's parents are not the repository's to configure), before a directory others may
-write to (/tmp: a file planted there must not configure another user's run) and at `/`. A
-file found is read once, bounded (MAX_CONFIG_BYTES), as a regular file whose real path is in
-the directory it was found in (a link out of it is refused, not followed) and that the
-running user or root owns: the name is never checked first and opened after.
+a checkout's parents are not the repository's to configure) and at `/`. Only what no user but
+the running one and root may write is trusted (sources.strict_modes, OpenSSH's StrictModes):
+a directory another user owns or may write to (/tmp: a file planted there must not configure
+another user's run) ends the search without being looked in, and a file found is read once,
+bounded (MAX_CONFIG_BYTES), as a regular file whose real path is in the directory it was
+found in (a link out of it is refused, not followed) and that no other user may write: the
+name is never checked first and opened after. A configuration the search does not use for
+those reasons is named to the caller (`skipped`), which says so; it is never an error, since
+the user running `check` cannot remove another user's file.
+
+With `top` (check --settings-from DIR), the search runs in DIR, a copy of the working
+directory's settings: from DIR/PATH for each checked PATH up to DIR itself, the top.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +38,9 @@ from sysctl_advisor.model.check_config import (
     CheckConfig,
 )
 from sysctl_advisor.model.documents import parse_json, parse_toml, read_bytes
-from sysctl_advisor.model.errors import InputError, NotFound
+from sysctl_advisor.model.errors import InputError, NotFound, NotTrusted
 from sysctl_advisor.model.model_base import validate
+from sysctl_advisor.sources.strict_modes import others_may_write
 from sysctl_advisor.sources.tree_paths import inside
 
 
@@ -49,18 +56,17 @@ class ConfigFile:
 
 
 MAX_CONFIG_BYTES = 1 << 20  # a configuration, or a pyproject.toml it may live in
-_OWNERS = frozenset({0, os.geteuid()})
 
 
-def _read(path: Path, directory: Path, owned: bool) -> str | None:
+def _read(path: Path, directory: Path, trusted: bool) -> str | None:
     """The file's text, None if there is none (anything else wrong with it is an error: a
-    configuration that cannot be read must not be silently skipped). With `owned`, only the
-    running user's or root's."""
+    configuration that cannot be read must not be silently skipped). With `trusted`, only a
+    file no user but the running one and root may write (else NotTrusted)."""
     try:
         data = read_bytes(
             path,
             lambda real: inside(directory, real),
-            _OWNERS if owned else None,
+            others_may_write if trusted else None,
             MAX_CONFIG_BYTES,
         )
     except NotFound:
@@ -89,10 +95,10 @@ def read_config(
 ) -> ConfigFile | None:
     """The configuration in `path` (a .sysctl-advisor.toml, or any file read as one; a
     pyproject.toml's table): None when the file does not exist or, for a pyproject.toml,
-    holds no [tool.sysctl-advisor] table. A file `found` by the search must be the running
-    user's or root's; one the operator names (--config) may be anyone's."""
+    holds no [tool.sysctl-advisor] table. A file `found` by the search must be one no other
+    user may write (else NotTrusted); one the operator names (--config) may be anyone's."""
     directory = directory if directory is not None else path.parent
-    text = _read(path, directory, owned=found)
+    text = _read(path, directory, trusted=found)
     if text is None:
         return None
     data: Any = parse_toml(text, path)
@@ -119,23 +125,32 @@ def read_config(
     return ConfigFile(path, directory, config, table)
 
 
-def _shared(directory: Path) -> bool:
-    """Whether users other than the running one and root may create files in `directory`:
-    every user (/tmp), or a group, in a directory another user owns. A configuration there is
-    not searched for (a user's own group-writable checkout, umask 002, is still searched)."""
+# What the search tells its caller of a configuration it does not use: one line naming it.
+Skipped = Callable[[str], None]
+_MISSING = "missing"  # a directory of the copy (--settings-from) the change has, the copy not
+
+
+def _others_may_write_directory(directory: Path) -> str | None:
+    """Why other users may write to `directory` (sources.strict_modes), _MISSING when it does
+    not exist, or None."""
     try:
-        info = os.stat(directory)
-    except OSError:
-        return True
-    group_share = info.st_mode & stat.S_IWGRP and info.st_uid not in _OWNERS
-    return bool(info.st_mode & stat.S_IWOTH or group_share)
+        return others_may_write(os.stat(directory))
+    except FileNotFoundError:
+        return _MISSING
+    except OSError as exc:
+        return f"it cannot be looked at ({exc.strerror or exc})"
 
 
 class _Search:
-    """One run's search: each directory looked in once, each configuration read once."""
+    """One run's search: each directory looked in once, each configuration read once, each
+    one not used named once."""
 
-    def __init__(self, remember: Remember | None) -> None:
+    def __init__(
+        self, remember: Remember | None, skipped: Skipped | None, top: Path | None
+    ) -> None:
         self.remember = remember
+        self.skipped = skipped or (lambda line: None)
+        self.top = Path(os.path.abspath(top)) if top is not None else None
         self.seen: dict[Path, ConfigFile | None] = {}
 
     def upward(self, start: Path) -> ConfigFile | None:
@@ -148,36 +163,71 @@ class _Search:
                 found = self.seen[directory]
                 break
             passed.append(directory)
-            if _shared(directory):
+            why = _others_may_write_directory(directory)
+            if why is not None and why != _MISSING:
+                self._not_searched(directory, why)
                 break
-            for name in (CONFIG_FILE, PYPROJECT):
-                found = read_config(directory / name, directory, self.remember)
-                if found is not None:
-                    break
-            if found is not None:
+            stop = False
+            if why is None:
+                found, stop = self._look_in(directory)
+            if stop or directory == self.top or directory.parent == directory:
                 break
-            if os.path.lexists(directory / ".git") or directory.parent == directory:
+            if self.top is None and os.path.lexists(directory / ".git"):
                 break
             directory = directory.parent
         for directory in passed:
             self.seen[directory] = found
         return found
 
+    def _look_in(self, directory: Path) -> tuple[ConfigFile | None, bool]:
+        """The configuration in `directory`, and whether the search ends here: at one found,
+        or at one other users may write (skipped, and named)."""
+        for name in (CONFIG_FILE, PYPROJECT):
+            try:
+                found = read_config(directory / name, directory, self.remember)
+            except NotTrusted as exc:
+                self.skipped(f"{exc}; the search for a configuration stops there")
+                return None, True
+            if found is not None:
+                return found, True
+        return None, False
 
-def find_config(start: Path, remember: Remember | None = None) -> ConfigFile | None:
+    def _not_searched(self, directory: Path, why: str) -> None:
+        """The search ends at a directory other users may write to, unread; a configuration
+        there is named."""
+        for name in (CONFIG_FILE, PYPROJECT):
+            if os.path.lexists(directory / name):
+                self.skipped(
+                    f"{directory / name}: not read: other users may write to its directory "
+                    f"({why}), so any of them may put a file of theirs there; the search for a "
+                    "configuration stops there"
+                )
+
+
+def find_config(
+    start: Path, remember: Remember | None = None, skipped: Skipped | None = None
+) -> ConfigFile | None:
     """The configuration for files in `start` (a directory): the nearest one upward."""
-    return _Search(remember).upward(start)
+    return _Search(remember, skipped, None).upward(start)
 
 
-def config_for(paths: list[Path], remember: Remember | None = None) -> ConfigFile | None:
+def config_for(
+    paths: list[Path],
+    remember: Remember | None = None,
+    skipped: Skipped | None = None,
+    top: Path | None = None,
+) -> ConfigFile | None:
     """The one configuration for every checked path (`-` searches from the working
     directory): the one found from any of them applies to all, as a project's settings apply
     to a file outside it checked in the same run; two different ones are bad input. Each
-    directory is looked in, and each configuration read, once."""
-    search = _Search(remember)
+    directory is looked in, and each configuration read, once. With `top`, the search runs
+    in that copy of the working directory's settings, from the place each path has there."""
+    search = _Search(remember, skipped, top)
     configs: dict[Path, ConfigFile] = {}
     for path in paths:
         start = Path(".") if str(path) == "-" else path if path.is_dir() else path.parent
+        if top is not None:
+            start = _in_copy(start, top)
         found = search.upward(start)
         if found is not None:
             configs.setdefault(found.path, found)
@@ -188,6 +238,18 @@ def config_for(paths: list[Path], remember: Remember | None = None) -> ConfigFil
             "separate runs, or name one with --config"
         )
     return next(iter(configs.values()), None)
+
+
+def _in_copy(start: Path, top: Path) -> Path:
+    """Where the directory `start` (under the working directory) stands in the copy `top`."""
+    relative = os.path.relpath(os.path.abspath(start))
+    if relative == ".." or relative.startswith(f"..{os.sep}"):
+        raise InputError(
+            "with --settings-from, the paths checked must be under the working directory, "
+            "which the settings copy stands for",
+            path=start,
+        )
+    return top / relative
 
 
 def read_baseline(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
-import shutil
 import subprocess
 import time
 from collections import deque
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from sysctl_advisor.model.documents import open_regular_file
 from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.sources.system_tools import system_env, system_program
 
 MAX_LOG_BYTES = 64 * 1024 * 1024  # of a file (its end) or of a command's output
 MAX_RAW_LINE = 64 * 1024  # bytes of one line kept (a journal JSON entry holds many fields)
@@ -132,24 +132,20 @@ def split_lines(output: bytes) -> list[bytes]:
 def _run(argv: list[str]) -> bytes | None:
     """A command's output, at most MAX_LOG_BYTES and COMMAND_TIMEOUT seconds of it (complete
     lines only); None when the command is missing, or fails or hangs without output (dmesg
-    refused, no journal). Empty bytes: it ran and printed nothing (an empty journal)."""
-    program = shutil.which(argv[0])
+    refused, no journal). Empty bytes: it ran and printed nothing (an empty journal). The
+    command is the system's own, from the system directories with the system environment
+    (system_tools), never one the caller's PATH or environment chose."""
+    program = system_program(argv[0])
     if program is None:
         return None
-    env = {
-        **os.environ,
-        "SYSTEMD_COLORS": "0",
-        "SYSTEMD_PAGER": "cat",
-        "PAGER": "cat",
-        "LC_ALL": "C",
-    }
     try:
         proc = subprocess.Popen(
             [program, *argv[1:]],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env=env,
+            env=system_env(),
+            cwd="/",
             close_fds=True,
         )
     except OSError:

@@ -21,7 +21,7 @@ from sysctl_advisor.model.documents import open_regular_file
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import Listen
 from sysctl_advisor.model.model_base import validate
-from sysctl_advisor.model.text_escape import MAX_TEXT, one_line
+from sysctl_advisor.model.text_escape import as_fact, one_line
 from sysctl_advisor.sources.tree_paths import inside
 
 MAX_INCLUDE_DEPTH = 16
@@ -319,7 +319,7 @@ def read_nginx(config: Path, root: Path | None = None, confine: Path | None = No
     when following absolute include paths (a copied tree read with `facts --root`); with
     `confine`, no file outside that directory is read (a config named by a facts file)."""
     if confine is not None and not inside(confine, config):
-        return NginxListens([], _as_fact(f"{config}: outside {confine}; not read"))
+        return NginxListens([], as_fact(f"{config}: outside {confine}; not read"))
     reader = _Reader(config, root, confine)
     try:
         reader.read(config, inside_server=False)
@@ -327,11 +327,4 @@ def read_nginx(config: Path, root: Path | None = None, confine: Path | None = No
         reader.errors.append(f"{config}: blocks nested too deeply; not all read")
     errors = reader.errors
     error = "; ".join(errors[:3]) + (f" (and {len(errors) - 3} more)" if len(errors) > 3 else "")
-    return NginxListens(_group(reader.found), _as_fact(error) or None)
-
-
-def _as_fact(message: str) -> str:
-    """A message that quotes the config (file names, nginx's own errors) as facts text: one
-    line, escaped, and no longer than a facts text field may be."""
-    text = one_line(message)
-    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
+    return NginxListens(_group(reader.found), as_fact(error) or None)

@@ -14,7 +14,9 @@ from pathlib import Path
 
 from sysctl_advisor.model.host_facts import HostFacts, Service
 from sysctl_advisor.model.model_base import plain_data, validate
+from sysctl_advisor.model.text_escape import as_fact
 from sysctl_advisor.sources.app_configs import AppSettings, read_postgresql, read_redis
+from sysctl_advisor.sources.tree_paths import OUTSIDE_FACTS_DIRECTORY, named_beneath
 
 
 def with_service_configs(
@@ -33,51 +35,60 @@ def with_service_configs(
         current = services.get("nginx", Service())
         services["nginx"] = replace(current, config=str(nginx_conf), config_root=None)
     changed = nginx_conf is not None
-    confine = base  # a config a facts file names is read only inside its directory
     for name, service in facts.services.items():
         reader = APP_READERS.get(name)
         if reader is None or service.config is None:
             continue
-        services[name] = _with_app_settings(service, reader, _path(service.config, base), confine)
+        services[name] = _with_app_settings(service, reader, base)
         changed = True
     nginx = services.get("nginx")
     if nginx is None or nginx.config is None:
         return replace(facts, services=services) if changed else facts
-
-    from sysctl_advisor.sources.nginx_conf import (
-        read_nginx,  # crossplane is imported only when needed
-    )
-
-    path = Path(nginx.config)
-    if not path.is_absolute() and base is not None and nginx_conf is None:
-        path = base / path
-    root = Path(nginx.config_root) if nginx.config_root else None
-    if root is not None and not root.is_absolute() and base is not None:
-        root = base / root
-    confine = base if base is not None and nginx_conf is None else None
-    parsed = read_nginx(path, root, confine)
-    # Validated like the facts themselves: the error text quotes the (hostile) config.
-    parsed_data = {"listens": plain_data(parsed.listens), "config_error": parsed.error}
-    services["nginx"] = validate(Service, plain_data(nginx) | parsed_data)
+    services["nginx"] = _with_nginx_listens(nginx, None if nginx_conf is not None else base)
     return replace(facts, services=services)
 
 
-def _path(config: str, base: Path | None) -> Path:
-    path = Path(config)
-    return base / path if not path.is_absolute() and base is not None else path
+def _named(name: str, base: Path | None) -> Path | str:
+    """The file a service's `config` (or `config_root`) names: with `base` (a facts file's
+    directory), only a file beneath it (tree_paths.named_beneath), else the refusal, one
+    line; without (this host's own collector, or the operator's --nginx-conf), as given."""
+    if base is None:
+        return Path(name)
+    named = named_beneath(base, name)
+    return named if named is not None else as_fact(f"{name}: {OUTSIDE_FACTS_DIRECTORY}")
 
 
 def _with_app_settings(
-    service: Service,
-    reader: Callable[[Path, Path | None], AppSettings],
-    path: Path,
-    confine: Path | None,
+    service: Service, reader: Callable[[Path, Path | None], AppSettings], base: Path | None
 ) -> Service:
     """The service with what its config sets over what the facts say (the config is what the
     server reads), and why the rest could not be read."""
-    settings = reader(path, confine)
+    assert service.config is not None
+    path = _named(service.config, base)
+    settings = AppSettings(problems=[path]) if isinstance(path, str) else reader(path, base)
     data = plain_data(service) | settings.values | {"config_error": settings.error}
     return validate(Service, data)
+
+
+def _with_nginx_listens(nginx: Service, base: Path | None) -> Service:
+    """nginx with the listen directives of its config (read only beneath `base`, when
+    given, includes too) and why the rest could not be read."""
+    from sysctl_advisor.sources.nginx_conf import (
+        NginxListens,
+        read_nginx,  # crossplane is imported only when needed
+    )
+
+    assert nginx.config is not None
+    path = _named(nginx.config, base)
+    root = _named(nginx.config_root, base) if nginx.config_root else None
+    if isinstance(path, str) or isinstance(root, str):
+        refusal = path if isinstance(path, str) else str(root)
+        parsed = NginxListens([], refusal)
+    else:
+        parsed = read_nginx(path, root, base)
+    # Validated like the facts themselves: the error text quotes the (hostile) config.
+    parsed_data = {"listens": plain_data(parsed.listens), "config_error": parsed.error}
+    return validate(Service, plain_data(nginx) | parsed_data)
 
 
 # services whose own config the application profiles read, by the facts' service name

@@ -1,10 +1,11 @@
 """Whether a path stays inside the tree it came from, every symlink resolved: the one check
-every reader of a copied tree (`--root`, sysctl.d trees, nginx includes, kernel logs) uses."""
+every reader of a copied tree (`--root`, sysctl.d trees, nginx includes, kernel logs) uses;
+and `named_beneath`, the one rule for a file a facts file names (a service's config)."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from sysctl_advisor.model.documents import open_regular_file
 from sysctl_advisor.model.errors import InputError
@@ -17,6 +18,34 @@ def inside(root: Path, path: Path) -> bool:
     except (OSError, ValueError):
         return False
     return within((real_root,), path)
+
+
+# Every refusal of a name a facts file gives says this and nothing else: whether the file it
+# points at exists, is a directory or is readable is none of the facts file's business.
+OUTSIDE_FACTS_DIRECTORY = "outside the facts file's directory; not read"
+
+
+def named_beneath(base: Path, name: str) -> Path | None:
+    """The file a facts file names, `name` taken relative to `base` (the facts file's
+    directory), or None when it is not a file beneath `base`: an absolute name, or one whose
+    `..` climbs above `base`, is refused on its text alone, before anything is opened or
+    looked at; the `..` of the rest are taken lexically (`a/../b` is `b` even where `a` is a
+    link); and a name that reaches outside through a link in `base` is refused too."""
+    path = PurePosixPath(name)
+    if not name or path.is_absolute():
+        return None
+    parts: list[str] = []
+    for part in path.parts:  # `.` and empty components are already gone
+        if part != "..":
+            parts.append(part)
+        elif not parts:
+            return None
+        else:
+            parts.pop()
+    if not parts:
+        return None  # the directory itself
+    named = base.joinpath(*parts)
+    return named if inside(base, named) else None
 
 
 def within(real_roots: tuple[str, ...], path: Path) -> bool:

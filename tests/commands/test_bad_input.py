@@ -66,6 +66,27 @@ def facts_file(workdir: Path, text: str, name: str = "facts.yaml") -> str:
         ("memory: {total: 8 GiB}\nnics: [{name: eth0}, {name: eth0}]\n", "eth0 is listed twice"),
         ("memory: {total: 8 GiB}\nobserved:\n  kernel_messages:\n"
          + ("  - " + "x" * 4000 + "\n") * 200, "more than 768 KiB of kernel messages"),
+        # values no host can have
+        ("memory: {total: 1 GiB, lowmem: 2 GiB}\narch: i686\n", "part of MemTotal"),
+        ("memory: {total: 32 GiB, lowmem: 16 GiB}\narch: armv7l\n", "at most 4 GiB directly"),
+        ("memory: {total: 1 TiB}\narch: i686\n", "at most 64 GiB"),
+        ("memory: {total: 8 GiB}\narch: x86_64\npage_size: 65536\n", "pages of 4 KiB"),
+        ("memory: {total: 8 GiB}\narch: s390x\npage_size: 16384\n", "pages of 4 KiB"),
+        ("memory: {total: 8 GiB}\narch: aarch64\npage_size: 32768\n",
+         "pages of 4 KiB, 16 KiB, 64 KiB"),
+        ("memory: {total: 8 GiB}\ncpu: {threads: " + str(8192 + 1) + "}\n", "cpu.threads"),
+        ("memory: {total: 8 GiB}\nobserved:\n  softnet:\n"
+         + "  - {cpu: 3, processed: 1, dropped: 0, time_squeeze: 0}\n" * 2,
+         "CPU 3 is listed twice"),
+        ("memory: {total: 8 GiB}\nobserved:\n  kernel_log: {source: journal, lines: 2}\n"
+         "  kernel_events: [{family: tcp.out-of-memory, count: 3, example: x}]\n",
+         "more than the 2 kernel_log says were read"),
+        ("memory: {total: 8 GiB}\nobserved:\n  kernel_events: [{family: tcp.out-of-memory, "
+         "count: 1, example: x, first_seen: '2025-02-01T00:00:00Z', last_seen: '2025-01-01'}]\n",
+         "is after last_seen"),
+        ("memory: {total: 8 GiB}\nobserved:\n  app_events: [{family: redis.tcp-backlog, "
+         "count: 1, example: x, first_seen: '2025-01-01 10:00', last_seen: '2025-01-01 09:00'}]\n",
+         "is after last_seen"),
     ],
 )  # fmt: skip
 def test_bad_facts(text: str, words: str, workdir: Path) -> None:

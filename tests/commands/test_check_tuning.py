@@ -171,7 +171,8 @@ def test_several_ids_in_one_comment(tmp_path: Path) -> None:
 
 
 def test_an_unused_suppression_is_reported(tmp_path: Path) -> None:
-    text = f"# sysctl-advisor: ignore[check.tw-recycle-enabled] {REASON}\nnet.core.somaxconn = 1\n"
+    text = f"# sysctl-advisor: ignore[check.tw-recycle-enabled] {REASON}\n"
+    text += "net.core.somaxconn = 4096\n"
     code, found, _ = _check(tmp_path, text)
     (unused,) = [f for f in found if f["id"] == "check.unused-suppression"]
     assert unused["line"] == 1 and unused["severity"] == "warning"

@@ -185,3 +185,48 @@ def test_two_pools_of_one_profile_cannot_share_a_daemonset(workdir: Path) -> Non
     assert code == 2 and "pool_a and pool_b" in err and "DaemonSets" in err, err
     code, err = fleet(*args, "--node-pools", "pool_*", "--node-format", "talos")
     assert code == 0, err
+
+
+def test_the_pool_file_is_built_from_the_plans_the_summary_compared(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each host's facts are read once: the representative's facts file, changed on disk
+    after it was read (a host re-gathering its facts during the run, here after a kernel
+    upgrade that makes the buffer maxima per namespace), does not reach the pool's file. A
+    second read used to give the pool a node plan no host's own plan had, while the summary
+    said no host differed."""
+    from sysctl_advisor.commands import fleet as fleet_command
+
+    args = fleet_tree(workdir, {"pool_dtn": ["dtn-02", "dtn-03"], "pool_web": ["web-01"]})
+    tree = workdir / "tree"
+    reads: list[str] = []
+    load = fleet_command.load_ansible_facts
+
+    def read_then_change(path: Path) -> object:
+        facts = load(path)
+        reads.append(path.name)
+        if path.name == "dtn-02":  # the representative
+            data = json.loads(path.read_text())
+            inner = data.get("ansible_facts", data)
+            inner["ansible_kernel"] = "6.18.0"
+            path.write_text(json.dumps(data))
+        return facts
+
+    monkeypatch.setattr(fleet_command, "load_ansible_facts", read_then_change)
+    code, err = fleet(*args, "--node-pools", "pool_*", "-j", "1")
+    assert code == 0, err
+    assert sorted(reads) == sorted(p.name for p in tree.iterdir())  # once each
+    out = workdir / "out"
+    summary = json.loads((out / "summary.json").read_text())
+    dtn = next(p for p in summary["node_pools"] if p["pool"] == "pool_dtn")
+    assert (dtn["representative"], dtn["differing"]) == ("dtn-02", [])
+
+    def settings(text: str) -> dict[str, str]:
+        lines = (line.split(" = ", 1) for line in text.splitlines() if " = " in line)
+        return {k.strip(): v for k, v in lines if not k.startswith("#")}
+
+    own = settings((out / "host_files" / "dtn-02.conf").read_text())
+    documents = yaml.safe_load_all((out / "node_pools" / "pool_dtn.yaml").read_text())
+    pool = settings(next(d for d in documents if d)["data"]["90-sysctl-advisor.conf"])
+    assert "net.core.rmem_max" in pool
+    assert {k: own.get(k) for k in pool} == pool

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import yaml
 from typer.testing import CliRunner
 
 from sysctl_advisor.cli import app
@@ -92,3 +93,46 @@ def test_fleet_undo_writes_an_undo_file_beside_each_plan(tmp_path: Path) -> None
     code, _, err = run(*args)
     assert code == 1, err
     assert not (out / "host_undo").exists()
+
+
+def test_an_undo_from_facts_that_report_a_starved_host_names_what_it_will_not_restore(
+    tmp_path: Path,
+) -> None:
+    """A facts file (hostile, or from a broken host) reporting fs.file-max = 1 and
+    fs.nr_open = 64 in force: root applying the undo would starve the host. No format writes
+    them back, and each says which keys it leaves and why."""
+    data = yaml.safe_load((EXAMPLES / "c1m-server.yaml").read_text())
+    data["sysctl"] |= {"fs.file-max": "1", "fs.nr_open": "64"}
+    facts = tmp_path / "starved.yaml"
+    facts.write_text(yaml.safe_dump(data))
+    base = ["recommend", "--facts", str(facts), "-p", "c1m-server", "--undo"]
+    for fmt in ("conf", "tuned", "ansible"):
+        for detail in ("normal", "none"):
+            code, out, err = run(*base, "-f", fmt, "--detail", detail)
+            assert code == 0, err
+            settings = rendered_settings(fmt, out)
+            assert settings and not {"fs.file-max", "fs.nr_open"} & set(settings), (fmt, detail)
+            said = " ".join(" ".join(line.lstrip("# ") for line in out.splitlines()).split())
+            assert "Not restored: fs.file-max = 1, in force" in said, (fmt, detail)
+            assert "Not restored: fs.nr_open = 64, in force" in said, (fmt, detail)
+    code, out, err = run(*base, "-f", "json")
+    assert code == 0, err
+    document = json.loads(out)
+    assert not {"fs.file-max", "fs.nr_open"} & {s["key"] for s in document["settings"]}
+    assert {("undo.below-floor", "fs.file-max"), ("undo.below-floor", "fs.nr_open")} <= {
+        (f["id"], f["key"]) for f in document["findings"]
+    }
+    code, out, err = run(*base, "-f", "talos")
+    assert code == 0, err
+    assert "Not restored: fs.file-max = 1" in " ".join(out.split())
+    code, out, err = run("diff", "--facts", str(facts), "-p", "c1m-server", "--undo", "-f", "json")
+    report = json.loads(out)
+    assert "fs.file-max" not in {e["key"] for e in report["entries"]}
+    assert ("undo.below-floor", "fs.file-max") in {(f["id"], f["key"]) for f in report["findings"]}
+    # and check of such an undo file, as one that restored them would read, says so
+    undo = tmp_path / "undo.conf"
+    undo.write_text("fs.file-max = 1\nfs.nr_open = 64\n")
+    code, out, err = run("check", str(undo), "-f", "json")
+    assert code == 1, err
+    found = {f["key"] for f in json.loads(out)["findings"] if f["id"] == "check.below-floor"}
+    assert found == {"fs.file-max", "fs.nr_open"}

@@ -465,6 +465,41 @@ def test_the_known_list_names_no_modelled_key_and_a_star_is_one_field(kb: Knowle
         validate(CatalogFile, data)
 
 
+def test_a_capacity_set_below_its_floor_is_reported(tmp_path: Path) -> None:
+    """What a forged undo file (or a hand edit) sets: values the kernel takes that break the
+    host. Each is an error naming the key, the floor and why."""
+    conf = tmp_path / "undo.conf"
+    conf.write_text("fs.file-max = 1\nnet.core.somaxconn = 0\nnet.core.rmem_max = 1\n")
+    result = runner.invoke(app, ["check", str(conf), "-f", "json"])
+    assert result.exit_code == 1, result.stderr
+    found = [f for f in json.loads(result.stdout)["findings"] if f["id"] == "check.below-floor"]
+    assert {(f["key"], f["line"], f["severity"]) for f in found} == {
+        ("fs.file-max", 1, "error"),
+        ("net.core.somaxconn", 2, "error"),
+    }
+    by_key = {f["key"]: f["message"] for f in found}
+    assert "8192" in by_key["fs.file-max"] and "128" in by_key["net.core.somaxconn"]
+    text = runner.invoke(app, ["check", str(conf)])
+    assert text.exit_code == 1 and text.stdout.count("(check.below-floor)") == 2
+
+
+@pytest.mark.parametrize(
+    "key", sorted(k for k, spec in KnowledgeBase.load().catalog.keys.items() if spec.floor)
+)
+def test_every_floor_is_reported_below_and_quiet_at_it(kb: KnowledgeBase, key: str) -> None:
+    spec = kb.catalog.keys[key]
+    assert spec.floor is not None
+    checker = Checker(kb, kb.check_rules, CheckContext(kernel=KernelVersion.parse("6.18.0")))
+    rule = kb.check_rules["check.below-floor"]
+
+    def fires(value: int) -> bool:
+        ctx = kb.compiler.context(checker._scope(key, str(value), False))
+        return rule.when is not None and bool(rule.when.run(ctx))
+
+    assert fires(spec.floor.value - 1) and fires(max(spec.min, 0))
+    assert not fires(spec.floor.value) and not fires(spec.floor.value * 2)
+
+
 # --- a file of many findings: the first MAX_LISTED of a rule listed, the rest counted --------
 
 

@@ -197,3 +197,18 @@ def test_readers_see_what_a_reader_that_ran_again_moved(tmp_path: Path) -> None:
     messages = {f.id: f.message for f in plan.findings}
     assert messages["site.quote"] == "set: 8192"
     assert messages["site.say"] == "says: 8192"
+
+
+def test_a_plan_never_writes_a_capacity_below_its_floor(kb: KnowledgeBase) -> None:
+    """A want below the floor over a value in force below it (a broken host) would have the
+    plan write a listen backlog of 1: the plan writes the floor, and says why."""
+    host = {
+        "kernel": "6.1.0",
+        "memory": {"total": "8 GiB"},
+        "sysctl": {"net.core.somaxconn": "0"},
+    }
+    plan = build_plan(kb, facts_from_data(host), "frontend-proxy", {"listen_backlog": "1"})
+    somaxconn = next(s for s in plan.settings if s.key == "net.core.somaxconn")
+    floor = kb.catalog.keys["net.core.somaxconn"].floor
+    assert floor is not None and somaxconn.values == [floor.value]
+    assert f"Raised to {floor.value}, the floor of this capacity" in somaxconn.rationale

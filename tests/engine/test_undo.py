@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sysctl_advisor.engine.plan_builder import build_plan
-from sysctl_advisor.engine.undo import UNDO_FINDING, undo_diff, undo_plan
+from sysctl_advisor.engine.undo import BELOW_FLOOR_FINDING, UNDO_FINDING, undo_diff, undo_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.host_facts import HostFacts, facts_from_data
 from sysctl_advisor.model.plan import Plan
 from sysctl_advisor.outputs.plan_render import Renderer, rendered_settings
 from tests.conftest import EXAMPLES, load_facts
+from tests.test_properties import hosts, profile_and_params
 
 AT = "2026-11-20T21:00:00Z"  # the haproxy example's snapshot
 
@@ -130,3 +139,95 @@ def test_the_undo_diff_says_what_goes_back_from_what(kb: KnowledgeBase) -> None:
     assert (recycle.current, recycle.recommended, recycle.status) == ("0", "1", "change")
     assert {e.status for e in report.entries} == {"ok", "change"}
     assert report.drift == sum(1 for e in report.entries if e.status == "change")
+
+
+def _with_in_force(host: str, values: dict[str, str]) -> HostFacts:
+    """An example host whose facts report these values in force (built here, as a facts file
+    that lies, or a broken host, would)."""
+    data = yaml.safe_load((EXAMPLES / f"{host}.yaml").read_text())
+    data["sysctl"] = {**data.get("sysctl", {}), **values}
+    return facts_from_data(data)
+
+
+def test_a_capacity_in_force_below_its_floor_is_not_restored_and_the_undo_says_so(
+    kb: KnowledgeBase,
+) -> None:
+    facts = _with_in_force("c1m-server", {"fs.file-max": "1", "net.core.somaxconn": "0"})
+    plan = build_plan(kb, facts, "c1m-server")
+    planned = {s.key: s for s in plan.settings}
+    assert planned["fs.file-max"].current == "1" and planned["net.core.somaxconn"].current == "0"
+    undo = undo_plan(plan, kb.catalog, AT)
+    assert not {"fs.file-max", "net.core.somaxconn"} & {s.key for s in undo.settings}
+    named = {f.key: f for f in undo.findings if f.id == BELOW_FLOOR_FINDING}
+    assert set(named) == {"fs.file-max", "net.core.somaxconn"}
+    file_max = named["fs.file-max"]
+    assert file_max.severity == "warning"
+    assert "fs.file-max = 1" in file_max.message and "floor 8192" in file_max.message
+    assert f"the plan's {planned['fs.file-max'].value} stays" in file_max.message
+    renderer = Renderer(kb.catalog)
+    for fmt in ("conf", "tuned", "ansible", "json"):
+        for detail in ("normal", "brief", "none"):
+            text = renderer.render(undo, fmt, "test --undo", detail=detail, undo=True)
+            if fmt == "json":
+                document = json.loads(text)
+                written = {s["key"]: s["value"] for s in document["settings"]}
+                found = {(f["id"], f["key"]) for f in document["findings"]}
+                assert (BELOW_FLOOR_FINDING, "fs.file-max") in found
+            else:
+                written = rendered_settings(fmt, text)
+            assert written is not None and "fs.file-max" not in written, (fmt, detail)
+            assert written  # the other keys are restored
+            if fmt != "json":  # a comment names the key, its value and the floor, at every detail
+                said = " ".join(line.lstrip("# ") for line in text.splitlines())
+                said = " ".join(said.split())
+                assert "Not restored: fs.file-max = 1, in force" in said, (fmt, detail)
+                assert "below its floor 8192" in said, (fmt, detail)
+    # diff --undo: the key is a finding, not a row that puts 1 back
+    report = undo_diff(plan, undo, "facts x.yaml")
+    assert "fs.file-max" not in {e.key for e in report.entries}
+    assert ("fs.file-max", BELOW_FLOOR_FINDING) in {(f.key, f.id) for f in report.findings}
+
+
+FLOORED = sorted(k for k, spec in KnowledgeBase.load().catalog.keys.items() if spec.floor)
+
+
+@pytest.mark.parametrize("key", FLOORED)
+def test_a_capacity_is_restored_down_to_its_floor_and_never_below(
+    kb: KnowledgeBase, key: str
+) -> None:
+    floor = kb.catalog.keys[key].floor
+    assert floor is not None
+    plan = _plan(kb)
+    for before, restored in [
+        (str(floor.value), True),
+        (str(floor.value - 1), False),
+        (f"{floor.value - 1} {floor.value * 4}", False),  # the kernel stores the first number
+        ("0", False),
+    ]:
+        setting = dataclasses.replace(
+            plan.settings[0], key=key, value=str(floor.value * 2), current=before
+        )
+        undo = undo_plan(dataclasses.replace(plan, settings=[setting]), kb.catalog)
+        assert ([s.value for s in undo.settings] == [before]) is restored, (key, before)
+        assert ([f.key for f in undo.findings] == [key]) is not restored, (key, before)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(host=hosts, pp=profile_and_params, file_max=st.integers(0, 20000))
+def test_no_undo_restores_a_capacity_below_its_floor(
+    kb: KnowledgeBase, host: dict[str, Any], pp: tuple[str, dict[str, Any]], file_max: int
+) -> None:
+    profile, params = pp
+    host = {**host, "sysctl": {**host.get("sysctl", {}), "fs.file-max": str(file_max)}}
+    plan = build_plan(kb, facts_from_data(host), profile, {k: str(v) for k, v in params.items()})
+    undo = undo_plan(plan, kb.catalog)
+    for s in undo.settings:
+        floor = kb.catalog.keys[s.key].floor
+        assert floor is None or s.values[0] >= floor.value, (s.key, s.value)
+    named = {f.key for f in undo.findings if f.id == BELOW_FLOOR_FINDING}
+    for s in plan.settings:
+        floor = kb.catalog.keys[s.key].floor
+        below = floor is not None and s.current is not None and int(s.current) < floor.value
+        assert (s.key in named) is (below and s.current != s.value), s.key

@@ -11,6 +11,7 @@ import json
 import os
 import pty
 import re
+from html import unescape as html_unescape
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_to_bytes, urlsplit
@@ -225,6 +226,38 @@ def test_sarif_rules_help_and_properties(monkeypatch: pytest.MonkeyPatch) -> Non
     relative = assert_valid_sarif(_check(ANNOTATED, "-f", "sarif"))
     driver = relative["runs"][0]["tool"]["driver"]
     assert "informationUri" not in driver and all("helpUri" not in r for r in driver["rules"])
+
+
+def test_sarif_help_shows_a_rules_dir_rationale_as_text(tmp_path: Path) -> None:
+    """Code scanning renders a rule's help.markdown: a colleague's rules directory whose
+    rationale holds an image, a javascript: link, HTML or a comment gets none of them live."""
+    import cmarkgfm  # type: ignore[import-untyped]
+
+    rationale = (
+        "![pixel](https://tracker.example/p.png?who=ci) see [the fix](javascript:alert(1)) "
+        "<img src=x onerror=alert(1)> <a href='https://evil.example'>docs</a> "
+        "https://evil.example/auto www.evil.example *bold* <!-- the rest is hidden"
+    )
+    rules = tmp_path / "site-rules" / "check"
+    rules.mkdir(parents=True)
+    (rules / "floor.yaml").write_text(
+        "id: check.site-floor\nseverity: warning\ntitle: somaxconn below the floor\n"
+        "keys: [net.core.somaxconn]\nwhen: numbers is not none and numbers[0] < 4096\n"
+        "message: below the floor\nrationale: " + json.dumps(rationale) + "\n"
+        'references: ["linux-6-18-doc-ip-sysctl: somaxconn"]\n'
+        'examples: {fires: "net.core.somaxconn = 128\\n", quiet: "net.core.somaxconn = 4096\\n"}\n'
+    )
+    conf = tmp_path / "90-site.conf"
+    conf.write_text("net.core.somaxconn = 128\n")
+    out = _check(conf, "--rules-dir", rules.parent, "-f", "sarif")
+    driver = assert_valid_sarif(out)["runs"][0]["tool"]["driver"]
+    (rule,) = [r for r in driver["rules"] if r["id"] == "check.site-floor"]
+    assert rule["help"]["text"] == rationale
+    html = cmarkgfm.github_flavored_markdown_to_html(rule["help"]["markdown"])
+    assert "<img" not in html and "<!--" not in html and "<em>" not in html
+    assert html.count("<a ") == 1 and "Rule documentation</a>" in html  # only our own link
+    words = re.sub(r"<[^>]+>", "", html.split("</p>")[0])
+    assert html_unescape(words) == rationale  # the reader sees the rationale as written
 
 
 def test_project_url_gives_versioned_links(monkeypatch: pytest.MonkeyPatch) -> None:

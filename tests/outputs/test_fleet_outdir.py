@@ -104,7 +104,12 @@ def test_concurrent_runs_are_serialized(workdir: Path) -> None:
     out = workdir / "out"
     first = _fleet_process(tree, out, "base")
     try:
-        time.sleep(0.8)
+        # the first run holds the lock once its staging directory is there (on a busy
+        # machine that can take more than a second)
+        deadline = time.monotonic() + 60
+        while not list(workdir.glob(".out.staging-*")) and first.poll() is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
         code, err = fleet("--ansible-facts", TREE, "-p", "base", "--out", out)
         if first.poll() is None:  # still running: the second run must have been refused
             assert code == 2 and "another fleet run" in err
@@ -174,7 +179,7 @@ def test_the_output_directory_keeps_its_mode_and_group(workdir: Path) -> None:
 def test_a_doctored_marker_deletes_nothing_outside(workdir: Path) -> None:
     """The marker is in a directory others may write: a listed `../victim` or a listed file
     under a directory that has become a link must not delete anything outside OUTDIR."""
-    from sysctl_advisor.outputs.fleet_outdir import MARKER, MARKER_HEADER, _remove_run
+    from sysctl_advisor.outputs.fleet_outdir import MARKER, MARKER_HEADER, OutDir
 
     victim = workdir / "victim"
     victim.write_text("keep me\n")
@@ -184,14 +189,15 @@ def test_a_doctored_marker_deletes_nothing_outside(workdir: Path) -> None:
     previous = workdir / "previous"
     previous.mkdir()
     (previous / "host_files").symlink_to(elsewhere)
-    (previous / "mine.conf").write_text("x\n")
+    (previous / "playbook.yml").write_text("x\n")
     (previous / MARKER).write_text(
-        MARKER_HEADER + "../victim\nhost_files/a.conf\n/etc/hostname\nmine.conf\n"
+        MARKER_HEADER + "../victim\nhost_files/a.conf\n/etc/hostname\nplaybook.yml\n"
     )
-    kept = _remove_run(previous)
+    with OutDir(workdir / "out") as out:
+        kept = out._remove_run(previous.name)
     assert victim.read_text() == "keep me\n"
     assert (elsewhere / "a.conf").read_text() == "keep me too\n"
-    assert not (previous / "mine.conf").exists()
+    assert not (previous / "playbook.yml").exists()
     assert kept == previous  # the link was not the advisor's: the directory stays
 
 
@@ -200,20 +206,22 @@ def test_a_file_that_appears_during_publishing_is_kept(
 ) -> None:
     """Between the last check and the swap a user adds a file: the previous run is kept, with
     it, and the run says where."""
-    from sysctl_advisor.outputs import fleet_outdir
+    from sysctl_advisor.outputs.fleet_outdir import OutDir
 
     out = workdir / "out"
     assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
-    staging = fleet_outdir.staging_directory(out)
-    (staging / "playbook.yml").write_text("- hosts: all\n")
-    real_check = fleet_outdir.check_outdir
+    real_check = OutDir.check
 
-    def check_then_race(path: Path) -> None:
-        real_check(path)
-        (path / "late.txt").write_text("mine\n")
+    def check_then_race(self: OutDir) -> None:
+        real_check(self)
+        (out / "late.txt").write_text("mine\n")
 
-    monkeypatch.setattr(fleet_outdir, "check_outdir", check_then_race)
-    kept = fleet_outdir.publish(staging, out, ["playbook.yml"])
+    with OutDir(out) as outdir:
+        staging = outdir.staging()
+        staging.write("playbook.yml", "- hosts: all\n")
+        monkeypatch.setattr(OutDir, "check", check_then_race)
+        kept = outdir.publish(staging, ["playbook.yml"])
+        outdir.discard(staging)
     assert kept is not None and (kept / "late.txt").read_text() == "mine\n"
     assert (out / "playbook.yml").read_text() == "- hosts: all\n"
 
@@ -282,3 +290,56 @@ def test_a_run_killed_while_publishing_is_cleaned_by_the_next(workdir: Path) -> 
     assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
     assert not unpublished.exists()
     assert sorted(p.name for p in swapped_out.iterdir()) == ["added-meanwhile.txt"]
+
+
+@pytest.mark.parametrize("root", ["/", "/tmp/.."])
+def test_the_root_is_refused_at_once(root: str) -> None:
+    """`--out /` walked the whole filesystem before refusing it."""
+    code, err = fleet("--ansible-facts", TREE, "-p", "base", "--out", root)
+    assert code == 2 and "--out" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_full_directory_is_refused_from_its_top_level(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory that is not empty and has no marker is refused without looking below its
+    top level; a previous run is read only where its marker says it wrote."""
+    from sysctl_advisor.outputs.fleet_outdir import OutDir
+
+    full = workdir / "full"
+    for i in range(50):
+        (full / f"d{i}" / "deeper").mkdir(parents=True)
+    listed: list[object] = []
+    real_listdir = os.listdir
+
+    def counting(path: object = ".") -> list[str]:
+        listed.append(path)
+        return real_listdir(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "listdir", counting)
+    with OutDir(full) as out, pytest.raises(Exception, match="not a previous fleet output"):
+        out.check()
+    assert len(listed) == 1
+    monkeypatch.undo()
+
+    previous = workdir / "out"
+    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", previous)[0] == 0
+    (previous / "host_files" / "nested" / "deeper").mkdir(parents=True)
+    listed.clear()
+    monkeypatch.setattr(os, "listdir", counting)
+    with OutDir(previous) as out, pytest.raises(Exception, match="host_files/nested/"):
+        out.check()
+    assert len(listed) == 4  # the top (empty? then what), host_files, host_vars: not nested
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to plant a file as nobody")
+def test_a_lock_file_someone_else_planted_is_refused(workdir: Path) -> None:
+    """In a sticky directory another user can create the lock file's name first: it is not
+    taken as a lock (they could hold it, or it could be a link)."""
+    os.chmod(workdir, 0o1777)
+    lock = workdir / ".out.sysctl-advisor.lock"
+    lock.write_text("")
+    os.chown(lock, 65534, 65534)
+    code, err = fleet("--ansible-facts", TREE, "-p", "base", "--out", workdir / "out")
+    assert code == 2 and "not a lock file of yours" in err
+    assert not (workdir / "out").exists()

@@ -172,7 +172,11 @@ def test_hostile_fleet_summary_is_schema_valid(workdir: Path) -> None:
     ]  # fmt: skip
     staging = workdir / "staging"
     staging.mkdir()
-    fleet_summary.SummaryWriter(Path(text), None, None)(staging, iter(outcomes))
+    from sysctl_advisor.model.directories import Directory
+
+    directory = Directory.at(staging)
+    fleet_summary.SummaryWriter(Path(text), None, None)(directory, iter(outcomes))
+    directory.close()
     summary = json.loads((staging / "summary.json").read_text())
     validate("fleet-summary", summary)
     assert summary["skipped"] == [{"host": text, "facts_file": text, "reason": text}]

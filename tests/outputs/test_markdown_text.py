@@ -26,6 +26,7 @@ from sysctl_advisor.engine.diff import DiffEntry, DiffReport
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.current_config import Problem
+from sysctl_advisor.model.directories import Directory
 from sysctl_advisor.model.plan import Companion, Finding, Plan, Unchanged
 from sysctl_advisor.model.text_escape import one_line
 from sysctl_advisor.outputs.diff_report import render_diff
@@ -246,7 +247,9 @@ def test_diff_markdown_cells_are_the_values(kb: KnowledgeBase, value: str) -> No
 def _summary(workdir: Path, outcomes: list[HostOutcome], facts: str = "facts") -> tuple[str, dict]:  # type: ignore[type-arg]
     staging = workdir / "staging"
     staging.mkdir()
-    SummaryWriter(Path(facts), None, "base")(staging, iter(outcomes))
+    directory = Directory.at(staging)
+    SummaryWriter(Path(facts), None, "base")(directory, iter(outcomes))
+    directory.close()
     return (staging / "summary.md").read_text(), json.loads((staging / "summary.json").read_text())
 
 

@@ -177,9 +177,15 @@ def test_fleet_summaries_hold_one_row_per_host(data: st.DataObject, workdir: Pat
     import tempfile
 
     staging = Path(tempfile.mkdtemp(dir=workdir))
-    written = SummaryWriter(Path(data.draw(HOSTILE) or "facts"), None, "base")(
-        staging, iter(outcomes)
-    )
+    from sysctl_advisor.model.directories import Directory
+
+    directory = Directory.at(staging)
+    try:
+        written = SummaryWriter(Path(data.draw(HOSTILE) or "facts"), None, "base")(
+            directory, iter(outcomes)
+        )
+    finally:
+        directory.close()
     assert written == 1
     json.loads((staging / "summary.json").read_text())
     markdown = (staging / "summary.md").read_text()

@@ -171,3 +171,77 @@ def test_a_facts_file_with_a_figure_out_of_bounds_is_refused(
     assert result.exit_code == 2, result.output
     assert field in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1, result.output
+
+
+REFUSAL = ": outside the facts file's directory; not read"
+FS_CALLS = ("open", "stat", "lstat", "readlink", "scandir", "listdir", "access")
+
+
+def _outside_names(workdir: Path) -> tuple[Path, list[str]]:
+    """Names a hostile facts file gives for a service's config, each outside its directory:
+    an existing file, a missing one, a directory, absolute or climbing up with `..`."""
+    outside = workdir / "outside"
+    outside.mkdir()
+    (outside / "secret.conf").write_text(f"tcp-backlog 4096\n# {SECRET}\n")
+    (outside / "a-directory").mkdir()
+    names = ["/etc/shadow", "/", ".", "..", "sub/../..", "../facts/../outside/secret.conf"]
+    for target in ("secret.conf", "missing.conf", "a-directory"):
+        names += [str(outside / target), f"../outside/{target}", f"sub/../../outside/{target}"]
+    return outside, names
+
+
+@pytest.mark.parametrize("service", ["redis", "valkey", "postgresql", "nginx"])
+def test_a_config_named_outside_the_facts_directory_is_refused_unlooked_at(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, service: str
+) -> None:
+    """An absolute name, or one whose `..` leaves the facts file's directory, is refused on
+    its text: nothing there is opened or looked at, and the refusal is the same words whether
+    the file exists, is missing or is a directory (no oracle for the facts file's author)."""
+    outside, names = _outside_names(workdir)
+    facts_dir = workdir / "facts"
+    facts_dir.mkdir()
+    touched: list[str] = []
+    for call in FS_CALLS:
+        real = getattr(os, call)
+
+        def spy(path: object = ".", *args: object, _real: object = real, **kw: object) -> object:
+            shown = os.fsdecode(path) if isinstance(path, str | bytes | os.PathLike) else ""
+            if shown.startswith((str(outside), "/etc/shadow")) or shown in ("/", str(workdir)):
+                touched.append(shown)
+            return _real(path, *args, **kw)  # type: ignore[operator]
+
+        monkeypatch.setattr(os, call, spy)
+    for name in names:
+        facts = _facts(facts_dir, {service: {"config": name}})
+        loaded = facts_from_text(facts, facts.read_text())
+        error = with_service_configs(loaded, facts.parent).services[service].config_error
+        assert touched == [], name
+        assert error == f"{name}{REFUSAL}", (name, error)
+
+
+@pytest.mark.parametrize("service", ["redis", "postgresql", "nginx"])
+def test_a_link_out_of_the_facts_directory_gets_the_same_refusal(
+    workdir: Path, service: str
+) -> None:
+    """A name beneath the directory that a link there leads outside of: refused with the same
+    words, whatever lies outside (a file, nothing, a directory)."""
+    outside, _ = _outside_names(workdir)
+    facts_dir = workdir / "facts"
+    facts_dir.mkdir()
+    (facts_dir / "out").symlink_to(outside)
+    for target in ("secret.conf", "missing.conf", "a-directory"):
+        (facts_dir / f"{target}.link").symlink_to(outside / target)
+        for name in (f"{target}.link", f"out/{target}"):
+            facts = _load(_facts(facts_dir, {service: {"config": name}}))
+            error = facts.services[service].config_error
+            assert error == f"{name}{REFUSAL}", (name, error)
+            assert SECRET not in str(facts)
+
+
+def test_a_name_that_stays_beneath_the_directory_is_read(workdir: Path) -> None:
+    (workdir / "conf").mkdir()
+    (workdir / "conf" / "redis.conf").write_text("tcp-backlog 1024\n")
+    for name in ("conf/redis.conf", "./conf//redis.conf", "other/../conf/redis.conf"):
+        facts = _load(_facts(workdir, {"redis": {"config": name}}))
+        assert facts.services["redis"].listen_backlog == 1024, name
+        assert facts.services["redis"].config_error is None

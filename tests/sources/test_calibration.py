@@ -17,6 +17,7 @@ from sysctl_advisor.model.host_facts import Calibration
 from sysctl_advisor.outputs.calibration_report import write_calibration
 from sysctl_advisor.sources import calibration as calibration_module
 from sysctl_advisor.sources.calibration import summarise
+from sysctl_advisor.sources.system_tools import system_env
 from tests.conftest import EXAMPLES, load_facts
 from tests.namespaces import host_sysctls, needs_netns, processes_with
 
@@ -98,7 +99,7 @@ def test_refuses_with_one_line(
     if "geteuid" in patch:
         monkeypatch.setattr(calibration_module.os, "geteuid", lambda: patch["geteuid"])
     if "which" in patch:
-        monkeypatch.setattr(calibration_module.shutil, "which", lambda name, path=None: None)
+        monkeypatch.setattr(calibration_module, "system_program", lambda name: None)
     monkeypatch.setattr(calibration_module.sys, "platform", "linux")
     result = CliRunner().invoke(app, ["calibrate"])
     assert result.exit_code == 2
@@ -185,5 +186,5 @@ def test_probe_runs_isolated_with_system_tools(monkeypatch: pytest.MonkeyPatch) 
     command, kwargs = seen["command"], seen["kwargs"]
     assert command[0].startswith(("/usr/", "/bin/", "/sbin/")) and "unshare" in command[0]
     assert command[command.index(calibration_module.sys.executable) + 1] == "-I"
-    assert kwargs["env"]["PATH"] == calibration_module.SYSTEM_PATH
+    assert kwargs["env"] == system_env()
     assert "PYTHONPATH" not in kwargs["env"] and kwargs["cwd"] == "/"
