@@ -62,10 +62,13 @@ class Era(Record):
 
 @model
 class Bounds(Record):
-    """A narrower range the kernel's handler accepts on some kernels or word sizes (its
-    extra1/extra2 there): a write outside it fails with EINVAL. The first entry whose
-    `kernels` holds the target kernel (an unknown one taken as the newest verified) and whose
-    `bits` its word size (unknown: 64) applies; a bound it leaves out stays the key's own."""
+    """The range the kernel's handler accepts on some kernels or word sizes (its extra1/extra2
+    there, or the type it stores): a write outside it is refused (EINVAL, unless `outside`
+    says what the handler does instead). The first entry whose `kernels` holds the target
+    kernel (an unknown one taken as the newest verified) and whose `bits` its word size
+    (unknown: 64) applies; a bound it leaves out stays the key's own. Where the handler takes
+    more than the key's min..max (the values the kernel gives a meaning of their own), `below`
+    and `above` say what the kernel does with a value it stores beyond them."""
 
     kernels: KernelRangeText = ""
     bits: Literal[32, 64] | None = None
@@ -74,7 +77,25 @@ class Bounds(Record):
     note: str | None = Field(
         default=None,
         max_length=400,
-        description="why the range is narrower there than the key's own, in a clause",
+        description="why the range is other there than the key's own, in a clause",
+    )
+    below: str | None = Field(
+        default=None,
+        max_length=400,
+        description="what the kernel does with a value it stores below the key's min, as a "
+        "clause that follows `the kernel stores it, and` (`check.stored-out-of-range`)",
+    )
+    above: str | None = Field(
+        default=None,
+        max_length=400,
+        description="what the kernel does with a value it stores above the key's max, as a "
+        "clause that follows `the kernel stores it, and`",
+    )
+    outside: str | None = Field(
+        default=None,
+        max_length=400,
+        description="what the handler does with a value outside this range where it is not "
+        "simply refused, as a sentence (`check.out-of-bounds` says so instead of EINVAL)",
     )
     references: list[str] = Field(min_length=1)
 
@@ -174,8 +195,10 @@ class CatalogKey(Record):
     )
     bounds: list[Bounds] = Field(
         default_factory=list,
-        description="where the kernel accepts less than min..max (an older kernel, a 32-bit "
-        "one): `check` holds a value to the range of the kernel it is given",
+        description="where the kernel's handler accepts other than min..max (an older "
+        "kernel, a 32-bit one, a handler that stores values the kernel gives no meaning of "
+        "their own): `check` holds a value to the range of the kernel it is given, and says "
+        "what the kernel does with one it stores beyond min..max",
     )
     netns_new_default: list[Era] = Field(
         default_factory=list,
@@ -190,10 +213,7 @@ class CatalogKey(Record):
         if self.min > self.max:
             raise ValueError("min is above max")
         for bound in self.bounds:
-            if (bound.min is not None and bound.min < self.min) or (
-                bound.max is not None and bound.max > self.max
-            ):
-                raise ValueError("bounds: an entry may only narrow min..max")
+            self._check_beyond(bound)
         if isinstance(self.merge, list) and len(self.merge) != self.length:
             raise ValueError(f"merge names {len(self.merge)} policies, length is {self.length}")
         if self.floor is not None and (
@@ -207,6 +227,24 @@ class CatalogKey(Record):
             raise ValueError(
                 "a text key (unit name or ports) has length 1 and merges by `one` or `union`; "
                 "number keys merge by max, min or choice"
+            )
+
+    def _check_beyond(self, bound: Bounds) -> None:
+        """A range wider than min..max says what the kernel does with what it stores beyond
+        them (below 0 or with no floor: the floor covers 0 up to it), and only then."""
+        low = self.min if bound.min is None else bound.min
+        high = self.max if bound.max is None else bound.max
+        below = low < self.min and (self.floor is None or low < 0)
+        if below != (bound.below is not None):
+            raise ValueError(
+                "bounds: `below` says what the kernel does with a value it stores below min "
+                "(one not below the floor's reach, 0 up): give it exactly where the range "
+                "reaches there"
+            )
+        if (high > self.max) != (bound.above is not None):
+            raise ValueError(
+                "bounds: `above` says what the kernel does with a value it stores above max: "
+                "give it exactly where the range reaches above max"
             )
 
     @property
@@ -279,6 +317,8 @@ class KnownKey(Record):
     def __post_init__(self) -> None:
         if any(b.min is None or b.max is None for b in self.bounds):
             raise ValueError("bounds: a key the catalog does not model gives min and max")
+        if any(b.below is not None or b.above is not None for b in self.bounds):
+            raise ValueError("bounds: a key the catalog does not model has no below or above")
 
 
 def _directory(text: str) -> str:
@@ -532,9 +572,11 @@ class Catalog:
         self, key: str, version: KernelVersion | None, bits: int | None
     ) -> dict[str, Any] | None:
         """The range the kernel accepts for the key on the target (`min`, `max`, the values
-        a line holds, `length`, and `note`, why it is narrower there, or None), or None when
-        the catalog does not know one. An unknown kernel is taken as the newest verified, an
-        unknown word size as 64 bits."""
+        a line holds, `length`; `note`, why it is other there; `below` and `above`, what the
+        kernel does with a value it stores beyond the key's own min..max; `outside`, what the
+        handler does with one beyond the range where it does not refuse it; each None where
+        not given), or None when the catalog does not know one. An unknown kernel is taken as
+        the newest verified, an unknown word size as 64 bits."""
         spec = self.keys.get(key)
         eras = self._bounds.get(key, [])
         if spec is None and not eras:
@@ -547,10 +589,21 @@ class Catalog:
                     "max": bound.max if bound.max is not None else spec.max if spec else None,
                     "length": spec.length if spec else 1,
                     "note": bound.note,
+                    "below": bound.below,
+                    "above": bound.above,
+                    "outside": bound.outside,
                 }
         if spec is None:
             return None
-        return {"min": spec.min, "max": spec.max, "length": spec.length, "note": None}
+        return {
+            "min": spec.min,
+            "max": spec.max,
+            "length": spec.length,
+            "note": None,
+            "below": None,
+            "above": None,
+            "outside": None,
+        }
 
     def kernel_keys(self, version: KernelVersion | None = None) -> list[str]:
         """The keys a kernel has, as far as the catalog knows: the modelled ones that exist on

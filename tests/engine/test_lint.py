@@ -188,7 +188,7 @@ def test_fields_are_separated_by_spaces_and_tabs_only(workdir: Path) -> None:
     found = {(f["line"], f["id"]) for f in findings}
     assert (1, "check.not-a-number") in found and (2, "check.not-a-number") in found
     assert not any(line == 3 for line, _ in found)
-    assert (4, "check.out-of-bounds") in found
+    assert (4, "check.stored-out-of-range") in found  # stored, and treated as 1
     assert "4096\x1f87380" in findings[0]["message"]  # the cause is shown, not hidden
     text = CliRunner().invoke(app, ["check", str(conf)]).stdout
     assert "4096\\x1f87380" in text and "\x1f" not in text  # escaped in text output
