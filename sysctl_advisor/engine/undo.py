@@ -34,11 +34,13 @@ from typing import NamedTuple
 from sysctl_advisor.engine.diff import DiffEntry, DiffReport
 from sysctl_advisor.knowledge.catalog import Catalog, Floor
 from sysctl_advisor.knowledge.values import human, numbers, parse_current, same_value
+from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.model.kernel_write import kernel_write
 from sysctl_advisor.model.plan import Finding, Plan, Setting
 
 UNDO_FINDING = "undo.not-restorable"
 BELOW_FLOOR_FINDING = "undo.below-floor"
+REFUSED_FINDING = "undo.refused-by-kernel"
 UNDO_RULE = "undo"
 # a diff of an undo: CURRENT is the plan's value, RECOMMENDED the value the undo restores
 UNDO_DIFF_KIND = "undo"
@@ -81,6 +83,10 @@ def undo_plan(plan: Plan, catalog: Catalog, read_at: str | None = None) -> Plan:
         parsed = parse_current(before.value, spec) if spec is not None else None
         if spec is not None and spec.floor is not None and _below(before.value, spec.floor.value):
             findings.append(_below_floor(s, before, spec.floor))
+            continue
+        refused = _refused(s.key, parsed, catalog, plan)
+        if refused is not None:
+            findings.append(_refused_finding(s, before, refused))
             continue
         if before.from_facts:
             where = f"the value in force in the facts{when}"
@@ -127,6 +133,46 @@ def _below(value: str, floor: int) -> bool:
     stores, as `sysctl -p` writes it: `1 2` stores 1)."""
     stored = kernel_write(value, 1).stored
     return bool(stored) and stored[0] < floor
+
+
+def _refused(key: str, parsed: object, catalog: Catalog, plan: Plan) -> str | None:
+    """Why the kernel the plan is for refuses the write of a value before the plan (one it
+    reads back but no write may set: `vm.dirty_bytes = 0` while the ratio is in force), None
+    when it takes it."""
+    if parsed is None:
+        return None
+    bounds = catalog.bounds(key, KernelVersion.parse(plan.host.kernel_modelled_as), plan.host.bits)
+    if bounds is None:
+        return None
+    values = numbers(parsed)  # type: ignore[arg-type]
+    low, high = bounds["min"], bounds["max"]
+    if any((low is not None and v < low) or (high is not None and v > high) for v in values):
+        why = bounds["note"] or f"outside {low}..{high}"
+        return f"{why}: {bounds['outside']}" if bounds["outside"] else why
+    return None
+
+
+def _refused_finding(s: Setting, before: Before, why: str) -> Finding:
+    where = "in force in the facts" if before.from_facts else "the modelled kernel default"
+    return Finding(
+        id=REFUSED_FINDING,
+        severity="warning",
+        key=s.key,
+        message=(
+            f"Not restored: {s.key} = {before.value}, {where}, is a value the kernel reads back "
+            f"but will not take from a write ({why.rstrip('.')}), so restoring it would fail or "
+            f"change nothing; the plan's {s.value} stays. {_catalog_summary_hint(s.key)}"
+        ),
+        rule=UNDO_RULE,
+    )
+
+
+def _catalog_summary_hint(key: str) -> str:
+    return (
+        f"Restore what was in force another way (for a key with a twin, such as "
+        f"vm.dirty_bytes and vm.dirty_ratio, write the twin's value before the plan), or read "
+        f"`sysctl -a` on the host before applying and add the lines by hand; {key} is left out."
+    )
 
 
 def _below_floor(s: Setting, before: Before, floor: Floor) -> Finding:

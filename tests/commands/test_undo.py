@@ -136,3 +136,26 @@ def test_an_undo_from_facts_that_report_a_starved_host_names_what_it_will_not_re
     assert code == 1, err
     found = {f["key"] for f in json.loads(out)["findings"] if f["id"] == "check.below-floor"}
     assert found == {"fs.file-max", "fs.nr_open"}
+
+
+def test_an_undo_never_writes_a_value_the_kernel_will_not_take(tmp_path: Path) -> None:
+    """`vm.dirty_bytes` reads 0 while the ratio is in force, but no write may set 0 (EINVAL
+    from 5.2, skipped before): the undo of a plan that sets the bytes wrote `= 0`, on which
+    `sysctl -p` failed. It now names each such key instead, and `check` of the undo is clean of
+    values the kernel refuses."""
+    facts = str(EXAMPLES / "dcache-32bit.yaml")
+    args = ["--facts", facts, "-p", "postgresql", "--set", "storage_write_mbps=200"]
+    code, plan, err = run("recommend", *args)
+    assert code == 0, err
+    assert "vm.dirty_bytes = " in plan  # the plan sets the bytes
+    code, out, err = run("recommend", *args, "--undo")
+    assert code == 0, err
+    settings = rendered_settings("conf", out)
+    assert settings is not None
+    assert "vm.dirty_bytes" not in settings and "vm.dirty_background_bytes" not in settings
+    assert "undo.refused-by-kernel (vm.dirty_bytes)" in out
+    undo = tmp_path / "undo.conf"
+    undo.write_text(out)
+    code, report, err = run("check", str(undo), "--facts", facts, "--format", "json")
+    ids = {f["id"] for f in json.loads(report)["findings"]}
+    assert not ids & {"check.out-of-bounds", "check.stored-out-of-range"}, ids
