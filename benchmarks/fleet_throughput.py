@@ -43,7 +43,11 @@ def host_document(i: int, rng: random.Random) -> dict[str, object]:
         "ansible_fqdn": f"host-{i:05d}.example.net",
         "ansible_kernel": kernel,
         "ansible_architecture": arch,
-        "ansible_memtotal_mb": rng.choice([2048, 4096, 8192, 16384, 65536, 262144]),
+        # a 32-bit x86 kernel addresses at most 64 GiB (PAE): such a host has less
+        "ansible_memtotal_mb": min(
+            rng.choice([2048, 4096, 8192, 16384, 65536, 262144]),
+            16384 if arch == "i386" else 262144,
+        ),
         "ansible_processor_vcpus": rng.choice([2, 4, 8, 16, 64]),
         "ansible_processor_nproc": 2,
         "ansible_interfaces": ["lo", "eth0", "eth1"],
