@@ -152,43 +152,44 @@ def _refused(key: str, parsed: object, catalog: Catalog, plan: Plan) -> str | No
     return None
 
 
-def _refused_finding(s: Setting, before: Before, why: str) -> Finding:
+def _not_restored(finding: str, s: Setting, before: Before, why: str, after: str) -> Finding:
+    """A warning that the undo leaves `s` at the plan's value: `why` the value before it is
+    not written back, `after` what to do instead."""
     where = "in force in the facts" if before.from_facts else "the modelled kernel default"
     return Finding(
-        id=REFUSED_FINDING,
+        id=finding,
         severity="warning",
         key=s.key,
         message=(
-            f"Not restored: {s.key} = {before.value}, {where}, is a value the kernel reads back "
-            f"but will not take from a write ({why.rstrip('.')}), so restoring it would fail or "
-            f"change nothing; the plan's {s.value} stays. {_catalog_summary_hint(s.key)}"
+            f"Not restored: {s.key} = {before.value}, {where}, {why}; the plan's {s.value} "
+            f"stays. {after}"
         ),
         rule=UNDO_RULE,
     )
 
 
-def _catalog_summary_hint(key: str) -> str:
-    return (
-        f"Restore what was in force another way (for a key with a twin, such as "
-        f"vm.dirty_bytes and vm.dirty_ratio, write the twin's value before the plan), or read "
-        f"`sysctl -a` on the host before applying and add the lines by hand; {key} is left out."
+def _refused_finding(s: Setting, before: Before, why: str) -> Finding:
+    return _not_restored(
+        REFUSED_FINDING,
+        s,
+        before,
+        f"is a value the kernel reads back but will not take from a write ({why.rstrip('.')}), "
+        "so restoring it would fail or change nothing",
+        "Restore what was in force another way (for a key with a twin, such as vm.dirty_bytes "
+        "and vm.dirty_ratio, write the twin's value before the plan), or read `sysctl -a` on "
+        f"the host before applying and add the lines by hand; {s.key} is left out.",
     )
 
 
 def _below_floor(s: Setting, before: Before, floor: Floor) -> Finding:
-    where = "in force in the facts" if before.from_facts else "the modelled kernel default"
-    return Finding(
-        id=BELOW_FLOOR_FINDING,
-        severity="warning",
-        key=s.key,
-        message=(
-            f"Not restored: {s.key} = {before.value}, {where}, is below its floor "
-            f"{floor.value}, and restoring it would {floor.breaks}; the plan's {s.value} "
-            f"stays. {floor.reason} A value in force this low is a broken host or a facts "
-            f"file that lies; if the host really ran with it, read it with `sysctl {s.key}` "
-            "and add the line to this file by hand."
-        ),
-        rule=UNDO_RULE,
+    return _not_restored(
+        BELOW_FLOOR_FINDING,
+        s,
+        before,
+        f"is below its floor {floor.value}, and restoring it would {floor.breaks}",
+        f"{floor.reason} A value in force this low is a broken host or a facts file that lies; "
+        f"if the host really ran with it, read it with `sysctl {s.key}` and add the line to "
+        "this file by hand.",
     )
 
 
