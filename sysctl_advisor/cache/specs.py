@@ -53,7 +53,7 @@ class SpecCache:
 
     def load(self, path: Path, model: type[M], what: str) -> M:
         """The file validated as `model`; `what` names the file's kind in errors."""
-        text = read_text(path)
+        text = read_text(path, limit=KNOWLEDGE_FILE.max_bytes)
         key = spec_key(model_kind(model), text)
         self._used.add(key)
         cached = self._cached(key, model)

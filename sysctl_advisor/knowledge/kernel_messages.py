@@ -127,7 +127,7 @@ def load_families(path: Path, spec: type[Any], what: str, specs: SpecCache | Non
         catalog = specs.load(path, spec, what)
         text: str | None = None
     else:
-        text = read_text(path)
+        text = read_text(path, limit=KNOWLEDGE_FILE.max_bytes)
         data = parse_document(text, path, KNOWLEDGE_FILE)
         if not isinstance(data, dict):
             raise InputError(f"{what} must be a mapping with `families`", path=path)
@@ -137,7 +137,7 @@ def load_families(path: Path, spec: type[Any], what: str, specs: SpecCache | Non
         if family.id in seen:
             where: list[int | str] = ["families", index, "id"]
             if text is None:
-                text = read_text(path)
+                text = read_text(path, limit=KNOWLEDGE_FILE.max_bytes)
             raise InputError(
                 f"duplicate message family id {family.id!r}",
                 path=path,

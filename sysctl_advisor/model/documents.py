@@ -47,7 +47,7 @@ class YamlBounds:
 
 # A facts file the collector writes is a few KB (a host with a thousand interfaces, some
 # 100 KB and 10,000 nodes), an `ansible -m setup` file 100-300 KB; a colleague's rule or
-# profile is one screen, the shipped catalogs at most 120 KB and 4,000 nodes; a profile map
+# profile is one screen, the shipped catalogs at most 140 KB and 4,000 nodes; a profile map
 # lists host patterns.
 FACTS_FILE = YamlBounds("a facts file", 4 * 1024 * 1024, 200_000)
 KNOWLEDGE_FILE = YamlBounds("a rules, profiles or catalog file", 1024 * 1024, 100_000)
@@ -165,9 +165,12 @@ def read_stream_bytes(stream: BinaryIO, name: str) -> bytes:
     return data
 
 
-def read_text(path: Path, allowed: Callable[[Path], bool] | None = None) -> str:
-    """A regular file's UTF-8 text, bounded (read_bytes, with `allowed` as there)."""
-    data = read_bytes(path, allowed)
+def read_text(
+    path: Path, allowed: Callable[[Path], bool] | None = None, limit: int | None = None
+) -> str:
+    """A regular file's UTF-8 text, bounded (read_bytes, with `allowed` and `limit` as
+    there: a knowledge file is held to its kind's size, never to SYSCTL_ADVISOR_MAX_INPUT)."""
+    data = read_bytes(path, allowed, limit=limit)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
