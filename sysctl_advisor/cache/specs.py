@@ -25,7 +25,12 @@ from sysctl_advisor.cache.files import (
     validating_code,
     versioned_name,
 )
-from sysctl_advisor.model.documents import KNOWLEDGE_FILE, parse_document, read_text
+from sysctl_advisor.model.documents import (
+    DEFAULT_MAX_INPUT,
+    KNOWLEDGE_FILE,
+    parse_document,
+    read_text,
+)
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.model_base import validate
 
@@ -53,7 +58,7 @@ class SpecCache:
 
     def load(self, path: Path, model: type[M], what: str) -> M:
         """The file validated as `model`; `what` names the file's kind in errors."""
-        text = read_text(path, limit=KNOWLEDGE_FILE.max_bytes)
+        text = read_text(path, limit=DEFAULT_MAX_INPUT)
         key = spec_key(model_kind(model), text)
         self._used.add(key)
         cached = self._cached(key, model)

@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from sysctl_advisor.cache.specs import SpecCache
-from sysctl_advisor.model.documents import KNOWLEDGE_FILE, line_of, parse_document, read_text
+from sysctl_advisor.model.documents import (
+    DEFAULT_MAX_INPUT,
+    KNOWLEDGE_FILE,
+    line_of,
+    parse_document,
+    read_text,
+)
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.model_base import After, Field, Record, model, validate
 from sysctl_advisor.model.text_escape import plain_line, refuse_control_characters
@@ -127,7 +133,7 @@ def load_families(path: Path, spec: type[Any], what: str, specs: SpecCache | Non
         catalog = specs.load(path, spec, what)
         text: str | None = None
     else:
-        text = read_text(path, limit=KNOWLEDGE_FILE.max_bytes)
+        text = read_text(path, limit=DEFAULT_MAX_INPUT)
         data = parse_document(text, path, KNOWLEDGE_FILE)
         if not isinstance(data, dict):
             raise InputError(f"{what} must be a mapping with `families`", path=path)
@@ -137,7 +143,7 @@ def load_families(path: Path, spec: type[Any], what: str, specs: SpecCache | Non
         if family.id in seen:
             where: list[int | str] = ["families", index, "id"]
             if text is None:
-                text = read_text(path, limit=KNOWLEDGE_FILE.max_bytes)
+                text = read_text(path, limit=DEFAULT_MAX_INPUT)
             raise InputError(
                 f"duplicate message family id {family.id!r}",
                 path=path,

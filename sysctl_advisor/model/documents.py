@@ -54,12 +54,16 @@ KNOWLEDGE_FILE = YamlBounds("a rules, profiles or catalog file", 1024 * 1024, 10
 PROFILE_MAP = YamlBounds("a profile map", 4 * 1024 * 1024, 200_000)
 
 
+DEFAULT_MAX_INPUT = 16 * 1024 * 1024  # bytes; what a knowledge file is read within, whatever
+# SYSCTL_ADVISOR_MAX_INPUT says (its kind's bounds then refuse it in words that name them)
+
+
 def max_input_bytes() -> int:
-    """SYSCTL_ADVISOR_MAX_INPUT (bytes), 16 MiB unless set."""
+    """SYSCTL_ADVISOR_MAX_INPUT (bytes), DEFAULT_MAX_INPUT unless set."""
     try:
-        return max(1024, int(os.environ.get("SYSCTL_ADVISOR_MAX_INPUT", 16 * 1024 * 1024)))
+        return max(1024, int(os.environ.get("SYSCTL_ADVISOR_MAX_INPUT", DEFAULT_MAX_INPUT)))
     except ValueError:
-        return 16 * 1024 * 1024
+        return DEFAULT_MAX_INPUT
 
 
 def open_regular_file(
