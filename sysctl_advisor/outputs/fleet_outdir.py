@@ -311,7 +311,7 @@ class OutDir:
                 with contextlib.suppress(OSError):
                     os.rmdir(name, dir_fd=self.parent)
             elif _listed(fd, strict=False) is not None:
-                self._remove_run(name)
+                self._remove_run(name, fd)
         finally:
             os.close(fd)
 
@@ -406,17 +406,20 @@ class OutDir:
             raise self._error(f"cannot publish: {exc.strerror}") from None
         return self._remove_run(previous)
 
-    def _remove_run(self, name: str) -> Path | None:
+    def _remove_run(self, name: str, top: int | None = None) -> Path | None:
         """Delete what the marker of the run at `name` lists, then the directories that held
         it: only what a run wrote, and never through a link (a listed `host_files/x` where
-        host_files has become a link to /etc deletes nothing). None when nothing else was
-        there; else the directory's path, left in place."""
-        try:
-            top = _open_below(self.parent, name)
-        except OSError:
-            return self._beside(name)
+        host_files has become a link to /etc deletes nothing). `top`: the run, already open
+        (it is not looked up again). None when nothing else was there; else the directory's
+        path, left in place."""
+        opened = top is None
         if top is None:
-            return None
+            try:
+                top = _open_below(self.parent, name)
+            except OSError:
+                return self._beside(name)
+            if top is None:
+                return None
         try:
             listed = _listed(top, strict=False) or set()
             for relative in [*sorted(listed), MARKER]:
@@ -424,7 +427,8 @@ class OutDir:
             for relative in sorted(_parents(listed), key=lambda d: -d.count("/")):
                 _unlink_below(top, Path(relative).parts, directory=True)
         finally:
-            os.close(top)
+            if opened:
+                os.close(top)
         try:
             os.rmdir(name, dir_fd=self.parent)
         except OSError:
