@@ -35,6 +35,18 @@ def _plain(path: str) -> bool:
     return path.startswith("/") and all(part not in ("", ".", "..") for part in parts[1:])
 
 
+def _specifier(program: str) -> str | None:
+    """The first % specifier in a core_pattern program, which the kernel fills in from the
+    crashing process (format_corename() in fs/coredump.c, Linux 6.12); `%%` is a plain `%`
+    there, not one."""
+    at = 0
+    while (at := program.find("%", at)) >= 0:
+        if program[at + 1 : at + 2] != "%":
+            return program[at : at + 2]
+        at += 2
+    return None
+
+
 Directory = Annotated[str, After(_program_directory)]
 ProgramPath = Annotated[str, After(_program_path)]
 
@@ -144,8 +156,9 @@ class Helpers:
 
     def _problem(self, entry: HelperKey, program: str) -> tuple[str | None, str]:
         """Why root would run a program someone else chose: (code, the part that says so)."""
-        if entry.command == "pipe" and "%" in program:
-            return "specifier", program[program.index("%") :][:2]
+        specifier = _specifier(program) if entry.command == "pipe" else None
+        if specifier is not None:
+            return "specifier", specifier
         if not program.startswith("/"):
             return "relative", program
         parts = program.split("/")[1:]

@@ -50,6 +50,7 @@ def attacks(planted: Path) -> list[tuple[str, str]]:
         ("kernel.core_pattern", "|/usr/./bin/" + planted.name),
         ("kernel.core_pattern", "|/usr//bin/" + planted.name),
         ("kernel.core_pattern", "|/usr/lib/%e"),  # the crashing process names the program
+        ("kernel.core_pattern", "|/usr/lib/%%%e"),  # a plain % and then a specifier
         ("kernel.core_pattern", "|" + planted.name + " %p"),  # relative: looked up from /
         ("kernel.core_pattern", f"|{evil} %p"),
         ("kernel.modprobe", "/sbin/.." + evil),
@@ -106,6 +107,7 @@ def test_the_distributions_handlers_pass(kb: KnowledgeBase, tmp_path: Path, key:
         ("kernel.core_pattern", "|/usr/local/bin/site-crash-handler %p"),
         ("kernel.core_pattern", "|/usr/libexec/site/crash %P"),
         ("kernel.modprobe", "/usr/bin/modprobe"),
+        ("kernel.core_pattern", "|/usr/local/bin/crash%%log"),  # %% is a plain %, no specifier
     ],
 )
 def test_a_clean_program_no_distribution_installs_is_named_as_unknown(
