@@ -159,6 +159,15 @@ COMMANDS: tuple[Command, ...] = (
                 "newest known).",
                 metavar="1.XX",
             ),
+            "workload_network": Option(
+                ("--workload-network",),
+                "With --format kubernetes or a node platform's: where the workload's pods run. "
+                "pod: each in its own network namespace (per-namespace keys in the pod); host: "
+                "hostNetwork, in the node's (every key on the node); auto: host when one of the "
+                "profiles' servers listens in the facts' (the node's) namespace.",
+                default="auto",
+                choices=formats.WORKLOAD_NETWORK,
+            ),
             "undo": Option(
                 ("--undo",),
                 "Write the inverse of the plan instead: each key it changes back to the value in "

@@ -35,6 +35,7 @@ def recommend(
     rules_dir: list[Path] | None = None,
     profiles_dir: list[Path] | None = None,
     kubernetes_version: str | None = None,
+    workload_network: str = "auto",
     undo: bool = False,
 ) -> int:
     from sysctl_advisor.engine.plan_builder import build_plan
@@ -43,6 +44,7 @@ def recommend(
 
     choose(fmt, formats.RECOMMEND, "--format")
     choose(detail, formats.DETAIL, "--detail")
+    choose(workload_network, formats.WORKLOAD_NETWORK, "--workload-network")
     if undo and fmt == "kubernetes":
         raise InputError(
             "the kubernetes format has no undo yet; write the undo as -f conf, tuned or ansible",
@@ -54,6 +56,11 @@ def recommend(
             "--kubernetes-version needs --format kubernetes (or a node platform's format)",
             field="--kubernetes-version",
         )
+    if workload_network != "auto" and not on_kubernetes:
+        raise InputError(
+            "--workload-network needs --format kubernetes (or a node platform's format)",
+            field="--workload-network",
+        )
     overrides = parse_overrides(settings)
     kb = load_knowledge(rules_dir, profiles_dir)
     version = kb.kubernetes.version(kubernetes_version) if on_kubernetes else None
@@ -61,15 +68,19 @@ def recommend(
     command = rebuild_command(profile, facts, overrides, fmt)
     renderer = Renderer(kb.catalog)
     if version is not None and fmt in formats.NODE:
-        node = _node_output(kb, renderer, host, profile, overrides, version, command, fmt, undo)
+        node = _node_output(
+            kb, renderer, host, profile, overrides, version, command, fmt, undo, workload_network
+        )
         emit(node, output)
         return 0
     if version is not None:
         from sysctl_advisor.engine.kubernetes_placement import placement_for
         from sysctl_advisor.outputs.kubernetes_manifests import render_kubernetes
 
-        placement = placement_for(kb, host, profile, overrides, version)
+        placement = placement_for(kb, host, profile, overrides, version, workload_network)
         command += f" --kubernetes-version {version}"
+        if workload_network != "auto":
+            command += f" --workload-network {workload_network}"
         emit(render_kubernetes(renderer, placement, command), output)
         return 0
     plan = build_plan(kb, host, profile, overrides)
@@ -96,6 +107,7 @@ def _node_output(
     command: str,
     fmt: str,
     undo: bool,
+    workload_network: str,
 ) -> str:
     """A node platform's document for the node's keys (with --undo, their undo); the keys the
     platform does not take are listed in it and said on stderr."""
@@ -103,8 +115,10 @@ def _node_output(
 
     from sysctl_advisor.engine.kubernetes_placement import placement_for
 
-    placement = placement_for(kb, host, profile, overrides, version)
+    placement = placement_for(kb, host, profile, overrides, version, workload_network)
     command += f" --kubernetes-version {version}"
+    if workload_network != "auto":
+        command += f" --workload-network {workload_network}"
     if undo:
         from sysctl_advisor.engine.undo import undo_plan
 

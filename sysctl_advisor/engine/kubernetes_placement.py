@@ -8,6 +8,13 @@ when the namespace is created), so a value set on the node never reaches it. Suc
 planned for a fresh namespace (`pod_facts`), not against the node's values. Every other key is
 global: one value for the node and all its pods, which a pod cannot set (hidden or read-only in
 its namespace); those stay in the node's plan, as computed for the host.
+
+The node has a namespace of its own too, where the kubelet, kube-proxy's NodePorts and
+hostNetwork pods live. The per-namespace keys that protect it (the catalog's
+`kubernetes.node.namespace_keys`: the NodePort and kubelet reservation, and the port range that
+goes with it) stay in the node's plan as well. When the workload itself listens there (one of
+its profiles' servers is among the node's listeners, or `--workload-network host`), its pods
+are hostNetwork ones, which may not set net.* sysctls: every per-namespace key is the node's.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from sysctl_advisor.knowledge.values import parse_current
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.host_facts import Kubernetes as KubernetesFacts
 from sysctl_advisor.model.kernel_version import KernelVersion
+from sysctl_advisor.model.model_base import plain_data
 from sysctl_advisor.model.plan import Plan, Setting
 
 
@@ -40,8 +48,12 @@ class Placement:
     kernel: KernelVersion
     kernel_known: bool
     pod: list[PodSysctl]
-    node: Plan  # the host's plan, its settings cut to the global keys and those pods inherit
+    # the host's plan, its settings cut to what acts on the node: the global keys, those pods
+    # inherit, and the per-namespace keys of the node's own namespace
+    node: Plan
     inherited: list[str]  # per-namespace keys set on the node, copied into new pods
+    node_namespace: dict[str, str]  # per-namespace keys set for the node's own namespace: why
+    host_network: list[str]  # why the workload is taken to run hostNetwork (empty: in pods)
 
     @property
     def unsafe(self) -> list[str]:
@@ -106,6 +118,30 @@ def netns_defaults(kb: KnowledgeBase, facts: HostFacts) -> dict[str, tuple[Any, 
     return kb.catalog.netns_new_defaults(variables, node)
 
 
+def host_network(
+    kb: KnowledgeBase, facts: HostFacts, servers: Sequence[str], mode: str = "auto"
+) -> list[str]:
+    """Why the workload is taken to run in the node's own network namespace (hostNetwork):
+    `mode` host says so; auto, the node's listeners that are one of the workload's `servers`
+    (listeners in the node's facts are in the node's namespace). Empty: it runs in pods."""
+    if mode == "host":
+        return ["--workload-network host"]
+    if mode == "pod":
+        return []
+    ports: dict[str, set[int]] = {}  # a server's name: its ports
+    for listener in facts.listeners or []:
+        process = plain_data(listener.process) if listener.process is not None else None
+        server = kb.servers.recognise(process)
+        if server is not None and server.id in servers:
+            ports.setdefault(server.name, set()).add(listener.port)
+    return [
+        f"{name} listens on port{'s' if len(found) > 1 else ''} "
+        + ", ".join(str(p) for p in sorted(found)[:5])
+        + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+        for name, found in ports.items()
+    ]
+
+
 def place(
     kb: KnowledgeBase,
     kubernetes: Kubernetes,
@@ -113,8 +149,11 @@ def place(
     facts: HostFacts,
     host_plan: Plan,
     pod_plan: Plan,
+    hostnet: Sequence[str] = (),
 ) -> Placement:
-    """The pod's settings from `pod_plan` (built on `pod_facts`), the node's from `host_plan`."""
+    """The pod's settings from `pod_plan` (built on `pod_facts`), the node's from `host_plan`:
+    its global keys, and the per-namespace keys of the node's own namespace (all of them when
+    the workload runs there, `hostnet`; none is then the pod's)."""
     kernel, _, known, _ = kb.catalog.kernel_for(facts)
     pod = [
         PodSysctl(
@@ -123,14 +162,30 @@ def place(
             copied_from_node=copies_node_value(kb, s.key, kernel),
         )
         for s in pod_plan.settings
-        if in_pod(kb, s.key, kernel)
+        if in_pod(kb, s.key, kernel) and not hostnet
     ]
-    node_settings = [s for s in host_plan.settings if not in_pod(kb, s.key, kernel)]
+    protecting = {k.key: " ".join(k.why.split()) for k in kubernetes.spec.node.namespace_keys}
+    node_namespace: dict[str, str] = {}
+    for s in host_plan.settings:
+        if not in_pod(kb, s.key, kernel):
+            continue
+        if hostnet:
+            node_namespace[s.key] = (
+                "the workload runs in the node's network namespace (hostNetwork: "
+                f"{'; '.join(hostnet)}), where a pod may not set net.* sysctls"
+            )
+        elif s.key in protecting:
+            node_namespace[s.key] = protecting[s.key]
+    node_settings = [
+        s for s in host_plan.settings if not in_pod(kb, s.key, kernel) or s.key in node_namespace
+    ]
     node = replace(host_plan, settings=node_settings)
     inherited = [s.key for s in node_settings if inherited_from_node(kb, s.key, kernel)]
     known = known and facts.kernel is not None
     lists = kubernetes.lists_for(version)
-    return Placement(version, lists, kernel, known, pod, node, inherited)
+    return Placement(
+        version, lists, kernel, known, pod, node, inherited, node_namespace, list(hostnet)
+    )
 
 
 def as_node(facts: HostFacts) -> HostFacts:
@@ -149,13 +204,18 @@ def placement_for(
     profile: str | Sequence[str],
     overrides: dict[str, str] | None,
     version: KubernetesVersion,
+    workload_network: str = "auto",
 ) -> Placement:
     """Both plans (the node's, and the pod's for a fresh namespace), placed. The host is
     planned as the Kubernetes node the output is for, whatever its facts show (facts copied
-    from another host would miss the NodePorts to reserve), unless they say it is not one."""
+    from another host would miss the NodePorts to reserve), unless they say it is not one.
+    `workload_network`: where the workload's pods run (auto: hostNetwork when one of its
+    servers listens in the node's facts; pod; host)."""
     facts = as_node(facts)
     host_plan = build_plan(kb, facts, profile, overrides)
     pod_plan = build_plan(
         kb, pod_facts(kb, facts), profile, overrides, netns_defaults=netns_defaults(kb, facts)
     )
-    return place(kb, kb.kubernetes, version, facts, host_plan, pod_plan)
+    servers = kb.workload(profile).servers
+    hostnet = host_network(kb, facts, servers, workload_network)
+    return place(kb, kb.kubernetes, version, facts, host_plan, pod_plan, hostnet)

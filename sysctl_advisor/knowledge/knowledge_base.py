@@ -154,6 +154,16 @@ class KnowledgeBase:
                     path=catalog_dir / SERVER_TABLE,
                     field=f"servers[{i}].profile",
                 )
+        server_ids = {server.id for server in servers.servers}
+        for profile in profiles.values():
+            for i, name in enumerate(profile.own_servers):
+                if name not in server_ids:
+                    raise InputError(
+                        f"unknown server {name!r} (the server table has "
+                        f"{', '.join(sorted(server_ids))})",
+                        path=profile.path,
+                        field=f"servers[{i}]",
+                    )
         for path, field, entries in cited:  # every `references` list a knowledge file holds
             for name, entry in entries.items():
                 where = ".".join(str(part) for part in (field, name, "references") if part != "")

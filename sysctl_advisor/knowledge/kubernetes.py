@@ -62,6 +62,15 @@ class LinkPrefix(SpecModel):
 
 
 @model
+class NamespaceKey(SpecModel):
+    """A per-namespace key that protects the node's own network namespace: set on the node
+    (in the outputs that act there), never filed for the pods."""
+
+    key: str = Field(pattern=_SYSCTL)
+    why: str = Field(max_length=400)
+
+
+@model
 class NodeSigns(SpecModel):
     """How a Kubernetes node shows in its facts, and the ports it serves without a socket."""
 
@@ -69,6 +78,7 @@ class NodeSigns(SpecModel):
     listener_commands: list[str] = Field(min_length=1, max_length=20)
     node_port_range: str = Field(pattern=r"^[0-9]{1,5}-[0-9]{1,5}$")
     kubelet_port: int = Field(ge=1, le=65535)
+    namespace_keys: list[NamespaceKey] = Field(default_factory=list, max_length=20)
 
 
 @model

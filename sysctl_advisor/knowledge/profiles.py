@@ -90,6 +90,13 @@ class ProfileSpec(SpecModel):
     includes: list[str] = Field(default_factory=list, max_length=32)
     parameters: dict[ParameterName, Parameter] = Field(default_factory=dict)
     rules: list[str] = Field(default_factory=list)
+    servers: list[str] = Field(
+        default_factory=list,
+        max_length=32,
+        description="ids in the server table (rules/catalog/servers.yaml) of the programs that "
+        "serve this workload: one listening in a Kubernetes node's own network namespace means "
+        "the workload runs there (hostNetwork), so its per-namespace keys are the node's",
+    )
 
 
 class Profile:
@@ -112,6 +119,8 @@ class Profile:
         self.path = path
         self.chain = [s.name for s, _ in chain]
         self.includes = list(spec.includes)
+        self.own_servers = list(spec.servers)  # as its file declares them (checked at load)
+        self.servers = list(dict.fromkeys(name for s, _ in chain for name in s.servers))
         self.parameters: dict[str, Parameter] = {}
         self._param_paths: dict[str, Path] = {}
         ids: dict[str, None] = {}  # in order, each once

@@ -75,6 +75,7 @@ class Workload:
         for profile in self.profiles:
             ids.update(dict.fromkeys(profile.rule_ids))
         self.rule_ids = list(ids)
+        self.servers = list(dict.fromkeys(s for p in self.profiles for s in p.servers))
         self._single_runs: list[RuleRun] | None = None
 
     @property

@@ -12,5 +12,8 @@ RECOMMEND = ("conf", "json", "markdown", "tuned", "ansible", "kubernetes", *NODE
 DIFF = ("text", "markdown", "json")  # diff_report
 CHECK = ("text", "json", "github", "sarif", "markdown")  # check_report
 FACTS = ("yaml", "json")  # facts_file
+# where a Kubernetes workload's pods run (engine/kubernetes_placement): auto from the node's
+# listeners, in pods of their own network namespace, or hostNetwork in the node's
+WORKLOAD_NETWORK = ("auto", "pod", "host")
 # how much a conf or tuned file says of each value (plan_render); the first is the default
 DETAIL = ("normal", "brief", "none")

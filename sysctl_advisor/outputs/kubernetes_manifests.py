@@ -136,6 +136,7 @@ def _header(placement: Placement, catalog: Catalog, command: str) -> list[str]:
         "keys belong with the node's."
     )
     lines += [_comment(trap)]
+    lines += _namespace_comments(placement, "document 3")
     if not placement.kernel_known:
         lines += [
             "#",
@@ -163,6 +164,31 @@ def _header(placement: Placement, catalog: Catalog, command: str) -> list[str]:
         lines += ["#"]
         lines += _list("Notes:", list(plan.notes))
     return lines
+
+
+def _namespace_comments(placement: Placement, where: str) -> list[str]:
+    """Why per-namespace keys are set on the node (`where`: the document that sets them):
+    the workload runs in the node's namespace, or the keys protect that namespace."""
+    if placement.host_network:
+        return [
+            "#",
+            _comment(
+                "The workload runs in the node's own network namespace (hostNetwork: "
+                f"{'; '.join(placement.host_network)}). A hostNetwork pod may not set net.* "
+                "sysctls (the kubelet refuses them; the API server too from 1.29), so its "
+                f"per-namespace keys are set on the node ({where}) and none in a pod. "
+                "--workload-network pod plans for pods with their own namespace instead."
+            ),
+        ]
+    if not placement.node_namespace:
+        return []
+    return [
+        "#",
+        *_list(
+            f"Set for the node's own network namespace ({where}), not for pods:",
+            [f"{key}: {why}" for key, why in placement.node_namespace.items()],
+        ),
+    ]
 
 
 def _pod_document(placement: Placement, label: str | None) -> tuple[list[str], dict[str, Any]]:
@@ -296,6 +322,8 @@ def render_kubernetes(renderer: Renderer, placement: Placement, command: str) ->
     if placement.pod:
         needs_nodes = bool(placement.unsafe) or bool(plan.settings)
         documents.append(_pod_document(placement, label if needs_nodes else None))
+    elif placement.host_network:
+        parts.append("#\n" + _comment("1. The pod: none (hostNetwork: its keys are the node's)."))
     else:
         parts.append("#\n" + _comment("1. The pod: no per-namespace key to set."))
     if placement.unsafe:
@@ -303,7 +331,7 @@ def render_kubernetes(renderer: Renderer, placement: Placement, command: str) ->
     if plan.settings:
         documents.append(_tuned_document(placement, renderer, command, label))
     else:
-        parts.append("#\n" + _comment("3. The node: no global key to set."))
+        parts.append("#\n" + _comment("3. The node: no key to set."))
     text = "\n".join(parts) + "\n"
     for comments, document in documents:
         text += "---\n" + "\n".join(comments) + "\n" + _dump(document)
@@ -375,5 +403,5 @@ def check_manifests(placement: Placement, text: str) -> None:
         raise RenderCheckError(
             "the rendered kubernetes manifests do not read back as the plan; nothing was written"
         )
-    if set(pod) & set(node):
+    if (set(pod) & set(node)) - set(placement.node_namespace):
         raise RenderCheckError("a key is set both in the pod and on the node")

@@ -119,6 +119,18 @@ def _header(node: NodeOutput, placement: Placement) -> list[str]:
         lines += _comment(f"Not restored by this undo ({len(lost)}):")
         for finding in lost:
             lines += _comment(f"  {first_sentence(finding.message)}")
+    if placement.host_network:
+        lines += _comment(
+            "The workload runs in the node's own network namespace (hostNetwork: "
+            f"{'; '.join(placement.host_network)}), where a pod may not set net.* sysctls: "
+            "its per-namespace keys are the node's, set here."
+        )
+    elif placement.node_namespace:
+        lines += _comment(
+            "Per-namespace keys for the node's own network namespace, not the pods': "
+            + "; ".join(f"{key}: {why}" for key, why in placement.node_namespace.items())
+            + "."
+        )
     if node.pod_keys:
         lines += _comment(
             "Per-namespace keys belong in the pods, which a node's value never reaches "

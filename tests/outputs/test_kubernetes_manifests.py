@@ -323,8 +323,12 @@ def test_each_key_is_in_the_one_place_its_namespace_says(
         assert key.startswith("net.") and kb.catalog.is_per_netns(key, kernel), key
     for key in node:
         global_key = not (key.startswith("net.") and kb.catalog.is_per_netns(key, kernel))
-        assert global_key or kb.catalog.keys[key].netns_restricted, key
-    assert not set(pod) & set(node)
+        own = key in placement.node_namespace  # the node's own namespace needs it
+        assert global_key or own or kb.catalog.keys[key].netns_restricted, key
+    # a key in both is set in two namespaces: the node's own, and each pod's
+    assert set(pod) & set(node) <= set(placement.node_namespace)
+    if placement.host_network:  # hostNetwork pods may not set net.* sysctls
+        assert not pod
     assert set(unsafe) <= set(pod)
     assert "net.ipv4.tcp_congestion_control" not in pod
 

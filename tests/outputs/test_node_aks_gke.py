@@ -129,11 +129,14 @@ def test_aks_takes_its_fields_typed_and_lists_what_it_refuses(kb: KnowledgeBase,
     assert node_aks.read_back(text, kb.node_platforms["aks"]) == taken
 
 
-def test_aks_frontend_proxy_takes_three_keys_and_refuses_three(kb: KnowledgeBase) -> None:
+def test_aks_frontend_proxy_takes_four_keys_and_refuses_three(kb: KnowledgeBase) -> None:
+    # HAProxy listens in the node's facts: hostNetwork, so somaxconn (per namespace) is the node's
     placement = _placement(kb, "haproxy-frontend-rhel7")
+    assert placement.host_network == ["HAProxy listens on ports 80, 443"]
     document = json.loads(_render(kb, "aks", placement))
     assert document["sysctls"] == {
         "netIpv4TcpTwReuse": True,
+        "netCoreSomaxconn": 16384,
         "netIpv4TcpMaxSynBacklog": 16384,
         "netNetfilterNfConntrackMax": 290000,
     }
@@ -259,10 +262,11 @@ def test_gke_takes_its_listed_keys_as_strings_and_lists_what_it_refuses(
     assert node_gke.read_back(text, kb.node_platforms["gke"]) == taken
 
 
-def test_gke_frontend_proxy_takes_two_keys_and_refuses_four(kb: KnowledgeBase) -> None:
+def test_gke_frontend_proxy_takes_three_keys_and_refuses_four(kb: KnowledgeBase) -> None:
     text = _render(kb, "gke", _placement(kb, "haproxy-frontend-rhel7"))
     assert yaml.safe_load(text)["linuxConfig"]["sysctl"] == {
         "net.ipv4.tcp_tw_reuse": "1",
+        "net.core.somaxconn": "16384",  # hostNetwork HAProxy: the node's namespace is its
         "net.netfilter.nf_conntrack_max": "290000",
     }
     assert "'1'" in text and "'290000'" in text  # strings in the file, not integers

@@ -39,7 +39,10 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 HOST, PROFILE = "haproxy-frontend-rhel7", "frontend-proxy"
-COMMAND = f"sysctl-advisor recommend --facts examples/{HOST}.yaml --profile {PROFILE}"
+COMMAND = (
+    f"sysctl-advisor recommend --facts examples/{HOST}.yaml --profile {PROFILE}"
+    " --workload-network pod"
+)
 GOLDEN = {"talos": "yaml", "bottlerocket": "toml", "eks": "mime"}
 TALOS_SCHEMA = TESTS / "fixtures" / "schemas" / "talos-v1.11-config.schema.json"
 # what no plan value holds, and each serializer must keep as data
@@ -49,7 +52,9 @@ HOSTILE = {"net.ipv4.tcp_rmem": '4096 "87380" \'6291456\'\n[settings]\nmotd = "x
 @pytest.fixture(scope="module")
 def placement(kb: KnowledgeBase) -> Placement:
     facts = load_facts(EXAMPLES / f"{HOST}.yaml")
-    return placement_for(kb, facts, PROFILE, {}, kb.kubernetes.version(None))
+    # the workload in pods of their own (its HAProxy listeners in the facts would otherwise
+    # make it hostNetwork): the node's per-namespace keys are then only those of its namespace
+    return placement_for(kb, facts, PROFILE, {}, kb.kubernetes.version(None), "pod")
 
 
 def _render(kb: KnowledgeBase, placement: Placement, platform: str) -> str:
