@@ -217,8 +217,9 @@ def test_kubernetes_places_each_key_once_where_its_namespace_says(
     kb: KnowledgeBase, host: dict[str, Any], pp: tuple[str, dict[str, Any]], minor: int
 ) -> None:
     """Any host, profile and release: the manifests read back as the two plans (the node's
-    global keys, the pod's per-namespace keys), no key in both, the kubelet list exactly the
-    pod's unsafe keys, and the same bytes twice."""
+    global keys and those of its own namespace, the pod's per-namespace keys), a key in both
+    only when the node's namespace needs it too, the kubelet list exactly the pod's unsafe
+    keys, and the same bytes twice."""
     from sysctl_advisor.engine.kubernetes_placement import as_node, placement_for
     from sysctl_advisor.knowledge.kubernetes import KubernetesVersion
     from sysctl_advisor.outputs.kubernetes_manifests import manifest_settings, render_kubernetes
@@ -243,7 +244,20 @@ def test_kubernetes_places_each_key_once_where_its_namespace_says(
 
     assert all(pods_set(k) for k in pod)
     host_plan = build_plan(kb, as_node(facts), profile, overrides)  # planned as the node
-    assert node == {s.key: s.value for s in host_plan.settings if not pods_set(s.key)}
+    # the node's own namespace keeps the keys that protect it; all of them when the workload
+    # runs there (hostNetwork), and the pods then set none
+    protecting = {k.key for k in kb.kubernetes.spec.node.namespace_keys}
+    own = {
+        s.key
+        for s in host_plan.settings
+        if pods_set(s.key) and (placement.host_network or s.key in protecting)
+    }
+    assert set(placement.node_namespace) == own
+    assert node == {
+        s.key: s.value for s in host_plan.settings if not pods_set(s.key) or s.key in own
+    }
+    assert set(pod) & set(node) <= own
+    assert not (placement.host_network and pod)
     assert unsafe == [k for k in pod if not kb.kubernetes.verdict(k, version, kernel).safe]
 
 

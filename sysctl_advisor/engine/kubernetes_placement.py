@@ -93,8 +93,8 @@ def copies_node_value(kb: KnowledgeBase, key: str, kernel: KernelVersion) -> boo
 def pod_facts(kb: KnowledgeBase, facts: HostFacts) -> HostFacts:
     """The facts as a pod's fresh network namespace sees them: its per-namespace keys hold the
     kernel's defaults (the values in force on the node are dropped, so each is planned from its
-    default), except the keys a new namespace copies from the node. Everything else (memory,
-    observed peaks, the workload's services) is the same host."""
+    default), except the keys a new namespace copies from the node; it serves no NodePort.
+    Everything else (memory, observed peaks, the workload's services) is the same host."""
     kernel = kb.catalog.kernel_for(facts)[0]
     sysctl = {
         key: value
@@ -103,7 +103,8 @@ def pod_facts(kb: KnowledgeBase, facts: HostFacts) -> HostFacts:
         or not in_pod(kb, key, kernel)
         or copies_node_value(kb, key, kernel)
     }
-    return replace(facts, sysctl=sysctl)
+    given = facts.kubernetes or KubernetesFacts()
+    return replace(facts, sysctl=sysctl, kubernetes=replace(given, namespace="pod"))
 
 
 def netns_defaults(kb: KnowledgeBase, facts: HostFacts) -> dict[str, tuple[Any, str | None]]:

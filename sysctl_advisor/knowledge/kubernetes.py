@@ -179,17 +179,31 @@ class Kubernetes:
                 port = node.kubelet_port if node.kubelet_port in ports[command] else None
                 shown = port or min(ports[command])
                 signs.append(f"a {command} listener on port {shown}")
-        if given.get("node") is not None:  # declared: the facts, or a Kubernetes output
+        declared = given.get("node") is not None
+        if declared:  # the facts, or a Kubernetes output
             signs = (
                 (signs or ["declared one by the facts or the Kubernetes output"])
                 if given["node"]
                 else []
             )
+        # the facts can say: declared, a sign, or a list that would show one (every interface;
+        # the listening sockets, among which a node's kubelet always is)
+        known = (
+            declared
+            or bool(signs)
+            or facts.get("links") is not None
+            or facts.get("listeners") is not None
+        )
+        pod = given.get("namespace") == "pod"
         port_range = given.get("node_port_range") or node.node_port_range
         first, last = (int(n) for n in port_range.split("-"))
         return {
             "node": bool(signs),
             "signs": signs,
+            "known": known,
+            "pod": pod,
+            # the plan's namespace serves NodePorts, or the facts cannot say it does not
+            "guard_node_ports": (bool(signs) or not known) and not pod,
             "node_ports": [first, last],
             "kubelet_port": node.kubelet_port,
         }

@@ -303,6 +303,12 @@ class Kubernetes(Record):
         default=None,
         description="the API server's --service-node-port-range (default 30000-32767)",
     )
+    namespace: Literal["node", "pod"] | None = Field(
+        default=None,
+        description="whose network namespace the facts' per-namespace values are: the node's "
+        "own (the default), or a pod's (read inside a pod, or planned for a pod's fresh "
+        "namespace), which serves no NodePort and needs no reservation for one",
+    )
 
 
 @model
