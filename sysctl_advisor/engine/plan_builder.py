@@ -202,6 +202,7 @@ def host_variables(
         "listeners": listeners,
         "message_families": kb.message_texts,
         "kubernetes": kb.kubernetes.node_view(data),
+        "container_runtimes": kb.servers.container_runtimes(data["listeners"]),
     }
     if saved is not None:
         copy = saved.copy()

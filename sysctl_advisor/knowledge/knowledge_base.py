@@ -115,6 +115,11 @@ class KnowledgeBase:
                 {str(i): s for i, s in enumerate(servers.servers)},
             ),
             (
+                catalog_dir / SERVER_TABLE,
+                "node_agents",
+                {str(i): a for i, a in enumerate(servers.node_agents)},
+            ),
+            (
                 catalog_dir / MESSAGE_CATALOG,
                 "families",
                 {str(i): f for i, f in enumerate(families)},

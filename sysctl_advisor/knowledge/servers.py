@@ -1,8 +1,12 @@
 """The table of servers (rules/catalog/servers.yaml): how to recognise the process behind a
-listening socket, the backlog it asks listen() for by default, and the setting that changes it.
+listening socket, the backlog it asks listen() for by default, and the setting that changes it;
+and the node's own agents (the kubelet, kube-proxy, the container runtime...), which a
+Kubernetes node runs for itself, with the setting that gives a pod's containers their
+RLIMIT_NOFILE where the agent is a container runtime.
 
-Rules never see this module: `annotate` adds to each listener of the facts a plain mapping
-`server` (or none) that rule expressions read like any other fact.
+Rules never see this module: `annotate` adds to each listener of the facts plain mappings
+`server` and `node_agent` (or none), and `container_runtimes` lists the runtimes for rules, which
+read them like any other fact.
 """
 
 from __future__ import annotations
@@ -64,6 +68,29 @@ class ServerSpec(SpecModel):
     )
 
 
+@model
+class FileLimit(SpecModel):
+    """How a container runtime gives the containers it starts their RLIMIT_NOFILE."""
+
+    setting: str = Field(max_length=200, description="the setting; {nofile} is filled in")
+    where: str = Field(max_length=800, description="where it goes and when it takes effect")
+
+
+@model
+class NodeAgentSpec(SpecModel):
+    """A program a Kubernetes node runs for itself, not for the workload: its listening ports
+    are the node's (health, metrics, the kubelet's API), and rules ask no restart of it to
+    chase a backlog on a node."""
+
+    id: str = Field(pattern=_ID)
+    name: str = Field(max_length=80)
+    recognise: Recognise
+    file_limit: FileLimit | None = Field(
+        default=None, description="a container runtime: the setting for its containers' limit"
+    )
+    references: list[str] = Field(min_length=1)
+
+
 # What rules see of a recognised server (scalar fields, in declaration order).
 _SHOWN = (
     "id",
@@ -80,6 +107,7 @@ _SHOWN = (
 @model
 class ServerTableSpec(SpecModel):
     servers: list[ServerSpec] = Field(max_length=256)
+    node_agents: list[NodeAgentSpec] = Field(default_factory=list, max_length=64)
 
 
 def rule_listens(listens: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -95,36 +123,72 @@ def rule_listens(listens: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [listens[i] for i in sorted(ranked[:MAX_RULE_LISTENERS])]
 
 
+def _matches(match: Recognise, process: dict[str, Any]) -> bool:
+    command = process.get("command")
+    executable = process.get("executable")
+    main = process.get("java_main")
+    return bool(
+        (command and command in match.commands)
+        or (executable and executable in match.executables)
+        or (main and main in match.java_main)
+        or (match.go and process.get("go"))
+    )
+
+
 class ServerTable:
-    def __init__(self, servers: list[ServerSpec]) -> None:
+    def __init__(self, servers: list[ServerSpec], node_agents: list[NodeAgentSpec]) -> None:
         self.servers = servers
+        self.node_agents = node_agents
 
     @classmethod
     def load(cls, path: Path, specs: SpecCache) -> ServerTable:
         table = specs.load(path, ServerTableSpec, "a server table")
-        seen: set[str] = set()
-        for server in table.servers:
-            if server.id in seen:
-                raise InputError(f"duplicate server id {server.id!r}", path=path, field="id")
-            seen.add(server.id)
-        return cls(table.servers)
+        ids = (
+            ("servers", [s.id for s in table.servers]),
+            ("node_agents", [a.id for a in table.node_agents]),
+        )
+        for field, listed in ids:
+            seen: set[str] = set()
+            for i, entry_id in enumerate(listed):
+                if entry_id in seen:
+                    raise InputError(
+                        f"duplicate id {entry_id!r}", path=path, field=f"{field}[{i}].id"
+                    )
+                seen.add(entry_id)
+        return cls(table.servers, table.node_agents)
 
     def recognise(self, process: dict[str, Any] | None) -> ServerSpec | None:
         if not process:
             return None
-        command = process.get("command")
-        executable = process.get("executable")
-        main = process.get("java_main")
-        for server in self.servers:
-            match = server.recognise
-            if (
-                (command and command in match.commands)
-                or (executable and executable in match.executables)
-                or (main and main in match.java_main)
-                or (match.go and process.get("go"))
-            ):
-                return server
-        return None
+        return next((s for s in self.servers if _matches(s.recognise, process)), None)
+
+    def node_agent(self, process: dict[str, Any] | None) -> NodeAgentSpec | None:
+        """The node agent a listener's process is (by its command or executable), if any."""
+        if not process:
+            return None
+        return next((a for a in self.node_agents if _matches(a.recognise, process)), None)
+
+    def container_runtimes(self, listeners: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+        """The container runtimes of the table, as rules see them: each with the setting that
+        gives a pod's containers their RLIMIT_NOFILE, where it goes, and `seen`, whether a
+        listener of the facts belongs to it (each runtime's streaming server listens on
+        loopback, so a node's facts usually show which it runs)."""
+        running = {
+            agent.id
+            for listener in listeners or []
+            if (agent := self.node_agent(listener.get("process"))) is not None
+        }
+        return [
+            {
+                "id": agent.id,
+                "name": agent.name,
+                "setting": agent.file_limit.setting,
+                "where": agent.file_limit.where,
+                "seen": agent.id in running,
+            }
+            for agent in self.node_agents
+            if agent.file_limit is not None
+        ]
 
     def annotate(
         self, listeners: list[dict[str, Any]] | None
@@ -139,9 +203,13 @@ class ServerTable:
             return None, 0
         merged: dict[tuple[Any, ...], dict[str, Any]] = {}
         known: dict[str, dict[str, Any]] = {}
+        agents: dict[str, dict[str, Any]] = {}
         for listener in listeners:
             process = listener.get("process")
             server = self.recognise(process)
+            agent = self.node_agent(process)
+            if agent is not None and agent.id not in agents:
+                agents[agent.id] = {"id": agent.id, "name": agent.name}
             backlog, queue = listener.get("backlog") or 0, listener.get("queue") or 0
             share = min(queue / backlog, 1.0) if backlog else 1.0
             key = (
@@ -165,6 +233,7 @@ class ServerTable:
                 "sockets": 1,
                 "queue_share": share,
                 "server": known[server.id] if server else None,
+                "node_agent": agents[agent.id] if agent else None,
             }
         entries = list(merged.values())
         distinct = len(entries)

@@ -50,7 +50,19 @@ tests/knowledge/test_rule_cases.py, take it from here)."""
 # What a rule reads, named by the variable it reads it through (docs/architecture.md, "Writing
 # a rule"): each group, the variables in it, and whether a bare name (no attribute) counts.
 _GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Facts", ("facts", "observed", "services", "nics", "listeners", "page_size", "kubernetes")),
+    (
+        "Facts",
+        (
+            "facts",
+            "observed",
+            "services",
+            "nics",
+            "listeners",
+            "page_size",
+            "kubernetes",
+            "container_runtimes",
+        ),
+    ),
     ("Derived host quantities", ("host",)),
     ("Kernel model", ("kernel",)),
     ("Values in force", ("current",)),
@@ -58,7 +70,15 @@ _GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Values the plan ends with", ("planned",)),
 )
 _CATALOG_VIEWS = {"current", "default", "planned"}  # catalog keys by alias
-_BARE = {"observed", "services", "nics", "listeners", "page_size", "kubernetes"}
+_BARE = {
+    "observed",
+    "services",
+    "nics",
+    "listeners",
+    "page_size",
+    "kubernetes",
+    "container_runtimes",
+}
 _NAMES = "|".join(name for _, names in _GROUPS for name in names)
 _READ = re.compile(rf"(?<![\w.'\"])({_NAMES})\b(?:\s*\.\s*([A-Za-z_]\w*))?")
 

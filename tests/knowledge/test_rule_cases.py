@@ -49,6 +49,12 @@ class Expect(Record):
     )
     companions: list[str] = Field(default_factory=list)
     companions_absent: list[str] = Field(default_factory=list)
+    companion_targets: list[str] = Field(
+        default_factory=list, description="targets some companion of the rule must have"
+    )
+    companion_targets_absent: list[str] = Field(
+        default_factory=list, description="targets no companion of the rule may have"
+    )
     unchanged: list[str] = Field(default_factory=list)
     rationale_contains: list[str] = Field(default_factory=list)
     rationale_absent: list[str] = Field(default_factory=list)
@@ -160,6 +166,11 @@ def test_case(kb: KnowledgeBase, rule_id: str, case: Case, tmp_path: Path) -> No
         assert not any(text in s.rationale for s in plan.settings), text
     for text in expect.companions_absent:
         assert not any(text in c.setting for c in plan.companions), plan.companions
+    targets = {c.target for c in plan.companions if c.rule == rule_id}
+    for target in expect.companion_targets:
+        assert target in targets, (target, plan.companions)
+    for target in expect.companion_targets_absent:
+        assert target not in targets, (target, plan.companions)
     for key, default in expect.kernel_default.items():
         found = [s.kernel_default for s in plan.settings if s.key == key]
         found += [u.kernel_default for u in plan.unchanged if u.key == key]

@@ -71,3 +71,27 @@ def test_thousands_of_distinct_listeners_are_cut_to_the_fullest(kb: KnowledgeBas
     plan = build_plan(kb, facts_from_data(_host(listeners)), "frontend-proxy")
     assert any("10,000 distinct listening sockets" in n for n in plan.notes)
     assert any(f.id == "listen-backlog.listener-program-unknown" for f in plan.findings)
+
+
+def test_node_agents_are_marked_beside_the_server_they_run_as(kb: KnowledgeBase) -> None:
+    """The kubelet stays a Go program (its server), and is marked as the node's own agent."""
+    kubelet = {"pid": 1130, "command": "kubelet", "go": True}
+    assert kb.servers.recognise(kubelet).id == "go"  # type: ignore[union-attr]
+    assert kb.servers.node_agent(kubelet).id == "kubelet"  # type: ignore[union-attr]
+    assert kb.servers.node_agent({"command": "caddy", "go": True}) is None
+    annotated, _ = kb.servers.annotate(
+        [
+            {"address": "0.0.0.0", "port": 10250, "backlog": 4096, "process": kubelet},
+            {"address": "0.0.0.0", "port": 9000, "backlog": 4096, "process": {"command": "app"}},
+        ]
+    )
+    assert annotated is not None
+    assert [e["node_agent"] for e in annotated] == [{"id": "kubelet", "name": "the kubelet"}, None]
+
+
+def test_container_runtimes_say_which_the_listeners_show(kb: KnowledgeBase) -> None:
+    crio = {"address": "127.0.0.1", "port": 41000, "backlog": 4096, "process": {"command": "crio"}}
+    runtimes = kb.servers.container_runtimes([crio])
+    assert {r["id"]: r["seen"] for r in runtimes} == {"containerd": False, "crio": True}
+    assert all("{nofile}" in r["setting"] for r in runtimes)
+    assert not any(r["seen"] for r in kb.servers.container_runtimes(None))
