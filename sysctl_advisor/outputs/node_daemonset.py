@@ -22,7 +22,7 @@ from sysctl_advisor.outputs.node_platforms import NODE_LABEL, NodeOutput, node_l
 
 NAMESPACE = "kube-system"
 CONF_NAME = "90-sysctl-advisor.conf"
-IMAGE = "busybox:1.37"  # sh, cp, mv and sysctl; pin a digest in your own registry
+IMAGE = "busybox:1.37"  # sh, cp, mv, awk and sysctl; pin a digest in your own registry
 _END = "SYSCTL_ADVISOR_VALUES"
 
 SCRIPT = """\
@@ -37,7 +37,8 @@ check() {{
   while read -r key value; do
     [ -n "$key" ] || continue
     got=$(sysctl -n "$key") || {{ echo "$key: cannot read" >&2; status=1; continue; }}
-    got=$(echo $got)
+    # A value of several fields (tabs between them), as one line with single spaces.
+    got=$(printf '%s\\n' "$got" | awk 'NF {{ $1 = $1; printf "%s%s", sep, $0; sep = " " }}')
     if [ "$got" != "$value" ]; then
       echo "$key is $got, not $value" >&2
       status=1
@@ -45,7 +46,7 @@ check() {{
   done <<'{end}'
 {values}
 {end}
-  return $status
+  return "$status"
 }}
 if [ "${{1:-}}" = --check ]; then
   check

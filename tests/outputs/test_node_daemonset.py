@@ -5,6 +5,8 @@ file, applies it, reads every value back, and `--check` fails when a value did n
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -70,10 +72,24 @@ def _node(kb: KnowledgeBase, values: dict[str, str]) -> NodeOutput:
     return node_output(kb, placement, "daemonset", values)
 
 
+def _busybox(bin_dir: Path) -> str:
+    """A PATH of busybox's applets alone, as the pod's image has them (its sh, awk and sysctl,
+    not the test machine's)."""
+    busybox = shutil.which("busybox")
+    if busybox is None:
+        pytest.skip("busybox is not installed (.ci/run installs it): the image's sh and sysctl")
+    bin_dir.mkdir()
+    for applet in ("sh", "awk", "sysctl", "cp", "mv"):
+        (bin_dir / applet).symlink_to(busybox)
+    return str(bin_dir)
+
+
 @pytest.mark.skipif(namespace_problem() is not None, reason=str(namespace_problem()))
+@pytest.mark.parametrize("tools", ["system", "busybox"])
 def test_the_script_installs_applies_and_reads_back_in_a_namespace(
-    kb: KnowledgeBase, tmp_path: Path
+    kb: KnowledgeBase, tmp_path: Path, tools: str
 ) -> None:
+    path = _busybox(tmp_path / "bin") if tools == "busybox" else os.environ["PATH"]
     values = {"net.ipv4.tcp_fin_timeout": "17", "net.ipv4.ip_local_port_range": "20000 60999"}
     text = node_daemonset.document(_node(kb, values))
     data = next(d for d in yaml.safe_load_all(text) if d and d["kind"] == "ConfigMap")["data"]
@@ -84,13 +100,15 @@ def test_the_script_installs_applies_and_reads_back_in_a_namespace(
         (config / name).write_text(content)
     env = f"SYSCTL_ADVISOR_CONFIG={config} HOST_SYSCTL_D={target}"
     applied = subprocess.run(
-        ["unshare", "-n", "sh", "-c",
+        ["unshare", "-n", "env", f"PATH={path}", "sh", "-c",
          f"{env} sh {config}/apply.sh && {env} sh {config}/apply.sh --check && "
          "sysctl -n net.ipv4.tcp_fin_timeout net.ipv4.ip_local_port_range && "
          f"sysctl -q -w net.ipv4.tcp_fin_timeout=30 && {env} sh {config}/apply.sh --check"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    # Installed, applied, read back; then a value taken back makes the probe fail, saying which.
+    # Installed, applied, read back (the port range's two fields, a tab between them, compared
+    # as the one line the script lists); then a value taken back makes the probe fail, saying
+    # which.
     assert (target / node_daemonset.CONF_NAME).read_text() == data[node_daemonset.CONF_NAME]
     assert applied.stdout.split("\n")[:2] == ["17", "20000\t60999"], applied.stderr
     assert applied.returncode != 0
