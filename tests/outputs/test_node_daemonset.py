@@ -1,7 +1,12 @@
 """`--format daemonset` (issue 36): the ConfigMap and DaemonSet validate against every
 Kubernetes release's API schema (kubernetes-validate, strict: no unknown field), read back as
 the node plan, and the script they carry does what it says inside `unshare -n`: installs the
-file, applies it, reads every value back, and `--check` fails when a value did not hold."""
+file, applies it, reads every value back, and `--check` fails when a value did not hold; a
+golden file. The linters' view of it: tests/outputs/test_node_daemonset_linters.py.
+
+Regenerate the golden file after an intended change with:
+  UPDATE_GOLDEN=1 pytest tests/outputs/test_node_daemonset.py
+"""
 
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.outputs import node_daemonset
 from sysctl_advisor.outputs.node_platforms import NodeOutput, render_node
 from sysctl_advisor.outputs.plan_render import Renderer
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, TESTS
 from tests.namespaces import namespace_problem
 from tests.outputs.node_helpers import node_output
 
@@ -60,8 +65,29 @@ def test_the_documents_validate_and_hold_the_node_plan(kb: KnowledgeBase, host: 
     pod = documents[1]["spec"]["template"]["spec"]
     assert pod["hostNetwork"] is True and pod["containers"][0]["securityContext"]["privileged"]
     assert pod["nodeSelector"] == {"sysctl-advisor/profile": HOSTS[host]}
+    # What a privileged sysctl writer can still hold to: no API token, root named (whatever
+    # user the image names), a read-only root filesystem, bounded resources.
+    container = pod["containers"][0]
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["securityContext"] == {"runAsUser": 0}
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert set(container["resources"]["limits"]) == {"cpu", "memory"}
+    assert container["imagePullPolicy"] == "Always"
     for pod_key in (p.setting.key for p in placement.pod):  # the pod's keys are pointed to
         assert pod_key in text.split("---")[0]
+
+
+def test_golden(kb: KnowledgeBase) -> None:
+    host = "haproxy-frontend-rhel7"
+    command = f"sysctl-advisor recommend --facts examples/{host}.yaml --profile {HOSTS[host]}"
+    placement = placement_for(kb, _facts(host), HOSTS[host], {}, kb.kubernetes.version(None))
+    platform = kb.node_platforms["daemonset"]
+    text = render_node(platform, Renderer(kb.catalog), placement, f"{command} --format daemonset")
+    path = TESTS / "golden" / f"node-daemonset.{HOSTS[host]}.yaml"
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
+    assert text == path.read_text()
 
 
 def _node(kb: KnowledgeBase, values: dict[str, str]) -> NodeOutput:
