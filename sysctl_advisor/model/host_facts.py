@@ -896,6 +896,8 @@ _READ_AND_EMPTY = frozenset(
         "kernel_modules",
         "loadable",
         "builtin",
+        "kubernetes_files",
+        "found",
     }
 )
 

@@ -15,11 +15,13 @@ import pytest
 from typer.testing import CliRunner
 
 from sysctl_advisor.cli import app
+from sysctl_advisor.commands.facts import facts
 from sysctl_advisor.engine.plan_builder import host_variables
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import HostFacts, facts_from_data
 from sysctl_advisor.sources.ansible_facts import host_facts_from_document
 from sysctl_advisor.sources.local_host import collect_data
+from tests.conftest import load_facts
 
 MEMORY = {"total": "16 GiB"}
 KERNEL = "6.1.0-18-amd64"
@@ -56,7 +58,8 @@ def _facts(data: dict[str, Any]) -> Callable[[Path], HostFacts]:
 
 
 def _tree(files: dict[str, str]) -> Callable[[Path], HostFacts]:
-    """A copied tree (`facts --root`): proc/meminfo and these files, no /sys, no listeners."""
+    """`facts --root` of a copied tree (proc/meminfo and these files, no /sys, no listeners),
+    read back as `--facts` reads it."""
 
     def read(tmp_path: Path) -> HostFacts:
         root = tmp_path / "copy"
@@ -64,9 +67,9 @@ def _tree(files: dict[str, str]) -> Callable[[Path], HostFacts]:
         for name, text in files_in.items():
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             (root / name).write_text(text)
-        kb = KnowledgeBase.load()
-        data = collect_data([], root, node_places=kb.kubernetes.node_places())
-        return facts_from_data(data, path=root)
+        written = tmp_path / "facts.yaml"
+        assert facts(root=root, output=written) == 0
+        return load_facts(written)
 
     return read
 
