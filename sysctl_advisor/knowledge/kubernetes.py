@@ -87,7 +87,7 @@ class LinkSign(SpecModel):
 class FileSign(SpecModel):
     """A kubelet or CNI configuration file `facts` looks for (a `*` only in the last part)."""
 
-    path: str = Field(pattern=r"^(/[A-Za-z0-9_.-]{1,64}){1,5}/[A-Za-z0-9_.*-]{1,64}$")
+    path: str = Field(pattern=r"^(/[A-Za-z0-9_.-]{1,64}){1,10}/[A-Za-z0-9_.*-]{1,64}$")
     weak: bool = False
     kubelet_config: bool = Field(
         default=False, description="a KubeletConfiguration: its `port:` is the kubelet's port"

@@ -308,7 +308,7 @@ class Kubernetes(Record):
 
 # A file `facts` looks for (rules/catalog/kubernetes.yaml `node.files`): an absolute path of
 # plain name parts, as the host has it.
-_NODE_FILE = re.compile(r"^(/[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}){1,8}$")
+_NODE_FILE = re.compile(r"^(/[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}){1,12}$")
 NodeFile = Annotated[str, _pattern(_NODE_FILE, "absolute file path")]
 
 

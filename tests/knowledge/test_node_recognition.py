@@ -213,6 +213,14 @@ CASES: dict[str, tuple[Callable[[Path], HostFacts], bool, bool, str | None, int]
         "kubelet configuration /etc/kubernetes/kubelet/config.json",
         10250,
     ),
+    "a copied k3s tree: its flannel CNI file under /var/lib/rancher": (
+        _tree({"var/lib/rancher/k3s/agent/etc/cni/net.d/10-flannel.conflist": "{}"}),
+        True,
+        True,
+        "k3s's flannel CNI configuration "
+        "/var/lib/rancher/k3s/agent/etc/cni/net.d/10-flannel.conflist",
+        10250,
+    ),
     # negatives
     "a plain host: docker0, virbr0, lxcbr0 and veths": (
         _facts({"links": ["docker0", "eno1", "lo", "lxcbr0", "veth3c1d2e4", "virbr0"]}),
