@@ -149,8 +149,8 @@ MAX_LINKS = 65536  # a node with many pods has a veth each
 def _listed(
     root: Path, path: Path, limit: int, keep: Callable[[os.DirEntry[str]], bool] | None = None
 ) -> list[str] | None:
-    """listed_names, the tree being `root` (none on the live host)."""
-    return listed_names(path, None if root == LIVE_ROOT else root, limit, keep)
+    """listed_names, inside the tree at `root` (anything on the live host)."""
+    return listed_names(path, lambda real: _reachable(root, real), limit, keep)
 
 
 def _links(root: Path) -> list[str] | None:

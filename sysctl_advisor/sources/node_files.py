@@ -11,12 +11,13 @@ import fnmatch
 import os
 import re
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from sysctl_advisor.model.documents import YamlBounds, parse_document
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.sources.tree_paths import listed_names, open_regular
+from sysctl_advisor.sources.tree_paths import inside, listed_names, open_regular
 
 # Where to look: each absolute path (a `*` only in its last part) and whether the file is a
 # KubeletConfiguration, whose `port:` is the kubelet's port.
@@ -33,6 +34,7 @@ def read_node_files(root: Path, places: NodePlaces, live: bool) -> dict[str, Any
     """`{found: [paths], kubelet_port: N}` (no port where no configuration found gives one):
     the facts' `kubernetes_files`, every place looked at."""
     tree = None if live else root
+    inside_tree = None if tree is None else partial(inside, tree)
     found: list[str] = []
     port: int | None = None
     listings: dict[str, list[str]] = {}
@@ -40,7 +42,7 @@ def read_node_files(root: Path, places: NodePlaces, live: bool) -> dict[str, Any
         folder, _, pattern = place.rpartition("/")
         if "*" in pattern:
             if folder not in listings:
-                names = listed_names(root / folder.lstrip("/"), tree, MAX_LISTED) or []
+                names = listed_names(root / folder.lstrip("/"), inside_tree, MAX_LISTED) or []
                 listings[folder] = sorted(n for n in names if _NAME.match(n))
             paths = [f"{folder}/{n}" for n in listings[folder] if fnmatch.fnmatchcase(n, pattern)]
         else:

@@ -73,20 +73,21 @@ def open_regular(path: Path, root: Path | None = None) -> int | None:
 
 def listed_names(
     path: Path,
-    root: Path | None,
+    allowed: Callable[[Path], bool] | None,
     limit: int,
     keep: Callable[[os.DirEntry[str]], bool] | None = None,
 ) -> list[str] | None:
     """The names of a directory's entries that `keep` accepts, the first `limit` listed; None
-    when it is unreadable, or with `root` (a copied tree) leads out of it. Opened once and
-    listed through the descriptor judged inside the tree, never by its name again (a directory
-    swapped for a link after a check by name would list the host's)."""
+    when it is unreadable, or its real path (as the descriptor opened resolves) is one
+    `allowed` refuses (a copied tree's: `partial(inside, root)`). Opened once and listed
+    through the descriptor judged, never by its name again (a directory swapped for a link
+    after a check by name would list the host's)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return None
     try:
-        if root is not None and not inside(root, Path(os.readlink(f"/proc/self/fd/{fd}"))):
+        if allowed is not None and not allowed(Path(os.readlink(f"/proc/self/fd/{fd}"))):
             return None
         with os.scandir(fd) as entries:
             return [e.name for e in islice(entries, limit) if keep is None or keep(e)]

@@ -354,3 +354,18 @@ def test_fleet_of_a_calico_node_from_ansible_facts_reserves_the_node_ports(
     plain = (out / "host_files" / "web-1.conf").read_text()
     assert "[time-wait.node-ports]" not in plain and "30000-32767" not in plain
     assert "time-wait.kubernetes-node-pod-keys" not in ids["web-1"]
+
+
+def test_a_cni_directory_that_links_out_of_the_tree_is_not_listed(tmp_path: Path) -> None:
+    root = tmp_path / "copy"
+    (root / "proc").mkdir(parents=True)
+    (root / "proc/meminfo").write_text("MemTotal: 16384000 kB\n")
+    outside = tmp_path / "host-cni"
+    outside.mkdir()
+    (outside / "10-calico.conflist").write_text("{}")
+    (outside / "99-other.conflist").write_text("{}")
+    (root / "etc/cni").mkdir(parents=True)
+    (root / "etc/cni/net.d").symlink_to(outside)
+    kb = KnowledgeBase.load()
+    files = collect_data([], root, node_places=kb.kubernetes.node_places())["kubernetes_files"]
+    assert files == {"found": []}
