@@ -149,6 +149,7 @@ def read_facts(
         since=DEFAULT_WINDOW,
         tuned=kb.catalog.tuned_places(),
         app_readers=kb.app_readers(),
+        node_places=kb.kubernetes.node_places(),
     )
     return with_service_configs(host, None, nginx_conf)
 

@@ -51,6 +51,7 @@ def facts(
         window,
         kb.catalog.tuned_places(),
         kb.app_readers(),
+        kb.kubernetes.node_places(),
     )
     if history.prometheus is not None:
         _add_history(data, history)

@@ -130,6 +130,16 @@ class KnowledgeBase:
                 {str(i): f for i, f in enumerate(app_families)},
             ),
             (catalog_dir / KUBERNETES, "", {"": kubernetes.spec}),
+            (
+                catalog_dir / KUBERNETES,
+                "node.links",
+                {str(i): s for i, s in enumerate(kubernetes.spec.node.links)},
+            ),
+            (
+                catalog_dir / KUBERNETES,
+                "node.files",
+                {str(i): s for i, s in enumerate(kubernetes.spec.node.files)},
+            ),
             (catalog_dir / HELPERS, "keys", dict(helpers.spec.keys)),
             *(
                 (

@@ -5,6 +5,7 @@ a version outside that span is refused rather than guessed."""
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,9 +57,43 @@ class BaselineSysctl(SpecModel):
 
 
 @model
-class LinkPrefix(SpecModel):
-    prefix: str = Field(pattern=r"^[a-z0-9_.-]{2,15}$")
-    source: str = Field(max_length=200)
+class LinkSign(SpecModel):
+    """An interface a CNI plugin, kube-proxy or a node add-on creates: by `prefix`, or by
+    `pattern` where the prefix alone is shared with other software."""
+
+    prefix: str | None = Field(default=None, pattern=r"^[a-z0-9_.-]{2,15}$")
+    pattern: str | None = Field(
+        default=None, max_length=60, description="a regular expression the whole name matches"
+    )
+    weak: bool = Field(
+        default=False,
+        description="also made on hosts that are no node: alone, it leaves the answer open",
+    )
+    what: str = Field(max_length=300)
+    references: list[str] = Field(min_length=1, max_length=5)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if (self.prefix is None) == (self.pattern is None):
+            raise ValueError("give one of prefix and pattern")
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern: {exc}") from None
+
+
+@model
+class FileSign(SpecModel):
+    """A kubelet or CNI configuration file `facts` looks for (a `*` only in the last part)."""
+
+    path: str = Field(pattern=r"^(/[A-Za-z0-9_.-]{1,64}){1,10}/[A-Za-z0-9_.*-]{1,64}$")
+    weak: bool = False
+    kubelet_config: bool = Field(
+        default=False, description="a KubeletConfiguration: its `port:` is the kubelet's port"
+    )
+    what: str = Field(max_length=200)
+    references: list[str] = Field(min_length=1, max_length=5)
 
 
 @model
@@ -74,7 +109,8 @@ class NamespaceKey(SpecModel):
 class NodeSigns(SpecModel):
     """How a Kubernetes node shows in its facts, and the ports it serves without a socket."""
 
-    link_prefixes: list[LinkPrefix] = Field(min_length=1, max_length=100)
+    links: list[LinkSign] = Field(min_length=1, max_length=100)
+    files: list[FileSign] = Field(min_length=1, max_length=50)
     listener_commands: list[str] = Field(min_length=1, max_length=20)
     node_port_range: str = Field(pattern=r"^[0-9]{1,5}-[0-9]{1,5}$")
     kubelet_port: int = Field(ge=1, le=65535)
@@ -113,6 +149,9 @@ class Kubernetes:
         self.spec = spec
         self.oldest = KubernetesVersion.parse(spec.oldest)
         self.newest = KubernetesVersion.parse(spec.newest)
+        self._links = [
+            (s, re.compile(s.pattern) if s.pattern is not None else None) for s in spec.node.links
+        ]
 
     @classmethod
     def load(cls, path: Path, specs: SpecCache) -> Kubernetes:
@@ -158,17 +197,62 @@ class Kubernetes:
             )
         return PodVerdict(True, baseline, f"safe since Kubernetes {since}")
 
+    def node_places(self) -> list[tuple[str, bool]]:
+        """Where `facts` looks for the kubelet's and the CNI plugins' files: each absolute
+        path (a `*` only in its last part) and whether it is a KubeletConfiguration."""
+        return [(f.path, f.kubelet_config) for f in self.spec.node.files]
+
+    def _link_sign(self, name: str) -> LinkSign | None:
+        for sign, matcher in self._links:
+            if sign.prefix is not None and name.startswith(sign.prefix):
+                return sign
+            if matcher is not None and matcher.fullmatch(name):
+                return sign
+        return None
+
+    def _file_sign(self, path: str) -> FileSign | None:
+        folder, _, name = path.rpartition("/")
+        for sign in self.spec.node.files:
+            sign_folder, _, pattern = sign.path.rpartition("/")
+            if folder == sign_folder and fnmatch.fnmatchcase(name, pattern):
+                return sign
+        return None
+
     def node_view(self, facts: dict[str, Any]) -> dict[str, Any]:
-        """What rules see as `kubernetes` (plain data): whether the host is a node, the signs
-        that say so (facts.kubernetes.node decides when given), and the ports a node serves
-        that no listening socket shows: the NodePort range and the kubelet's port."""
+        """What rules see as `kubernetes` (plain data; the facts as plain data in):
+
+        node: whether the host is a Kubernetes node (facts.kubernetes.node decides when given);
+        known: whether the facts can say: declared, a sign found, or the facts hold every
+          interface (`links`), what `facts` found of the kubelet's and CNI files or the
+          listening sockets, and no weak sign leaves it open;
+        pod: the facts are a pod's network namespace (facts.kubernetes.namespace), which
+          serves no NodePort;
+        guard_node_ports: the plan's namespace serves NodePorts, or the facts cannot say it
+          does not (a range widened over them reserves them);
+        signs: what shows it is a node (empty when it is not one), at most three of each kind;
+        hints: the weak signs seen (a name or file that hosts which are no node have too);
+        node_ports: the NodePort range [first, last]; kubelet_port: the kubelet's port (its
+          configuration's `port:` where `facts` read one). NodePorts and the kubelet's port
+          are what a node serves that no listening socket shows."""
         node = self.spec.node
         given = facts.get("kubernetes") or {}
-        prefixes = tuple(p.prefix for p in node.link_prefixes)
-        signs = [
-            f"interface {link}" for link in facts.get("links") or [] if link.startswith(prefixes)
-        ]
-        signs = signs[:3]
+        files = facts.get("kubernetes_files")  # None: not looked for
+        kubelet_port = (files or {}).get("kubelet_port") or node.kubelet_port
+        names = [*(facts.get("links") or []), *(n["name"] for n in facts.get("nics") or [])]
+        signs: list[str] = []
+        hints: list[str] = []
+        for name in dict.fromkeys(names):
+            link = self._link_sign(name)
+            if link is not None:
+                (hints if link.weak else signs).append(f"interface {name}")
+        signs, hints = signs[:3], hints[:3]
+        found_files: list[str] = []
+        for path in (files or {}).get("found") or []:
+            file = self._file_sign(path)
+            if file is not None:
+                (hints if file.weak else found_files).append(f"{file.what} {path}")
+        signs += found_files[:3]
+        hints = hints[:6]
         ports: dict[str, set[int]] = {}  # a command's listening ports
         for sock in facts.get("listeners") or []:
             command = (sock.get("process") or {}).get("command")
@@ -176,34 +260,36 @@ class Kubernetes:
                 ports.setdefault(command, set()).add(sock["port"])
         for command in node.listener_commands:  # one sign a program, at its best-known port
             if command in ports:
-                port = node.kubelet_port if node.kubelet_port in ports[command] else None
-                shown = port or min(ports[command])
+                shown = kubelet_port if kubelet_port in ports[command] else min(ports[command])
                 signs.append(f"a {command} listener on port {shown}")
-        declared = given.get("node") is not None
-        if declared:  # the facts, or a Kubernetes output
+        declared = given.get("node")
+        if declared is not None:  # declared: the facts, or a Kubernetes output
             signs = (
                 (signs or ["declared one by the facts or the Kubernetes output"])
-                if given["node"]
+                if declared
                 else []
             )
-        # the facts can say: declared, a sign, or a list that would show one (every interface;
-        # the listening sockets, among which a node's kubelet always is)
-        known = (
-            declared
-            or bool(signs)
-            or facts.get("links") is not None
-            or facts.get("listeners") is not None
-        )
+            known = True
+        else:
+            # every interface, what `facts` found of the kubelet's and CNI files, or the
+            # listening sockets (a node's kubelet always listens) would show a node
+            complete = (
+                facts.get("links") is not None
+                or files is not None
+                or facts.get("listeners") is not None
+            )
+            known = bool(signs) or (complete and not hints)
         pod = given.get("namespace") == "pod"
         port_range = given.get("node_port_range") or node.node_port_range
         first, last = (int(n) for n in port_range.split("-"))
         return {
             "node": bool(signs),
-            "signs": signs,
             "known": known,
+            "signs": signs,
+            "hints": hints,
             "pod": pod,
             # the plan's namespace serves NodePorts, or the facts cannot say it does not
             "guard_node_ports": (bool(signs) or not known) and not pod,
             "node_ports": [first, last],
-            "kubelet_port": node.kubelet_port,
+            "kubelet_port": kubelet_port,
         }

@@ -294,7 +294,8 @@ def _port_range(value: str) -> str:
 @model
 class Kubernetes(Record):
     """What the operator (or an inventory) says of the host's place in a Kubernetes cluster;
-    without it, the advisor recognises a node from its links and listeners."""
+    without it, the advisor recognises a node from its interfaces (links, nics), listeners
+    and kubelet or CNI files (kubernetes_files)."""
 
     node: bool | None = Field(
         default=None, description="true: a Kubernetes node; false: not one, whatever it shows"
@@ -308,6 +309,32 @@ class Kubernetes(Record):
         description="whose network namespace the facts' per-namespace values are: the node's "
         "own (the default), or a pod's (read inside a pod, or planned for a pod's fresh "
         "namespace), which serves no NodePort and needs no reservation for one",
+    )
+
+
+# A file `facts` looks for (rules/catalog/kubernetes.yaml `node.files`): an absolute path of
+# plain name parts, as the host has it.
+_NODE_FILE = re.compile(r"^(/[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}){1,12}$")
+NodeFile = Annotated[str, _pattern(_NODE_FILE, "absolute file path")]
+
+
+@model
+class KubernetesFiles(Record):
+    """The kubelet's and the CNI plugins' configuration files `facts` found, on the live host
+    or in a copied tree (regular files inside it); present: they were looked for, so an
+    empty list says none is there. Where it looks is rules/catalog/kubernetes.yaml
+    (`node.files`); its knowledge turns what it found into signs of a node."""
+
+    found: list[NodeFile] = Field(
+        default_factory=list,
+        max_length=64,
+        description="each file found, by its path on the host (/var/lib/kubelet/config.yaml)",
+    )
+    kubelet_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description="the `port:` of the kubelet configuration found; absent: not given there",
     )
 
 
@@ -723,6 +750,10 @@ class HostFacts(Record):
         "CNI links show a Kubernetes node; absent: not read",
     )
     kubernetes: Kubernetes | None = None
+    kubernetes_files: KubernetesFiles | None = Field(
+        default=None,
+        description="the kubelet and CNI configuration files `facts` found; absent: not looked for",
+    )
 
     def __post_init__(self) -> None:
         if self.sysctl_file_settings:
@@ -871,6 +902,8 @@ _READ_AND_EMPTY = frozenset(
         "kernel_modules",
         "loadable",
         "builtin",
+        "kubernetes_files",
+        "found",
     }
 )
 

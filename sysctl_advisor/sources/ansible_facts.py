@@ -18,7 +18,7 @@ from typing import Any, overload
 
 from sysctl_advisor.model.documents import parse_json, read_text
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.host_facts import HostFacts, facts_from_data
+from sysctl_advisor.model.host_facts import HostFacts, facts_from_data, interface_name
 from sysctl_advisor.model.units import is_decimal
 
 
@@ -76,20 +76,36 @@ def _cpu_threads(facts: AnsibleFacts) -> int | None:
     return None
 
 
-def _nics(facts: AnsibleFacts) -> list[dict[str, Any]]:
-    """Interfaces backed by a device (a driver module or a link speed); loopback, bridges,
-    bonds and other software devices are left out, as the local collector does."""
+def _interface_names(facts: AnsibleFacts) -> list[str] | None:
+    """Every interface name (`interfaces`: what the setup module found in /sys/class/net,
+    virtual ones too), the facts' `links`; None when Ansible gave no such list. A name no
+    kernel could give is left out (a hostile file may hold anything)."""
     names = facts.get("interfaces")
     if not isinstance(names, list):
-        return []
+        return None
+    links: list[str] = []
+    for name in names:
+        try:
+            links.append(interface_name(name if isinstance(name, str) else ""))
+        except ValueError:
+            continue
+    return sorted(set(links))
+
+
+def _nics(facts: AnsibleFacts, names: list[str]) -> list[dict[str, Any]]:
+    """Interfaces backed by a device, as the local collector takes them: the setup module
+    gives `pciid` (the name of the interface's `device` link) and `module` (its driver's
+    module, found through that link) only for those. Loopback, bridges, bonds, VLANs and the
+    software devices a CNI makes (veth, which reports a speed, vxlan, tun, dummy) have no
+    device, and are left out."""
     nics: list[dict[str, Any]] = []
-    for name in sorted(str(n) for n in names):
+    for name in names:
         iface = facts.interface(name)
         if iface is None or iface.get("type") in ("loopback", "bridge", "bonding"):
             continue
-        if "module" not in iface and "speed" not in iface:
+        if not isinstance(iface.get("module"), str) and not isinstance(iface.get("pciid"), str):
             continue
-        nic: dict[str, Any] = {"name": str(iface.get("device") or name)}
+        nic: dict[str, Any] = {"name": name}
         if isinstance(iface.get("module"), str):
             nic["driver"] = iface["module"]
         speed = _int(iface.get("speed"))
@@ -120,9 +136,12 @@ def facts_data(facts: AnsibleFacts, source: str) -> dict[str, Any]:
     threads = _cpu_threads(facts)
     if threads is not None:
         data["cpu"] = {"threads": threads}
-    nics = _nics(facts)
-    if nics:
-        data["nics"] = nics
+    links = _interface_names(facts)
+    if links is not None:
+        data["links"] = links
+        nics = _nics(facts, links)
+        if nics:
+            data["nics"] = nics
     return data
 
 

@@ -14,7 +14,6 @@ import platform
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from sysctl_advisor.model.host_facts import (
     sysctl_text,
 )
 from sysctl_advisor.model.units import is_decimal
+from sysctl_advisor.sources.node_files import NodePlaces, read_node_files
 from sysctl_advisor.sources.proc_readers import (
     count_cpu_list,
     count_cpuinfo,
@@ -41,7 +41,7 @@ from sysctl_advisor.sources.proc_readers import (
     softnet_totals,
     udp_counters,
 )
-from sysctl_advisor.sources.tree_paths import inside, open_regular
+from sysctl_advisor.sources.tree_paths import inside, listed_names, open_regular
 
 LIVE_ROOT = Path("/")
 NGINX_CONFIGS = ("etc/nginx/nginx.conf", "usr/local/nginx/conf/nginx.conf")
@@ -149,23 +149,8 @@ MAX_LINKS = 65536  # a node with many pods has a veth each
 def _listed(
     root: Path, path: Path, limit: int, keep: Callable[[os.DirEntry[str]], bool] | None = None
 ) -> list[str] | None:
-    """The names of a directory's entries that `keep` accepts, the first `limit` listed; None
-    when it is unreadable, or under a copied tree leads out of it. Opened once and listed
-    through the descriptor judged inside the tree, never by its name again (a directory swapped
-    for a link after a check by name would list the host's)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not _reachable(root, Path(os.readlink(f"/proc/self/fd/{fd}"))):
-            return None
-        with os.scandir(fd) as entries:
-            return [e.name for e in islice(entries, limit) if keep is None or keep(e)]
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    """listed_names, inside the tree at `root` (anything on the live host)."""
+    return listed_names(path, lambda real: _reachable(root, real), limit, keep)
 
 
 def _links(root: Path) -> list[str] | None:
@@ -487,6 +472,7 @@ def collect_data(
     since_seconds: int | None = None,
     tuned: TunedPlaces | None = None,
     app_readers: Mapping[str, Mapping[str, Any]] | None = None,
+    node_places: NodePlaces | None = None,
 ) -> dict[str, Any]:
     """The facts of the host under `root` as plain data (a facts-file mapping).
 
@@ -494,7 +480,8 @@ def collect_data(
     log (`kernel_log`, else the journal, kern.log or dmesg; only the files under a copied
     tree) counted over the `since_seconds` before the snapshot (snapshot_time); given
     application families (`app_readers`), the applications' start-up warnings
-    (`observed.app_events`, sources/app_log.py)."""
+    (`observed.app_events`, sources/app_log.py); given the places of the kubelet's and the CNI
+    plugins' files (`node_places`), those found (`kubernetes_files`, sources/node_files.py)."""
     keys = tuple(keys)
     live = root.resolve() == LIVE_ROOT
     meminfo_path = root / "proc/meminfo"
@@ -535,6 +522,8 @@ def collect_data(
     }
     if links is not None:
         data["links"] = links
+    if node_places is not None:
+        data["kubernetes_files"] = read_node_files(root, node_places, live)
     modules = _kernel_modules(root, kernel)
     if modules is not None:
         data["kernel_modules"] = modules
@@ -572,7 +561,9 @@ def collect(
     since: int | None = None,
     tuned: TunedPlaces | None = None,
     app_readers: Mapping[str, Mapping[str, Any]] | None = None,
+    node_places: NodePlaces | None = None,
 ) -> HostFacts:
     return facts_from_data(
-        collect_data(keys, root, message_matchers, None, since, tuned, app_readers), path=root
+        collect_data(keys, root, message_matchers, None, since, tuned, app_readers, node_places),
+        path=root,
     )

@@ -5,6 +5,8 @@ and `named_beneath`, the one rule for a file a facts file names (a service's con
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from itertools import islice
 from pathlib import Path, PurePosixPath
 
 from sysctl_advisor.model.documents import open_regular_file
@@ -67,3 +69,29 @@ def open_regular(path: Path, root: Path | None = None) -> int | None:
         return open_regular_file(path, allowed)
     except InputError:
         return None
+
+
+def listed_names(
+    path: Path,
+    allowed: Callable[[Path], bool] | None,
+    limit: int,
+    keep: Callable[[os.DirEntry[str]], bool] | None = None,
+) -> list[str] | None:
+    """The names of a directory's entries that `keep` accepts, the first `limit` listed; None
+    when it is unreadable, or its real path (as the descriptor opened resolves) is one
+    `allowed` refuses (a copied tree's: `partial(inside, root)`). Opened once and listed
+    through the descriptor judged, never by its name again (a directory swapped for a link
+    after a check by name would list the host's)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if allowed is not None and not allowed(Path(os.readlink(f"/proc/self/fd/{fd}"))):
+            return None
+        with os.scandir(fd) as entries:
+            return [e.name for e in islice(entries, limit) if keep is None or keep(e)]
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

@@ -22,3 +22,34 @@ def test_a_port_range_and_the_node_flag_are_kept() -> None:
         {"memory": {"total": 2**33}, "kubernetes": {"node": True, "node_port_range": "40000-40999"}}
     )
     assert facts.kubernetes is not None and facts.kubernetes.node_port_range == "40000-40999"
+
+
+def test_the_kubelet_and_cni_files_found_are_kept() -> None:
+    facts = facts_from_data(
+        {
+            "memory": {"total": 2**33},
+            "kubernetes_files": {
+                "found": ["/var/lib/kubelet/config.yaml", "/etc/cni/net.d/10-calico.conflist"],
+                "kubelet_port": 10251,
+            },
+        }
+    )
+    assert facts.kubernetes_files is not None and facts.kubernetes_files.kubelet_port == 10251
+    assert facts_from_data({"memory": {"total": 2**33}}).kubernetes_files is None  # not looked
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"found": ["var/lib/kubelet/config.yaml"]},  # not absolute
+        {"found": ["/etc/cni/net.d/../../shadow"]},
+        {"found": ["/etc/cni/net.d/x\nport: 1"]},
+        {"found": [f"/etc/cni/net.d/{i}.conf" for i in range(65)]},
+        {"found": [], "kubelet_port": 0},
+        {"found": [], "kubelet_port": 65536},
+        {"found": [], "listeners": []},
+    ],
+)
+def test_kubelet_and_cni_files_that_no_collector_writes_are_one_error(files: object) -> None:
+    with pytest.raises(InputError, match="kubernetes_files"):
+        facts_from_data({"memory": {"total": 2**33}, "kubernetes_files": files})

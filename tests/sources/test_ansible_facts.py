@@ -119,7 +119,9 @@ def test_live_ansible_facts_agree_with_our_collector(live_facts: Path) -> None:
     # memtotal_mb is MemTotal in KiB, divided by 1024 and rounded down
     assert ours.memory.total - MIB < theirs.memory.total <= ours.memory.total
     assert theirs.cpu.threads == ours.cpu.threads
-    assert {n.name for n in theirs.nics} <= {n.name for n in ours.nics}
+    # the same devices as NICs (a device link: Ansible's pciid), and every interface as links
+    assert {n.name for n in theirs.nics} == {n.name for n in ours.nics}
+    assert theirs.links == ours.links
 
 
 def test_gather_facts_playbook_writes_the_same_facts(live_facts: Path, tmp_path: Path) -> None:
