@@ -139,7 +139,10 @@ def test_a_key_in_both_namespaces_reads_back_in_both(kb: KnowledgeBase) -> None:
     text = render_kubernetes(Renderer(kb.catalog), placement, "rebuild")
     pod, node, _ = manifest_settings(text)
     assert "net.ipv4.ip_local_port_range" in pod and "net.ipv4.ip_local_port_range" in node
-    assert "net.ipv4.ip_local_reserved_ports" in node
+    assert "30000-32767" in node["net.ipv4.ip_local_reserved_ports"]
+    # a pod's namespace serves no NodePort: no reservation for one in its securityContext
+    assert "30000" not in pod.get("net.ipv4.ip_local_reserved_ports", "")
+    assert "10250" not in pod.get("net.ipv4.ip_local_reserved_ports", "")
 
 
 def test_workload_network_on_the_command_line(tmp_path: Path) -> None:
