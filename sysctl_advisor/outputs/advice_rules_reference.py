@@ -70,15 +70,7 @@ _GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Values the plan ends with", ("planned",)),
 )
 _CATALOG_VIEWS = {"current", "default", "planned"}  # catalog keys by alias
-_BARE = {
-    "observed",
-    "services",
-    "nics",
-    "listeners",
-    "page_size",
-    "kubernetes",
-    "container_runtimes",
-}
+_BARE = set(_GROUPS[0][1]) - {"facts"}  # the facts' parts, each read whole as well
 _NAMES = "|".join(name for _, names in _GROUPS for name in names)
 _READ = re.compile(rf"(?<![\w.'\"])({_NAMES})\b(?:\s*\.\s*([A-Za-z_]\w*))?")
 
