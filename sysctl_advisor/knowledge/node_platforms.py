@@ -64,6 +64,32 @@ class HeldKey(SpecModel):
 
 
 @model
+class LinterExemption(SpecModel):
+    """A check of the linters people run on manifests (checkov, kube-linter) that the
+    platform's manifest fails on purpose, and why: the output writes it as each linter's skip
+    annotation, so a reviewer reads the reason where the linter would have complained."""
+
+    why: str = Field(
+        max_length=300,
+        pattern=r"^[^=\n]+$",
+        description="one line; no `=` (checkov splits its annotation's value at each one)",
+    )
+    checkov: list[str] = Field(default_factory=list, max_length=10)
+    kube_linter: list[str] = Field(default_factory=list, max_length=10)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.checkov and not self.kube_linter:
+            raise ValueError("an exemption names a checkov or kube-linter check")
+        for check in self.checkov:
+            if re.fullmatch(r"CKV2?_K8S_[0-9]{1,4}", check) is None:
+                raise ValueError(f"not a checkov Kubernetes check id: {check[:40]!r}")
+        for check in self.kube_linter:  # the annotation's name part: at most 63 characters
+            if re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", check) is None:
+                raise ValueError(f"not a kube-linter check name: {check[:70]!r}")
+
+
+@model
 class NodePlatformSpec(SpecModel):
     id: str = Field(pattern=PLATFORM_ID, description="the --format name")
     title: str = Field(max_length=200)
@@ -88,6 +114,11 @@ class NodePlatformSpec(SpecModel):
         default=None,
         max_length=500,
         description="what the platform does with a key it does not take",
+    )
+    exemptions: list[LinterExemption] = Field(
+        default_factory=list,
+        max_length=40,
+        description="linter checks its manifest fails on purpose, with why (annotated on it)",
     )
     references: list[str] = Field(min_length=1, max_length=20)
 

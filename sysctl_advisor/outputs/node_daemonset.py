@@ -14,13 +14,13 @@ The manifest passes the linters people run on manifests (checkov, kube-linter) w
 right: limits, a read-only root filesystem, no service account token, an explicit root user
 and restart policy, the image pulled each start. Each check a privileged sysctl writer must
 fail is annotated on the DaemonSet with the reason, in each linter's own skip annotation
-(`EXEMPTIONS`); a check whose fix the runtime would ignore (a seccomp profile, a capability
-drop list on a privileged container) is annotated, not faked.
+(the platform's `exemptions`, rules/catalog/node-platforms/daemonset.yaml); a check whose
+fix the runtime would ignore (a seccomp profile, a capability drop list on a privileged
+container) is annotated, not faked.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -67,85 +67,13 @@ check
 """
 
 
-@dataclass(frozen=True)
-class Exemption:
-    """A linter check the DaemonSet fails on purpose, and why: written as checkov's
-    `checkov.io/skipN: ID=reason` and kube-linter's `ignore-check.kube-linter.io/CHECK: reason`
-    annotations on the DaemonSet (each linter reads the object's own metadata)."""
-
-    reason: str
-    checkov: tuple[str, ...] = ()
-    kube_linter: tuple[str, ...] = ()
-
-
-EXEMPTIONS = (
-    Exemption(
-        "writes /proc/sys, which the container runtime mounts read-only in a container that "
-        "is not privileged",
-        checkov=("CKV_K8S_16",),
-        kube_linter=("privileged-container",),
-    ),
-    Exemption(
-        "privileged: the API refuses allowPrivilegeEscalation false on a privileged container",
-        checkov=("CKV_K8S_20",),
-        kube_linter=("privilege-escalation-container",),
-    ),
-    Exemption(
-        "in the host network namespace: a per-namespace key written from the pod's own "
-        "namespace would reach only that namespace, never the node",
-        checkov=("CKV_K8S_19",),
-        kube_linter=("host-network",),
-    ),
-    Exemption(
-        "root: only root writes /proc/sys and the node's /etc/sysctl.d",
-        checkov=("CKV_K8S_23", "CKV_K8S_40"),
-        kube_linter=("run-as-non-root",),
-    ),
-    Exemption(
-        "privileged: the runtime gives a privileged container every capability, whatever a "
-        "drop list says",
-        checkov=("CKV_K8S_37", "CKV_K8S_28"),
-    ),
-    Exemption(
-        "privileged: a privileged container always runs Unconfined, whatever seccompProfile says",
-        checkov=("CKV_K8S_31",),
-    ),
-    Exemption(
-        "installs the file in the node's /etc/sysctl.d, so that a reboot keeps the values",
-        kube_linter=("writable-host-mount",),
-    ),
-    Exemption(
-        "the container only sleeps once the values hold; restarting it when another agent "
-        "takes one back would fight that agent, so the readiness probe reports it instead",
-        checkov=("CKV_K8S_8",),
-        kube_linter=("no-liveness-probe",),
-    ),
-    Exemption(
-        "the pod opens no socket, and NetworkPolicy is undefined for a host-network pod (most "
-        "network plugins treat its traffic as the node's)",
-        checkov=("CKV2_K8S_6",),
-        kube_linter=("non-isolated-pod",),
-    ),
-    Exemption(
-        "the nodeSelector chooses the nodes: those labelled for the profile",
-        kube_linter=("no-node-affinity",),
-    ),
-    Exemption(
-        "the advisor cannot know the digest your registry serves for the image: pin it "
-        "(image: busybox:1.37@sha256:DIGEST) and remove this annotation",
-        checkov=("CKV_K8S_43",),
-    ),
-)
-
-
-def linter_annotations() -> dict[str, str]:
-    """The exemptions as each linter's skip annotations (checkov splits its value at `=`, so
-    a reason holds none)."""
-    checkov = [(check, e.reason) for e in EXEMPTIONS for check in e.checkov]
+def linter_annotations(platform: NodePlatform) -> dict[str, str]:
+    """The platform's exemptions as each linter's skip annotations (checkov splits its value
+    at `=`, so a reason holds none)."""
+    exemptions = platform.spec.exemptions
+    checkov = [(check, e.why) for e in exemptions for check in e.checkov]
     kube_linter = {
-        f"ignore-check.kube-linter.io/{check}": e.reason
-        for e in EXEMPTIONS
-        for check in e.kube_linter
+        f"ignore-check.kube-linter.io/{check}": e.why for e in exemptions for check in e.kube_linter
     }
     return {
         **{f"checkov.io/skip{n}": f"{check}={why}" for n, (check, why) in enumerate(checkov, 1)},
@@ -212,7 +140,7 @@ def document(node: NodeOutput) -> str:
             "name": name,
             "namespace": NAMESPACE,
             "labels": labels,
-            "annotations": linter_annotations(),
+            "annotations": linter_annotations(node.platform),
         },
         "spec": {
             "selector": {"matchLabels": labels},

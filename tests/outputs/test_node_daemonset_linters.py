@@ -24,6 +24,7 @@ import yaml
 
 from sysctl_advisor.engine.kubernetes_placement import placement_for
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.knowledge.node_platforms import LinterExemption
 from sysctl_advisor.outputs import node_daemonset
 from sysctl_advisor.outputs.node_platforms import render_node
 from sysctl_advisor.outputs.plan_render import Renderer
@@ -66,20 +67,27 @@ def _documents(path: Path) -> dict[str, dict[str, Any]]:
     return {d["kind"]: d for d in yaml.safe_load_all(path.read_text()) if d}
 
 
+def _exemptions() -> list[LinterExemption]:
+    return KnowledgeBase.load().node_platforms["daemonset"].spec.exemptions
+
+
 def test_each_exemption_is_written_as_each_linters_annotation() -> None:
     """checkov reads `checkov.io/skipN: ID=reason` and splits the value at every `=`, so a
     reason holding one would stop its run; kube-linter reads `ignore-check.kube-linter.io/
     CHECK`. Every key is a valid annotation name (a DNS prefix, a name of at most 63)."""
-    annotations = node_daemonset.linter_annotations()
-    checkov = sorted(c for e in node_daemonset.EXEMPTIONS for c in e.checkov)
+    platform = KnowledgeBase.load().node_platforms["daemonset"]
+    annotations = node_daemonset.linter_annotations(platform)
+    exemptions = platform.spec.exemptions
+    checkov = sorted(c for e in exemptions for c in e.checkov)
     skips = [v for k, v in annotations.items() if k.startswith("checkov.io/skip")]
     assert sorted(v.split("=")[0] for v in skips) == checkov
-    for exemption in node_daemonset.EXEMPTIONS:
-        assert "=" not in exemption.reason and exemption.reason.strip()
+    for exemption in exemptions:
+        reason = exemption.why
+        assert "=" not in reason and reason
         for check in exemption.checkov:
-            assert f"{check}={exemption.reason}" in skips
+            assert f"{check}={reason}" in skips
         for check in exemption.kube_linter:
-            assert annotations[f"ignore-check.kube-linter.io/{check}"] == exemption.reason
+            assert annotations[f"ignore-check.kube-linter.io/{check}"] == reason
     for key in annotations:
         prefix, name = key.split("/")
         assert re.fullmatch(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?", prefix) and len(prefix) <= 253
@@ -111,7 +119,7 @@ def test_checkov_fails_no_check(manifests: dict[str, Path]) -> None:
     assert summary["parsing_errors"] == 0 and summary["passed"] > 0
     files = {Path(c["file_path"]).name for c in results["passed_checks"]}
     assert files == {path.name for path in manifests.values()}
-    reasons = {c: e.reason for e in node_daemonset.EXEMPTIONS for c in e.checkov}
+    reasons = {c: e.why for e in _exemptions() for c in e.checkov}
     for skipped in results["skipped_checks"]:
         assert skipped["check_id"] in reasons
         assert skipped["check_result"]["suppress_comment"] == reasons[skipped["check_id"]]
@@ -250,3 +258,21 @@ def test_the_script_is_shellcheck_clean(
     )  # fmt: skip
     findings = [(f["code"], f["line"], f["message"]) for f in json.loads(ran.stdout or "[]")]
     assert findings == [] and ran.returncode == 0, ran.stderr
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"why": "needs a=b", "checkov": ["CKV_K8S_16"]},  # checkov would cut the reason at `=`
+        {"why": "two\nlines", "kube_linter": ["host-network"]},
+        {"why": "no check named"},
+        {"why": "not a checkov id", "checkov": ["CKV_AWS_1"]},
+        {"why": "too long a name", "kube_linter": ["x" * 64]},
+    ],
+)
+def test_an_exemption_a_linter_could_not_read_fails_at_load(fields: dict[str, Any]) -> None:
+    from sysctl_advisor.model.errors import InputError
+    from sysctl_advisor.model.model_base import validate
+
+    with pytest.raises(InputError):
+        validate(LinterExemption, fields)
