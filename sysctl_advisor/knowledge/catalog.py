@@ -28,7 +28,7 @@ from sysctl_advisor.knowledge.knowledge_files import KERNEL_MODEL, KEY_CATALOG
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelRange, KernelVersion
 from sysctl_advisor.model.kernel_write import kernel_int
-from sysctl_advisor.model.model_base import After, Field, Record, model
+from sysctl_advisor.model.model_base import After, Constraints, Field, Record, model
 
 if TYPE_CHECKING:
     from sysctl_advisor.model.host_facts import HostFacts
@@ -355,7 +355,7 @@ class CatalogFile(Record):
     readable: dict[str, ReadableKey] = Field(default_factory=dict)
     tuning_daemons: dict[str, TuningDaemon] = Field(default_factory=dict)
     known: dict[
-        Annotated[str, Field(pattern=r"^[a-z0-9_-]+(\.([a-z0-9_-]+|\*))+$", max_length=200)],
+        Annotated[str, Constraints(pattern=r"^[a-z0-9_-]+(\.([a-z0-9_-]+|\*))+$", max_length=200)],
         KnownKey,
     ] = Field(
         default_factory=dict,

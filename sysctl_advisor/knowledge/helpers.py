@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.rules import SpecModel
-from sysctl_advisor.model.model_base import After, Field, model
+from sysctl_advisor.model.model_base import After, Constraints, Field, model
 
 
 def _program_directory(text: str) -> str:
@@ -82,8 +82,8 @@ class Runner(SpecModel):
     are what root runs."""
 
     kind: Literal["shell", "interpreter", "wrapper"]
-    names: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9._+-]+\*?$", max_length=40)]] = Field(
-        min_length=1, max_length=100, description="file names; a trailing * takes any suffix"
+    names: list[Annotated[str, Constraints(pattern=r"^[A-Za-z0-9._+-]+\*?$", max_length=40)]] = (
+        Field(min_length=1, max_length=100, description="file names; a trailing * takes any suffix")
     )
     runs: str = Field(max_length=200, description="what it runs, as a clause")
 

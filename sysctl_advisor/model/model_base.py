@@ -9,6 +9,8 @@ Pydantic validates at the edge only (`validate`), reading the same classes:
   pydantic reads them, and the published JSON Schemas come from them;
 * a check of one value is `After(function)` or `Before(function)` in `Annotated[...]` (what
   pydantic's AfterValidator and BeforeValidator do, declared without importing pydantic);
+* the constraints of a list's items or a mapping's keys are `Constraints(...)` in
+  `Annotated[...]`, with Field's arguments (a `Field(...)` there is metadata pydantic ignores);
 * a check across fields is the class's `__post_init__` (pydantic runs it after validating the
   fields, and so does a direct construction or `dataclasses.replace`): it raises ValueError;
 * unknown fields are refused: `Record.__pydantic_config__` is pydantic's config for the class.
@@ -87,6 +89,25 @@ class Before(_Validator):
     """Annotated metadata: run `function` on the raw value before pydantic validates it."""
 
     mode = "before"
+
+
+class Constraints:
+    """Annotated metadata: Field's constraints (`pattern`, `max_length`, `ge`, ...) on a type
+    that is no field of its own: a list's items, a mapping's keys. There a `Field(...)`, a
+    dataclass field, is metadata pydantic does not read, and would bind nothing."""
+
+    def __init__(self, **constraints: Any) -> None:
+        self.constraints = constraints
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        from typing import Annotated
+
+        from pydantic import Field as PydanticField
+
+        schema: CoreSchema = handler(Annotated[source, PydanticField(**self.constraints)])
+        return schema
 
 
 def exactly(kind: type[Any]) -> Before:
