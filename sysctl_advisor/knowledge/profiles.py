@@ -16,8 +16,9 @@ from sysctl_advisor.knowledge.expressions import (
 )
 from sysctl_advisor.knowledge.knowledge_files import profile_files
 from sysctl_advisor.knowledge.rules import Rule, SpecModel, matches
+from sysctl_advisor.knowledge.servers import SERVER_ID
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.model_base import After, Field, model
+from sysctl_advisor.model.model_base import After, Constraints, Field, model
 from sysctl_advisor.model.text_escape import plain_line
 
 ParamType = Literal["int", "float", "bool", "str"]
@@ -44,6 +45,16 @@ def _one_line(text: str) -> str:
 
 ParameterName = Annotated[str, After(_parameter_name)]
 OneLine = Annotated[str, After(_one_line)]  # shown after a name, on that name's line
+# A DNS label (RFC 1123): the name is also a Kubernetes label value and object name, and
+# several profiles' names joined by `.` are one (outputs.node_platforms.node_label).
+PROFILE_NAME = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
+# What a profile names: another profile, a server of the server table, rules (an id, or a
+# glob of ids with `*`). Each is held to the form of what it names, so a reference no
+# profile, server or rule could answer to is refused where it stands (its file, line and
+# field), and one that could is short enough to quote whole when it names nothing loaded.
+ProfileRef = Annotated[str, Constraints(pattern=PROFILE_NAME)]
+ServerRef = Annotated[str, Constraints(pattern=SERVER_ID)]
+RuleSelector = Annotated[str, Constraints(pattern=r"^[a-z0-9*][a-z0-9.*-]{0,199}$")]
 
 
 @model
@@ -79,18 +90,16 @@ class Parameter(SpecModel):
 
 @model
 class ProfileSpec(SpecModel):
-    # A DNS label (RFC 1123): the name is also a Kubernetes label value and object name, and
-    # several profiles' names joined by `.` are one (outputs.node_platforms.node_label).
-    name: str = Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+    name: str = Field(pattern=PROFILE_NAME)
     summary: OneLine
     description: str = ""
-    extends: str | None = None
+    extends: ProfileRef | None = None
     # Other workloads this one brings along (a host role: `includes: [frontend-proxy, redis]`):
     # each keeps its own parameters and rules, merged as `--profile A --profile B` merges them.
-    includes: list[str] = Field(default_factory=list, max_length=32)
+    includes: list[ProfileRef] = Field(default_factory=list, max_length=32)
     parameters: dict[ParameterName, Parameter] = Field(default_factory=dict)
-    rules: list[str] = Field(default_factory=list)
-    servers: list[str] = Field(
+    rules: list[RuleSelector] = Field(default_factory=list)
+    servers: list[ServerRef] = Field(
         default_factory=list,
         max_length=32,
         description="ids in the server table (rules/catalog/servers.yaml) of the programs that "

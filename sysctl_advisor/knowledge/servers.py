@@ -19,7 +19,8 @@ from sysctl_advisor.knowledge.rules import SpecModel
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.model_base import Field, model
 
-_ID = r"^[a-z0-9][a-z0-9-]{0,63}$"
+# A server's id: what a profile's `servers:` names (knowledge/profiles.py).
+SERVER_ID = r"^[a-z0-9][a-z0-9-]{0,63}$"
 # Listeners the rules see. A host with more distinct ones (after merging SO_REUSEPORT groups)
 # is judged on those whose accept queues are fullest and backlogs shortest: the rest cannot
 # change what the rules say, and walking them all would exhaust a host's expression budget.
@@ -41,7 +42,7 @@ class Recognise(SpecModel):
 
 @model
 class ServerSpec(SpecModel):
-    id: str = Field(pattern=_ID)
+    id: str = Field(pattern=SERVER_ID)
     name: str = Field(max_length=80)
     recognise: Recognise
     default_backlog: int | None = Field(
@@ -82,7 +83,7 @@ class NodeAgentSpec(SpecModel):
     are the node's (health, metrics, the kubelet's API), and rules ask no restart of it to
     chase a backlog on a node."""
 
-    id: str = Field(pattern=_ID)
+    id: str = Field(pattern=SERVER_ID)
     name: str = Field(max_length=80)
     recognise: Recognise
     file_limit: FileLimit | None = Field(
