@@ -247,7 +247,7 @@ class Kubernetes:
                 (hints if link.weak else signs).append(f"interface {name}")
         signs, hints = signs[:3], hints[:3]
         found_files: list[str] = []
-        for path in (files or {}).get("found") or []:
+        for path in dict.fromkeys((files or {}).get("found") or []):  # each once
             file = self._file_sign(path)
             if file is not None:
                 (hints if file.weak else found_files).append(f"{file.what} {path}")

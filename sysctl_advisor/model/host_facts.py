@@ -291,6 +291,14 @@ def _port_range(value: str) -> str:
     return value
 
 
+# What the collector reads itself (listening sockets from sock_diag, the kubelet's port from
+# its configuration), never typed by hand: such figures must be exactly ints and booleans, not
+# text, floats or booleans that would convert.
+StrictInt = Annotated[int, exactly(int)]
+StrictBool = Annotated[bool, exactly(bool)]
+StrictText = Annotated[Text, exactly(str)]
+
+
 @model
 class Kubernetes(Record):
     """What the operator (or an inventory) says of the host's place in a Kubernetes cluster;
@@ -330,7 +338,7 @@ class KubernetesFiles(Record):
         max_length=64,
         description="each file found, by its path on the host (/var/lib/kubelet/config.yaml)",
     )
-    kubelet_port: int | None = Field(
+    kubelet_port: StrictInt | None = Field(
         default=None,
         ge=1,
         le=65535,
@@ -576,13 +584,6 @@ class Observed(Record):
             first, last = moment(first_seen), moment(last_seen)
             if first is not None and last is not None and first > last:
                 raise ValueError(f"{where}: first_seen {first_seen} is after last_seen {last_seen}")
-
-
-# Listening sockets are read by the advisor itself (sock_diag), never typed by hand: their
-# figures must be exactly ints and booleans, not text or floats that would convert.
-StrictInt = Annotated[int, exactly(int)]
-StrictBool = Annotated[bool, exactly(bool)]
-StrictText = Annotated[Text, exactly(str)]
 
 
 @model
