@@ -140,18 +140,27 @@ def read_file_and_time(
         info = os.fstat(fd)
         if info.st_size > limit:
             raise InputError(f"larger than {limit:,} bytes{hint}", path=path)
-        chunks: list[bytes] = []
-        size = 0
-        while chunk := os.read(fd, 1 << 20):
-            size += len(chunk)
-            if size > limit:  # a file that grew, or /proc files that report size 0
-                raise InputError(f"larger than {limit:,} bytes", path=path)
-            chunks.append(chunk)
-        return b"".join(chunks), info.st_mtime
+        data = read_descriptor(fd, limit)
+        if data is None:  # a file that grew, or /proc files that report size 0
+            raise InputError(f"larger than {limit:,} bytes", path=path)
+        return data, info.st_mtime
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=path) from None
     finally:
         os.close(fd)
+
+
+def read_descriptor(fd: int, limit: int) -> bytes | None:
+    """What an open descriptor holds, read to its end in chunks (one read may return less than
+    asked, on FUSE or NFS); None once it holds more than `limit` bytes. OSError as raised."""
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def read_stream_bytes(stream: BinaryIO, name: str) -> bytes:

@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sysctl_advisor.model.documents import YamlBounds, parse_document
+from sysctl_advisor.model.documents import YamlBounds, parse_document, read_descriptor
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.sources.tree_paths import inside, listed_names, open_regular
 
@@ -43,7 +43,7 @@ def read_node_files(root: Path, places: NodePlaces, live: bool) -> dict[str, Any
         if "*" in pattern:
             if folder not in listings:
                 names = listed_names(root / folder.lstrip("/"), inside_tree, MAX_LISTED) or []
-                listings[folder] = sorted(n for n in names if _NAME.match(n))
+                listings[folder] = sorted(n for n in names if _NAME.fullmatch(n))
             paths = [f"{folder}/{n}" for n in listings[folder] if fnmatch.fnmatchcase(n, pattern)]
         else:
             paths = [place]
@@ -70,10 +70,10 @@ def _kubelet_port(fd: int, path: str) -> int | None:
     kind's bounds; None where the file gives none, or is no document the bounds allow (the
     file's presence is the sign; its port only refines it)."""
     try:
-        data = os.read(fd, KUBELET_CONFIG.max_bytes + 1)
+        data = read_descriptor(fd, KUBELET_CONFIG.max_bytes)
     except OSError:
         return None
-    if len(data) > KUBELET_CONFIG.max_bytes:
+    if data is None:
         return None
     try:
         document = parse_document(data.decode("utf-8"), Path(path), KUBELET_CONFIG)
