@@ -863,16 +863,14 @@ def _resolve(
             + ("." if merged == base else f": {conf_text(merged)}.")
         )
     if model is not None and near:
+        fields = " and ".join(_field(spec, i) for i in near)
+        whole = len(near) == len(merged)
         lines.append(
             f"The value in force ({conf_text(base or [])}) is the kernel's own, within the "
-            f"model's tolerance of its figure ({conf_text(model)}), which the rules would leave "
-            "as it is"
-            + (
-                ""
-                if len(near) == len(merged)
-                else " in " + ", ".join(_field(spec, i) for i in near)
-            )
-            + ": kept (model error is not drift)."
+            f"model's tolerance of its figure ({conf_text(model)}), whose "
+            f"{'value' if whole else fields} the rules would leave as it is: "
+            f"{'it' if whole else 'its ' + fields} {'is' if whole or len(near) == 1 else 'are'} "
+            "kept (model error is not drift)."
         )
 
     before_caps = list(merged)
