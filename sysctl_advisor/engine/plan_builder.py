@@ -843,12 +843,6 @@ def _resolve(
                 w if p == "choice" else _keep_or_want(w, b, p, tolerance)
                 for w, b, p in zip(wanted, base, policies, strict=True)
             ]
-        if merged != wanted:
-            lines.append(
-                f"Where {base_name} ({conf_text(base or [])}) already gives more than the rules "
-                f"need ({conf_text(wanted)}), it is kept"
-                + ("." if merged == base else f": {conf_text(merged)}.")
-            )
     elif base is not None:
         merged = list(base)
         wanted = list(base)
@@ -857,21 +851,33 @@ def _resolve(
             f"{item.key}: neither the value in force nor the kernel default on this host is "
             f"known, so the cap from {', '.join(r for r, _ in item.caps)} cannot be applied"
         )
+    kept_for_want = merged != wanted  # the baseline already gives what the wants ask
+    model = numbers(modelled) if modelled is not None and current is not None else None
+    near = _left_as_modelled(item, merged, base, model, policies) if not file_set else []
+    if base is not None and near:
+        merged = [base[i] if i in near else v for i, v in enumerate(merged)]
+    if kept_for_want:
+        lines.append(
+            f"Where {base_name} ({conf_text(base or [])}) already gives more than the rules "
+            f"need ({conf_text(wanted)}), it is kept"
+            + ("." if merged == base else f": {conf_text(merged)}.")
+        )
+    if model is not None and near:
+        fields = " and ".join(_field(spec, i) for i in near)
+        whole = len(near) == len(merged)
+        lines.append(
+            f"The value in force ({conf_text(base or [])}) is the kernel's own, within the "
+            f"model's tolerance of its figure ({conf_text(model)}), whose "
+            f"{'value' if whole else fields} the rules would leave as it is: "
+            f"{'it' if whole else 'its ' + fields} {'is' if whole or len(near) == 1 else 'are'} "
+            "kept (model error is not drift)."
+        )
 
     before_caps = list(merged)
     kept_base = [
         base is not None and v == base[i] and not file_set for i, v in enumerate(merged)
     ]  # elements that are the kernel's own value (or the default), not a want or a file's
-    model = numbers(modelled) if modelled is not None and current is not None else None
-    judged: list[int | None] = (
-        list(model) if model is not None and len(model) == len(merged) else [None] * len(merged)
-    )
-    for _, cap in item.caps:
-        limits = cap if isinstance(cap, list) else [cap]
-        merged = [
-            _apply_cap(v, c, p, spec.default_tolerance if kept else 0.0, m if kept else None)
-            for v, c, p, kept, m in zip(merged, limits, policies, kept_base, judged, strict=True)
-        ]
+    merged = _capped(item, merged, policies, kept_base, model)
     # The caps that bind: those whose limit is the final value of an element they moved.
     capped_by = [
         rule_id
@@ -1062,6 +1068,61 @@ def _resolve_text(
         wanted=None,
         workloads=workloads,
     )
+
+
+def _left_as_modelled(
+    item: _KeyWork,
+    merged: list[int],
+    base: list[int] | None,
+    model: list[int] | None,
+    policies: list[str],
+) -> list[int]:
+    """Model error is never drift: the elements that the wants and caps would leave at the
+    model's figure were that in force, where the kernel's own value near it (within the key's
+    tolerance) is in force instead and `merged` moves it. Those keep the kernel's value: a
+    want capped at a limit equal to the modelled default, or one within the tolerance above
+    it, would otherwise move the kernel's value by the model's error alone."""
+    if base is None or model is None or len(model) != len(merged):
+        return []
+    tolerance = item.spec.default_tolerance
+    wanted = _fill([_elements(v) for _, v in item.wants], model, policies) or model
+    as_modelled = [
+        w if p == "choice" else _keep_or_want(w, m, p, tolerance)
+        for w, m, p in zip(wanted, model, policies, strict=True)
+    ]
+    kept = [v == m for v, m in zip(as_modelled, model, strict=True)]
+    as_modelled = _capped(item, as_modelled, policies, kept)
+    return [
+        i
+        for i, p in enumerate(policies)
+        if p != "choice" and as_modelled[i] == model[i] and merged[i] != base[i]
+    ]
+
+
+def _capped(
+    item: _KeyWork,
+    values: list[int],
+    policies: list[str],
+    kept: list[bool],
+    modelled: list[int] | None = None,
+) -> list[int]:
+    """Every cap applied to `values`. A `kept` element (the baseline itself) is left alone
+    within the key's model tolerance of a cap, judged by `modelled` where given: the model's
+    figure for a kernel's own value near it."""
+    judged: list[int | None] = list(modelled) if modelled is not None else [None] * len(values)
+    tolerance = item.spec.default_tolerance
+    for _, cap in item.caps:
+        limits = cap if isinstance(cap, list) else [cap]
+        values = [
+            _apply_cap(v, c, p, tolerance if k else 0.0, m if k else None)
+            for v, c, p, k, m in zip(values, limits, policies, kept, judged, strict=True)
+        ]
+    return values
+
+
+def _field(spec: CatalogKey, index: int) -> str:
+    """A vector element's name (`max`), else its index."""
+    return spec.fields[index] if spec.fields else f"element {index}"
 
 
 def _apply_cap(
