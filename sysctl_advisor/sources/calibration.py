@@ -96,7 +96,11 @@ def summarise(data: dict[str, Any], kernel: str) -> Measurement:
     figures = {
         "kernel": kernel,
         "sockets": sockets,
-        "slab_bytes_per_socket": max(256, round(per_socket(idle, "slab_bytes"))),
+        # /proc/meminfo's Slab is the whole kernel's: another process freeing memory meanwhile
+        # can hide the sockets' growth, which the per-cache growth (when readable) still shows.
+        "slab_bytes_per_socket": max(
+            256, round(per_socket(idle, "slab_bytes")), round(sum(g for _, g in top))
+        ),
         "tcp_mem_pages_per_idle_socket": round(max(0.0, per_socket(idle, "tcp_mem_pages")), 3),
         "tcp_mem_pages_per_queued_socket": round(max(0.0, per_socket(queued, "tcp_mem_pages")), 3),
         "queued_bytes": int(data["queued_bytes"]),
