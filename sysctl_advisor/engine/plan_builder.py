@@ -527,10 +527,27 @@ def build_plan(
 
     settings: list[Setting] = []
     unchanged: list[Unchanged] = []
-    own = {  # keys the advisor's own file sets: the plan keeps them, not against an owner
+
+    def ends_with(key: str) -> Any:
+        """The value the plan ends with for a key: its setting, else the value in force (or
+        the default)."""
+        spec = catalog.keys[key]
+        item = work.get(key)
+        setting = resolved(item, by_rule, text=False) if item is not None else None
+        if isinstance(setting, Setting):
+            return parse_current(setting.value, spec)
+        return baseline[spec.alias]
+
+    def acts(key: str) -> bool:
+        """Whether the key has an effect with the plan's values (its `acts_only_with`)."""
+        other = catalog.keys[key].acts_only_with
+        return other is None or ends_with(other.key) in other.values
+
+    own = {  # keys the advisor's own file sets: the plan keeps them, not against an owner,
+        # nor where the key it acts only with ends elsewhere (a strict-mode ratio, mode 0)
         key: held_key
         for key, held_key in own_keys(kb, facts, runs, {r.rule.id for _, r in results}).items()
-        if forbidden(found, catalog, key, [held_key.value]) is None
+        if forbidden(found, catalog, key, [held_key.value]) is None and acts(key)
     }
     for key, spec in catalog.keys.items():  # catalog order, sorted by section below
         if (key not in work and key not in own) or key in unmodelled:

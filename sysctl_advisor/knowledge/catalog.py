@@ -132,6 +132,16 @@ class Floor(Record):
 
 
 @model
+class ActsOnlyWith(Record):
+    """Another key whose values alone give this one an effect (vm.overcommit_ratio counts only
+    under vm.overcommit_memory = 2): where the plan ends with the other key elsewhere, the
+    advisor's own file does not keep this one."""
+
+    key: str
+    values: list[int] = Field(min_length=1, max_length=16)
+
+
+@model
 class CatalogKey(Record):
     alias: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
     section: str
@@ -199,6 +209,10 @@ class CatalogKey(Record):
         "kernel, a 32-bit one, a handler that stores values the kernel gives no meaning of "
         "their own): `check` holds a value to the range of the kernel it is given, and says "
         "what the kernel does with one it stores beyond min..max",
+    )
+    acts_only_with: ActsOnlyWith | None = Field(
+        default=None,
+        description="the key has no effect unless another key holds one of these values",
     )
     netns_new_default: list[Era] = Field(
         default_factory=list,
@@ -367,6 +381,9 @@ class CatalogFile(Record):
         for name, key in self.keys.items():
             if key.section not in ids:
                 raise ValueError(f"{name}: unknown section {key.section!r}")
+            other = key.acts_only_with
+            if other is not None and (other.key not in self.keys or other.key == name):
+                raise ValueError(f"{name}: acts_only_with names {other.key!r}, not another key")
         aliases = [k.alias for k in self.keys.values()] + [k.alias for k in self.readable.values()]
         if len(set(aliases)) != len(aliases) or set(self.keys) & set(self.readable):
             raise ValueError("a key or alias is listed twice (keys and readable share one list)")

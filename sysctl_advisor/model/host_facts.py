@@ -224,6 +224,15 @@ def _plausible_total(value: int) -> int:
     return value
 
 
+def _huge_page_size(value: int) -> int:
+    if value & (value - 1) or not 64 * 1024 <= value <= 16 * 2**30:
+        raise ValueError(
+            f"memory.huge_page_size (Hugepagesize) is a power of two from 64 KiB to 16 GiB, "
+            f"got {value} bytes"
+        )
+    return value
+
+
 @model
 class Memory(Record):
     total: Annotated[Size, After(_plausible_total)] = Field(
@@ -234,6 +243,11 @@ class Memory(Record):
     )
     numa_nodes: int | None = Field(
         default=None, ge=1, le=1024, description="NUMA nodes with memory (/sys/devices/system/node)"
+    )
+    huge_page_size: Annotated[Size, After(_huge_page_size)] | None = Field(
+        default=None,
+        description="Hugepagesize in /proc/meminfo: the default huge page size, the unit of "
+        "vm.nr_hugepages (a power of two, 64 KiB .. 16 GiB); absent: not known",
     )
 
     def __post_init__(self) -> None:
@@ -393,6 +407,14 @@ class Service(Record):
         le=2**44,
         description="PostgreSQL: shared_buffers in bytes (128 kB .. 16 TiB); filled from "
         "`config` when it sets it",
+    )
+    shared_memory_size_in_huge_pages: int | None = Field(
+        default=None,
+        ge=1,
+        le=2**30,
+        description="PostgreSQL 15 and later: the huge pages its shared memory needs, as "
+        "`postgres -D $PGDATA -C shared_memory_size_in_huge_pages` prints it (in pages of the "
+        "default huge page size)",
     )
 
 
@@ -733,7 +755,8 @@ class HostFacts(Record):
     services: dict[ServiceName, Service] = Field(default_factory=dict, max_length=64)
     transparent_hugepage: Literal["always", "madvise", "never"] | None = Field(
         default=None,
-        description="/sys/kernel/mm/transparent_hugepage/enabled; raises min_free_kbytes",
+        description="/sys/kernel/mm/transparent_hugepage/enabled (RHEL 6: "
+        "/sys/kernel/mm/redhat_transparent_hugepage/enabled); raises min_free_kbytes",
     )
     calibration: Calibration | None = None
     listeners: list[Listener] | None = Field(

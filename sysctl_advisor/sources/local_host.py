@@ -45,6 +45,9 @@ from sysctl_advisor.sources.tree_paths import inside, listed_names, open_regular
 
 LIVE_ROOT = Path("/")
 NGINX_CONFIGS = ("etc/nginx/nginx.conf", "usr/local/nginx/conf/nginx.conf")
+# Transparent hugepages' mode; RHEL 6's kernels name the directory redhat_transparent_hugepage
+THP_ENABLED = "sys/kernel/mm/transparent_hugepage/enabled"
+RHEL6_THP_ENABLED = "sys/kernel/mm/redhat_transparent_hugepage/enabled"
 
 # Distribution kernels name the architecture at the end of the release string.
 _RELEASE_ARCH_SUFFIXES = {
@@ -494,6 +497,9 @@ def collect_data(
     memory: dict[str, int] = {"total": meminfo["MemTotal"]}
     if meminfo.get("LowTotal"):  # only 32-bit kernels with highmem print LowTotal
         memory["lowmem"] = meminfo["LowTotal"]
+    huge_page_size = meminfo.get("Hugepagesize", 0)  # kernels built with HugeTLB print it
+    if huge_page_size and not huge_page_size & (huge_page_size - 1):
+        memory["huge_page_size"] = huge_page_size
     nodes = _numa_nodes(root)
     if nodes:
         memory["numa_nodes"] = nodes
@@ -530,7 +536,8 @@ def collect_data(
     build = _kernel_build(root, kernel)
     if build is not None:
         data["kernel_build"] = build
-    thp = selected_mode(_read(root / "sys/kernel/mm/transparent_hugepage/enabled", root) or "")
+    thp_text = _read(root / THP_ENABLED, root) or _read(root / RHEL6_THP_ENABLED, root)
+    thp = selected_mode(thp_text or "")
     if thp:
         data["transparent_hugepage"] = thp
     if live:

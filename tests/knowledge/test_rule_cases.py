@@ -69,7 +69,9 @@ class Case(Record):
     name: str = Field(min_length=1)
     fires: bool
     facts: dict[str, Any] | None = None
-    profile: str | None = None
+    profile: str | list[str] | None = Field(
+        default=None, description="a profile, or several (a host running each workload)"
+    )
     params: dict[str, str | int | float | bool] = Field(default_factory=dict)
     kernel: str | None = Field(default=None, description="check rules: --kernel")
     conf: str | None = Field(default=None, description="check rules: the text judged")

@@ -297,3 +297,34 @@ def test_a_facts_file_with_an_impossible_udp_counter_is_one_error(bad: object) -
     }
     with pytest.raises(InputError, match="rcvbuf_errors"):
         facts_from_data(data)
+
+
+def test_huge_page_size_from_meminfo(tmp_path: Path) -> None:
+    """Hugepagesize (a 64 KiB-page arm64 kernel's 512 MiB) is the facts' memory.huge_page_size;
+    a tree whose meminfo has none (a kernel without HugeTLB) leaves it unknown."""
+    root = tmp_path / "host"
+    shutil.copytree(HOSTS / "busy-frontend", root, symlinks=True)
+    meminfo = root / "proc/meminfo"
+    plain = meminfo.read_text()
+    meminfo.write_text(plain + "HugePages_Total:       0\nHugepagesize:     524288 kB\n")
+    facts = facts_from_data(collect_data([], root))
+    assert facts.memory.huge_page_size == 512 * 2**20
+    meminfo.write_text(plain + "Hugepagesize:     3000 kB\n")  # no kernel prints this
+    assert facts_from_data(collect_data([], root)).memory.huge_page_size is None
+    meminfo.write_text(plain)
+    assert facts_from_data(collect_data([], root)).memory.huge_page_size is None
+
+
+def test_rhel6_transparent_hugepage_directory(tmp_path: Path) -> None:
+    """RHEL 6 names THP's directory redhat_transparent_hugepage: its mode is read there when
+    the upstream directory is absent, and the upstream one wins where both are."""
+    root = tmp_path / "host"
+    shutil.copytree(HOSTS / "i686-highmem", root, symlinks=True)
+    rhel = root / "sys/kernel/mm/redhat_transparent_hugepage"
+    rhel.mkdir(parents=True)
+    (rhel / "enabled").write_text("[always] madvise never\n")
+    assert collect_data([], root)["transparent_hugepage"] == "always"
+    upstream = root / "sys/kernel/mm/transparent_hugepage"
+    upstream.mkdir()
+    (upstream / "enabled").write_text("always madvise [never]\n")
+    assert collect_data([], root)["transparent_hugepage"] == "never"
