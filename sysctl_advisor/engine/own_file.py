@@ -13,7 +13,10 @@ Keeping the value in force is never a move; the file's value as the facts give i
 the facts are hostile (a file named like the advisor's own and any value beside it): a plan
 never sets a value no rule wants but the one in force. Where the value in force is not known,
 the key is not kept.
-A key no rule of the plan is about any more (a workload removed) leaves the plan.
+A key no rule of the plan is about any more (a workload removed) leaves the plan, and so does
+one that acts only with another key's values (the catalog's `acts_only_with`:
+vm.overcommit_ratio counts only under vm.overcommit_memory = 2) where the plan ends with that
+key elsewhere (plan_builder checks it).
 """
 
 from __future__ import annotations
