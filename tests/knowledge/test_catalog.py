@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sysctl_advisor.cache.specs import SpecCache
-from sysctl_advisor.engine.plan_builder import host_defaults
+from sysctl_advisor.engine.plan_builder import host_defaults, host_variables
 from sysctl_advisor.knowledge.catalog import Catalog
 from sysctl_advisor.knowledge.expressions import Compiler
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
@@ -100,6 +100,38 @@ def test_a_backport_of_an_unknown_key_is_refused(workdir: Path) -> None:
     )
     with pytest.raises(InputError, match=r"backports: not in the key catalog: net.ipv4.no_such"):
         Catalog(catalog, Compiler(), SpecCache())
+
+
+def test_a_key_acting_only_with_an_unknown_key_is_refused(workdir: Path) -> None:
+    catalog = workdir / "catalog"
+    shutil.copytree(ROOT / "rules" / "catalog", catalog)
+    keys = catalog / "keys.yaml"
+    keys.write_text(
+        keys.read_text().replace(
+            "acts_only_with: {key: vm.overcommit_memory,", "acts_only_with: {key: vm.no_such,"
+        )
+    )
+    with pytest.raises(InputError, match=r"acts_only_with names 'vm.no_such', not another key"):
+        Catalog(catalog, Compiler(), SpecCache())
+
+
+def test_default_huge_page_size_by_architecture_and_page_size(kb: KnowledgeBase) -> None:
+    """Hugepagesize from the facts, else PMD_SHIFT's size for the architecture and page size;
+    none where the model does not know it (ppc64's MMU decides, 32-bit x86 PAE or not)."""
+
+    def size(**facts: object) -> object:
+        data = {"kernel": "6.12.0", "memory": {"total": 64 * GiB}, **facts}
+        return host_variables(kb, facts_from_data(data))[0]["host"]["huge_page_bytes"]
+
+    assert size(arch="x86_64") == 2 * 2**20
+    assert size(arch="aarch64") == 2 * 2**20
+    assert size(arch="aarch64", page_size=16384) == 32 * 2**20
+    assert size(arch="aarch64", page_size=65536) == 512 * 2**20
+    assert size(arch="ppc64le", page_size=65536) is None
+    assert size(arch="i686", memory={"total": 4 * GiB}) is None
+    assert size() is None  # no arch: not known
+    one_gib = {"total": 64 * GiB, "huge_page_size": "1 GiB"}
+    assert size(arch="aarch64", page_size=65536, memory=one_gib) == 2**30
 
 
 def test_32bit_lowmem_basis(kb: KnowledgeBase) -> None:
