@@ -39,13 +39,14 @@ def main() -> None:
 
 def measure(renderer: Renderer, plans: list) -> None:  # type: ignore[type-arg]
     for fmt in ("conf", "tuned"):
-        heads, per_finding, blocks, widths, wide, repeated = [], [], [], [], 0, 0
+        heads, findings, per_finding, blocks, widths, wide, repeated = [], [], [], [], [], 0, 0
         for _, path, plan, params in plans:
             command = rebuild_command(plan.profile.name.split("+"), path.relative_to(ROOT), params)
             text = renderer.render(plan, fmt, command)
             found = layout(text, {s.key for s in plan.settings})
             heads.append(len(found.head))
             per_finding += [len(f) for f in found.findings]
+            findings.append(sum(len(f) for f in found.findings))
             blocks += [len(b) for b in found.blocks]
             widths.append(max(len(line) for line in text.split("\n")))
             wide += len(found.wide)
@@ -54,6 +55,7 @@ def measure(renderer: Renderer, plans: list) -> None:  # type: ignore[type-arg]
         print(f"{fmt}:")
         for label, figures in (
             ("head before the first setting", heads),
+            ("the findings' lines in the head", findings),
             (f"lines per finding in the head ({len(per_finding)})", per_finding),
             ("lines per setting block", blocks),
             ("widest line", widths),

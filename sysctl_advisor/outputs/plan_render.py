@@ -130,6 +130,24 @@ def _rows(words: list[str], first: int, rest: int) -> list[str]:
     return rows
 
 
+def listed(parts: Sequence[str], first: str, rest: str = "#           ", width: int = WIDTH) -> str:
+    """Parts joined by ", " as comment lines, a line broken only between parts ("page size
+    4 KiB" stays whole), a part wider than a line wrapped at its words."""
+    rows: list[str] = []
+    items = [" ".join(str(p).split()) for p in parts]
+    for n, part in enumerate(items):
+        # room for the part and the comma after it, unless it is the last
+        room = width - len(rest if len(rows) > 1 else first) - (n < len(items) - 1)
+        if rows and len(rows[-1]) + 2 + len(part) <= room:
+            rows[-1] = f"{rows[-1]}, {part}"
+        elif rows:
+            rows[-1] += ","
+            rows += wrap_words(part, width - len(rest) - 1)
+        else:
+            rows += wrap_words(part, room) or [""]
+    return Lines("\n".join([first + rows[0], *(rest + row for row in rows[1:])]))
+
+
 @functools.lru_cache(maxsize=4096)
 def clipped(
     text: str,
@@ -488,6 +506,7 @@ class Renderer:
         self.env.filters["first_sentence"] = first_sentence
         self.env.filters["head_sentence"] = head_sentence
         self.env.filters["clipped"] = clipped
+        self.env.filters["listed"] = listed
         # A rationale's line breaks are where the engine joined its sentences: spaces in prose.
         self.env.filters["flat"] = lambda text: " ".join(str(text).split())
         self.env.filters["param"] = _param
