@@ -149,6 +149,10 @@ def explain_key(
                     )
                 else:
                     out.append(f"Profile {profile} does not set {name}.")
+            # the findings about the key in full (a file's head gives their first sentence)
+            for f in (f for f in plan.findings if f.key == name):
+                out.append(f"  finding {f.id} ({f.severity}):")
+                out.append(_wrap(one_line(" ".join(f.message.split())), "    "))
         default = host_defaults(kb, facts).get(name)
         out.append(
             f"Kernel default on this host ({version.short}): "

@@ -21,7 +21,7 @@ from sysctl_advisor.knowledge.values import human, parse_current
 from sysctl_advisor.knowledge.workloads import workload_names
 from sysctl_advisor.model.documents import dump_json
 from sysctl_advisor.model.kernel_version import KernelRange
-from sysctl_advisor.model.plan import Plan, Setting
+from sysctl_advisor.model.plan import Finding, Plan, Setting
 from sysctl_advisor.model.text_escape import one_line
 from sysctl_advisor.model.units import human_bytes
 from sysctl_advisor.outputs.markdown_text import (
@@ -35,6 +35,15 @@ from sysctl_advisor.outputs.markdown_text import (
 )
 
 YAML_WIDTH = 80  # yamllint's default line-length
+# The widest line of a conf or tuned file, but for lines no break can shorten: a setting's
+# assignment, the rebuild command (copied whole), a single word such as a URL.
+WIDTH = 100
+# A finding or a change outside sysctl takes at most this many lines in a file's head: its
+# first sentence, cut at a word with an ellipsis where longer (in full: `-f markdown`).
+HEAD_LINES = 2
+# A quotation (a log line) longer than this is cut in the head, at a word, with an ellipsis.
+QUOTE_CHARS = 48
+ELLIPSIS = "\u2026"
 TEMPLATES = {
     "conf": "sysctl.conf.j2",
     "markdown": "plan.md.j2",
@@ -77,11 +86,11 @@ def _comment(text: str, indent: str = "#   ", width: int = 96) -> str:
     for paragraph in str(text).splitlines():
         wrapped = wrap_words(one_line(paragraph), width - len(indent))
         # a paragraph's closing source numbers ("[1-11,14]") stay on its last line of text
-        # rather than stand alone, a few characters past the width
+        # rather than stand alone, a few characters past the width (never past WIDTH)
         if (
             len(wrapped) > 1
             and _SOURCES.fullmatch(wrapped[-1])
-            and len(indent) + len(wrapped[-2]) + 1 + len(wrapped[-1]) <= width + _SOURCES_SLACK
+            and len(indent) + len(wrapped[-2]) + 1 + len(wrapped[-1]) <= max(width, WIDTH)
         ):
             wrapped[-2:] = [f"{wrapped[-2]} {wrapped[-1]}"]
         lines.extend(indent + w for w in wrapped)
@@ -89,7 +98,6 @@ def _comment(text: str, indent: str = "#   ", width: int = 96) -> str:
 
 
 _SOURCES = re.compile(r"\[[0-9,-]+\]")
-_SOURCES_SLACK = 12
 
 
 @functools.lru_cache(maxsize=4096)
@@ -103,6 +111,97 @@ def _hanging(text: str, first: str = "# ", rest: str = "#   ", width: int = 96) 
         head, *more = wrap_words(head, width - len(first))
         tail = more + tail
     return Lines("\n".join([first + head, *(rest + line for line in tail)]))
+
+
+def _rows(words: list[str], first: int, rest: int) -> list[str]:
+    """Greedy wrap of words into rows, the first `first` characters wide, the others `rest`."""
+    rows: list[str] = []
+    row, room = "", first
+    for word in words:
+        if not row:
+            row = word
+        elif len(row) + 1 + len(word) <= room:
+            row = f"{row} {word}"
+        else:
+            rows.append(row)
+            row, room = word, rest
+    if row:
+        rows.append(row)
+    return rows
+
+
+def listed(parts: Sequence[str], first: str, rest: str = "#           ", width: int = WIDTH) -> str:
+    """Parts joined by ", " as comment lines, a line broken only between parts ("page size
+    4 KiB" stays whole), a part wider than a line wrapped at its words."""
+    rows: list[str] = []
+    items = [" ".join(str(p).split()) for p in parts]
+    for n, part in enumerate(items):
+        # room for the part and the comma after it, unless it is the last
+        room = width - len(rest if len(rows) > 1 else first) - (n < len(items) - 1)
+        if rows and len(rows[-1]) + 2 + len(part) <= room:
+            rows[-1] = f"{rows[-1]}, {part}"
+        elif rows:
+            rows[-1] += ","
+            rows += wrap_words(part, width - len(rest) - 1)
+        else:
+            rows += wrap_words(part, room) or [""]
+    return Lines("\n".join([first + rows[0], *(rest + row for row in rows[1:])]))
+
+
+@functools.lru_cache(maxsize=4096)
+def clipped(
+    text: str,
+    first: str = "#   ",
+    rest: str = "#       ",
+    width: int = WIDTH,
+    lines: int = HEAD_LINES,
+) -> str:
+    """One paragraph in at most `lines` comment lines of `width`: the first after `first`, the
+    others after `rest`; where longer, cut at a word and ended with an ellipsis (a word too
+    long for any line is cut too: the full text is elsewhere)."""
+    room = width - max(len(first), len(rest)) - len(ELLIPSIS)
+    flat = one_line(" ".join(str(text).split()))
+    words = [w if len(w) <= room else w[:room] + ELLIPSIS for w in flat.split()]
+    rows = _rows(words, width - len(first), width - len(rest))
+    if len(rows) > lines:
+        rows = rows[:lines]
+        room = width - len(first if lines == 1 else rest) - len(ELLIPSIS)
+        last = rows[-1]
+        while len(last) > room and " " in last:
+            last = last.rsplit(" ", 1)[0]
+        rows[-1] = last.rstrip(",;:") + ELLIPSIS
+    if not rows:
+        return Lines(first.rstrip())
+    return Lines("\n".join([first + rows[0], *(rest + row for row in rows[1:])]))
+
+
+_QUOTE = re.compile(r'"([^"]{' + str(QUOTE_CHARS + 1) + ',})"')
+
+
+def _short_quote(match: re.Match[str]) -> str:
+    words = match[1].split()
+    kept = _rows(words, QUOTE_CHARS, QUOTE_CHARS)[0][:QUOTE_CHARS] if words else ""
+    return f'"{kept}{ELLIPSIS}"' if kept != " ".join(words) else match[0]
+
+
+@functools.lru_cache(maxsize=4096)
+def head_sentence(text: str) -> str:
+    """A finding's or companion's point for a file's head: its first sentence, with each long
+    quotation (a log line) cut to its opening words."""
+    return first_sentence(_QUOTE.sub(_short_quote, " ".join(text.split())), drop_tag=False)
+
+
+def head_findings(findings: Sequence[Finding]) -> list[tuple[str, str]]:
+    """The findings a head shows one by one, each once (the same id and key twice is one
+    finding), as (tag, text): "[warning] id (key)" and the finding's point, the key left out
+    of the tag when the point names it; infos aside."""
+    seen: dict[tuple[str, str | None], tuple[str, str]] = {}
+    for f in findings:
+        if f.severity != "info" and (f.id, f.key) not in seen:
+            text = head_sentence(f.message)
+            key = f" ({f.key})" if f.key and f.key not in text else ""
+            seen[(f.id, f.key)] = (f"[{f.severity}] {f.id}{key}", text)
+    return list(seen.values())
 
 
 @functools.lru_cache(maxsize=4096)
@@ -405,6 +504,9 @@ class Renderer:
         self.env.filters["code"] = md_code
         self.env.filters["cell_code"] = md_code_cell
         self.env.filters["first_sentence"] = first_sentence
+        self.env.filters["head_sentence"] = head_sentence
+        self.env.filters["clipped"] = clipped
+        self.env.filters["listed"] = listed
         # A rationale's line breaks are where the engine joined its sentences: spaces in prose.
         self.env.filters["flat"] = lambda text: " ".join(str(text).split())
         self.env.filters["param"] = _param
@@ -541,6 +643,8 @@ class Renderer:
             "plan": plan,
             "detail": detail,
             "references": [(n, known[i]) for i, n in numbers.items()],
+            "head_findings": head_findings(plan.findings),
+            "width": WIDTH,
             "sections": sections,
             "extra": extra,
             "command": command,
