@@ -392,7 +392,9 @@ def build_plan(
         text = facts.sysctl.get(name)
         readable[spec_r.alias] = text.split()[:64] if text is not None else None
     variables["current"] = {**current, **readable}
-    params_by = workload.resolve(overrides or {}, variables)
+    own_params = workload.resolve(overrides or {}, variables)
+    params_by = workload.merge(own_params)
+    _mark_wants(variables["listeners"], workload.server_params(own_params))
     # the profiles the plan runs, each with those it extends: a rule can say which workload's
     # profile is missing (a server the listeners show, run without its profile)
     variables["workloads"] = list(dict.fromkeys(n for p in workload.profiles for n in p.chain))
@@ -800,6 +802,22 @@ def _contradictions(
     for key in [k for k, item in work.items() if not item.wants and not item.caps]:
         del work[key]
     return found
+
+
+def _mark_wants(
+    listeners: list[dict[str, Any]] | None, by_server: dict[str, dict[str, Any]]
+) -> None:
+    """Give each listener of a server the workload serves its own workload's listen backlog
+    (`wants`, unmerged: the merged `params.listen_backlog` sizes somaxconn for every server,
+    not what Redis is asked for) and the share of it the listener got (`wants_share`,
+    backlog / wants); both None for other listeners."""
+    for listener in listeners or ():
+        server = listener.get("server")
+        own = by_server.get(server["id"]) if server else None
+        wants = own.get("listen_backlog") if own else None
+        good = isinstance(wants, int) and not isinstance(wants, bool) and wants > 0
+        listener["wants"] = wants if good else None
+        listener["wants_share"] = listener["backlog"] / wants if good else None
 
 
 def _resolve(
