@@ -804,6 +804,18 @@ def _contradictions(
     return found
 
 
+def _beyond(spec: CatalogKey, merged: list[Any], wanted: list[Any], policies: list[str]) -> str:
+    """How a kept baseline goes past the wants: `is already lower` (`shorter` for a time) where
+    every element kept is one that only goes down (merge `min`: a timeout, swappiness),
+    `already gives more` where each only goes up, `already goes further` where both."""
+    kept = {p for m, w, p in zip(merged, wanted, policies, strict=True) if m != w}
+    if kept == {"min"}:
+        return "is already shorter than" if spec.unit == "seconds" else "is already lower than"
+    if "min" in kept:
+        return "already goes further than"
+    return "already gives more than"
+
+
 def _mark_wants(
     listeners: list[dict[str, Any]] | None, by_server: dict[str, dict[str, Any]]
 ) -> None:
@@ -876,9 +888,9 @@ def _resolve(
         merged = [base[i] if i in near else v for i, v in enumerate(merged)]
     if kept_for_want:
         lines.append(
-            f"Where {base_name} ({conf_text(base or [])}) already gives more than the rules "
-            f"need ({conf_text(wanted)}), it is kept"
-            + ("." if merged == base else f": {conf_text(merged)}.")
+            f"Where {base_name} ({conf_text(base or [])}) "
+            f"{_beyond(spec, merged, wanted, policies)} the rules need ({conf_text(wanted)}), "
+            "it is kept" + ("." if merged == base else f": {conf_text(merged)}.")
         )
     if model is not None and near:
         fields = " and ".join(_field(spec, i) for i in near)
