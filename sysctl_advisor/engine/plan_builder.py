@@ -964,6 +964,7 @@ def _resolve(
             kernel_default=conf_text(default),
             wanted=conf_text(wanted),
             rules=contributing,
+            capped_by=capped_by,
         )
 
     why, workloads = item.explained(contributing, by_rule, lines, text)
