@@ -392,7 +392,9 @@ def build_plan(
         text = facts.sysctl.get(name)
         readable[spec_r.alias] = text.split()[:64] if text is not None else None
     variables["current"] = {**current, **readable}
-    params_by = workload.resolve(overrides or {}, variables)
+    own_params = workload.resolve(overrides or {}, variables)
+    params_by = workload.merge(own_params)
+    _mark_wants(variables["listeners"], workload.server_params(own_params))
     # the profiles the plan runs, each with those it extends: a rule can say which workload's
     # profile is missing (a server the listeners show, run without its profile)
     variables["workloads"] = list(dict.fromkeys(n for p in workload.profiles for n in p.chain))
@@ -819,6 +821,34 @@ def _contradictions(
     return found
 
 
+def _beyond(spec: CatalogKey, merged: list[Any], wanted: list[Any], policies: list[str]) -> str:
+    """How a kept baseline goes past the wants: `is already lower` (`shorter` for a time) where
+    every element kept is one that only goes down (merge `min`: a timeout, swappiness),
+    `already gives more` where each only goes up, `already goes further` where both."""
+    kept = {p for m, w, p in zip(merged, wanted, policies, strict=True) if m != w}
+    if kept == {"min"}:
+        return "is already shorter than" if spec.unit == "seconds" else "is already lower than"
+    if "min" in kept:
+        return "already goes further than"
+    return "already gives more than"
+
+
+def _mark_wants(
+    listeners: list[dict[str, Any]] | None, by_server: dict[str, dict[str, Any]]
+) -> None:
+    """Give each listener of a server the workload serves its own workload's listen backlog
+    (`wants`, unmerged: the merged `params.listen_backlog` sizes somaxconn for every server,
+    not what Redis is asked for) and the share of it the listener got (`wants_share`,
+    backlog / wants); both None for other listeners."""
+    for listener in listeners or ():
+        server = listener.get("server")
+        own = by_server.get(server["id"]) if server else None
+        wants = own.get("listen_backlog") if own else None
+        good = isinstance(wants, int) and not isinstance(wants, bool) and wants > 0
+        listener["wants"] = wants if good else None
+        listener["wants_share"] = listener["backlog"] / wants if good else None
+
+
 def _resolve(
     item: _KeyWork,
     default: Value | None,
@@ -875,9 +905,9 @@ def _resolve(
         merged = [base[i] if i in near else v for i, v in enumerate(merged)]
     if kept_for_want:
         lines.append(
-            f"Where {base_name} ({conf_text(base or [])}) already gives more than the rules "
-            f"need ({conf_text(wanted)}), it is kept"
-            + ("." if merged == base else f": {conf_text(merged)}.")
+            f"Where {base_name} ({conf_text(base or [])}) "
+            f"{_beyond(spec, merged, wanted, policies)} the rules need ({conf_text(wanted)}), "
+            "it is kept" + ("." if merged == base else f": {conf_text(merged)}.")
         )
     if model is not None and near:
         fields = " and ".join(_field(spec, i) for i in near)
@@ -951,6 +981,7 @@ def _resolve(
             kernel_default=conf_text(default),
             wanted=conf_text(wanted),
             rules=contributing,
+            capped_by=capped_by,
         )
 
     why, workloads = item.explained(contributing, by_rule, lines, text)

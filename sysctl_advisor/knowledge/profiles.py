@@ -62,7 +62,11 @@ class Parameter(SpecModel):
     type: ParamType
     description: str
     default: int | float | bool | str | None = None
-    default_expr: str | None = Field(default=None, description="expression over host facts")
+    default_expr: str | None = Field(
+        default=None,
+        description="expression over host facts, and `params`: the --set values and the "
+        "parameters declared before it",
+    )
     min: float | None = None
     max: float | None = None
     choices: list[str] | None = None
@@ -165,14 +169,19 @@ class Profile:
                     f"unknown parameter {name!r} for profile {self.name!r} (parameters: {known})",
                     field="--set",
                 )
-        values: dict[str, Any] = {}
+        # a default_expr reads `params`: the --set values and the parameters declared before
+        # it (PostgreSQL's listen_backlog is twice the max_connections the plan takes)
+        values: dict[str, Any] = {
+            name: coerce(name, param, overrides[name])
+            for name, param in self.parameters.items()
+            if name in overrides
+        }
         for name, param in self.parameters.items():
             if name in overrides:
-                values[name] = coerce(name, param, overrides[name])
                 continue
             if name in self._defaults:
                 try:
-                    value = self._defaults[name].evaluate(variables)
+                    value = self._defaults[name].evaluate({**variables, "params": dict(values)})
                 except ExpressionError as exc:
                     raise as_input_error(
                         exc, self._param_paths[name], f"parameters.{name}.default_expr"

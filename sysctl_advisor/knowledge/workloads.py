@@ -86,8 +86,9 @@ class Workload:
     def resolve(
         self, overrides: dict[str, str], variables: dict[str, Any]
     ) -> dict[str, dict[str, Any]]:
-        """Each profile's parameter values: its defaults over the host, then the --set
-        overrides meant for it (NAME: every profile declaring it; PROFILE.NAME: that one)."""
+        """Each profile's own parameter values, unmerged: its defaults over the host, then the
+        --set overrides meant for it (NAME: every profile declaring it; PROFILE.NAME: that
+        one). `merge` gives what the rules see."""
         own: dict[str, dict[str, str]] = {p.name: {} for p in self.profiles}
         # NAME first, then PROFILE.NAME: the one that names a profile wins, whatever the order
         for name, value in sorted(overrides.items(), key=lambda item: "." in item[0]):
@@ -111,7 +112,12 @@ class Workload:
                     )
             for taker in takers:
                 own[taker][parameter] = value
-        params = {p.name: p.resolve(own[p.name], variables) for p in self.profiles}
+        return {p.name: p.resolve(own[p.name], variables) for p in self.profiles}
+
+    def merge(self, own: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """The parameters every workload's rules see: each profile's own values (`resolve`),
+        where a parameter describes the host (a merge policy) the merged value of them all."""
+        params = {name: dict(values) for name, values in own.items()}
         for name, merge in self._merged().items():
             values = [v[name] for v in params.values() if v.get(name) is not None]
             if values:
@@ -119,6 +125,16 @@ class Workload:
                 for values_of in params.values():
                     values_of[name] = merged
         return params
+
+    def server_params(self, own: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Each server's own workload's parameters, unmerged (`resolve`), by server id: the
+        first profile naming it in `servers:` (Redis's listen_backlog is its tcp-backlog,
+        whatever PostgreSQL's is; the merged value sizes the host's somaxconn)."""
+        by_server: dict[str, dict[str, Any]] = {}
+        for profile in self.profiles:
+            for server in profile.servers:
+                by_server.setdefault(server, own[profile.name])
+        return by_server
 
     def _merged(self) -> dict[str, str]:
         """The parameters that describe the host (a merge policy), when several profiles run:

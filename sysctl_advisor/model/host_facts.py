@@ -384,6 +384,21 @@ class Service(Record):
         le=2**31 - 1,
         description="HAProxy: the frontend's maxconn (its backlog if unset)",
     )
+    connections: int | None = Field(
+        default=None,
+        ge=0,
+        le=2**31 - 1,
+        description="nginx, HAProxy: connections the server holds now, from its own status "
+        "(HAProxy `show info` CurrConns; nginx stub_status `Active connections`)",
+    )
+    connection_limit: int | None = Field(
+        default=None,
+        ge=1,
+        le=2**31 - 1,
+        description="nginx, HAProxy: the connections it holds before it stops accepting "
+        "(HAProxy `show info` Maxconn, the global maxconn, else `maxconn`; nginx "
+        "worker_processes x worker_connections)",
+    )
     config: Text | None = None
     config_root: Text | None = Field(
         default=None, description="directory standing for / in the config's absolute include paths"

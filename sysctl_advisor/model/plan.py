@@ -109,7 +109,9 @@ class Companion:
 
 @dataclass(frozen=True)
 class Unchanged:
-    """A key some rule wanted, where the kernel default already gives as much."""
+    """A key some rule wanted, where the kernel default already gives as much, or where a cap
+    holds it there (`capped_by`: somaxconn held to the kernel default by the memory a full
+    queue takes)."""
 
     key: str
     kernel_default: str
@@ -117,6 +119,7 @@ class Unchanged:
     rules: list[str]
     default_set_by: str | None = None  # as Setting's
     modelled_default: str | None = None
+    capped_by: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

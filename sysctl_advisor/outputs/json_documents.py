@@ -131,7 +131,8 @@ class CompanionDocument(Record):
 
 @model
 class UnchangedDocument(Record):
-    """A key a rule wanted, where the kernel default already gives as much."""
+    """A key a rule wanted, where the kernel default already gives as much, or a cap holds it
+    there."""
 
     key: str
     kernel_default: str
@@ -139,6 +140,10 @@ class UnchangedDocument(Record):
     rules: list[str]
     default_set_by: str | None = Field(description=SET_BY)
     modelled_default: str | None = Field(description=MODELLED)
+    capped_by: list[str] = Field(
+        description="the caps that hold it at the kernel default, below what the rules "
+        "wanted; empty: the default already gives as much"
+    )
 
 
 @model
