@@ -442,7 +442,9 @@ def build_plan(
         which). Before `planned` is worked out, so rules that read it see what the plan does."""
         work = _work(results, catalog, several)
         found_here = _left_to_owners(work, found, catalog)
-        return work, found_here + _contradictions(work, workload.names, current_text)
+        contradictions = _contradictions(work, workload.names, current_text)
+        preferences = _preference_contradictions(work, workload.names, current_text)
+        return work, found_here + contradictions + preferences
 
     work, contradictions = merged_work(results)
 
@@ -847,6 +849,103 @@ def _mark_wants(
         good = isinstance(wants, int) and not isinstance(wants, bool) and wants > 0
         listener["wants"] = wants if good else None
         listener["wants_share"] = listener["backlog"] / wants if good else None
+def _preference_contradictions(
+    work: dict[str, _KeyWork], workloads: list[str], in_force: dict[str, str]
+) -> list[FindingResult]:
+    """A cap its rule declares a preference (`cap_kind: preference`: what one workload would
+    rather have, not what keeps the kernel safe) that would move an element against another
+    rule's want is a contradiction, settled as two modes are: neither applies to that element,
+    which keeps the value in force (else the kernel default), and a warning says who wants what
+    and why. The cap still holds the elements no want disagrees with."""
+    found: list[FindingResult] = []
+    for item in work.values():
+        policies = item.spec.policies()
+        for cap_index, (cap_rule, cap) in enumerate(item.caps):
+            if item.results[cap_rule].rule.spec.cap_kind != "preference":
+                continue
+            limits = _elements(cap)
+            clashes: dict[int, list[int]] = {}  # element -> the wants it clashes with
+            for want_index, (want_rule, want) in enumerate(item.wants):
+                for i, (c, w, p) in enumerate(zip(limits, _elements(want), policies, strict=True)):
+                    if want_rule != cap_rule and _against(c, w, p):
+                        clashes.setdefault(i, []).append(want_index)
+            if not clashes:
+                continue
+            found.append(_preference_finding(item, cap_rule, limits, clashes, workloads, in_force))
+            for i, indexes in clashes.items():
+                limits[i] = None
+                for want_index in indexes:
+                    rule_id, want = item.wants[want_index]
+                    elements = _elements(want)
+                    elements[i] = None
+                    item.wants[want_index] = (rule_id, elements if isinstance(want, list) else None)
+            item.caps[cap_index] = (cap_rule, limits if isinstance(cap, list) else None)
+        kept = [
+            i for i, (_, v) in enumerate(item.wants) if any(e is not None for e in _elements(v))
+        ]
+        item.wants[:] = [item.wants[i] for i in kept]
+        item.want_from[:] = [item.want_from[i] for i in kept]
+        item.caps[:] = [(r, v) for r, v in item.caps if any(e is not None for e in _elements(v))]
+    for key in [k for k, item in work.items() if not item.wants and not item.caps]:
+        del work[key]
+    return found
+
+
+def _against(cap: int | None, want: int | None, policy: str) -> bool:
+    """A cap would move a wanted element back (below a capacity want, above a safety one)."""
+    if cap is None or want is None:
+        return False
+    return want < cap if policy == "min" else want > cap
+
+
+def _preference_finding(
+    item: _KeyWork,
+    cap_rule: str,
+    limits: list[int | None],
+    clashes: dict[int, list[int]],
+    workloads: list[str],
+    in_force: dict[str, str],
+) -> FindingResult:
+    """The warning for a preference cap against wants: each element, who wants what, the
+    value that stays, and each rule's reason."""
+
+    def named(rule_id: str) -> str:
+        who = item.workloads.get(rule_id, [])
+        return f"{rule_id} ({', '.join(who)})" if who and len(who) < len(workloads) else rule_id
+
+    held = (in_force.get(item.key) or "").split()
+    parts: list[str] = []
+    rules = [cap_rule]
+    for i, indexes in sorted(clashes.items()):
+        field_name = _field(item.spec, i) if item.spec.length > 1 else "value"
+        wants = "; ".join(
+            f"{named(item.wants[w][0])} wants {_elements(item.wants[w][1])[i]}" for w in indexes
+        )
+        stays = (
+            f"the value in force ({held[i]}) stays"
+            if len(held) == item.spec.length
+            else "the kernel default stays"
+        )
+        parts.append(
+            f"its {field_name}: {named(cap_rule)} would hold it at {limits[i]}, a preference of "
+            f"that workload, not a safety limit; {wants}. No value serves both, so {stays}."
+        )
+        rules += [item.wants[w][0] for w in indexes if item.wants[w][0] not in rules]
+    reasons = [
+        f"{rule_id}: {item.results[rule_id].summary_for(item.key).splitlines()[0]}"
+        for rule_id in rules
+        if item.results[rule_id].summary_for(item.key)
+    ]
+    return FindingResult(
+        "plan.contradiction",
+        "warning",
+        item.key,
+        f"{item.key}, "
+        + " ".join(parts)
+        + (" " + " ".join(reasons) if reasons else "")
+        + " Choose one in a sysctl file of your own, or run these workloads on different hosts.",
+        cap_rule,
+    )
 
 
 def _resolve(
@@ -948,8 +1047,10 @@ def _resolve(
         lines = [
             line for line in lines if not line.startswith("Where ")
         ]  # the cap line says where the value came from
+        kinds = {item.results[r].rule.spec.cap_kind for r in capped_by if r in item.results}
+        label = "Preference cap" if kinds == {"preference"} else "Safety cap"
         lines.append(
-            f"Safety cap ({', '.join(capped_by)}) wins: {source} becomes {conf_text(merged)}."
+            f"{label} ({', '.join(capped_by)}) wins: {source} becomes {conf_text(merged)}."
         )
 
     if spec.ordered:

@@ -1,8 +1,9 @@
 """Rules: one concern per YAML file, validated strictly, expressions compiled once.
 
 A rule may `set` keys (capacity or safety wants, merged by the catalog's policy), `cap` keys
-(safety ceilings that beat every want), raise `findings` and propose `companions` (settings
-outside sysctl that the values depend on).
+(safety ceilings that beat every want, or with `cap_kind: preference` one workload's
+preference, which yields to no want and beats none), raise `findings` and propose
+`companions` (settings outside sysctl that the values depend on).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.catalog import Catalog, CatalogKey, normalise
@@ -119,6 +120,13 @@ class RuleSpec(SpecModel):
     let: Expressions = Field(default_factory=dict)
     set: Expressions = Field(default_factory=dict)
     cap: Expressions = Field(default_factory=dict)
+    cap_kind: Literal["safety", "preference"] = Field(
+        default="safety",
+        description="what the rule's caps are: `safety` (a limit that keeps the kernel or the "
+        "host safe, which beats every want) or `preference` (what one workload would rather "
+        "have, such as small idle buffers: against another rule's want on the same element it "
+        "is a contradiction, reported, and neither is applied)",
+    )
     findings: list[FindingSpec] = Field(default_factory=list)
     companions: list[CompanionSpec] = Field(default_factory=list)
     rationale: Annotated[str | dict[str, str], After(_rationale_keys)] = Field(
@@ -210,6 +218,12 @@ class Rule:
                         path=path,
                         field=f"cap.{key}",
                     )
+        if spec.cap_kind != "safety" and not spec.cap:
+            raise InputError(
+                f"cap_kind is {spec.cap_kind!r}, but the rule caps nothing",
+                path=path,
+                field="cap_kind",
+            )
         for i, finding in enumerate(spec.findings):
             if finding.key is not None and finding.key not in catalog.keys:
                 raise InputError(

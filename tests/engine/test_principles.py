@@ -175,19 +175,20 @@ def test_model_error_is_not_drift_where_hypothesis_found_it(
 
 
 def test_an_element_left_as_modelled_keeps_the_kernels_own_value(kb: KnowledgeBase) -> None:
-    """tcp_wmem is planned for its start (tcp-buffers.initial-ramp: 64 KiB), and its max is
-    the kernel's own, 1.5% under the model's 3097376 (6.6, 380 MiB: nr_free_buffer_pages/128
-    x 4 KiB). tcp-buffers.bdp's 3 MiB lies within the tolerance above the model's figure,
-    which the plan would leave as it is: the max in force stays too."""
+    """tcp_wmem is planned for its start (tcp-buffers.small-defaults, a c1m-server beside the
+    DTN: 4 KiB), and its max is the kernel's own, 1.5% under the model's 3097376 (6.6, 380 MiB:
+    nr_free_buffer_pages/128 x 4 KiB). tcp-buffers.bdp's 3 MiB lies within the tolerance above
+    the model's figure, which the plan would leave as it is: the max in force stays too."""
     host = {"memory": {"total": 380 * 2**20}, "kernel": "6.6.30"}
-    pp = ("gridftp", {"rtt_ms": 118, "bandwidth_mbps": 100})
-    _, reference = _plan(kb, host, pp)
+    facts = facts_from_data(host)
+    profiles, params = ["gridftp", "c1m-server"], {"rtt_ms": "118", "bandwidth_mbps": "100"}
+    reference = build_plan(kb, facts, profiles, params)
     planned = {s.key: s.values for s in reference.settings}
-    assert planned["net.ipv4.tcp_wmem"] == [4096, 65536, 3097376]
+    assert planned["net.ipv4.tcp_wmem"] == [4096, 4096, 3097376]
     in_force = {"net.ipv4.tcp_wmem": "4096 16384 3050915"}
-    _, plan = _plan(kb, {**host, "sysctl": in_force}, pp)
+    plan = build_plan(kb, facts_from_data({**host, "sysctl": in_force}), profiles, params)
     wmem = next(s for s in plan.settings if s.key == "net.ipv4.tcp_wmem")
-    assert wmem.values == [4096, 65536, 3050915]
+    assert wmem.values == [4096, 4096, 3050915]
 
 
 def _assert_model_error_is_not_drift(
