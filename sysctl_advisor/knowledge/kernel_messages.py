@@ -159,7 +159,6 @@ def matchers(families: list[Any]) -> dict[str, tuple[str, ...]]:
     return {f.id: tuple(dict.fromkeys(m.lower() for m in f.match)) for f in families}
 
 
-
 def logged(
     families: dict[str, tuple[str, ...]],
     messages: list[str],

@@ -40,7 +40,9 @@ def _advice(plan: Plan) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
 
 
 @pytest.mark.parametrize("host", sorted(HOSTS))
-@pytest.mark.parametrize(("family", "line"), LINES, ids=[f"{f}:{i}" for i, (f, _) in enumerate(LINES)])
+@pytest.mark.parametrize(
+    ("family", "line"), LINES, ids=[f"{f}:{i}" for i, (f, _) in enumerate(LINES)]
+)
 def test_events_alone_are_the_same_evidence_as_the_lines(
     kb: KnowledgeBase, host: str, family: str, line: str
 ) -> None:
