@@ -13,7 +13,9 @@ the application needs (an app family's `wants`: Redis's backlog, Elasticsearch's
 no evidence against a value but a need, which its rule compares with the value in force: it is
 not dated. The lines set aside
 stay readable as `observed.earlier_events`: they are no evidence that the value in force is too
-low, but they still show what the host needed, which a safety cap must not go below.
+low, but they still show what the host needed, which a safety cap must not go below. What is
+left is what rules read as `observed.logged`, one entry per kernel message family, whether the
+facts carry the log reader's events, the kernel messages, or both.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from sysctl_advisor.knowledge.kernel_messages import logged
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.rules import FindingResult
 from sysctl_advisor.knowledge.values import same_value
@@ -56,7 +59,20 @@ def date_evidence(
 ) -> list[FindingResult]:
     """Drop from `observed` (what rules see, plain data) the events whose every line was logged
     before the value in force of every key they argue against was set, and their lines from
-    the kernel messages; a finding for each."""
+    the kernel messages; a finding for each. Then `observed.logged`: each kernel message family
+    the evidence left shows was logged, from the events and the messages alike."""
+    findings = _set_aside(kb, facts, observed)
+    observed["logged"] = logged(
+        kb.message_matchers(),
+        observed.get("kernel_messages") or [],
+        observed.get("kernel_events") or [],
+    )
+    return findings
+
+
+def _set_aside(
+    kb: KnowledgeBase, facts: HostFacts, observed: dict[str, Any]
+) -> list[FindingResult]:
     observed["earlier_events"] = []
     times = set_times(kb, facts)
     if not times:

@@ -157,3 +157,47 @@ def load_families(path: Path, spec: type[Any], what: str, specs: SpecCache | Non
 def matchers(families: list[Any]) -> dict[str, tuple[str, ...]]:
     """Family id -> its substrings in lower case (duplicates dropped), in file order."""
     return {f.id: tuple(dict.fromkeys(m.lower() for m in f.match)) for f in families}
+
+
+def logged(
+    families: dict[str, tuple[str, ...]],
+    messages: list[str],
+    events: list[dict[str, Any]],
+) -> dict[str, dict[str, Any]]:
+    """Each message family the facts say was logged -> what is known of it: `family` (its id),
+    `count` (lines), `first_seen` and `last_seen` (None where unknown), `example` (a line) and
+    `lines` (the distinct lines known: the facts' kernel messages of the family, then the log
+    reader's example). Both forms of the evidence count: the log reader's `kernel_events` and
+    the facts' `kernel_messages` (the contract field), matched as the log reader matches them
+    (`families`: `matchers()`). The two may tell of the same lines, so the count is the larger
+    of theirs, never their sum. Plain data, for rules (`observed.logged`); families in the
+    catalog's order, then any other the events name."""
+    counts: dict[str, int] = {}
+    lines: dict[str, dict[str, None]] = {}
+    for line in messages:
+        lowered = line.lower()
+        for family, substrings in families.items():
+            if any(s in lowered for s in substrings):
+                counts[family] = counts.get(family, 0) + 1
+                lines.setdefault(family, {})[line] = None
+    dated: dict[str, dict[str, Any]] = {}
+    for event in events:
+        family = event["family"]
+        counts[family] = max(counts.get(family, 0), event["count"])
+        lines.setdefault(family, {})[event["example"]] = None
+        dated[family] = event
+    order = {family: index for index, family in enumerate(families)}
+    found: dict[str, dict[str, Any]] = {}
+    for family in sorted(counts, key=lambda f: order.get(f, len(order))):
+        event = dated.get(family, {})
+        known = list(lines[family])
+        found[family] = {
+            "family": family,
+            "count": counts[family],
+            "first_seen": event.get("first_seen"),
+            "last_seen": event.get("last_seen"),
+            # the log reader's example is the newest line; else the last message of the family
+            "example": event.get("example", known[-1]),
+            "lines": known,
+        }
+    return found
