@@ -34,7 +34,7 @@ def test_the_default_conf_is_short(kb: KnowledgeBase, plans: list[tuple[str, Pla
     renderer = Renderer(kb.catalog)
     lines = sum(len(renderer.render(plan, "conf", "c").splitlines()) for _, plan in plans)
     settings = sum(len(plan.settings) for _, plan in plans)
-    assert {p.profile.name for _, p in plans} == {"base", "c1m-server", "frontend-proxy", "gridftp"}
+    assert {"base", "c1m-server", "frontend-proxy", "gridftp"} <= {p.profile.name for _, p in plans}
     assert settings > 150
     assert lines / settings <= LINES_PER_SETTING, f"{lines} lines for {settings} settings"
 
