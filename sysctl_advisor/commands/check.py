@@ -25,6 +25,7 @@ from sysctl_advisor.commands.common import (
     shown_path,
     to_stdout,
 )
+from sysctl_advisor.engine.check_host import host_context
 from sysctl_advisor.engine.check_tuning import tuning
 from sysctl_advisor.engine.lint import (
     NEAR_BUDGET,
@@ -33,7 +34,6 @@ from sysctl_advisor.engine.lint import (
     CheckFinding,
     CheckReport,
     Suppressed,
-    host_context,
 )
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelVersion

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -70,32 +70,6 @@ class CheckContext:
     kernel_data: KernelContext | None = None  # the facts' kernel with its era quantities
     kubernetes: dict[str, Any] | None = None  # whether the facts show a Kubernetes node
     owners: list[OwnerNote] = field(default_factory=list)  # other writers on the host
-
-
-def host_context(
-    kb: KnowledgeBase,
-    facts: HostFacts,
-    profile: str | Sequence[str] | None = None,
-    overrides: dict[str, str] | None = None,
-) -> CheckContext:
-    """What check knows of a host from its facts: its kernel (with the era quantities the
-    rules read, as recommend sees them), its modelled defaults, whether it is a Kubernetes
-    node, and the plan for `profile` run with `overrides` (the --set parameters)."""
-    from sysctl_advisor.engine.owners import owner_notes, owners
-    from sysctl_advisor.engine.plan_builder import build_plan, host_variables
-
-    variables, defaults, _ = host_variables(kb, facts)
-    kernel = variables["kernel"]
-    return CheckContext(
-        owners=owner_notes(owners(kb, variables), kb.catalog, every=True),
-        facts=facts,
-        kernel=kernel.version,
-        host=variables["host"],
-        defaults=defaults,
-        plan=build_plan(kb, facts, profile, overrides) if profile is not None else None,
-        kernel_data=kernel,
-        kubernetes=variables["kubernetes"],
-    )
 
 
 class Suppressed(NamedTuple):

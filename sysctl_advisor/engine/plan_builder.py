@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from sysctl_advisor.engine.evidence_time import date_evidence
+from sysctl_advisor.engine.kept_values import accept_kept
 from sysctl_advisor.engine.own_file import held, own_keys
 from sysctl_advisor.engine.owners import (
     Owners,
@@ -595,6 +596,7 @@ def build_plan(
     section_order = {s.id: i for i, s in enumerate(catalog.sections)}
     key_order = {k: i for i, k in enumerate(catalog.keys)}
     settings.sort(key=lambda s: (section_order[s.section], key_order[s.key]))
+    settings = accept_kept(kb, facts, variables, defaults, settings)
 
     reported = _reported(results, work)
     owned, owner_companions = owned_settings(kb, found, settings, facts.cpu.threads or 1)

@@ -76,6 +76,10 @@ class Setting:
     # Each contributing rule's own citations (`references` holds them all, then the catalog
     # key's): a file prints each rule's sentence with the numbers of its sources. Internal.
     cited: dict[str, list[str]] = field(default_factory=dict, compare=False)
+    # A value in force the plan keeps although the rules ask for another, which a check rule
+    # flags: (the check rule's id, the reason), written as the line's suppression comment so
+    # the advisor's own file passes its own check. Internal.
+    accepted: list[tuple[str, str]] = field(default_factory=list, compare=False)
     # The workloads (profiles) whose rules gave the value.
     workloads: list[str] = field(default_factory=list)
 
@@ -188,7 +192,7 @@ class Plan:
 
 def _setting_data(setting: Setting) -> dict[str, Any]:
     data = dataclasses.asdict(setting)
-    del data["wanted"], data["caps"], data["cited"]
+    del data["wanted"], data["caps"], data["cited"], data["accepted"]
     return data
 
 

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from sysctl_advisor.commands.check import check_paths
-from sysctl_advisor.engine.lint import Checker, host_context
+from sysctl_advisor.engine.check_host import host_context
+from sysctl_advisor.engine.lint import Checker
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import facts_from_data
@@ -163,6 +164,14 @@ HOSTS: dict[str, dict[str, Any]] = {
         "sysctl_files": {},
     },
     "kernel-unknown": {"memory": {"total": 8 * GiB}},
+    # an operator's vm.swappiness = 0, which the rules that want 1 keep (merge min): the plan
+    # writes it with the suppression comment check.swappiness-zero reads
+    "swappiness-zero-kept": {
+        "kernel": "5.15.0-91-generic",
+        "arch": "x86_64",
+        "memory": {"total": 64 * GiB},
+        "sysctl": {"vm.swappiness": "0"},
+    },
 }
 
 

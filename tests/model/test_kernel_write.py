@@ -207,3 +207,45 @@ def _findings(path: Path) -> list[dict[str, object]]:
     result = CliRunner().invoke(app, ["check", str(path), "--format", "json"])
     found: list[dict[str, object]] = json.loads(result.stdout)["findings"]
     return found
+
+
+# Values at the edges of each handler's range (the first field of a vector), written with
+# `sysctl -w` in a fresh namespace: what the running kernel refuses, check must report (an
+# error where the catalog says the target refuses it, a warning where upstream stores it but a
+# vendor build was measured refusing it); what it takes, check must not call refused.
+EDGES = [
+    ("net.ipv4.tcp_rmem", "{} 87380 6291456", ["0", "1", "4095", "4096", "4097"]),
+    ("net.ipv4.tcp_wmem", "{} 16384 4194304", ["0", "1", "4096"]),
+    ("net.ipv4.tcp_syncookies", "{}", ["0", "1", "2", "3", "255", "256", "-1"]),
+]
+WRITE = """
+for case in "$@"; do
+    if sysctl -q -w "$case" > /dev/null 2>&1; then echo 0; else echo 1; fi
+done
+"""
+
+
+def test_check_reports_what_the_running_kernel_refuses(workdir: Path) -> None:
+    """check, told the running kernel's release, never stays silent on a value that kernel
+    refuses, and never calls refused (check.out-of-bounds) a value it takes. Holds on every
+    kernel: upstream 3.10 to 6.18 take a tcp_rmem min from 1, this machine's 6.18.44 build
+    refuses it below 4096 (check warns there: check.stored-out-of-range)."""
+    cases = [(key, shape.format(v)) for key, shape, values in EDGES for v in values]
+    result = in_namespace(WRITE, *(f"{key}={value}" for key, value in cases))
+    assert result.returncode == 0, result.stderr
+    refused = [line == "1" for line in result.stdout.split()]
+    assert len(refused) == len(cases)
+    release = Path("/proc/sys/kernel/osrelease").read_text().strip()
+    wrong = []
+    for number, ((key, value), was_refused) in enumerate(zip(cases, refused, strict=True)):
+        conf = workdir / f"edge{number}.conf"
+        conf.write_text(f"{key} = {value}\n")
+        run = CliRunner().invoke(app, ["check", str(conf), "--kernel", release, "-f", "json"])
+        assert run.exit_code in (0, 1), run.output
+        found = json.loads(run.stdout)["findings"]
+        said = {f["id"] for f in found if f["severity"] in ("error", "warning")}
+        if was_refused and not said:
+            wrong.append(f"{key} = {value}: refused by {release}, check silent")
+        if not was_refused and "check.out-of-bounds" in said:
+            wrong.append(f"{key} = {value}: taken by {release}, check calls it refused")
+    assert not wrong, "\n".join(wrong)

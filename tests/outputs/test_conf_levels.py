@@ -39,7 +39,7 @@ def test_the_default_conf_is_short(kb: KnowledgeBase, plans: list[tuple[str, Pla
     for _, plan in plans:
         text = renderer.render(plan, "conf", "c")
         blocks += [len(b) for b in layout(text, {s.key for s in plan.settings}).blocks]
-    assert {p.profile.name for _, p in plans} == {"base", "c1m-server", "frontend-proxy", "gridftp"}
+    assert {"base", "c1m-server", "frontend-proxy", "gridftp"} <= {p.profile.name for _, p in plans}
     assert len(blocks) == sum(len(plan.settings) for _, plan in plans) > 150
     assert statistics.median(blocks) <= BLOCK_LINES, sorted(blocks)
 
@@ -115,6 +115,11 @@ def test_brief_is_one_comment_line_per_key_and_none_the_settings_alone(
         none = renderer.render(plan, fmt, "c", "none")
         body = none.split("# rebuild:", 1)[1].split("\n", 1)[1]
         if fmt == "conf":
-            notes = [line for line in body.splitlines() if line.startswith("#")]
+            # the suppression comments of values in force kept, which check reads, stay
+            notes = [
+                line
+                for line in body.splitlines()
+                if line.startswith("#") and not line.startswith("# sysctl-advisor: ignore[")
+            ]
             assert notes == ([] if plan.settings else [NOTHING]), name
         assert rendered_settings(fmt, none) == {s.key: s.value for s in plan.settings}
