@@ -851,6 +851,8 @@ def _mark_wants(
         good = isinstance(wants, int) and not isinstance(wants, bool) and wants > 0
         listener["wants"] = wants if good else None
         listener["wants_share"] = listener["backlog"] / wants if good else None
+
+
 def _preference_contradictions(
     work: dict[str, _KeyWork], workloads: list[str], in_force: dict[str, str]
 ) -> list[FindingResult]:
