@@ -389,8 +389,15 @@ def advise_all(
     try:
         context = multiprocessing.get_context("fork")
         # Workers ignore Ctrl-C: the parent alone stops the run, with one line (exit 130), and
-        # the pool's exit terminates them without a traceback from each.
-        with context.Pool(jobs, initializer=_ignore_interrupts) as pool:
+        # the pool's exit terminates them without a traceback from each. Ctrl-C is held while
+        # the pool is built: one that landed inside Pool() left a pool no exit terminates, whose
+        # thread restarted the workers the interpreter's exit was waiting for (a hang).
+        with contextlib.ExitStack() as stack:
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                pool = stack.enter_context(context.Pool(jobs, initializer=_ignore_interrupts))
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
             yield from pool.imap(_advise_in_worker, paths, chunksize=32)
     finally:
         _JOB = None

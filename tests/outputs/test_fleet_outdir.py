@@ -137,6 +137,56 @@ def test_ctrl_c_is_one_line_and_exit_130(workdir: Path) -> None:
     assert not list(workdir.glob(".out.staging-*"))
 
 
+# Ctrl-C lands inside Pool() just before the pool registers its own termination (simulated by
+# a SIGINT sent from there): the pool was left running, and its thread could restart the workers
+# the interpreter's exit was waiting for (a hang, seen once in a loaded test run).
+_INTERRUPTED_POOL = """
+import os, signal, sys
+from pathlib import Path
+import multiprocessing.pool as mp
+from sysctl_advisor.commands.fleet import advise_all
+
+real = mp.util.Finalize
+
+def finalize(obj, callback, *args, **kwargs):
+    if kwargs.get("exitpriority") == 15:  # Pool.__init__'s last step
+        os.kill(os.getpid(), signal.SIGINT)
+    return real(obj, callback, *args, **kwargs)
+
+mp.util.Finalize = finalize
+
+class Job:
+    def advise(self, path):
+        return path
+
+try:
+    for _ in advise_all(Job(), [Path(str(i)) for i in range(500)], 2):
+        pass
+except KeyboardInterrupt:
+    import threading
+    # a pool thread still running restarts the workers the interpreter's exit waits for
+    left = [t.name for t in threading.enumerate() if "_handle_workers" in t.name]
+    sys.stderr.write(f"left running: {left}\\n" if left else "interrupted\\n")
+    sys.exit(3 if left else 130)
+"""
+
+
+def test_ctrl_c_while_the_pool_is_built_ends_the_run() -> None:
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", _INTERRUPTED_POOL],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+            start_new_session=True,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the run hung after Ctrl-C while its pool was being built")
+    assert result.returncode == 130, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "interrupted"
+
+
 def test_the_lock_file_is_private(workdir: Path) -> None:
     out = workdir / "out"
     assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
