@@ -56,19 +56,7 @@ def wrap_words(text: str, width: int) -> list[str]:
     """Greedy word wrap on whitespace, words never broken (textwrap with break_long_words and
     break_on_hyphens off gives the same lines; this is several times faster, and a fleet run
     wraps a few dozen paragraphs per host)."""
-    lines: list[str] = []
-    line = ""
-    for word in text.split():
-        if not line:
-            line = word
-        elif len(line) + 1 + len(word) <= width:
-            line = f"{line} {word}"
-        else:
-            lines.append(line)
-            line = word
-    if line:
-        lines.append(line)
-    return lines
+    return _rows(text.split(), width, width)
 
 
 class Lines(str):
