@@ -185,8 +185,10 @@ def test_table_is_varied() -> None:
     assert any(f.arch == "aarch64" and f.page_size == 65536 for f in facts.values())
     assert any(f.bits == 32 and f.observed.udp is not None for f in facts.values())
     assert any(len(profile.split("+")) >= 3 for _, profile, _ in TABLE)
+    # a server's own connections against its own limit: the host's peak also counts a proxy's
+    # upstream connections, and the rules judge saturation on the server's figure
     assert any(
-        s.maxconn is not None and (f.observed.connections_peak or 0) >= 0.9 * s.maxconn
+        s.maxconn is not None and (s.connections or 0) >= 0.9 * s.maxconn
         for f in facts.values()
         for s in f.services.values()
     )
@@ -247,3 +249,24 @@ def test_no_cap_below_observed_use(
         if setting.values[element] < needed:
             below.append(f"{key}[{element}] = {setting.values[element]} < {seen} x {headroom}")
     assert not below, below
+
+
+def test_saturated_haproxy_is_told_to_raise_maxconn_first() -> None:
+    """The saturated HAProxy row: its full accept queue is its maxconn's evidence, and the plan
+    says to raise maxconn before the deeper backlog it plans."""
+    facts = str(HOSTS / "ec2-c6i-haproxy-saturated.yaml")
+    made = runner.invoke(
+        app,
+        [
+            "recommend",
+            "--facts",
+            facts,
+            "-p",
+            "frontend-proxy",
+            *_sets("listen_backlog=20000"),
+            "-f",
+            "markdown",
+        ],
+    )
+    assert made.exit_code == 0, made.stdout + made.stderr
+    assert "listen-backlog.server-saturated" in made.stdout
