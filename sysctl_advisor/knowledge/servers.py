@@ -53,6 +53,11 @@ class ServerSpec(SpecModel):
         description="asks for somaxconn itself (read once at start): its backlog equals "
         "somaxconn by design, and a raised somaxconn reaches it only after a restart",
     )
+    backlog_fixed: bool = Field(
+        default=False,
+        description="always passes default_backlog to listen(), which no setting changes: a "
+        "listener at a somaxconn of at least that got what it asked for",
+    )
     default_note: str = Field(default="", max_length=400, description="how the default is computed")
     setting: str = Field(
         max_length=200, description="the setting to write; {backlog} and {port} are filled in"
@@ -98,6 +103,7 @@ _SHOWN = (
     "name",
     "default_backlog",
     "follows_somaxconn",
+    "backlog_fixed",
     "setting",
     "where",
     "applies",

@@ -29,7 +29,8 @@ def test_recognition_by_command_executable_java_main_and_go(kb: KnowledgeBase) -
     assert recognise(tomcat).id == "tomcat"  # type: ignore[union-attr]
     assert recognise({"command": "java", "java_main": "app.jar"}).id == "java"  # type: ignore[union-attr]
     assert recognise({"command": "caddy", "go": True}).id == "go"  # type: ignore[union-attr]
-    assert recognise({"command": "sshd"}) is None and recognise(None) is None
+    assert recognise({"command": "exim4"}) is None and recognise(None) is None
+    assert recognise({"command": "sshd"}).id == "sshd"  # type: ignore[union-attr]
 
 
 def test_reuseport_groups_become_one_entry_per_address(kb: KnowledgeBase) -> None:
