@@ -234,8 +234,13 @@ def _plausible_lowmem(value: int) -> int:
     return value
 
 
+def is_huge_page_size(value: int) -> bool:
+    """A Hugepagesize a kernel prints: a power of two from 64 KiB to 16 GiB."""
+    return not value & (value - 1) and 64 * 1024 <= value <= 16 * 2**30
+
+
 def _huge_page_size(value: int) -> int:
-    if value & (value - 1) or not 64 * 1024 <= value <= 16 * 2**30:
+    if not is_huge_page_size(value):
         raise ValueError(
             f"memory.huge_page_size (Hugepagesize) is a power of two from 64 KiB to 16 GiB, "
             f"got {value} bytes"
