@@ -32,7 +32,7 @@ def _kept(setting: Setting, spec: CatalogKey) -> bool:
     if setting.current.split() == setting.value.split():
         return True
     held = None if spec.is_text else parse_current(setting.current, spec)
-    return held is not None and as_list(held) == setting.values
+    return isinstance(held, int | list) and as_list(held) == setting.values
 
 
 def accept_kept(
