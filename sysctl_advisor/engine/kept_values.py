@@ -11,8 +11,9 @@ import dataclasses
 from typing import Any
 
 from sysctl_advisor.engine.lint import CheckContext, Checker
+from sysctl_advisor.knowledge.catalog import CatalogKey
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from sysctl_advisor.knowledge.values import conf_text
+from sysctl_advisor.knowledge.values import as_list, conf_text, parse_current
 from sysctl_advisor.model.current_config import CurrentConfig, CurrentValue
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.plan import Setting
@@ -22,14 +23,16 @@ from sysctl_advisor.model.sysctl_conf import Assignment
 _SHOWN = "(the plan)"  # the name the kept lines are judged under
 
 
-def _kept(setting: Setting) -> bool:
-    """The value written is the one in force, and not what the rules asked for."""
-    return (
-        setting.current is not None
-        and setting.wanted is not None
-        and setting.values != setting.wanted
-        and setting.current.split() == setting.value.split()
-    )
+def _kept(setting: Setting, spec: CatalogKey) -> bool:
+    """The value written is the one in force, and not what the rules asked for. The value in
+    force is compared as the kernel holds it: the facts may spell it otherwise (`00`, `0x0`,
+    `0 # note`) than the plan writes it."""
+    if setting.current is None or setting.wanted is None or setting.values == setting.wanted:
+        return False
+    if setting.current.split() == setting.value.split():
+        return True
+    held = None if spec.is_text else parse_current(setting.current, spec)
+    return isinstance(held, int | list) and as_list(held) == setting.values
 
 
 def accept_kept(
@@ -41,7 +44,7 @@ def accept_kept(
 ) -> list[Setting]:
     """The settings, each kept value in force that a check rule (warning or error) flags
     carrying that rule's id and the reason it is kept."""
-    kept = [s for s in settings if _kept(s)]
+    kept = [s for s in settings if _kept(s, kb.catalog.keys[s.key])]
     if not kept:
         return settings
     kernel = variables["kernel"]

@@ -40,7 +40,14 @@ from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.rules import FindingResult, RuleResult
 from sysctl_advisor.knowledge.servers import rule_listens
 from sysctl_advisor.knowledge.sources import citation_parts
-from sysctl_advisor.knowledge.values import Value, conf_text, human, numbers, parse_current
+from sysctl_advisor.knowledge.values import (
+    Value,
+    as_list,
+    conf_text,
+    human,
+    numbers,
+    parse_current,
+)
 from sysctl_advisor.knowledge.workloads import RuleRun
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.plan import (
@@ -917,7 +924,10 @@ def _preference_finding(
         who = item.workloads.get(rule_id, [])
         return f"{rule_id} ({', '.join(who)})" if who and len(who) < len(workloads) else rule_id
 
-    held = (in_force.get(item.key) or "").split()
+    # the value in force as the kernel holds it: words of text it cannot hold are not one
+    text = in_force.get(item.key)
+    parsed = parse_current(text, item.spec) if text is not None else None
+    held = [str(v) for v in as_list(parsed)] if isinstance(parsed, int | list) else []
     parts: list[str] = []
     rules = [cap_rule]
     for i, indexes in sorted(clashes.items()):

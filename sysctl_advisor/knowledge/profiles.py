@@ -64,8 +64,9 @@ class Parameter(SpecModel):
     default: int | float | bool | str | None = None
     default_expr: str | None = Field(
         default=None,
-        description="expression over host facts, and `params`: the --set values and the "
-        "parameters declared before it",
+        description="expression over host facts, and `params.NAME` of the parameters "
+        "declared before it (their --set values where given); any other read of `params` "
+        "fails at load",
     )
     min: float | None = None
     max: float | None = None
@@ -151,7 +152,7 @@ class Profile:
                     ids[rid] = None
         self.rule_ids = list(ids)
         self._defaults: dict[str, Expression] = {}
-        for name, param in self.parameters.items():
+        for index, (name, param) in enumerate(self.parameters.items()):
             if param.default_expr is not None:
                 try:
                     self._defaults[name] = compiler.expression(param.default_expr)
@@ -159,6 +160,26 @@ class Profile:
                     raise as_input_error(
                         exc, self._param_paths[name], f"parameters.{name}.default_expr"
                     ) from None
+                self._reads_earlier(compiler, name, list(self.parameters)[:index])
+
+    def _reads_earlier(self, compiler: Compiler, name: str, earlier: list[str]) -> None:
+        """A default_expr reads `params.NAME` of parameters declared before it only: one that
+        reads itself, a later one or `params` any other way (a cycle, or a default that works
+        only with a --set) fails at load, naming the file and field."""
+        source = self.parameters[name].default_expr or ""
+        if "params" not in source:
+            return
+        _, read = compiler.reads(source, "params")
+        bad = None if read is None else sorted(read - set(earlier))
+        if bad == []:
+            return
+        what = ", ".join(f"params.{b}" for b in bad) if bad else "params other than by name"
+        raise InputError(
+            f"default_expr reads {what}: a default reads only parameters declared before it "
+            f"({', '.join(earlier) or 'none here'})",
+            path=self._param_paths[name],
+            field=f"parameters.{name}.default_expr",
+        )
 
     def resolve(self, overrides: dict[str, str], variables: dict[str, Any]) -> dict[str, Any]:
         """Parameter values: defaults (evaluated over the host), then --set overrides."""

@@ -204,8 +204,8 @@ class ServerTable:
         and owner (SO_REUSEPORT gives each worker its own) become one entry with `sockets`,
         the fullest queue and `queue_share` (how full it is, 0 to 1); each with `server`, the
         table's entry for its process (what rules need of it), or None when the process is
-        unknown or was not readable. Also how many distinct entries there were before the
-        list was cut to MAX_RULE_LISTENERS."""
+        unknown or was not readable, and `index`, its position in the list. Also how many
+        distinct entries there were before the list was cut to MAX_RULE_LISTENERS."""
         if listeners is None:
             return None, 0
         merged: dict[tuple[Any, ...], dict[str, Any]] = {}
@@ -248,4 +248,8 @@ class ServerTable:
             entries.sort(key=lambda e: (-e["queue_share"], e["backlog"], e["port"]))
             entries = entries[:MAX_RULE_LISTENERS]
             entries.sort(key=lambda e: (e["port"], str(e["address"])))
+        for index, entry in enumerate(entries):
+            # what a rule tests membership by (`rejectattr('index', 'in', ids)`): comparing
+            # whole entries walks each one's server entry, n x m times over
+            entry["index"] = index
         return entries, distinct

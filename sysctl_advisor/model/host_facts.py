@@ -224,8 +224,23 @@ def _plausible_total(value: int) -> int:
     return value
 
 
+def _plausible_lowmem(value: int) -> int:
+    # the kernel's own shares of lowmem size tcp_mem and udp_mem on 32-bit: a LowTotal of a
+    # few pages would have a plan write 0 0 0 (no socket could hold a byte)
+    if value < 16 * MiB:
+        raise ValueError(
+            f"memory.lowmem (LowTotal) must be at least 16 MiB, as memory.total, got {value} bytes"
+        )
+    return value
+
+
+def is_huge_page_size(value: int) -> bool:
+    """A Hugepagesize a kernel prints: a power of two from 64 KiB to 16 GiB."""
+    return not value & (value - 1) and 64 * 1024 <= value <= 16 * 2**30
+
+
 def _huge_page_size(value: int) -> int:
-    if value & (value - 1) or not 64 * 1024 <= value <= 16 * 2**30:
+    if not is_huge_page_size(value):
         raise ValueError(
             f"memory.huge_page_size (Hugepagesize) is a power of two from 64 KiB to 16 GiB, "
             f"got {value} bytes"
@@ -238,8 +253,9 @@ class Memory(Record):
     total: Annotated[Size, After(_plausible_total)] = Field(
         description="MemTotal: integer bytes, or a number with a unit (16 MiB .. 64 PiB)"
     )
-    lowmem: Size | None = Field(
-        default=None, description="LowTotal on 32-bit kernels: part of MemTotal, at most 4 GiB"
+    lowmem: Annotated[Size, After(_plausible_lowmem)] | None = Field(
+        default=None,
+        description="LowTotal on 32-bit kernels: part of MemTotal, 16 MiB .. 4 GiB",
     )
     numa_nodes: int | None = Field(
         default=None, ge=1, le=1024, description="NUMA nodes with memory (/sys/devices/system/node)"

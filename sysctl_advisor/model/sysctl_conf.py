@@ -69,6 +69,36 @@ def normalise_key(token: str) -> str:
 
 
 C_SPACE = " \t\n\v\f\r"  # isspace() in C: what procps trims from a key and a value
+# A comment line whose text starts with this is one the advisor reads (a suppression comment).
+ADVISOR_MARK = "sysctl-advisor:"
+
+
+def advisor_comment(raw: str) -> str | None:
+    """A line's text when it is a comment the advisor reads (first non-blank character `#` or
+    `;`, which procps and systemd-sysctl skip, then `sysctl-advisor:`), else None."""
+    if ADVISOR_MARK not in raw:
+        return None
+    line = raw.strip(C_SPACE)
+    if line[:1] in ("#", ";") and line[1:].lstrip(" \t").startswith(ADVISOR_MARK):
+        return line
+    return None
+
+
+def unmarked(text: str) -> str:
+    """Comment lines the advisor writes with text it quotes (a finding naming a process, a
+    log line), where a line wrapped at a word would start with `sysctl-advisor:` and so be
+    read back as a suppression comment: the mark's colon escaped as one_line escapes
+    (`sysctl-advisor\\x3a`), so only the lines the advisor means as suppressions are read."""
+    if ADVISOR_MARK not in text:
+        return text
+    return "\n".join(
+        line.replace(ADVISOR_MARK, ADVISOR_MARK[:-1] + "\\x3a", 1)
+        if advisor_comment(line) is not None
+        else line
+        for line in text.split("\n")
+    )
+
+
 _FIELD_SEPARATOR = re.compile(r"[ \t]+")
 
 

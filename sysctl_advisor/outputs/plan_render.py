@@ -22,6 +22,7 @@ from sysctl_advisor.knowledge.workloads import workload_names
 from sysctl_advisor.model.documents import dump_json
 from sysctl_advisor.model.kernel_version import KernelRange
 from sysctl_advisor.model.plan import Finding, Plan, Setting
+from sysctl_advisor.model.sysctl_conf import unmarked
 from sysctl_advisor.model.text_escape import one_line
 from sysctl_advisor.model.units import human_bytes
 from sysctl_advisor.outputs.markdown_text import (
@@ -60,11 +61,12 @@ def wrap_words(text: str, width: int) -> list[str]:
 
 
 class Lines(str):
-    """Text a filter has already made safe line by line (comment blocks): `finalize` keeps it."""
+    """Text a filter has already made safe line by line (comment blocks): `finalize` keeps it,
+    but for a wrapped line that would read back as a suppression comment."""
 
 
 def _finalize(value: Any) -> Any:
-    return value if isinstance(value, Lines) else one_line(value)
+    return unmarked(value) if isinstance(value, Lines) else one_line(value)
 
 
 @functools.lru_cache(maxsize=4096)  # a fleet wraps the same rationales for every host of a kind

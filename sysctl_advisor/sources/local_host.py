@@ -22,6 +22,7 @@ from sysctl_advisor.model.host_facts import (
     HostFacts,
     facts_from_data,
     interface_name,
+    is_huge_page_size,
     sysctl_text,
 )
 from sysctl_advisor.model.units import is_decimal
@@ -498,7 +499,7 @@ def collect_data(
     if meminfo.get("LowTotal"):  # only 32-bit kernels with highmem print LowTotal
         memory["lowmem"] = meminfo["LowTotal"]
     huge_page_size = meminfo.get("Hugepagesize", 0)  # kernels built with HugeTLB print it
-    if huge_page_size and not huge_page_size & (huge_page_size - 1):
+    if is_huge_page_size(huge_page_size):  # else not one a kernel prints: not known
         memory["huge_page_size"] = huge_page_size
     nodes = _numa_nodes(root)
     if nodes:

@@ -37,7 +37,12 @@ from typing import BinaryIO
 from sysctl_advisor.model.current_config import CurrentConfig, CurrentValue, Override, Problem
 from sysctl_advisor.model.documents import max_input_bytes, read_file_and_time, read_stream_bytes
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.sysctl_conf import C_SPACE, Assignment, parse_conf_lines
+from sysctl_advisor.model.sysctl_conf import (
+    ADVISOR_MARK,
+    Assignment,
+    advisor_comment,
+    parse_conf_lines,
+)
 from sysctl_advisor.sources.tree_paths import inside, within
 
 SYSCTL_D_DIRS = (
@@ -99,7 +104,6 @@ class _Collector:
         self.config.values = {key: values[key] for key in sorted(values)}
 
 
-ADVISOR_MARK = "sysctl-advisor:"
 # A comment line's text kept for the advisor, at most (the rest is cut; check judges it).
 _COMMENT_CAP = 1024
 
@@ -110,10 +114,8 @@ def _advisor_comments(text: str) -> list[tuple[int, str]]:
     one pass over the text."""
     found: list[tuple[int, str]] = []
     for number, raw in enumerate(text.split("\n"), start=1):
-        if ADVISOR_MARK not in raw:
-            continue
-        line = raw.strip(C_SPACE)
-        if line[:1] in ("#", ";") and line[1:].lstrip(" \t").startswith(ADVISOR_MARK):
+        line = advisor_comment(raw)
+        if line is not None:
             found.append((number, line[:_COMMENT_CAP]))
     return found
 

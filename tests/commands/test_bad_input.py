@@ -68,6 +68,8 @@ def facts_file(workdir: Path, text: str, name: str = "facts.yaml") -> str:
          + ("  - " + "x" * 4000 + "\n") * 200, "more than 768 KiB of kernel messages"),
         # values no host can have
         ("memory: {total: 1 GiB, lowmem: 2 GiB}\narch: i686\n", "part of MemTotal"),
+        # the kernel's shares of a few pages: tcp_mem 1 1 1 and udp_mem 0 0 0 were planned
+        ("memory: {total: 3 GiB, lowmem: 4096}\narch: i686\n", "memory.lowmem"),
         ("memory: {total: 32 GiB, lowmem: 16 GiB}\narch: armv7l\n", "at most 4 GiB directly"),
         ("memory: {total: 1 TiB}\narch: i686\n", "at most 64 GiB"),
         ("memory: {total: 8 GiB}\narch: x86_64\npage_size: 65536\n", "pages of 4 KiB"),

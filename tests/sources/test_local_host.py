@@ -312,8 +312,10 @@ def test_huge_page_size_from_meminfo(tmp_path: Path) -> None:
     meminfo.write_text(plain + "HugePages_Total:       0\nHugepagesize:     524288 kB\n")
     facts = facts_from_data(collect_data([], root))
     assert facts.memory.huge_page_size == 512 * 2**20
-    meminfo.write_text(plain + "Hugepagesize:     3000 kB\n")  # no kernel prints this
-    assert facts_from_data(collect_data([], root)).memory.huge_page_size is None
+    # no kernel prints these (a power of two too: 4 KiB, 32 GiB): not known, the facts still read
+    for odd in ("3000 kB", "4 kB", "33554432 kB", "2048", "0 kB"):
+        meminfo.write_text(plain + f"Hugepagesize:     {odd}\n")
+        assert facts_from_data(collect_data([], root)).memory.huge_page_size is None, odd
     meminfo.write_text(plain)
     assert facts_from_data(collect_data([], root)).memory.huge_page_size is None
 

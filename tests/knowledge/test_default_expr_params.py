@@ -1,0 +1,69 @@
+"""A profile's default_expr reads `params.NAME` of the parameters declared before it. One from
+a colleague's profiles directory that reads itself, a later parameter (two that read each
+other), one nobody declares, or `params` as a whole fails when the directory loads, whichever
+profile runs: one line naming the file and the field, exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from sysctl_advisor.cli import app
+from tests.conftest import EXAMPLES
+
+FACTS = str(EXAMPLES / "app-node.yaml")
+
+
+def _param(expr: str) -> dict[str, Any]:
+    return {"type": "int", "description": "d", "default_expr": expr}
+
+
+def _recommend(workdir: Path, profile: dict[str, Any], run: str = "base") -> tuple[int, str]:
+    directory = workdir / "profiles"
+    directory.mkdir()
+    body = {"summary": "s", "description": "d", **profile}
+    (directory / f"{profile['name']}.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
+    result = CliRunner().invoke(
+        app, ["recommend", "--facts", FACTS, "-p", run, "--profiles-dir", str(directory), "-q"]
+    )
+    return result.exit_code, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("parameters", "field", "said"),
+    [
+        ({"a": _param("params.a + 1")}, "parameters.a", "params.a"),
+        ({"a": _param("2 * params.b"), "b": _param("params.a + 1")}, "parameters.a", "params.b"),
+        ({"a": _param("2 * params.b"), "b": _param("3")}, "parameters.a", "params.b"),
+        ({"a": _param("params.nobody * 2")}, "parameters.a", "params.nobody"),
+        ({"a": _param("3"), "b": _param("params | length")}, "parameters.b", "other than"),
+        ({"a": _param("3"), "b": _param("params['a' ~ 'b']")}, "parameters.b", "other than"),
+    ],
+)
+def test_a_default_reading_no_earlier_parameter_fails_at_load(
+    workdir: Path, parameters: dict[str, Any], field: str, said: str
+) -> None:
+    profile = {"name": "colleague", "extends": "base", "parameters": parameters}
+    code, stderr = _recommend(workdir, profile)
+    lines = stderr.strip().splitlines()
+    assert code == 2 and len(lines) == 1, stderr
+    assert "colleague.yaml" in lines[0] and f"{field}.default_expr" in lines[0], lines[0]
+    assert said in lines[0], lines[0]
+
+
+def test_a_default_reading_an_earlier_or_inherited_parameter_loads(workdir: Path) -> None:
+    profile = {
+        "name": "pg-colleague",
+        "extends": "postgresql",
+        "parameters": {
+            # overrides the parent's, which stays in its place: after max_connections
+            "listen_backlog": _param("3 * params.max_connections"),
+            "mine": _param("params.listen_backlog + params.max_connections"),
+        },
+    }
+    code, stderr = _recommend(workdir, profile, run="pg-colleague")
+    assert code == 0, stderr
