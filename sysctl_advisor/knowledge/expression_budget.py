@@ -16,7 +16,7 @@ from jinja2.exceptions import SecurityError
 
 # Work per host (or per checked file), all expressions and templates together: a loop
 # iteration costs LOOP_COST, building a value one unit per character or item it holds.
-MAX_WORK = 8_000_000
+MAX_WORK = 10_000_000
 LOOP_COST = 100
 MAX_BUILD = 1_000_000  # characters and items in any value a literal, operator or filter builds
 

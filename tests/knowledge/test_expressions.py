@@ -223,7 +223,11 @@ def test_template_bomb_is_bounded(payload: str, variables: dict[str, Any]) -> No
     assert "\n" not in message
     assert time.monotonic() - started < HANG_SECONDS, payload
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
-    assert grown_mib < 200, grown_mib
+    # The budget itself allows about 200 MiB: a list of two-character strings costs 3 units an
+    # item and about 60 bytes (the str object and its pointer), so ten million units of them
+    # measured 193 MiB here, and a loaded run 203. The bound is that, with room for the
+    # allocator, not a figure below it.
+    assert grown_mib < 256, grown_mib
 
 
 def _walk(value: Any, path: str, out: list[tuple[str, Any]], depth: int = 0) -> None:
