@@ -544,7 +544,7 @@ def build_plan(
         """The value the plan ends with for a key: its setting, else the value in force (or
         the default)."""
         spec = catalog.keys[key]
-        item = work.get(key)
+        item = work.get(key) if key not in unmodelled else None  # not emitted: as it is
         setting = resolved(item, by_rule, text=False) if item is not None else None
         if isinstance(setting, Setting):
             return parse_current(setting.value, spec)
@@ -566,6 +566,16 @@ def build_plan(
             continue
         work_item = work.get(key)
         wanted_by = ", ".join(work_item.rule_ids() if work_item is not None else own[key].rules)
+        if not acts(key):
+            other = spec.acts_only_with
+            assert other is not None
+            notes.append(
+                f"{key} acts only while {other.key} is "
+                f"{' or '.join(str(v) for v in other.values)}, which this plan does not end "
+                f"with (the value in force is not known or another one stays); not emitted "
+                f"(wanted by {wanted_by})"
+            )
+            continue
         if not catalog.exists(key, version):
             notes.append(
                 f"{key} does not exist on kernel {version.short}; not emitted "
