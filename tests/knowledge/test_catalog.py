@@ -89,27 +89,33 @@ def test_a_distribution_backport_is_a_key_of_that_kernel_only(kb: KnowledgeBase)
     assert key not in defaults(kb, "2.6.32.28", 4 * GiB)
 
 
-def test_a_backport_of_an_unknown_key_is_refused(workdir: Path) -> None:
+def _edited_catalog(workdir: Path, name: str, old: str, new: str) -> Path:
+    """A copy of the shipped catalog with one text replaced in one of its files."""
     catalog = workdir / "catalog"
     shutil.copytree(ROOT / "rules" / "catalog", catalog)
-    model = catalog / "kernel-model.yaml"
-    model.write_text(
-        model.read_text().replace(
-            "backports: [net.ipv4.ip_local_reserved_ports]", "backports: [net.ipv4.no_such_key]"
-        )
+    path = catalog / name
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new))
+    return catalog
+
+
+def test_a_backport_of_an_unknown_key_is_refused(workdir: Path) -> None:
+    catalog = _edited_catalog(
+        workdir,
+        "kernel-model.yaml",
+        "backports: [net.ipv4.ip_local_reserved_ports]",
+        "backports: [net.ipv4.no_such_key]",
     )
     with pytest.raises(InputError, match=r"backports: not in the key catalog: net.ipv4.no_such"):
         Catalog(catalog, Compiler(), SpecCache())
 
 
 def test_a_key_acting_only_with_an_unknown_key_is_refused(workdir: Path) -> None:
-    catalog = workdir / "catalog"
-    shutil.copytree(ROOT / "rules" / "catalog", catalog)
-    keys = catalog / "keys.yaml"
-    keys.write_text(
-        keys.read_text().replace(
-            "acts_only_with: {key: vm.overcommit_memory,", "acts_only_with: {key: vm.no_such,"
-        )
+    catalog = _edited_catalog(
+        workdir,
+        "keys.yaml",
+        "acts_only_with: {key: vm.overcommit_memory,",
+        "acts_only_with: {key: vm.no_such,",
     )
     with pytest.raises(InputError, match=r"acts_only_with names 'vm.no_such', not another key"):
         Catalog(catalog, Compiler(), SpecCache())
