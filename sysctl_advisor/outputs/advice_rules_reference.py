@@ -105,7 +105,7 @@ class Example:
 
     name: str
     facts: dict[str, Any]
-    profile: str
+    profiles: list[str]  # one, or several (a host running each workload)
     params: dict[str, str]
     source: str  # the case file, relative to the repository
 
@@ -148,7 +148,9 @@ def firing_case(cases_dir: Path, rule_id: str) -> Example | None:
         return Example(
             name=str(case.get("name", "")),
             facts=facts,
-            profile=str(profile or "base"),
+            profiles=[str(p) for p in profile]
+            if isinstance(profile, list)
+            else [str(profile or "base")],
             params=case_params(params or {}),
             source=f"tests/cases/{path.name}",
         )
@@ -208,13 +210,13 @@ def _example(kb: KnowledgeBase, rule: Rule, example: Example | None) -> list[str
         out.append("")
     params = " ".join(f"--set {k}={v}" for k, v in example.params.items())
     out += [
-        f"Profile {md_code(example.profile)}"
+        f"Profile {md_code('+'.join(example.profiles))}"
         + (f", parameters {md_code(params)}" if params else "")
         + ". What the plan holds from this rule:",
         "",
     ]
     facts = facts_from_data(case_facts(example.facts))
-    plan = build_plan(kb, facts, example.profile, example.params)
+    plan = build_plan(kb, facts, example.profiles, example.params)
     produced = _produced(plan, rule.id)
     if not produced:
         raise InputError(
