@@ -122,9 +122,10 @@ def _rows(words: list[str], first: int, rest: int) -> list[str]:
 
 def listed(parts: Sequence[str], first: str, rest: str = "#           ", width: int = WIDTH) -> str:
     """Parts joined by ", " as comment lines, a line broken only between parts ("page size
-    4 KiB" stays whole), a part wider than a line wrapped at its words."""
+    4 KiB" stays whole), a part wider than a line wrapped at its words; each part escaped as
+    every comment is (`one_line`)."""
     rows: list[str] = []
-    items = [" ".join(str(p).split()) for p in parts]
+    items = [" ".join(one_line(str(p)).split()) for p in parts]
     for n, part in enumerate(items):
         # room for the part and the comma after it, unless it is the last
         room = width - len(rest if len(rows) > 1 else first) - (n < len(items) - 1)

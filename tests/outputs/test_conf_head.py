@@ -120,3 +120,15 @@ def test_explain_gives_a_keys_findings_in_full(
     text = " ".join(explain_key(kb, key, load_facts(path), workloads, params).split())
     for f in about:
         assert f"finding {f.id} ({f.severity}): {' '.join(f.message.split())}" in text
+
+
+def test_the_host_lines_escape_what_they_list() -> None:
+    """The head's host line lists parts from the facts: a line break or a control character in
+    one is escaped as in every other comment, never a line of its own."""
+    from sysctl_advisor.outputs.plan_render import listed
+
+    text = listed(
+        ["kernel 6.8\nnet.core.somaxconn = 1", "x86_64\x1b[2J", "page size 4 KiB"], "# host: "
+    )
+    assert all(line.startswith("#") for line in text.split("\n")), text
+    assert "\x1b" not in text and "\\x0a" in text
