@@ -67,6 +67,15 @@ def date_evidence(
         observed.get("kernel_messages") or [],
         observed.get("kernel_events") or [],
     )
+    # A family's lines stay while any key they argue against was set before them; a rule that
+    # reads one against another key asks whether that key was set after the last line
+    # (`set_after`: the keys whose value in force a file set after it; unknown times: none).
+    times = set_times(kb, facts)
+    for entry in observed["logged"].values():
+        last = moment(entry["last_seen"])
+        entry["set_after"] = (
+            sorted(k for k, t in times.items() if t.at > last) if last is not None else []
+        )
     return findings
 
 
