@@ -36,6 +36,7 @@ from sysctl_advisor.knowledge.profile_map import ProfileMap, load_profile_map
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.plan import Plan
+from sysctl_advisor.outputs import formats
 from sysctl_advisor.outputs.fleet_outdir import OutDir, Staging
 from sysctl_advisor.outputs.fleet_summary import (
     HostOutcome,
@@ -44,6 +45,7 @@ from sysctl_advisor.outputs.fleet_summary import (
     PoolHost,
     SummaryWriter,
 )
+from sysctl_advisor.outputs.node_platforms import extension
 from sysctl_advisor.outputs.plan_render import Renderer, rebuild_command
 from sysctl_advisor.outputs.progress import progress_reporter
 from sysctl_advisor.sources.ansible_facts import fact_files, load_ansible_facts
@@ -58,14 +60,6 @@ HOST_VARS = "host_vars"
 HOST_UNDO = "host_undo"  # each host's undo file: the plan's inverse (engine.undo)
 NODE_POOLS = "node_pools"  # each node pool's platform output (--node-pools)
 _IMPLICIT_GROUPS = ("all", "ungrouped")  # Ansible's own groups: never a node pool
-NODE_EXTENSION = {
-    "daemonset": "yaml",
-    "talos": "yaml",
-    "bottlerocket": "toml",
-    "aks": "json",
-    "gke": "yaml",
-    "eks": "mime",
-}
 
 
 @dataclass(frozen=True)
@@ -261,6 +255,10 @@ class NodePools:
             self.placements[outcome.pool][outcome.node] = outcome
         self.members.setdefault(outcome.pool, []).append(replace(outcome, placement=None))
 
+    def _named_by_profile(self, fmt: str) -> bool:
+        """The platform's objects are named, and select their nodes, by the profile."""
+        return self.kb.node_platforms[fmt].spec.document.wrapper == "daemonset"
+
     def finish(self, staging: Staging, renderer: Renderer) -> None:
         """Write each pool's output into staging/node_pools/; a pool without a written host
         gets none. The file is rendered from the representative's own placement, the one its
@@ -279,7 +277,7 @@ class NodePools:
             own = dict(representative.node)
             agreed = {k for k, v in own.items() if all(dict(o.node).get(k) == v for o in hosts)}
             plan, text = self._render(pool, representative, renderer, agreed)
-            if self.fmt == "daemonset" and representative.profile is not None:
+            if self._named_by_profile(self.fmt) and representative.profile is not None:
                 # the DaemonSet is named, and selects nodes, by the profile: two pools of one
                 # profile with different plans would overwrite each other on the cluster
                 other = by_profile.setdefault(representative.profile, (pool, plan))
@@ -289,10 +287,10 @@ class NodePools:
                         f"{representative.profile} with different node plans: their DaemonSets "
                         f"would share one name and node label; give each pool its own profile "
                         f"in the profile map, or a per-pool --node-format "
-                        f"({', '.join(f for f in NODE_EXTENSION if f != 'daemonset')})",
+                        f"({', '.join(f for f in formats.NODE if not self._named_by_profile(f))})",
                         field="--node-format",
                     )
-            name = f"{NODE_POOLS}/{pool}.{NODE_EXTENSION[self.fmt]}"
+            name = f"{NODE_POOLS}/{pool}.{extension(self.kb.node_platforms[self.fmt])}"
             staging.write(name, text)
             self.files.append(name)
             differing = [
@@ -512,8 +510,6 @@ def fleet(
     node_format: str = "daemonset",
 ) -> int:
     """Exit 0: every host written; 1: some hosts skipped; nothing written is an InputError."""
-    from sysctl_advisor.outputs import formats
-
     choose(detail, formats.DETAIL, "--detail")
     choose(node_format, formats.NODE, "--node-format")
     if node_pools is not None and inventory is None:
