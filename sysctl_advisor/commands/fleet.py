@@ -178,8 +178,7 @@ class FleetJob:
     def _undo(self, plan: Plan, facts: HostFacts, command: str, shape: HostShape) -> str:
         """The host's undo file; its plan and text are shared by the shape's hosts (the time
         the values in force were read, when the facts say it, is part of the text)."""
-        period = facts.observed.period
-        read_at = period.at if period is not None and period.kind == "snapshot" else None
+        read_at = facts.values_read_at
         memo: dict[str, Any] = shape.rendered.setdefault(f"undo:{read_at}", {})
         undo = memo.get("plan")
         if undo is None:
