@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from sysctl_advisor.cache.specs import SpecCache
-from sysctl_advisor.knowledge.rules import SpecModel
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.model_base import After, Constraints, Field, model
+from sysctl_advisor.model.model_base import After, Constraints, Field, SpecModel, model
+from sysctl_advisor.model.vocabulary import SysctlKeyGlob
 
 PLATFORM_ID = r"^[a-z][a-z0-9-]{1,30}$"
-_SYSCTL = r"^[a-z0-9_]+(\.[a-z0-9_*-]+)+$"
 _FIELD = r"^[A-Za-z][A-Za-z0-9_.-]{0,80}$"
 
 
@@ -30,7 +29,7 @@ _FIELD = r"^[A-Za-z][A-Za-z0-9_.-]{0,80}$"
 class PlatformKey(SpecModel):
     """A key an allow-list takes: its name there and the values it accepts."""
 
-    name: str = Field(pattern=_SYSCTL, description="the sysctl, as sysctl.conf names it")
+    name: SysctlKeyGlob = Field(description="the sysctl, as sysctl.conf names it")
     field: str | None = Field(
         default=None,
         pattern=_FIELD,
@@ -63,7 +62,7 @@ class HeldKey(SpecModel):
     """A key a platform that takes any key must not be given by this output: its image sets
     it in a way the output would undo (a list a later file replaces whole)."""
 
-    name: str = Field(pattern=_SYSCTL)
+    name: SysctlKeyGlob
     why: str = Field(max_length=400, description="what writing it would undo, and what to do")
 
 

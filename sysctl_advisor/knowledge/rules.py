@@ -27,8 +27,7 @@ from sysctl_advisor.knowledge.expressions import (
 )
 from sysctl_advisor.knowledge.knowledge_files import rule_files
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.model_base import After, Before, Field, model
-from sysctl_advisor.model.model_base import SpecModel as SpecModel  # as others import it here
+from sysctl_advisor.model.model_base import After, Before, Field, SpecModel, model
 from sysctl_advisor.model.severity import Severity
 
 if TYPE_CHECKING:
