@@ -155,6 +155,12 @@ def _against(cap: int | None, want: int | None, policy: str) -> bool:
     return want < cap if policy == "min" else want > cap
 
 
+def _named(item: KeyWork, rule_id: str, workloads: list[str]) -> str:
+    """A rule, with the workloads it ran for where the plan runs others too."""
+    who = item.workloads.get(rule_id, [])
+    return f"{rule_id} ({', '.join(who)})" if who and len(who) < len(workloads) else rule_id
+
+
 def _preference_finding(
     item: KeyWork,
     cap_rule: str,
@@ -165,11 +171,6 @@ def _preference_finding(
 ) -> FindingResult:
     """The warning for a preference cap against wants: each element, who wants what, the
     value that stays, and each rule's reason."""
-
-    def named(rule_id: str) -> str:
-        who = item.workloads.get(rule_id, [])
-        return f"{rule_id} ({', '.join(who)})" if who and len(who) < len(workloads) else rule_id
-
     # the value in force as the kernel holds it: words of text it cannot hold are not one
     text = in_force.get(item.key)
     parsed = parse_current(text, item.spec) if text is not None else None
@@ -179,15 +180,17 @@ def _preference_finding(
     for i, indexes in sorted(clashes.items()):
         field_name = element_name(item.spec, i) if item.spec.length > 1 else "value"
         wants = "; ".join(
-            f"{named(item.wants[w][0])} wants {element_list(item.wants[w][1])[i]}" for w in indexes
+            f"{_named(item, item.wants[w][0], workloads)} wants {element_list(item.wants[w][1])[i]}"
+            for w in indexes
         )
         stays = (
             f"the value in force ({held[i]}) stays"
             if len(held) == item.spec.length
             else "the kernel default stays"
         )
+        capper = _named(item, cap_rule, workloads)
         parts.append(
-            f"its {field_name}: {named(cap_rule)} would hold it at {limits[i]}, a preference of "
+            f"its {field_name}: {capper} would hold it at {limits[i]}, a preference of "
             f"that workload, not a safety limit; {wants}. No value serves both, so {stays}."
         )
         rules += [item.wants[w][0] for w in indexes if item.wants[w][0] not in rules]
