@@ -190,7 +190,7 @@ def test_the_cli_holds_only_options(edges: dict[str, set[str]]) -> None:
         ("knowledge/values.py", "from sysctl_advisor.sources import local_host", "flow"),
         # a lazy import counts as much as one at the top
         ("engine/diff.py", "def f():\n    from sysctl_advisor.outputs import diff_report", "flow"),
-        ("engine/lint.py", "import subprocess", "io"),
+        ("engine/check/judge.py", "import subprocess", "io"),
     ],
 )
 def test_the_checks_catch_what_they_are_for(

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from sysctl_advisor.engine.check_host import host_context
-from sysctl_advisor.engine.lint import CheckContext, Checker
+from sysctl_advisor.engine.check.findings import CheckContext
+from sysctl_advisor.engine.check.host import host_context
+from sysctl_advisor.engine.check.judge import Checker
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.documents import KNOWLEDGE_FILE, parse_document, read_text
