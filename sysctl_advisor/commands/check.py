@@ -17,8 +17,8 @@ from sysctl_advisor.commands import check_settings
 from sysctl_advisor.commands.check_files import (
     format_and_file,
     not_over_inputs,
-    only_a_baseline,
-    output_files,
+    report_files,
+    write_baseline_of,
 )
 from sysctl_advisor.commands.common import (
     choose,
@@ -26,10 +26,9 @@ from sysctl_advisor.commands.common import (
     load_knowledge,
     note,
     read_facts,
-    say,
     shown_path,
 )
-from sysctl_advisor.engine.check.baseline import BaselineInForce, baseline_of
+from sysctl_advisor.engine.check.baseline import BaselineInForce
 from sysctl_advisor.engine.check.findings import CheckContext
 from sysctl_advisor.engine.check.host import host_context
 from sysctl_advisor.engine.check.judge import NEAR_BUDGET
@@ -73,8 +72,6 @@ def check(
     rules_dir: list[Path] | None = None,
     profiles_dir: list[Path] | None = None,
 ) -> int:
-    from sysctl_advisor.model.documents import dump_json
-    from sysctl_advisor.model.model_base import plain_data
     from sysctl_advisor.outputs import formats
     from sysctl_advisor.outputs.check_report import render_check, wants_color
 
@@ -101,15 +98,7 @@ def check(
         emit(show_settings(where, values, found.parameters, as_json=fmt == "json"), output)
         return 0
     check_settings.needs(found)
-    if write_baseline is not None and (output is not None or extra):
-        raise InputError(
-            "--write-baseline writes the baseline, not a report: drop --output and --also",
-            field="--write-baseline",
-        )
-    target = write_baseline if write_baseline is not None else output
-    files = output_files(target, [path for _, path in extra])
-    if write_baseline is not None and files[0] is not None:
-        only_a_baseline(files[0])
+    files = report_files(output, [path for _, path in extra], write_baseline)
     try:
         kb = load_knowledge(rules_dir, profiles_dir)
         policy = _policy(kb, found)
@@ -129,13 +118,7 @@ def check(
             )
         not_over_inputs(files, found, report.files, write_baseline is not None)
         if write_baseline is not None:
-            name = names_from(write_baseline)
-            written = baseline_of(report.findings, [name(f.file) for f in report.findings])
-            if files[0] is None:  # `--write-baseline -`: names from the working directory
-                emit(dump_json(plain_data(written)), None)
-                return 0
-            files[0].write(dump_json(plain_data(written)))
-            say(f"wrote {len(written.findings)} findings to the baseline {write_baseline}")
+            write_baseline_of(report.findings, files[0], write_baseline)
             return 0
         color = wants_color(sys.stdout) if files[0] is None and fmt == "text" else False
         main = render_check(report, fmt, kb.check_rules, color=color)

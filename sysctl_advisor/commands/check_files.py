@@ -9,14 +9,49 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sysctl_advisor.commands.check_settings import CheckSettings
-from sysctl_advisor.commands.common import choose, to_stdout
+from sysctl_advisor.commands.common import choose, emit, say, to_stdout
+from sysctl_advisor.engine.check.baseline import baseline_of
 from sysctl_advisor.model.errors import InputError
 
 if TYPE_CHECKING:
+    from sysctl_advisor.engine.check.findings import CheckFinding
     from sysctl_advisor.outputs.files import OutputFile
 
 
-def output_files(output: Path | None, extra: list[Path]) -> list[OutputFile | None]:
+def report_files(
+    output: Path | None, extra: list[Path], write_baseline: Path | None
+) -> list[OutputFile | None]:
+    """The files `check` writes: the report and --also's, or the baseline alone."""
+    if write_baseline is None:
+        return _output_files(output, extra)
+    if output is not None or extra:
+        raise InputError(
+            "--write-baseline writes the baseline, not a report: drop --output and --also",
+            field="--write-baseline",
+        )
+    files = _output_files(write_baseline, [])
+    if files[0] is not None:
+        _only_a_baseline(files[0])
+    return files
+
+
+def write_baseline_of(findings: list[CheckFinding], file: OutputFile | None, path: Path) -> None:
+    """The baseline that accepts `findings`, written to `file` (None: standard output),
+    each finding's file named from the baseline's directory."""
+    from sysctl_advisor.model.documents import dump_json
+    from sysctl_advisor.model.model_base import plain_data
+    from sysctl_advisor.sources.check_inputs import names_from
+
+    name = names_from(path)
+    written = baseline_of(findings, [name(f.file) for f in findings])
+    if file is None:  # `--write-baseline -`: names from the working directory
+        emit(dump_json(plain_data(written)), None)
+        return
+    file.write(dump_json(plain_data(written)))
+    say(f"wrote {len(written.findings)} findings to the baseline {path}")
+
+
+def _output_files(output: Path | None, extra: list[Path]) -> list[OutputFile | None]:
     """The report files (None: standard output), each made ready (its directory opened and
     checked, the target checked) before anything is written, and each a file of its own
     however it is named: a report never replaces another, nor stops half-way."""
@@ -52,7 +87,7 @@ def format_and_file(pair: str) -> tuple[str, Path]:
     return choose(fmt, formats.CHECK, "--also"), Path(file)
 
 
-def only_a_baseline(file: OutputFile) -> None:
+def _only_a_baseline(file: OutputFile) -> None:
     """--write-baseline replaces a baseline, never another file (a forgotten FILE makes the
     next argument, a sysctl file, the target)."""
     from sysctl_advisor.model.check_config import BASELINE_SCHEMA
