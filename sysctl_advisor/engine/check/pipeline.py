@@ -90,7 +90,7 @@ def judged(checker: Checker, inputs: Iterable[CheckInput]) -> CheckReport:
                 )
             continue
         usable += len(config.documents)
-        found, accepted = _judge_config(checker, config)
+        found, accepted = judge_config(checker, config)
         shown = given.shown
         findings += [
             f if f.file == (name := shown(f.file)) else f._replace(file=name) for f in found
@@ -114,7 +114,7 @@ def judged(checker: Checker, inputs: Iterable[CheckInput]) -> CheckReport:
     return CheckReport(findings, files, suppressed, checker.uncompared)
 
 
-def _judge_config(
+def judge_config(
     checker: Checker, config: CurrentConfig
 ) -> tuple[list[CheckFinding], list[Suppressed]]:
     """One configuration judged, then its files' suppression comments applied (a dump of
