@@ -226,7 +226,7 @@ def test_each_command_is_an_arrow_from_the_command_line(edges: dict[str, set[str
         ("knowledge/values.py", "from sysctl_advisor.sources import local_host", "flow"),
         # a lazy import counts as much as one at the top
         ("engine/diff.py", "def f():\n    from sysctl_advisor.outputs import diff_report", "flow"),
-        ("engine/lint.py", "import subprocess", "io"),
+        ("engine/check/judge.py", "import subprocess", "io"),
     ],
 )
 def test_the_checks_catch_what_they_are_for(

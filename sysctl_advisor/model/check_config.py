@@ -4,7 +4,7 @@ the baseline file `check --write-baseline` writes.
 
 Keys are spelt as on the command line (`fail-on`, `per-file-ignores`). Paths in either file
 are relative to the file's own directory and stay inside it. Rule ids and prefixes are read
-by `engine.check_tuning`, which names the file and key of one that names no rule.
+by `engine.check.selection`, which names the file and key of one that names no rule.
 """
 
 from __future__ import annotations
