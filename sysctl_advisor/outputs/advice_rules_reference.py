@@ -3,7 +3,7 @@ rule's cases in tests/cases/<rule id>.yaml.
 
     python -m sysctl_advisor.outputs.advice_rules_reference docs/advice
 
-One page per rule (`<rule id>.md`: what it sets and caps, what it reads, which profiles run
+One page per rule (`<rule id>.md`: what it sets and caps, what it reads, which profiles enable
 it, an example host from its firing case with the lines `build_plan` gives it there, its
 references) and an index (`README.md`) by family. Every text taken from a rule file is
 escaped for Markdown. A test keeps the committed pages in step with the rules.
@@ -25,6 +25,7 @@ import yaml
 
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.knowledge.profiles import Profile
 from sysctl_advisor.knowledge.rules import RULE_ID, Rule, RuleSpec
 from sysctl_advisor.model.directories import UntrustedDirectory, open_directory, replace_file
 from sysctl_advisor.model.documents import KNOWLEDGE_FILE, parse_document, read_text
@@ -234,6 +235,17 @@ def _flat(data: dict[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
             yield f"{prefix}{key}", value
 
 
+def enabled_by(kb: KnowledgeBase, rule_id: str) -> list[Profile]:
+    """The profiles whose own file enables the rule (not through `extends:`): what a page names,
+    so that a profile added without naming the rule leaves the page as it was."""
+    out = []
+    for profile in kb.profiles.values():
+        parent = kb.profiles.get(profile.chain[-2]) if len(profile.chain) > 1 else None
+        if rule_id in profile.rule_ids and (parent is None or rule_id not in parent.rule_ids):
+            out.append(profile)
+    return out
+
+
 def render_page(kb: KnowledgeBase, rule: Rule, example: Example | None) -> str:
     spec = rule.spec
     family = rule.id.split(".")[0]
@@ -272,9 +284,12 @@ def render_page(kb: KnowledgeBase, rule: Rule, example: Example | None) -> str:
             names = items
         out.append(f"* {group}: " + ", ".join(md_code(name) for name in names))
     running = [p for p in kb.profiles.values() if rule.id in p.rule_ids]
+    enabling = enabled_by(kb, rule.id)
     parameters = dict.fromkeys(name for _, name in rule.parameters_read())
     for name in parameters:
-        declared = next((p.parameters[name] for p in running if name in p.parameters), None)
+        declared = next(
+            (p.parameters[name] for p in [*enabling, *running] if name in p.parameters), None
+        )
         if declared is None:
             out.append(f"* Profile parameter {md_code(name)}")
             continue
@@ -294,8 +309,10 @@ def render_page(kb: KnowledgeBase, rule: Rule, example: Example | None) -> str:
         out.append("* Nothing of the host: the rule always gives the same advice.")
     out.append("")
     out += ["## Profiles that run it", ""]
-    if running:
-        out += [", ".join(md_code(p.name) for p in running) + ".", ""]
+    if enabling:
+        which = "it" if len(enabling) == 1 else "one of them"
+        names = ", ".join(md_code(p.name) for p in enabling)
+        out += [f"{names}, and every profile that extends {which}.", ""]
     else:
         out += ["None of the shipped profiles.", ""]
     out += _example(kb, rule, example)
@@ -311,7 +328,7 @@ def render_index(kb: KnowledgeBase) -> str:
         "# Advice rules",
         "",
         f"Generated from `rules/<family>/*.yaml` by `{COMMAND}`; do not edit. "
-        "Each page says what the rule sets and caps, what it reads, which profiles run it, "
+        "Each page says what the rule sets and caps, what it reads, which profiles enable it, "
         "an example host with the lines the rule gives it, and its references. The rules "
         "`check` runs are in [rules.md](../rules.md); how to write one is in "
         "[Writing a rule](../writing-a-rule.md).",

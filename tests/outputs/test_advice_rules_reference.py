@@ -44,7 +44,8 @@ def test_a_page_shows_what_the_plan_gives_on_the_firing_case(pages: dict[str, st
     assert "`kernel.listen_backlog_max`" in page
     assert "* Values in force (`current`): `net.core.somaxconn`\n" in page
     assert "Profile parameter `listen_backlog`" in page
-    assert "`c1m-server`, `frontend-proxy`, `postgresql`, `redis`, `valkey`." in page
+    # valkey extends redis: named by redis's entry, not its own
+    assert "`c1m-server`, `frontend-proxy`, `postgresql`, `redis`, and every profile that " in page
     # prose in a template ("the kernel default. ...") is not code it reads
     assert "`default.`" not in page
 
@@ -151,3 +152,22 @@ def test_main_writes_the_pages_and_bad_usage_is_exit_2(
     assert {p.name for p in (tmp_path / "advice").iterdir()} == set(pages)
     assert reference.main([]) == 2
     assert capsys.readouterr().err.startswith("usage:")
+
+
+def test_a_new_profile_changes_only_the_pages_of_the_rules_it_names(
+    tmp_path: Path, pages: dict[str, str]
+) -> None:
+    """A page names the profiles whose own file enables its rule, not every profile that runs
+    it: adding `extends: base` runs base's rules without touching their pages."""
+    (tmp_path / "aaa-extra.yaml").write_text(
+        "name: aaa-extra\nsummary: s\ndescription: d\nextends: base\n"
+        "rules: [time-wait.tw-recycle, tcp-buffers.no-metrics-save]\n"
+    )
+    kb = KnowledgeBase.load(profiles_dirs=[tmp_path])
+    assert "orphans.headroom" in kb.profiles["aaa-extra"].rule_ids  # from base: runs, unnamed
+    after = reference.render_pages(kb, CASES)
+    changed = sorted(name for name in pages if after[name] != pages[name])
+    assert changed == ["tcp-buffers.no-metrics-save.md"]  # base already names tw-recycle
+    assert (
+        "`aaa-extra`, `gridftp`, and every profile that extends one of them." in after[changed[0]]
+    )
