@@ -17,7 +17,6 @@ from tests.conftest import TESTS
 ROOT = TESTS.parent
 DOCS = ROOT / "docs" / "advice"
 CASES = TESTS / "cases"
-REGENERATE = f"regenerate: {reference.COMMAND}"
 
 
 @pytest.fixture(scope="module")
@@ -143,15 +142,6 @@ def test_writing_creates_the_directory_and_refuses_a_link_there(tmp_path: Path) 
         reference.write_pages(tmp_path / "link", {"README.md": "index\n"})
     assert "not a directory" in str(caught.value)
     assert not list(elsewhere.iterdir())
-
-
-def test_main_writes_the_pages_and_bad_usage_is_exit_2(
-    tmp_path: Path, pages: dict[str, str], capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert reference.main([str(tmp_path / "advice")]) == 0
-    assert {p.name for p in (tmp_path / "advice").iterdir()} == set(pages)
-    assert reference.main([]) == 2
-    assert capsys.readouterr().err.startswith("usage:")
 
 
 def test_a_new_profile_changes_only_the_pages_of_the_rules_it_names(
