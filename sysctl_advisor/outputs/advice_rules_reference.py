@@ -310,8 +310,8 @@ def render_page(kb: KnowledgeBase, rule: Rule, example: Example | None) -> str:
     out += ["## Profiles that run it", ""]
     if enabling:
         which = "it" if len(enabling) == 1 else "one of them"
-        names = ", ".join(md_code(p.name) for p in enabling)
-        out += [f"{names}, and every profile that extends {which}.", ""]
+        enablers = ", ".join(md_code(p.name) for p in enabling)
+        out += [f"{enablers}, and every profile that extends {which}.", ""]
     else:
         out += ["None of the shipped profiles.", ""]
     out += _example(kb, rule, example)
