@@ -87,7 +87,7 @@ KNOWN = {
     "tests/engine/test_cargo_cult.py",
     "tests/engine/test_cargo_cult_memory.py",
     "tests/engine/test_hardening_collisions.py",
-    "tests/engine/test_lint.py",
+    "tests/engine/check/test_judge.py",
     "tests/engine/test_plan_builder.py",
     "tests/engine/test_plan_cache.py",
     "tests/engine/test_principles.py",
