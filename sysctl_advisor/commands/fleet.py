@@ -36,14 +36,9 @@ from sysctl_advisor.knowledge.profile_map import ProfileMap, load_profile_map
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.plan import Plan
+from sysctl_advisor.outputs.fleet_document import KeyDifference, NodePoolOutcome, PoolHost
 from sysctl_advisor.outputs.fleet_outdir import OutDir, Staging
-from sysctl_advisor.outputs.fleet_summary import (
-    HostOutcome,
-    KeyDifference,
-    NodePoolOutcome,
-    PoolHost,
-    SummaryWriter,
-)
+from sysctl_advisor.outputs.fleet_summary import HostOutcome, SummaryWriter
 from sysctl_advisor.outputs.plan_render import Renderer, rebuild_command
 from sysctl_advisor.outputs.progress import progress_reporter
 from sysctl_advisor.sources.ansible_facts import fact_files, load_ansible_facts
