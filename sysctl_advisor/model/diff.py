@@ -11,7 +11,6 @@ differs; `missing`, the recommendation differs from the kernel default and nothi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
 from sysctl_advisor import __version__
@@ -84,16 +83,18 @@ class DiffDocument(Record):
     problems: list[Problem]
 
 
-@dataclass
-class DiffReport:
+@model(kw_only=False)
+class DiffReport(Record):
+    """The diff as the engine builds it and the renderers read it; `to_json_data` its document."""
+
     hostname: str | None
     kernel: str | None
     profile: str
     current_kind: str
     current_label: str
     entries: list[DiffEntry]
-    findings: list[Finding] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    problems: list[Problem] = Field(default_factory=list)
 
     @property
     def drift(self) -> int:
