@@ -88,8 +88,9 @@ def document_config(
 ) -> dict[str, Any]:
     """pydantic's config for a JSON document the advisor writes, or a part of one: unknown
     fields refused, its title (a part's name in the schema's `$defs`) and `$id` in the JSON
-    Schema, and every field required but `optional` (one documents of an earlier version lack)
-    and one written only at times (`exclude_if`). A required field shows no default: every
+    Schema, and every field required but `optional` (one a document may lack: written only at
+    times, its `exclude_if`, or absent from documents of an earlier version). A required field
+    shows no default: every
     document carries it, and a constructor's default (an empty list, the running version) is
     no part of the contract; a constant's stays."""
 

@@ -119,7 +119,9 @@ class NodePoolOutcome(Record):
 class FleetSummary(Record):
     """summary.json, written by `sysctl-advisor fleet --out DIR`."""
 
-    __pydantic_config__ = document_config("sysctl-advisor fleet summary", FLEET_SCHEMA)
+    __pydantic_config__ = document_config(
+        "sysctl-advisor fleet summary", FLEET_SCHEMA, optional=("node_format", "node_pools")
+    )
 
     schema: Literal["sysctl-advisor/fleet/v1"] = Field(
         default=FLEET_SCHEMA, description="this document's format and version"

@@ -94,7 +94,7 @@ def _absent(value: Any) -> bool:
 
 @model(kw_only=False)
 class _Written(Record):
-    __pydantic_config__ = document_config("WrittenPart")
+    __pydantic_config__ = document_config("WrittenPart", optional=("at_times",))
 
     shown: int
     own: list[int] = Field(default_factory=list, compare=False, exclude=True)
