@@ -5,12 +5,14 @@ Two readers build themselves from this table and from nothing else: the typer CL
 help, completion, errors, every command) and the fast path (`fast_path.py`: the common
 one-shot command lines of the commands marked `fast`, parsed without importing typer). Closed
 choices come from the outputs' format registry and the severities the rules use. Importing
-this module imports neither typer nor any command.
+this module imports neither typer nor any command: each command's function is imported by
+its loader below, an import statement in a small function, when a run calls it (start-up
+time: a run loads only the command it runs).
 """
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,12 +45,12 @@ REQUIRED = object()  # an option's default when it must be given
 
 @dataclass(frozen=True)
 class Command:
-    """A command: its help, the function it calls (module:function in commands/, called with
+    """A command: its help, the loader of the function it calls (in commands/, called with
     every option by keyword) and its options, by the function's parameter names."""
 
     name: str
     help: str
-    function: str
+    function: Callable[[], Callable[..., int]]
     options: dict[str, Option] = field(default_factory=dict)
     fast: bool = False  # its common command lines skip typer (fast_path)
 
@@ -57,9 +59,69 @@ class Command:
         and exit 2 (commands.common.guarded)."""
         from sysctl_advisor.commands.common import guarded
 
-        module, _, name = self.function.partition(":")
-        function = getattr(importlib.import_module(f"sysctl_advisor.commands.{module}"), name)
+        function = self.function()
         return guarded(lambda: int(function(**options)))
+
+
+# Each command's function, imported only when a run calls it.
+def _recommend() -> Callable[..., int]:
+    from sysctl_advisor.commands.recommend import recommend
+
+    return recommend
+
+
+def _diff() -> Callable[..., int]:
+    from sysctl_advisor.commands.diff import diff
+
+    return diff
+
+
+def _facts() -> Callable[..., int]:
+    from sysctl_advisor.commands.facts import facts
+
+    return facts
+
+
+def _check() -> Callable[..., int]:
+    from sysctl_advisor.commands.check import check
+
+    return check
+
+
+def _fleet() -> Callable[..., int]:
+    from sysctl_advisor.commands.fleet import fleet
+
+    return fleet
+
+
+def _calibrate() -> Callable[..., int]:
+    from sysctl_advisor.commands.calibrate import calibrate
+
+    return calibrate
+
+
+def _cache() -> Callable[..., int]:
+    from sysctl_advisor.commands.cache import cache
+
+    return cache
+
+
+def _explain() -> Callable[..., int]:
+    from sysctl_advisor.commands.explain import explain
+
+    return explain
+
+
+def _profiles() -> Callable[..., int]:
+    from sysctl_advisor.commands.explain import profiles
+
+    return profiles
+
+
+def _rules() -> Callable[..., int]:
+    from sysctl_advisor.commands.explain import rules
+
+    return rules
 
 
 def _format(choices: tuple[str, ...], default: str) -> Option:
@@ -142,7 +204,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "recommend",
         "Recommend sysctl values for a host and workload, each with its reasons.",
-        "recommend:recommend",
+        _recommend,
         {
             "profile": PROFILE,
             "facts": FACTS,
@@ -182,7 +244,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "diff",
         "Compare the values in force with the recommendation. Exit 0: no drift; 1: drift.",
-        "diff:diff",
+        _diff,
         {
             "profile": PROFILE,
             "facts": FACTS,
@@ -211,7 +273,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "facts",
         "Read this host (or a copied tree) into a facts file; peaks over time from --prometheus.",
-        "facts:facts",
+        _facts,
         {
             "root": Option(
                 ("--root",),
@@ -236,7 +298,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "check",
         "Lint sysctl.conf / sysctl.d files. Exit 0 clean, 1 findings at --fail-on or worse.",
-        "check:check",
+        _check,
         {
             "paths": Option(
                 (),
@@ -350,7 +412,7 @@ COMMANDS: tuple[Command, ...] = (
         "fleet",
         "Advise every host of an Ansible fleet: a file per host and a playbook to install "
         "them.\n\nExit 0: every host written; 1: some hosts skipped; 2: nothing could be done.",
-        "fleet:fleet",
+        _fleet,
         {
             "ansible_facts": Option(
                 ("--ansible-facts",),
@@ -427,7 +489,7 @@ COMMANDS: tuple[Command, ...] = (
         "calibrate",
         "Measure per-socket memory on this kernel (root; in a private network namespace).\n"
         "The c1m-server rules use the figures from a facts file's `calibration:` section.",
-        "calibrate:calibrate",
+        _calibrate,
         {
             "pairs": Option(
                 ("--pairs",),
@@ -451,7 +513,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "cache",
         "Show where the caches are, what they hold and how big; --clear removes them.",
-        "cache:cache",
+        _cache,
         {
             "clear": Option(
                 ("--clear",),
@@ -464,7 +526,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "explain",
         "Explain a key: unit, scope, kernel defaults by version, and the rules that set it.",
-        "explain:explain",
+        _explain,
         {
             "key": Option(
                 (),
@@ -487,13 +549,13 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "profiles",
         "List workload profiles with their parameters.",
-        "explain:profiles",
+        _profiles,
         dict(KNOWLEDGE_DIRS),
     ),
     Command(
         "rules",
         "List rules (or show one): what each checks, and its references.",
-        "explain:rules",
+        _rules,
         {"rule_id": Option((), "Show one rule in full.", metavar="RULE_ID"), **KNOWLEDGE_DIRS},
     ),
 )

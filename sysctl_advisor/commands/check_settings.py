@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from sysctl_advisor.commands.common import note, parse_overrides, shown_path
-from sysctl_advisor.engine.check_tuning import Given
+from sysctl_advisor.engine.check.selection import Given
 from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.sources.check_config import ConfigFile, config_for, read_config
 
 T = TypeVar("T")
@@ -177,3 +178,41 @@ def resolve(
     for name, value in parse_overrides(given.get("set")).items():
         settings.parameters[name] = Setting(value, COMMAND_LINE)
     return settings
+
+
+def needs(found: CheckSettings) -> None:
+    """A profile needs facts; a parameter needs a profile; a kernel must be one."""
+    if found["profile"] is not None and found["facts"] is None:
+        where = found.values["profile"].origin
+        raise InputError(
+            "a profile needs facts (--facts, or facts in the configuration)",
+            path=None if where == COMMAND_LINE else where,
+            field="--profile" if where == COMMAND_LINE else "profile",
+        )
+    if found.parameters and found["profile"] is None:
+        raise InputError(
+            "a profile parameter needs a profile (--profile, or profile in the configuration)",
+            field="--set",
+        )
+    if found["kernel"] is not None:
+        try:
+            KernelVersion.parse(found["kernel"])
+        except ValueError as exc:
+            where = found.values["kernel"].origin
+            command_line = where == COMMAND_LINE
+            raise InputError(
+                str(exc),
+                path=None if command_line else where,
+                field="--kernel" if command_line else "kernel",
+            ) from None
+
+
+def shown(found: CheckSettings, as_json: bool) -> dict[str, Setting]:
+    """The settings as --show-config prints them: a path as the configuration wrote it (TOML),
+    or from here (JSON)."""
+    return {
+        key: replace(v, value=shown_path(v.value) if as_json else v.shown)
+        if isinstance(v.value, Path)
+        else v
+        for key, v in found.values.items()
+    }

@@ -64,9 +64,8 @@ def diff(
     if undo:  # the plan applied, against what its undo restores
         from sysctl_advisor.engine.undo import undo_diff, undo_plan
 
-        period = host.observed.period
-        read_at = period.at if period is not None and period.kind == "snapshot" else None
-        restore = undo_plan(plan, kb.catalog, read_at if current is None else None)
+        read_at = host.values_read_at if current is None else None
+        restore = undo_plan(plan, kb.catalog, read_at)
         report = undo_diff(plan, restore, f"{in_force.kind} {in_force.label}")
     else:
         version = kb.catalog.kernel_for(host)[0]

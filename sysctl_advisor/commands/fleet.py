@@ -36,9 +36,11 @@ from sysctl_advisor.knowledge.profile_map import ProfileMap, load_profile_map
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.plan import Plan
+from sysctl_advisor.outputs import formats
 from sysctl_advisor.outputs.fleet_document import KeyDifference, NodePoolOutcome, PoolHost
 from sysctl_advisor.outputs.fleet_outdir import OutDir, Staging
 from sysctl_advisor.outputs.fleet_summary import HostOutcome, SummaryWriter
+from sysctl_advisor.outputs.node_platforms import extension
 from sysctl_advisor.outputs.plan_render import Renderer, rebuild_command
 from sysctl_advisor.outputs.progress import progress_reporter
 from sysctl_advisor.sources.ansible_facts import fact_files, load_ansible_facts
@@ -53,14 +55,6 @@ HOST_VARS = "host_vars"
 HOST_UNDO = "host_undo"  # each host's undo file: the plan's inverse (engine.undo)
 NODE_POOLS = "node_pools"  # each node pool's platform output (--node-pools)
 _IMPLICIT_GROUPS = ("all", "ungrouped")  # Ansible's own groups: never a node pool
-NODE_EXTENSION = {
-    "daemonset": "yaml",
-    "talos": "yaml",
-    "bottlerocket": "toml",
-    "aks": "json",
-    "gke": "yaml",
-    "eks": "mime",
-}
 
 
 @dataclass(frozen=True)
@@ -179,8 +173,7 @@ class FleetJob:
     def _undo(self, plan: Plan, facts: HostFacts, command: str, shape: HostShape) -> str:
         """The host's undo file; its plan and text are shared by the shape's hosts (the time
         the values in force were read, when the facts say it, is part of the text)."""
-        period = facts.observed.period
-        read_at = period.at if period is not None and period.kind == "snapshot" else None
+        read_at = facts.values_read_at
         memo: dict[str, Any] = shape.rendered.setdefault(f"undo:{read_at}", {})
         undo = memo.get("plan")
         if undo is None:
@@ -256,6 +249,10 @@ class NodePools:
             self.placements[outcome.pool][outcome.node] = outcome
         self.members.setdefault(outcome.pool, []).append(replace(outcome, placement=None))
 
+    def _named_by_profile(self, fmt: str) -> bool:
+        """The platform's objects are named, and select their nodes, by the profile."""
+        return self.kb.node_platforms[fmt].spec.document.wrapper == "daemonset"
+
     def finish(self, staging: Staging, renderer: Renderer) -> None:
         """Write each pool's output into staging/node_pools/; a pool without a written host
         gets none. The file is rendered from the representative's own placement, the one its
@@ -274,7 +271,7 @@ class NodePools:
             own = dict(representative.node)
             agreed = {k for k, v in own.items() if all(dict(o.node).get(k) == v for o in hosts)}
             plan, text = self._render(pool, representative, renderer, agreed)
-            if self.fmt == "daemonset" and representative.profile is not None:
+            if self._named_by_profile(self.fmt) and representative.profile is not None:
                 # the DaemonSet is named, and selects nodes, by the profile: two pools of one
                 # profile with different plans would overwrite each other on the cluster
                 other = by_profile.setdefault(representative.profile, (pool, plan))
@@ -284,10 +281,10 @@ class NodePools:
                         f"{representative.profile} with different node plans: their DaemonSets "
                         f"would share one name and node label; give each pool its own profile "
                         f"in the profile map, or a per-pool --node-format "
-                        f"({', '.join(f for f in NODE_EXTENSION if f != 'daemonset')})",
+                        f"({', '.join(f for f in formats.NODE if not self._named_by_profile(f))})",
                         field="--node-format",
                     )
-            name = f"{NODE_POOLS}/{pool}.{NODE_EXTENSION[self.fmt]}"
+            name = f"{NODE_POOLS}/{pool}.{extension(self.kb.node_platforms[self.fmt])}"
             staging.write(name, text)
             self.files.append(name)
             differing = [
@@ -507,8 +504,6 @@ def fleet(
     node_format: str = "daemonset",
 ) -> int:
     """Exit 0: every host written; 1: some hosts skipped; nothing written is an InputError."""
-    from sysctl_advisor.outputs import formats
-
     choose(detail, formats.DETAIL, "--detail")
     choose(node_format, formats.NODE, "--node-format")
     if node_pools is not None and inventory is None:

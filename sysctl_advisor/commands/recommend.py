@@ -87,9 +87,7 @@ def recommend(
     if undo:
         from sysctl_advisor.engine.undo import undo_plan
 
-        period = host.observed.period
-        read_at = period.at if period is not None and period.kind == "snapshot" else None
-        plan = undo_plan(plan, kb.catalog, read_at)
+        plan = undo_plan(plan, kb.catalog, host.values_read_at)
         command += " --undo"
     if detail != "normal":
         command += f" --detail {detail}"
@@ -122,9 +120,8 @@ def _node_output(
     if undo:
         from sysctl_advisor.engine.undo import undo_plan
 
-        period = host.observed.period
-        read_at = period.at if period is not None and period.kind == "snapshot" else None
-        placement = replace(placement, node=undo_plan(placement.node, kb.catalog, read_at))
+        node = undo_plan(placement.node, kb.catalog, host.values_read_at)
+        placement = replace(placement, node=node)
         command += " --undo"
     return node_document(kb, renderer, placement, command, fmt)
 

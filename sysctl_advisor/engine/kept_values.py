@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from sysctl_advisor.engine.lint import CheckContext, Checker
+from sysctl_advisor.engine.check.findings import CheckContext
+from sysctl_advisor.engine.check.judge import Checker
 from sysctl_advisor.knowledge.catalog import CatalogKey
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.values import as_list, conf_text, parse_current

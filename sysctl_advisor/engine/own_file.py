@@ -16,7 +16,7 @@ the key is not kept.
 A key no rule of the plan is about any more (a workload removed) leaves the plan, and so does
 one that acts only with another key's values (the catalog's `acts_only_with`:
 vm.overcommit_ratio counts only under vm.overcommit_memory = 2) where the plan ends with that
-key elsewhere (plan_builder checks it).
+key elsewhere (plan_annotate.py checks it).
 """
 
 from __future__ import annotations

@@ -18,14 +18,14 @@ from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.kernel_messages import (
     MAX_FAMILIES,
     Family,
-    Key,
-    OneLine,
+    Line,
     Paragraph,
     load_families,
     matchers,
 )
-from sysctl_advisor.model.model_base import After, Field, Record, model
+from sysctl_advisor.model.model_base import After, Field, SpecModel, model
 from sysctl_advisor.model.text_escape import plain_line
+from sysctl_advisor.model.vocabulary import OneLine, SysctlKey
 
 MAX_PLACES = 16  # units or log files per family
 MAX_AFTER = 64
@@ -54,7 +54,6 @@ def _log_path(value: str) -> str:
 
 
 def _after(value: str) -> str:
-    plain_line(value, "text")
     if not value.strip() or len(value) > MAX_AFTER:
         raise ValueError(f"must be 1 to {MAX_AFTER} characters (not only spaces)")
     return value
@@ -62,11 +61,11 @@ def _after(value: str) -> str:
 
 Unit = Annotated[str, After(_unit)]
 LogPath = Annotated[str, After(_log_path)]
-AfterText = Annotated[str, After(_after)]
+AfterText = Annotated[OneLine, After(_after)]
 
 
 @model
-class Wants(Record):
+class Wants(SpecModel):
     """How to read the figure a line asks for: the first run of digits right after `after`
     (matched case-insensitively), times `scale` (1024 for kiB)."""
 
@@ -78,17 +77,17 @@ class Wants(Record):
 class AppMessageFamily(Family):
     """One kind of application start-up message, in every wording its versions print."""
 
-    application: OneLine
-    key: Key | None = Field(default=None, description="the sysctl the line speaks of")
+    application: Line
+    key: SysctlKey | None = Field(default=None, description="the sysctl the line speaks of")
     wants: Wants | None = None
-    asks: OneLine = Field(description="what the application asks for, in words")
+    asks: Line = Field(description="what the application asks for, in words")
     units: list[Unit] = Field(default_factory=list, max_length=MAX_PLACES)
     logs: list[LogPath] = Field(default_factory=list, max_length=MAX_PLACES)
     versions: Paragraph = Field(description="which versions print which wording")
 
 
 @model
-class AppMessageCatalog(Record):
+class AppMessageCatalog(SpecModel):
     families: list[AppMessageFamily] = Field(min_length=1, max_length=MAX_FAMILIES)
 
 

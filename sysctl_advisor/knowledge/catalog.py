@@ -28,7 +28,8 @@ from sysctl_advisor.knowledge.knowledge_files import KERNEL_MODEL, KEY_CATALOG
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelRange, KernelVersion
 from sysctl_advisor.model.kernel_write import kernel_int
-from sysctl_advisor.model.model_base import After, Constraints, Field, Record, model
+from sysctl_advisor.model.model_base import After, Field, SpecModel, model
+from sysctl_advisor.model.vocabulary import SysctlKey, SysctlKeyGlob
 
 if TYPE_CHECKING:
     from sysctl_advisor.model.host_facts import HostFacts
@@ -52,7 +53,7 @@ KernelRangeText = Annotated[str, After(_check_range)]
 
 
 @model
-class Era(Record):
+class Era(SpecModel):
     kernels: KernelRangeText = ""
     when: str | None = None
     let: dict[str, str] = Field(default_factory=dict)
@@ -61,7 +62,7 @@ class Era(Record):
 
 
 @model
-class Bounds(Record):
+class Bounds(SpecModel):
     """The range the kernel's handler accepts on some kernels or word sizes (its extra1/extra2
     there, or the type it stores): a write outside it is refused (EINVAL, unless `outside`
     says what the handler does instead). The first entry whose `kernels` holds the target
@@ -100,6 +101,7 @@ class Bounds(Record):
     references: list[str] = Field(min_length=1)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.min is None and self.max is None:
             raise ValueError("a bounds entry gives min, max or both")
         if self.min is not None and self.max is not None and self.min > self.max:
@@ -107,13 +109,13 @@ class Bounds(Record):
 
 
 @model
-class Section(Record):
+class Section(SpecModel):
     id: str
     title: str
 
 
 @model
-class Floor(Record):
+class Floor(SpecModel):
     """The least a capacity may hold and the host still work: the advisor never writes less,
     an undo never restores less, and `check` reports less (check.below-floor)."""
 
@@ -132,17 +134,17 @@ class Floor(Record):
 
 
 @model
-class ActsOnlyWith(Record):
+class ActsOnlyWith(SpecModel):
     """Another key whose values alone give this one an effect (vm.overcommit_ratio counts only
     under vm.overcommit_memory = 2): where the plan ends with the other key elsewhere, the
     advisor's own file does not keep this one."""
 
-    key: str
+    key: SysctlKey
     values: list[int] = Field(min_length=1, max_length=16)
 
 
 @model
-class CatalogKey(Record):
+class CatalogKey(SpecModel):
     alias: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
     section: str
     length: int = Field(default=1, ge=1, le=8)
@@ -222,6 +224,7 @@ class CatalogKey(Record):
     )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.fields is not None and len(self.fields) != self.length:
             raise ValueError(f"fields names {len(self.fields)} values, length is {self.length}")
         if self.min > self.max:
@@ -271,24 +274,24 @@ class CatalogKey(Record):
 
 
 @model
-class EraTable(Record):
+class EraTable(SpecModel):
     description: str
     eras: list[Era] = Field(min_length=1)
 
 
 @model
-class DistroKernel(Record):
+class DistroKernel(SpecModel):
     pattern: str
     distro: str
     behaves_as: str
     note: str
     # keys these kernels have although the upstream release they behave as does not (a
     # distribution backport), each checked against the catalog when it loads
-    backports: list[str] = Field(default_factory=list)
+    backports: list[SysctlKey] = Field(default_factory=list)
 
 
 @model
-class KernelModelFile(Record):
+class KernelModelFile(SpecModel):
     newest_verified: str
     oldest_modelled: str
     distro_kernels: list[DistroKernel] = Field(default_factory=list)
@@ -297,7 +300,7 @@ class KernelModelFile(Record):
 
 
 @model
-class ReadableKey(Record):
+class ReadableKey(SpecModel):
     """A key the collector reads for the rules (a list of names), never one to set."""
 
     alias: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
@@ -311,7 +314,7 @@ def _release(text: str) -> str:
 
 
 @model
-class KnownKey(Record):
+class KnownKey(SpecModel):
     """A key the kernel has that the advisor does not model (no unit, bounds or defaults):
     `check` does not call it unknown. The name may hold `*` for one interface name."""
 
@@ -329,6 +332,7 @@ class KnownKey(Record):
     )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if any(b.min is None or b.max is None for b in self.bounds):
             raise ValueError("bounds: a key the catalog does not model gives min and max")
         if any(b.below is not None or b.above is not None for b in self.bounds):
@@ -342,7 +346,7 @@ def _directory(text: str) -> str:
 
 
 @model
-class TuningDaemon(Record):
+class TuningDaemon(SpecModel):
     """A daemon that writes sysctls at run time from profiles of its own, not from sysctl.d:
     a value in force whose source (the facts' `sysctl_files`) is a file under one of its
     profile directories was set by it, and is the host's default as the daemon keeps it."""
@@ -363,20 +367,18 @@ class TuningDaemon(Record):
 
 
 @model
-class CatalogFile(Record):
+class CatalogFile(SpecModel):
     sections: list[Section]
-    keys: dict[str, CatalogKey]
-    readable: dict[str, ReadableKey] = Field(default_factory=dict)
+    keys: dict[SysctlKey, CatalogKey]
+    readable: dict[SysctlKey, ReadableKey] = Field(default_factory=dict)
     tuning_daemons: dict[str, TuningDaemon] = Field(default_factory=dict)
-    known: dict[
-        Annotated[str, Constraints(pattern=r"^[a-z0-9_-]+(\.([a-z0-9_-]+|\*))+$", max_length=200)],
-        KnownKey,
-    ] = Field(
+    known: dict[SysctlKeyGlob, KnownKey] = Field(
         default_factory=dict,
         description="keys the kernel has that the advisor does not model",
     )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         ids = {s.id for s in self.sections}
         for name, key in self.keys.items():
             if key.section not in ids:

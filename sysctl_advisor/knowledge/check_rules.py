@@ -13,7 +13,7 @@ import fnmatch
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.expressions import (
@@ -26,14 +26,17 @@ from sysctl_advisor.knowledge.expressions import (
 from sysctl_advisor.knowledge.knowledge_files import check_rule_files
 from sysctl_advisor.knowledge.rules import RULE_ID, check_family
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.model_base import Field, Record, model
+from sysctl_advisor.model.model_base import Field, SpecModel, model
 from sysctl_advisor.model.severity import Severity
+from sysctl_advisor.model.vocabulary import OneLine
 
 
 @model
-class CheckExamples(Record):
+class CheckExamples(SpecModel):
     """sysctl.conf text that makes the rule fire, and text that does not. Lines
     `# file: NAME` split an example into several files of one sysctl.d directory."""
+
+    samples: ClassVar[frozenset[str]] = frozenset({"fires", "quiet"})
 
     fires: str
     quiet: str
@@ -42,11 +45,11 @@ class CheckExamples(Record):
 
 
 @model
-class CheckRuleSpec(Record):
+class CheckRuleSpec(SpecModel):
     id: str = Field(pattern=RULE_ID)
     severity: Severity
     kind: Literal["assignment", "structural"] = "assignment"
-    title: str
+    title: OneLine = Field(max_length=200)
     keys: list[str] = Field(default_factory=lambda: ["*"], description="key globs it applies to")
     needs: list[Literal["facts", "kernel", "profile"]] = Field(default_factory=list)
     when: str | None = None
@@ -101,6 +104,7 @@ class CheckRuleSpec(Record):
     examples: CheckExamples
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.kind == "assignment" and not self.when:
             raise ValueError("an assignment rule needs `when`")
         if self.kind == "structural" and not self.reports:

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from sysctl_advisor.cache.specs import SpecCache
-from sysctl_advisor.knowledge.rules import SpecModel
-from sysctl_advisor.model.model_base import After, Constraints, Field, model
+from sysctl_advisor.model.model_base import After, Constraints, Field, SpecModel, model
+from sysctl_advisor.model.vocabulary import SysctlKey
 
 
 def _program_directory(text: str) -> str:
@@ -93,7 +93,7 @@ class HelpersSpec(SpecModel):
     system_directories: list[Directory] = Field(min_length=1, max_length=40)
     system_directories_references: list[str] = Field(min_length=1)
     runners: list[Runner] = Field(min_length=1, max_length=20)
-    keys: dict[str, HelperKey] = Field(min_length=1, max_length=20)
+    keys: dict[SysctlKey, HelperKey] = Field(min_length=1, max_length=20)
 
 
 class Helpers:

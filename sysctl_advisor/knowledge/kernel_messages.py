@@ -8,7 +8,6 @@ is written. The log reader (`sysctl_advisor.sources.kernel_log`) takes `matchers
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,8 +20,9 @@ from sysctl_advisor.model.documents import (
     read_text,
 )
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.model_base import After, Field, Record, model, validate
-from sysctl_advisor.model.text_escape import plain_line, refuse_control_characters
+from sysctl_advisor.model.model_base import After, Constraints, Field, SpecModel, model, validate
+from sysctl_advisor.model.text_escape import refuse_control_characters
+from sysctl_advisor.model.vocabulary import OneLine, SysctlKey, not_blank
 
 # The same rule as a KernelEvent's `family` in model/host_facts.py.
 FAMILY_ID = r"^[a-z0-9][a-z0-9.-]{0,63}$"
@@ -34,23 +34,7 @@ MAX_LINE_TEXT = 200
 MAX_PARAGRAPH = 4096
 
 
-def _one_line(value: str) -> str:
-    """Printable text on one line (no tab, newline or other control or separator)."""
-    plain_line(value)
-    if not value.strip():
-        raise ValueError("is empty")
-    return value
-
-
-def _short_line(value: str) -> str:
-    _one_line(value)
-    if len(value) > MAX_LINE_TEXT:
-        raise ValueError(f"is longer than {MAX_LINE_TEXT} characters")
-    return value
-
-
 def _substring(value: str) -> str:
-    _one_line(value)
     if value != value.strip():
         raise ValueError(f"has leading or trailing spaces: {value!r}")
     if not MIN_MATCH <= len(value) <= MAX_MATCH:
@@ -67,28 +51,18 @@ def _paragraph(value: str) -> str:
     return value
 
 
-_KEY = re.compile(r"^[a-z0-9_]+(?:\.[a-z0-9_-]+)+$")
-
-
-def _key(value: str) -> str:
-    plain_line(value, "sysctl key")
-    if len(value) > 128 or not _KEY.match(value):
-        raise ValueError(f"not a sysctl key: {value[:80]!r}")
-    return value
-
-
-Key = Annotated[str, After(_key)]
-OneLine = Annotated[str, After(_short_line)]
-Substring = Annotated[str, After(_substring)]
+# A title, a reference: one line, not blank, at most MAX_LINE_TEXT characters.
+Line = Annotated[OneLine, Constraints(max_length=MAX_LINE_TEXT), After(not_blank)]
+Substring = Annotated[OneLine, After(not_blank), After(_substring)]
 Paragraph = Annotated[str, After(_paragraph)]
 
 
 @model
-class Family(Record):
+class Family(SpecModel):
     """One kind of message (the kernel's, or an application's), in every wording printed."""
 
     id: str = Field(pattern=FAMILY_ID, description="e.g. tcp.out-of-socket-memory")
-    title: OneLine
+    title: Line
     match: list[Substring] = Field(
         min_length=1,
         max_length=MAX_MATCHES,
@@ -96,7 +70,7 @@ class Family(Record):
         "of them belongs to the family",
     )
     means: Paragraph = Field(description="what the message says about the host")
-    references: list[OneLine] = Field(
+    references: list[Line] = Field(
         min_length=1, max_length=16, description="the source file and function that prints it"
     )
 
@@ -106,7 +80,7 @@ class MessageFamily(Family):
     """A kernel message family."""
 
     kernels: Paragraph = Field(description="which kernel versions print which wording")
-    keys: list[Key] = Field(
+    keys: list[SysctlKey] = Field(
         default_factory=list,
         max_length=8,
         description="the sysctls whose values the message argues against: lines logged before "
@@ -115,7 +89,7 @@ class MessageFamily(Family):
 
 
 @model
-class MessageCatalog(Record):
+class MessageCatalog(SpecModel):
     families: list[MessageFamily] = Field(min_length=1, max_length=MAX_FAMILIES)
 
 

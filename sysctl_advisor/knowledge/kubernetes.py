@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from sysctl_advisor.cache.specs import SpecCache
-from sysctl_advisor.knowledge.rules import SpecModel
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelVersion
-from sysctl_advisor.model.model_base import Field, model
+from sysctl_advisor.model.model_base import Field, SpecModel, model
+from sysctl_advisor.model.vocabulary import SysctlKey
 
 _MINOR = r"^1\.[0-9]{1,3}$"
-_SYSCTL = r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$"
 
 
 @dataclass(frozen=True, order=True)
@@ -40,7 +39,7 @@ class KubernetesVersion:
 
 @model
 class SafeSysctl(SpecModel):
-    name: str = Field(pattern=_SYSCTL)
+    name: SysctlKey
     since: str = Field(pattern=_MINOR, description="the first release whose kubelet allows it")
     kernel: str | None = Field(
         default=None,
@@ -51,7 +50,7 @@ class SafeSysctl(SpecModel):
 
 @model
 class BaselineSysctl(SpecModel):
-    name: str = Field(pattern=_SYSCTL)
+    name: SysctlKey
     since: str = Field(pattern=_MINOR, description="the first policy version that allows it")
     source: str = Field(max_length=300)
 
@@ -101,7 +100,7 @@ class NamespaceKey(SpecModel):
     """A per-namespace key that protects the node's own network namespace: set on the node
     (in the outputs that act there), never filed for the pods."""
 
-    key: str = Field(pattern=_SYSCTL)
+    key: SysctlKey
     why: str = Field(max_length=400)
 
 

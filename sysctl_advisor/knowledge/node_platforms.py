@@ -1,9 +1,13 @@
 """Where each Kubernetes platform takes a node's sysctls (rules/catalog/node-platforms/*.yaml,
 one file per platform): the documented place, whether it takes any key or only an
-allow-list, and for an allow-list each key's field name and accepted range, with the source.
+allow-list, and for an allow-list each key's field name and accepted range, with the source;
+and the shape of its document (`shape` and `document`): a map of sysctl to string at a path
+in YAML or TOML, a map of the platform's typed fields in JSON, or the node's sysctl.d file in
+a wrapper that installs it.
 
 A platform's file is knowledge, like a rule: the outputs (outputs/node_platforms.py) read it
-to put each of the node's keys in its place, or to list it as refused, never to drop it.
+to put each of the node's keys in its place, or to list it as refused, never to drop it; a
+platform whose document has one of the shapes is its file alone.
 """
 
 from __future__ import annotations
@@ -13,12 +17,11 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from sysctl_advisor.cache.specs import SpecCache
-from sysctl_advisor.knowledge.rules import SpecModel
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.model_base import After, Field, model
+from sysctl_advisor.model.model_base import After, Constraints, Field, SpecModel, model
+from sysctl_advisor.model.vocabulary import SysctlKeyGlob
 
 PLATFORM_ID = r"^[a-z][a-z0-9-]{1,30}$"
-_SYSCTL = r"^[a-z0-9_]+(\.[a-z0-9_*-]+)+$"
 _FIELD = r"^[A-Za-z][A-Za-z0-9_.-]{0,80}$"
 
 
@@ -26,7 +29,7 @@ _FIELD = r"^[A-Za-z][A-Za-z0-9_.-]{0,80}$"
 class PlatformKey(SpecModel):
     """A key an allow-list takes: its name there and the values it accepts."""
 
-    name: str = Field(pattern=_SYSCTL, description="the sysctl, as sysctl.conf names it")
+    name: SysctlKeyGlob = Field(description="the sysctl, as sysctl.conf names it")
     field: str | None = Field(
         default=None,
         pattern=_FIELD,
@@ -59,7 +62,7 @@ class HeldKey(SpecModel):
     """A key a platform that takes any key must not be given by this output: its image sets
     it in a way the output would undo (a list a later file replaces whole)."""
 
-    name: str = Field(pattern=_SYSCTL)
+    name: SysctlKeyGlob
     why: str = Field(max_length=400, description="what writing it would undo, and what to do")
 
 
@@ -89,6 +92,57 @@ class LinterExemption(SpecModel):
                 raise ValueError(f"not a kube-linter check name: {check[:70]!r}")
 
 
+_MEMBER = r"^[A-Za-z][A-Za-z0-9_-]{0,40}$"
+
+
+@model
+class NodeDocument(SpecModel):
+    """What the platform's document is made of, by its `shape` (outputs/node_platforms.py
+    builds it): `map` a map of sysctl to string at `path` in `syntax`; `fields` the
+    platform's typed fields (each key's `field`) at `path` in JSON; `file` the node's sysctl.d
+    file, installed as `file` by a `wrapper`."""
+
+    syntax: Literal["yaml", "toml", "json"] | None = Field(
+        default=None, description="map: the document's syntax (fields: json)"
+    )
+    path: list[Annotated[str, Constraints(pattern=_MEMBER)]] = Field(
+        default_factory=list,
+        max_length=6,
+        description="map and fields: the members, outermost first, that hold the keys",
+    )
+    beside: list[Annotated[str, Constraints(pattern=_MEMBER)]] = Field(
+        default_factory=list,
+        max_length=10,
+        description="map: other top-level members the platform's file may hold (not written)",
+    )
+    one_line: bool = Field(
+        default=False,
+        description="map: each value written as one line, its fields joined by single spaces",
+    )
+    wrapper: Literal["daemonset", "user-data"] | None = Field(
+        default=None,
+        description="file: a ConfigMap and a DaemonSet (any cluster), or a shell script in "
+        "MIME multi-part user data run before the kubelet starts",
+    )
+    file: str | None = Field(
+        default=None,
+        pattern=r"^/etc/sysctl\.d/[0-9A-Za-z][0-9A-Za-z_.-]{0,60}\.conf$",
+        description="file: where on the node the sysctl.d file is installed",
+    )
+    comment: str | None = Field(
+        default=None,
+        max_length=1000,
+        description="file, user-data: comment lines of the script, before it installs the file",
+    )
+
+
+_SHAPES = {  # what each shape's document names, and what it leaves out
+    "map": ({"syntax", "path"}, {"wrapper", "file", "comment"}),
+    "fields": ({"path"}, {"beside", "one_line", "wrapper", "file", "comment"}),
+    "file": ({"wrapper", "file"}, {"syntax", "path", "beside", "one_line"}),
+}
+
+
 @model
 class NodePlatformSpec(SpecModel):
     id: str = Field(pattern=PLATFORM_ID, description="the --format name")
@@ -115,6 +169,10 @@ class NodePlatformSpec(SpecModel):
         max_length=500,
         description="what the platform does with a key it does not take",
     )
+    shape: Literal["map", "fields", "file"] = Field(
+        description="the kind of document the platform takes (see `document`)"
+    )
+    document: NodeDocument
     exemptions: list[LinterExemption] = Field(
         default_factory=list,
         max_length=40,
@@ -131,6 +189,24 @@ class NodePlatformSpec(SpecModel):
         names = [key.name for key in self.keys]
         if len(set(names)) != len(names):
             raise ValueError("a key is listed twice")
+        self._check_document()
+
+    def _check_document(self) -> None:
+        names, unused = _SHAPES[self.shape]
+        given = {name for name, value in self.document.__dict__.items() if value}
+        if names - given or given & unused:
+            raise ValueError(
+                f"a {self.shape} document names {', '.join(sorted(names))}"
+                + (f" and none of {', '.join(sorted(unused))}" if unused else "")
+            )
+        if self.shape == "map" and self.document.syntax == "json":
+            raise ValueError("a map document is YAML or TOML (JSON holds no comments)")
+        if self.shape == "fields" and (self.document.syntax or "json") != "json":
+            raise ValueError("a fields document is JSON")
+        if self.shape == "fields" and any(key.field is None for key in self.keys):
+            raise ValueError("a fields document names each key's field")
+        if self.document.comment is not None and self.document.wrapper != "user-data":
+            raise ValueError("only a user-data script holds a comment")
 
 
 class NodePlatform:

@@ -15,11 +15,12 @@ from sysctl_advisor.knowledge.expressions import (
     as_input_error,
 )
 from sysctl_advisor.knowledge.knowledge_files import profile_files
-from sysctl_advisor.knowledge.rules import Rule, SpecModel, matches
+from sysctl_advisor.knowledge.rules import Rule, matches
 from sysctl_advisor.knowledge.servers import SERVER_ID
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.model_base import After, Constraints, Field, model
+from sysctl_advisor.model.model_base import After, Constraints, Field, SpecModel, model
 from sysctl_advisor.model.text_escape import plain_line
+from sysctl_advisor.model.vocabulary import OneLine
 
 ParamType = Literal["int", "float", "bool", "str"]
 MAX_EXTENDS = 32  # profiles in one `extends` chain (the shipped ones go two deep)
@@ -39,12 +40,8 @@ def _parameter_name(name: str) -> str:
     return name
 
 
-def _one_line(text: str) -> str:
-    return plain_line(text, "text", 200)
-
-
 ParameterName = Annotated[str, After(_parameter_name)]
-OneLine = Annotated[str, After(_one_line)]  # shown after a name, on that name's line
+MAX_LINE = 200  # a summary or unit: shown after a name, on that name's line
 # A DNS label (RFC 1123): the name is also a Kubernetes label value and object name, and
 # several profiles' names joined by `.` are one (outputs.node_platforms.node_label).
 PROFILE_NAME = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
@@ -71,7 +68,7 @@ class Parameter(SpecModel):
     min: float | None = None
     max: float | None = None
     choices: list[str] | None = None
-    unit: OneLine | None = None
+    unit: OneLine | None = Field(default=None, max_length=MAX_LINE)
     # A fact about the host rather than one workload's wish: where several workloads run, the
     # rules see one value, the largest (max) or smallest (min) number, or true when any (any)
     # or every (all) workload that declares it says so.
@@ -96,7 +93,7 @@ class Parameter(SpecModel):
 @model
 class ProfileSpec(SpecModel):
     name: str = Field(pattern=PROFILE_NAME)
-    summary: OneLine
+    summary: OneLine = Field(max_length=MAX_LINE)
     description: str = ""
     extends: ProfileRef | None = None
     # Other workloads this one brings along (a host role: `includes: [frontend-proxy, redis]`):

@@ -27,9 +27,8 @@ from sysctl_advisor.knowledge.expressions import (
 )
 from sysctl_advisor.knowledge.knowledge_files import rule_files
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.model_base import After, Before, Field, Record, model
+from sysctl_advisor.model.model_base import After, Before, Field, SpecModel, model
 from sysctl_advisor.model.severity import Severity
-from sysctl_advisor.model.text_escape import refuse_control_characters
 
 if TYPE_CHECKING:
     from jinja2.runtime import Context
@@ -54,17 +53,6 @@ def code_of(source: str, template: bool) -> str:
 
 
 RULE_ID = r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$"
-
-
-class SpecModel(Record):
-    """A knowledge file's model: strict (unknown fields refused), immutable, and plain text
-    only (no control, format or separator character reaches a terminal or a file from it).
-    Rules, profiles and the server table share it; a subclass's own __post_init__ calls
-    this one."""
-
-    def __post_init__(self) -> None:
-        for name, value in self.__dict__.items():
-            refuse_control_characters(value, name)
 
 
 @model

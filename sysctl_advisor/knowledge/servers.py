@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sysctl_advisor.cache.specs import SpecCache
-from sysctl_advisor.knowledge.rules import SpecModel
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.model_base import Field, model
+from sysctl_advisor.model.model_base import Field, SpecModel, model
 
 # A server's id: what a profile's `servers:` names (knowledge/profiles.py).
 SERVER_ID = r"^[a-z0-9][a-z0-9-]{0,63}$"

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Annotated
 
 from sysctl_advisor.cache.specs import SpecCache
-from sysctl_advisor.knowledge.rules import SpecModel
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.model_base import After, Field, model
+from sysctl_advisor.model.model_base import After, Before, Field, SpecModel, model
+from sysctl_advisor.model.vocabulary import OneLine
 
 SOURCE_ID = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 _ID = re.compile(rf"^{SOURCE_ID}$")
@@ -38,9 +38,14 @@ def _plain_path(path: str) -> str:
     return path
 
 
-def _one_line(text: str | None, name: str) -> None:
-    if text is not None and (not text.strip() or text != " ".join(text.split())):
-        raise ValueError(f"{name}: one line of text, no line breaks or runs of spaces")
+def _single_spaced(text: object) -> object:
+    if isinstance(text, str) and (not text.strip() or text != " ".join(text.split())):
+        raise ValueError("one line of text, no line breaks or runs of spaces")
+    return text
+
+
+# A subject, a title, an author: one line, words single-spaced, nothing around them.
+Words = Annotated[OneLine, Before(_single_spaced)]
 
 
 @model
@@ -52,12 +57,8 @@ class KernelFile(SpecModel):
 @model
 class KernelCommit(SpecModel):
     id: str = Field(pattern=r"^[0-9a-f]{12,40}$")
-    subject: str = Field(max_length=200)
+    subject: Words = Field(max_length=200)
     release: str = Field(pattern=_RELEASE, description="the first release that has it")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _one_line(self.subject, "subject")
 
 
 @model
@@ -66,17 +67,15 @@ class SourceSpec(SpecModel):
 
     kernel: KernelFile | None = None
     commit: KernelCommit | None = None
-    author: str | None = Field(default=None, max_length=200)
-    title: str | None = Field(default=None, max_length=300)
-    site: str | None = Field(default=None, max_length=200, description="publisher, site, project")
-    date: str | None = Field(default=None, max_length=40)
+    author: Words | None = Field(default=None, max_length=200)
+    title: Words | None = Field(default=None, max_length=300)
+    site: Words | None = Field(default=None, max_length=200, description="publisher, site, project")
+    date: Words | None = Field(default=None, max_length=40)
     url: str | None = Field(default=None, pattern=_URL, max_length=400)
-    note: str | None = Field(default=None, max_length=400)
+    note: Words | None = Field(default=None, max_length=400)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("author", "title", "site", "date", "note"):
-            _one_line(getattr(self, name), name)
         kinds = [k for k in (self.kernel, self.commit, self.title) if k is not None]
         if len(kinds) != 1:
             raise ValueError("a source is exactly one of: kernel, commit, or a work with a title")

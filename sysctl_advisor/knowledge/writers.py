@@ -15,13 +15,11 @@ from typing import Any, Literal, NamedTuple
 
 from sysctl_advisor.cache.specs import SpecCache
 from sysctl_advisor.knowledge.expressions import Compiler, Expression, ExpressionError, Text
-from sysctl_advisor.knowledge.rules import SpecModel
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.model_base import Field, model
+from sysctl_advisor.model.model_base import Field, SpecModel, model
+from sysctl_advisor.model.vocabulary import SysctlKeyGlob
 
 WRITER_ID = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
-# A key as a writer names it: a sysctl key, where `*` stands for one interface name.
-WRITTEN_KEY = r"^[a-z0-9_]+(?:\.[a-z0-9_*-]+)+$"
 
 When = Literal["start", "start-if-lower", "start-if-different", "link", "pod", "boot", "continuous"]
 WHEN_WORDS: dict[str, str] = {
@@ -66,7 +64,7 @@ class FixSpec(SpecModel):
 
 @model
 class WriteSpec(SpecModel):
-    key: str = Field(pattern=WRITTEN_KEY)
+    key: SysctlKeyGlob = Field(description="the key; `*` stands for one interface name")
     value: str | None = Field(
         default=None,
         description="an expression over `facts`, `cpus` and `default` (the kernel's, by key "

@@ -4,7 +4,7 @@ the baseline file `check --write-baseline` writes.
 
 Keys are spelt as on the command line (`fail-on`, `per-file-ignores`). Paths in either file
 are relative to the file's own directory and stay inside it. Rule ids and prefixes are read
-by `engine.check_tuning`, which names the file and key of one that names no rule.
+by `engine.check.selection`, which names the file and key of one that names no rule.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from typing import Annotated, Any, ClassVar, Final, Literal
 
 from annotated_types import Len
 
-from sysctl_advisor.model.model_base import After, Before, Field, Record, model
+from sysctl_advisor.model.model_base import After, Before, Constraints, Field, Record, model
 from sysctl_advisor.model.severity import Severity
+from sysctl_advisor.model.vocabulary import OneLine
 
 CONFIG_FILE: Final = ".sysctl-advisor.toml"
 PYPROJECT: Final = "pyproject.toml"
@@ -38,12 +39,6 @@ def inside_path(value: str) -> str:
     return value
 
 
-def _printable(value: str) -> str:
-    if not value.isprintable():
-        raise ValueError("holds control or format characters")
-    return value
-
-
 MAX_PROFILES = 32  # as --profile takes (knowledge.workloads.MAX_WORKLOADS)
 
 
@@ -63,8 +58,8 @@ def _finite(value: float) -> float:
 
 
 InsidePath = Annotated[str, After(inside_path)]
-Text = Annotated[str, Len(1, _MAX_TEXT), After(_printable)]
-Selectors = Annotated[list[Text], Len(0, 256)]
+Word = Annotated[OneLine, Constraints(min_length=1, max_length=_MAX_TEXT)]  # a name, a path
+Selectors = Annotated[list[Word], Len(0, 256)]
 
 
 def _published(title: str, schema_id: str) -> dict[str, Any]:
@@ -74,7 +69,7 @@ def _published(title: str, schema_id: str) -> dict[str, Any]:
 
 
 # A profile parameter's value: as `--set NAME=VALUE` gives it, or a TOML boolean or number.
-Parameter = Text | bool | int | Annotated[float, After(_finite)]
+Parameter = Word | bool | int | Annotated[float, After(_finite)]
 
 
 @model
@@ -91,7 +86,7 @@ class CheckConfig(Record):
     ignore: Selectors | None = Field(None, description="do not run these rules (after select)")
     warn: Selectors | None = Field(None, description="report these rules as warnings")
     error: Selectors | None = Field(None, description="report these rules as errors")
-    per_file_ignores: dict[Text, Selectors] | None = Field(
+    per_file_ignores: dict[Word, Selectors] | None = Field(
         None,
         alias="per-file-ignores",
         max_length=1024,
@@ -101,15 +96,15 @@ class CheckConfig(Record):
     fail_on: Severity | None = Field(
         None, alias="fail-on", description="exit 1 at this severity or worse (default: error)"
     )
-    kernel: Text | None = Field(None, description="target kernel release, e.g. 5.14")
+    kernel: Word | None = Field(None, description="target kernel release, e.g. 5.14")
     facts: InsidePath | None = Field(None, description="host facts file, from this directory")
     profile: Annotated[
-        Text | Annotated[list[Text], Len(1, MAX_PROFILES)] | None, Before(_profiles)
+        Word | Annotated[list[Word], Len(1, MAX_PROFILES)] | None, Before(_profiles)
     ] = Field(
         None,
         description="workload profile (with facts); a list for a host that runs several",
     )
-    set: dict[Text, Parameter] | None = Field(
+    set: dict[Word, Parameter] | None = Field(
         None, max_length=256, description="the profile's parameters, NAME = VALUE"
     )
     baseline: InsidePath | None = Field(
@@ -122,7 +117,7 @@ class BaselineEntry(Record):
     """One accepted finding: its rule, its file (from the baseline's directory) and a
     fingerprint of what it says, which no line number enters (lines above may move)."""
 
-    rule: Text
+    rule: Word
     file: Annotated[str, Len(1, 4096)] = Field(description="from the baseline's directory")
     fingerprint: str = Field(pattern=r"^[0-9a-f]{64}$")
     line: int | None = Field(None, ge=1, description="where it was when written; not matched")

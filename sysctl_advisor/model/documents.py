@@ -457,6 +457,7 @@ def validation_error(exc: ValidationError, path: Path | None, text: str | None) 
     """The first pydantic error as an InputError with the field path and, if known, the line."""
     err = exc.errors(include_url=False)[0]
     loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+    loc += getattr(err.get("ctx", {}).get("error"), "loc", ())  # below it: a field, a key
     field = ".".join(str(p) for p in loc) or None
     message = err["msg"]
     own = _OWN_WORDS.get(err["type"])

@@ -22,6 +22,7 @@ from sysctl_advisor.model.model_base import (
 from sysctl_advisor.model.text_escape import plain_line
 from sysctl_advisor.model.timestamps import moment
 from sysctl_advisor.model.units import parse_size
+from sysctl_advisor.model.vocabulary import OneLine, SysctlKey, SysctlKeyGlob
 
 # `uname -m` values of 32-bit kernels. Anything else (x86_64, aarch64, ppc64le, s390x…) is 64-bit.
 THIRTY_TWO_BIT_ARCHES = frozenset(
@@ -112,7 +113,6 @@ _HOSTNAME = re.compile(
 _RELEASE = re.compile(r"^[0-9][0-9A-Za-z._+~-]{0,127}$")
 _ARCH = re.compile(r"^[A-Za-z0-9_]{1,32}$")
 _DRIVER = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-_SYSCTL_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.*/:-]{0,255}$")
 _SERVICE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 MAX_COUNT = 10**15  # above any counter a host reports; a bigger number is not a measurement
 MAX_KERNEL_NUMBER = 2**64  # no sysctl holds a larger integer
@@ -150,7 +150,6 @@ def interface_name(value: str) -> str:
     return value
 
 
-Text = Annotated[str, After(plain_line)]
 Hostname = Annotated[str, _pattern(_HOSTNAME, "hostname (RFC 1123 labels)")]
 
 
@@ -178,7 +177,6 @@ def _known_arch(value: str) -> str:
 Arch = Annotated[str, _pattern(_ARCH, "architecture"), After(_known_arch)]
 Driver = Annotated[str, _pattern(_DRIVER, "driver name")]
 InterfaceName = Annotated[str, After(interface_name)]
-SysctlKey = Annotated[str, _pattern(_SYSCTL_KEY, "sysctl key")]
 ServiceName = Annotated[str, _pattern(_SERVICE, "service name")]
 ModuleName = Annotated[str, _pattern(re.compile(r"^[a-z0-9_]{1,56}$"), "kernel module name")]
 
@@ -299,13 +297,13 @@ class Nic(Record):
 class Listen(Record):
     """One `listen` directive of a server's configuration, as parsed from its files."""
 
-    address: Text = Field(description="the directive's first argument, e.g. 80 or [::]:443")
+    address: OneLine = Field(description="the directive's first argument, e.g. 80 or [::]:443")
     backlog: int | None = Field(
         default=None, ge=-1, le=2**31 - 1, description="backlog=N; absent means the default"
     )
-    file: Text
+    file: OneLine
     line: int = Field(ge=1, le=10**9)
-    text: Text = Field(description="the directive as written, without the semicolon")
+    text: OneLine = Field(description="the directive as written, without the semicolon")
 
 
 _DIGITS = re.compile(r"[0-9]{1,5}")  # ASCII digits only (str.isdecimal takes any script's)
@@ -326,7 +324,7 @@ def _port_range(value: str) -> str:
 # text, floats or booleans that would convert.
 StrictInt = Annotated[int, exactly(int)]
 StrictBool = Annotated[bool, exactly(bool)]
-StrictText = Annotated[Text, exactly(str)]
+StrictText = Annotated[OneLine, exactly(str)]
 
 
 @model
@@ -415,8 +413,8 @@ class Service(Record):
         "(HAProxy `show info` Maxconn, the global maxconn, else `maxconn`; nginx "
         "worker_processes x worker_connections)",
     )
-    config: Text | None = None
-    config_root: Text | None = Field(
+    config: OneLine | None = None
+    config_root: OneLine | None = Field(
         default=None, description="directory standing for / in the config's absolute include paths"
     )
     listens: list[Listen] = Field(
@@ -424,7 +422,7 @@ class Service(Record):
         max_length=100_000,
         description="filled from `config` when the facts are loaded",
     )
-    config_error: Text | None = Field(default=None, description="why `config` could not be read")
+    config_error: OneLine | None = Field(default=None, description="why `config` could not be read")
     max_connections: int | None = Field(
         default=None,
         ge=1,
@@ -470,10 +468,12 @@ class ObservedPeriod(Record):
         description="snapshot: sockstat now (the *_peak fields are not peaks); history: "
         "max_over_time/increase over `window_seconds`"
     )
-    source: Text = Field(description="where the figures came from, e.g. /proc or a Prometheus URL")
+    source: OneLine = Field(
+        description="where the figures came from, e.g. /proc or a Prometheus URL"
+    )
     at: Timestamp = Field(description="when they were read (UTC, ISO 8601)")
     window_seconds: int | None = Field(default=None, ge=1, le=MAX_WINDOW)
-    gaps: list[Text] = Field(
+    gaps: list[OneLine] = Field(
         default_factory=list,
         max_length=64,
         description="figures the source could not give, each with the reason",
@@ -492,14 +492,14 @@ class KernelEvent(Record):
     count: Count = Field(ge=1, description="lines of the family read (at least one)")
     first_seen: Timestamp | None = None
     last_seen: Timestamp | None = None
-    example: Text = Field(max_length=512, description="one line as the kernel logged it")
+    example: OneLine = Field(max_length=512, description="one line as the kernel logged it")
 
 
 @model
 class KernelLog(Record):
     """Which kernel log was read for `kernel_events`."""
 
-    source: Text = Field(description="journal, /var/log/kern.log, dmesg or a --kernel-log file")
+    source: OneLine = Field(description="journal, /var/log/kern.log, dmesg or a --kernel-log file")
     since: Timestamp | None = None
     lines: Count = Field(description="kernel log lines read")
 
@@ -518,7 +518,9 @@ class AppEvent(Record):
     count: Count = Field(ge=1, description="lines of the family read (at least one)")
     first_seen: Timestamp | None = None
     last_seen: Timestamp | None = None
-    example: Text = Field(max_length=512, description="the newest line as the application wrote it")
+    example: OneLine = Field(
+        max_length=512, description="the newest line as the application wrote it"
+    )
     unit: Annotated[str, _pattern(_UNIT_OR_LOG, "systemd unit or log file")] | None = Field(
         default=None, description="the systemd unit or log file of the example line"
     )
@@ -599,7 +601,7 @@ class Observed(Record):
     )
     softnet: list[SoftnetCpu] | None = Field(default=None, max_length=65536)
     udp: UdpCounters | None = Field(default=None, description="/proc/net/snmp Udp: counters")
-    kernel_messages: Annotated[list[Text], After(_bounded_log)] = Field(
+    kernel_messages: Annotated[list[OneLine], After(_bounded_log)] = Field(
         default_factory=list, max_length=100_000
     )
     kernel_events: list[KernelEvent] | None = Field(
@@ -713,7 +715,9 @@ def _power_of_two(value: int) -> int:
 class KernelBuild(Record):
     """What the running kernel was built with, from its build configuration."""
 
-    config: Text = Field(description="where it was read: /proc/config.gz or /boot/config-RELEASE")
+    config: OneLine = Field(
+        description="where it was read: /proc/config.gz or /boot/config-RELEASE"
+    )
     default_qdisc: Annotated[str, _pattern(re.compile(r"^[a-z_]{1,15}$"), "qdisc name")] | None = (
         Field(
             default=None,
@@ -759,13 +763,13 @@ class HostFacts(Record):
     sysctl: dict[SysctlKey, Annotated[str, Before(sysctl_text)]] = Field(
         default_factory=dict, max_length=100_000
     )
-    sysctl_files: dict[SysctlKey, Text] | None = Field(
+    sysctl_files: dict[SysctlKeyGlob, OneLine] | None = Field(
         default=None,
         description="key -> the sysctl.d file and line that sets it at boot, or a tuning "
         "daemon's profile file (tuned's tuned.conf); a key of `sysctl` missing here was set "
         "by no file. Absent: not known.",
     )
-    sysctl_file_settings: dict[SysctlKey, FileSetting] | None = Field(
+    sysctl_file_settings: dict[SysctlKeyGlob, FileSetting] | None = Field(
         default=None,
         max_length=100_000,
         description="for keys of `sysctl_files`: the value that file sets and when it was last "
@@ -879,6 +883,13 @@ class HostFacts(Record):
     def fastest_nic_mbps(self) -> int | None:
         speeds = [n.speed_mbps for n in self.nics if n.speed_mbps]
         return max(speeds) if speeds else None
+
+    @property
+    def values_read_at(self) -> str | None:
+        """When the values in force (`sysctl`) were read: the time of the facts' snapshot;
+        None when the facts do not say (no period, or figures over a window)."""
+        period = self.observed.period
+        return period.at if period is not None and period.kind == "snapshot" else None
 
     def _evidence_basis(self) -> dict[str, str]:
         """How rules name what the observed figures are: `peaks_from` for the *_peak fields

@@ -13,7 +13,8 @@ Pydantic validates at the edge only (`validate`), reading the same classes:
   `Annotated[...]`, with Field's arguments (a `Field(...)` there is metadata pydantic ignores);
 * a check across fields is the class's `__post_init__` (pydantic runs it after validating the
   fields, and so does a direct construction or `dataclasses.replace`): it raises ValueError;
-* unknown fields are refused: `Record.__pydantic_config__` is pydantic's config for the class.
+* unknown fields are refused: `Record.__pydantic_config__` is pydantic's config for the class;
+  a knowledge file's models derive from `SpecModel`, which also refuses control characters.
 
 Give a model's data to expressions and outputs with `plain_data`. A JSON document the advisor
 writes is a model too (`document_config`): `plain_data` writes it, field by field in declaration
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar, overload
 
 from sysctl_advisor.model.documents import validation_error
+from sysctl_advisor.model.text_escape import refuse_control_characters
 
 if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler, TypeAdapter
@@ -47,6 +49,23 @@ class Record:
     """The base of every model: unknown fields are refused when pydantic validates one."""
 
     __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
+
+
+class SpecModel(Record):
+    """The base of every knowledge file's models (rules, check rules, profiles, the catalogs):
+    strict (unknown fields refused), immutable, and plain text only: no control, format or
+    separator character reaches a terminal or a file from any of its fields (a newline or
+    tab of folded YAML text is fine; `OneLine` fields refuse those too). The error names the
+    field and its line. A subclass's own __post_init__ calls this one."""
+
+    # Fields holding sample input, not prose (a check rule's example sysctl.conf text): they
+    # hold what such input may (a byte order mark), and outputs escape them when shown.
+    samples: ClassVar[frozenset[str]] = frozenset()
+
+    def __post_init__(self) -> None:
+        for name, value in self.__dict__.items():
+            if name not in self.samples:
+                refuse_control_characters(value, (name,))
 
 
 def Field(

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from sysctl_advisor.model.vocabulary import CONF_KEY_TOKEN
+
 
 class Assignment(NamedTuple):
     """One `key = value` line; immutable (a tuple: a long file makes one per line)."""
@@ -46,13 +48,10 @@ class BadLine:
 BYTE_ORDER_MARK = "\ufeff"
 
 
-_SYSCTL_KEY = re.compile(r"[A-Za-z0-9_-]+(?:[./][A-Za-z0-9_*:@-]+)+")
-
-
 def is_sysctl_key(key: str) -> bool:
     """Shaped like a sysctl key (`net.ipv4.tcp_mem`, `net/core/somaxconn`). Lines that are not
     (a `url = ...` of some other file) never have their values quoted in findings."""
-    return _SYSCTL_KEY.fullmatch(key) is not None
+    return CONF_KEY_TOKEN.fullmatch(key) is not None
 
 
 def normalise_key(token: str) -> str:

@@ -19,26 +19,32 @@ def one_line(value: Any) -> str:
     )
 
 
-def refuse_control_characters(value: Any, where: str = "") -> None:
-    """Raise ValueError for any string in `value` (nested lists and mappings too) holding a
-    control, format or separator character other than a newline or tab: text from a rule or
-    profile directory reaches terminals and files, where an ESC sequence or a bidi override
-    would restyle or reorder what the operator reads."""
+class ControlCharacter(ValueError):
+    """Text holds a control, format or separator character; `loc` says where below the value
+    checked (mapping keys, list indexes), so that the error names the field and its line."""
+
+    def __init__(self, char: str, loc: tuple[str | int, ...] = ()) -> None:
+        super().__init__(f"contains a control or separator character (U+{ord(char):04X})")
+        self.loc = loc
+
+
+def refuse_control_characters(value: Any, loc: tuple[str | int, ...] = ()) -> None:
+    """Raise ControlCharacter for any string in `value` (nested lists and mappings too)
+    holding a control, format or separator character other than a newline or tab: text from
+    a rule or profile directory reaches terminals and files, where an ESC sequence or a bidi
+    override would restyle or reorder what the operator reads."""
     if isinstance(value, str):
         if not value.isprintable():
             bad = next((c for c in value if not c.isprintable() and c not in "\n\t"), None)
             if bad is not None:
-                raise ValueError(
-                    f"{where or 'text'} contains a control or separator character "
-                    f"(U+{ord(bad):04X})"
-                )
+                raise ControlCharacter(bad, loc)
     elif isinstance(value, dict):
         for key, item in value.items():
-            refuse_control_characters(key, where)
-            refuse_control_characters(item, f"{where}.{key}" if where else str(key))
+            refuse_control_characters(key, (*loc, key))
+            refuse_control_characters(item, (*loc, key))
     elif isinstance(value, list | tuple):
-        for item in value:
-            refuse_control_characters(item, where)
+        for index, item in enumerate(value):
+            refuse_control_characters(item, (*loc, index))
 
 
 MAX_TEXT = 4096  # characters of a text field in facts, profiles and catalogs

@@ -17,8 +17,8 @@ from typing import IO, TYPE_CHECKING, Any, cast
 from urllib.parse import quote, quote_from_bytes, urlsplit
 
 from sysctl_advisor import __version__
-from sysctl_advisor.engine.check_baseline import fingerprints
-from sysctl_advisor.engine.lint import CheckFinding, CheckReport, Suppressed
+from sysctl_advisor.engine.check.baseline import fingerprints
+from sysctl_advisor.engine.check.findings import CheckFinding, CheckReport, Suppressed
 from sysctl_advisor.knowledge.check_rules import CheckRule
 from sysctl_advisor.knowledge.resources import data_dir
 from sysctl_advisor.model.documents import dump_json, read_bytes

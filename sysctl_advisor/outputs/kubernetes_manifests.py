@@ -23,7 +23,7 @@ import yaml
 from sysctl_advisor import __version__
 from sysctl_advisor.engine.kubernetes_placement import Placement
 from sysctl_advisor.knowledge.catalog import Catalog
-from sysctl_advisor.outputs.node_platforms import NODE_LABEL, node_label
+from sysctl_advisor.outputs.node_output import NODE_LABEL, node_label
 from sysctl_advisor.outputs.plan_render import RenderCheckError, Renderer, _param, _yaml_comment
 
 TUNED_NAMESPACE = "openshift-cluster-node-tuning-operator"

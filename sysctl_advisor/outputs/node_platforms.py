@@ -4,23 +4,26 @@ Placement in the place each Kubernetes platform takes them.
 What is shared: which of the node's keys the platform takes (knowledge/node_platforms.py, from
 rules/catalog/node-platforms/ID.yaml) and which it refuses (listed in the output, never
 dropped), the per-namespace keys that belong in the pod (`--format kubernetes`), and the
-comment header. Each platform's document is built by its own module, outputs/node_ID.py,
-from a serializer (`document(node) -> str`), and read back by it (`read_back(text, platform)
--> {key: value}`, an allow-list read through the platform's own file): the text is written
-only when it holds exactly the keys taken, with their values.
+comment header. The document is built by the module of the platform's `shape` (`SHAPES`):
+node_map.py (a map of sysctl to string at a path in YAML or TOML: Talos, Bottlerocket, GKE),
+node_fields.py (the platform's typed fields in JSON: AKS) or node_file.py (the node's sysctl.d
+file in a wrapper that installs it: the DaemonSet, EKS user data), each from its serializer
+(`document(node) -> str`), and read back by it (`read_back(text, platform) -> {key: value}`,
+an allow-list read through the platform's own file, which fails with one line naming the
+member): the text is written only when it holds exactly the keys taken, with their values.
+A platform whose document has one of these shapes is its YAML file alone.
 """
 
 from __future__ import annotations
 
-import importlib
-import re
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from sysctl_advisor import __version__
 from sysctl_advisor.engine.undo import UNDO_RULE
-from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.plan import Plan, Setting
+from sysctl_advisor.model.plan import Setting
+from sysctl_advisor.outputs.node_output import NodeKey, NodeOutput
 from sysctl_advisor.outputs.plan_render import (
     RenderCheckError,
     Renderer,
@@ -30,67 +33,53 @@ from sysctl_advisor.outputs.plan_render import (
 
 if TYPE_CHECKING:
     from sysctl_advisor.engine.kubernetes_placement import Placement
-    from sysctl_advisor.knowledge.node_platforms import NodePlatform, PlatformKey
-
-NODE_LABEL = "sysctl-advisor/profile"  # the label that selects the nodes of a profile
-# The label's value, which also names the objects (sysctl-advisor-VALUE): both a label value
-# (apimachinery's IsValidLabelValue: at most 63 characters) and part of a DNS subdomain
-# (IsDNS1123Subdomain: lower case, each dot-separated part starting and ending with a letter or
-# digit). Several profiles (redis+postgresql) give redis.postgresql.
-LABEL_VALUE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-MAX_LABEL = 63
+    from sysctl_advisor.knowledge.node_platforms import NodePlatform
 
 
-def node_label(plan: Plan) -> str:
-    """The plan's profile as the node label value and object name; InputError when it cannot
-    be one (a long list of profiles, a --profiles-dir name)."""
-    label = plan.profile.label
-    if len(label) > MAX_LABEL or not LABEL_VALUE.fullmatch(label):
-        raise InputError(
-            f"profile {plan.profile.name[:70]!r} cannot name Kubernetes objects: a label value "
-            f"is at most {MAX_LABEL} characters and each of its dot-separated parts starts "
-            "and ends with a letter or digit (several profiles: one that lists them under "
-            "`includes:` names them in one word)",
-            field="--profile",
-        )
-    return label
+class Shape(Protocol):
+    """A shape's module."""
 
-
-@dataclass(frozen=True)
-class NodeKey:
-    setting: Setting
-    entry: PlatformKey | None  # the allow-list's entry (its field name); None: any key
-
-    @property
-    def key(self) -> str:
-        return self.setting.key
-
-    @property
-    def value(self) -> str:
-        return self.setting.value
-
-
-@dataclass(frozen=True)
-class NodeOutput:
-    """What a platform's module builds its document from."""
-
-    platform: NodePlatform
-    plan: Plan  # the node's plan, cut to the keys the platform takes
-    taken: list[NodeKey]
-    refused: list[tuple[Setting, str]]  # with the reason
-    pod_keys: list[str]  # per-namespace keys: the pod's, in `--format kubernetes`
-    header: list[str]  # comment lines, each starting with `#`
-    command: str
-    renderer: Renderer
-
-    def conf(self) -> str:
-        """The node's sysctl.d file, one line a key (what the DaemonSet and EKS install)."""
-        return self.renderer.render(self.plan, "conf", self.command, detail="brief")
-
-
-class _Module(Protocol):
     def document(self, node: NodeOutput) -> str: ...
     def read_back(self, text: str, platform: NodePlatform) -> dict[str, str]: ...
+    def extension(self, platform: NodePlatform) -> str: ...
+
+
+def _map() -> Shape:
+    from sysctl_advisor.outputs import node_map
+
+    return node_map
+
+
+def _fields() -> Shape:
+    from sysctl_advisor.outputs import node_fields
+
+    return node_fields
+
+
+def _file() -> Shape:
+    from sysctl_advisor.outputs import node_file
+
+    return node_file
+
+
+# Each shape's module, imported when a run writes that shape (rules/catalog/node-platforms'
+# `shape`); the knowledge file's model names the same three.
+SHAPES: dict[str, Callable[[], Shape]] = {"map": _map, "fields": _fields, "file": _file}
+
+
+def shape(platform: NodePlatform) -> Shape:
+    return SHAPES[platform.spec.shape]()
+
+
+def read_back(text: str, platform: NodePlatform) -> dict[str, str]:
+    """The keys and values the platform reads from its document; RenderCheckError, one line
+    naming the member, for a document it would not read as written."""
+    return shape(platform).read_back(text, platform)
+
+
+def extension(platform: NodePlatform) -> str:
+    """The file extension of the platform's document (fleet's node pool files)."""
+    return shape(platform).extension(platform)
 
 
 def _comment(text: str) -> list[str]:
@@ -173,7 +162,7 @@ def render_node(
         renderer=renderer,
     )
     node = replace(node, header=_header(node, placement))
-    module: _Module = importlib.import_module(f"sysctl_advisor.outputs.node_{platform.id}")
+    module = shape(platform)
     text = module.document(node)
     if module.read_back(text, platform) != {t.key: t.value for t in taken}:
         raise RenderCheckError(

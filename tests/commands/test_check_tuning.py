@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sysctl_advisor.cli import app
-from sysctl_advisor.engine.lint import MAX_LISTED
+from sysctl_advisor.engine.check.listing import MAX_LISTED
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from tests.conftest import HANG_SECONDS
 from tests.test_github_action import pull_request, run_action

@@ -13,8 +13,9 @@ import yaml
 from typer.testing import CliRunner
 
 from sysctl_advisor.cli import app
-from sysctl_advisor.commands.fleet import NODE_EXTENSION
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.outputs import formats
+from sysctl_advisor.outputs.node_platforms import extension
 from tests.conftest import TESTS
 from tests.outputs.test_json_contracts import validate
 
@@ -141,7 +142,16 @@ def test_a_pool_platform_format_and_a_rerun_without_pools(workdir: Path) -> None
 
 
 def test_every_node_format_has_a_file_extension() -> None:
-    assert set(NODE_EXTENSION) == set(formats.NODE)
+    kb = KnowledgeBase.load()
+    extensions = {fmt: extension(kb.node_platforms[fmt]) for fmt in formats.NODE}
+    assert extensions == {
+        "daemonset": "yaml",
+        "talos": "yaml",
+        "bottlerocket": "toml",
+        "aks": "json",
+        "gke": "yaml",
+        "eks": "mime",
+    }
 
 
 @pytest.mark.parametrize(

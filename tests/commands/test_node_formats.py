@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from sysctl_advisor.cli import app
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.outputs import formats
-from sysctl_advisor.outputs.node_daemonset import read_back
+from sysctl_advisor.outputs.node_platforms import read_back
 from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES
 
 runner = CliRunner()

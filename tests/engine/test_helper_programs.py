@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sysctl_advisor.engine.lint import CheckContext, Checker
+from sysctl_advisor.engine.check.findings import CheckContext
+from sysctl_advisor.engine.check.judge import Checker
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.sources.sysctl_files import read_file

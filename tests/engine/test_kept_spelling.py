@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from sysctl_advisor.commands.check import check_paths
-from sysctl_advisor.engine.check_host import host_context
-from sysctl_advisor.engine.lint import Checker
+from sysctl_advisor.engine.check.host import host_context
+from sysctl_advisor.engine.check.judge import Checker
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import facts_from_data
 from sysctl_advisor.outputs.plan_render import Renderer
+from tests.check_paths import check_paths
 
 
 @pytest.mark.parametrize("spelled", ["0", "00", "0x0", "-0", "0 # kept on purpose"])

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from sysctl_advisor.engine.check_host import host_context
-from sysctl_advisor.engine.lint import CheckContext, Checker
+from sysctl_advisor.engine.check.findings import CheckContext
+from sysctl_advisor.engine.check.host import host_context
+from sysctl_advisor.engine.check.judge import Checker
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import facts_from_data
 from sysctl_advisor.model.kernel_version import KernelVersion

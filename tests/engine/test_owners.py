@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from sysctl_advisor.engine.check_host import host_context
+from sysctl_advisor.engine.check.host import host_context
+from sysctl_advisor.engine.check.judge import Checker
 from sysctl_advisor.engine.diff import build_diff
-from sysctl_advisor.engine.lint import Checker
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.current_config import from_values

@@ -161,10 +161,9 @@ def _values_in(
 
 
 def kb_read_back(kb: KnowledgeBase, fmt: str, text: str) -> dict[str, str]:
-    import importlib
+    from sysctl_advisor.outputs.node_platforms import read_back
 
-    module = importlib.import_module(f"sysctl_advisor.outputs.node_{fmt}")
-    return dict(module.read_back(text, kb.node_platforms[fmt]))
+    return dict(read_back(text, kb.node_platforms[fmt]))
 
 
 def applied(host: dict[str, Any], carried: dict[str, str], own: str = OWN) -> dict[str, Any]:

@@ -18,8 +18,10 @@ from typing import Any
 
 import pytest
 
-from sysctl_advisor.engine.check_host import host_context
-from sysctl_advisor.engine.lint import CheckContext, Checker
+from sysctl_advisor.engine.check.findings import CheckContext
+from sysctl_advisor.engine.check.host import host_context
+from sysctl_advisor.engine.check.judge import Checker
+from sysctl_advisor.engine.check.pipeline import judge_config
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.documents import KNOWLEDGE_FILE, parse_document, read_text
@@ -201,7 +203,8 @@ def _check_ids(kb: KnowledgeBase, case: Case, tmp_path: Path) -> set[str]:
         path = tmp_path / "example.conf"
         path.write_bytes(text.encode())
         config = read_file(path)
-    return {f.id for f in Checker(kb, kb.check_rules, context).check_config(config)}
+    found, _ = judge_config(Checker(kb, kb.check_rules, context), config)
+    return {f.id for f in found}
 
 
 def test_every_rule_has_firing_and_quiet_cases(kb: KnowledgeBase) -> None:

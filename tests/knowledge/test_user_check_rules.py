@@ -93,3 +93,27 @@ def test_a_user_check_rule_runs_in_the_sandbox(tmp_path: Path) -> None:
     )
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_user_check_rule_title_holds_no_terminal_escape(tmp_path: Path) -> None:
+    """A colleague's check rule reaches terminals (`rules`, `check`): an ESC sequence in its
+    title is refused at load, as in every knowledge file, with one line naming the file, the
+    line and the field, exit 2."""
+    import yaml
+
+    escape = chr(27) + "[31m"  # built here: no escape byte sits in this file
+    rule = yaml.safe_load(RULE)
+    rule["title"] = f"somaxconn below the site's floor{escape}"
+    rules = _dir(tmp_path, "escape.yaml", yaml.safe_dump(rule))
+    line = next(
+        n
+        for n, text in enumerate((rules / "check" / "escape.yaml").read_text().splitlines(), 1)
+        if text.startswith("title:")
+    )
+    for args in (["rules"], ["check", str(tmp_path / "none.conf")]):
+        result = CliRunner().invoke(app, [*args, "--rules-dir", str(rules)])
+        assert result.exit_code == 2, result.stdout
+        assert escape not in result.stdout + result.stderr
+        assert f"escape.yaml:{line}: title: " in result.stderr, result.stderr
+        assert "U+001B" in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1

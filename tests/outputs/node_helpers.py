@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from sysctl_advisor.engine.kubernetes_placement import Placement
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from sysctl_advisor.outputs.node_platforms import NodeKey, NodeOutput
+from sysctl_advisor.outputs.node_output import NodeKey, NodeOutput
 from sysctl_advisor.outputs.plan_render import Renderer
 
 

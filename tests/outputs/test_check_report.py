@@ -22,12 +22,12 @@ from typer.testing import CliRunner
 import sysctl_advisor.outputs.check_report as check_render
 from sysctl_advisor import __version__
 from sysctl_advisor.cli import app
-from sysctl_advisor.commands.check import check_paths
-from sysctl_advisor.engine.lint import CheckReport
+from sysctl_advisor.engine.check.findings import CheckReport
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.text_escape import one_line
 from sysctl_advisor.outputs.check_document import CheckDocument
 from sysctl_advisor.outputs.json_schemas import model_schema
+from tests.check_paths import check_paths
 from tests.conftest import TESTS
 from tests.sarif.validate import (
     CHECK_SCHEMA,
@@ -111,7 +111,8 @@ def test_format_checking_rejects_what_github_would_misread() -> None:
 
 
 def _report_for(path: Path) -> CheckReport:
-    from sysctl_advisor.engine.lint import CheckContext, Checker
+    from sysctl_advisor.engine.check.findings import CheckContext
+    from sysctl_advisor.engine.check.judge import Checker
     from sysctl_advisor.model.kernel_version import KernelVersion
 
     kb = KnowledgeBase.load()

@@ -22,8 +22,9 @@ import yaml
 
 from sysctl_advisor.engine.kubernetes_placement import Placement, placement_for
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from sysctl_advisor.outputs import node_aks, node_gke
-from sysctl_advisor.outputs.node_platforms import NodeOutput, render_node
+from sysctl_advisor.outputs import node_fields
+from sysctl_advisor.outputs.node_output import NodeOutput
+from sysctl_advisor.outputs.node_platforms import read_back, render_node
 from sysctl_advisor.outputs.plan_render import RenderCheckError, Renderer
 from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, TESTS
 from tests.outputs.node_helpers import node_output
@@ -119,14 +120,14 @@ def test_aks_takes_its_fields_typed_and_lists_what_it_refuses(kb: KnowledgeBase,
             assert type(field_value) is int and field_value == int(value)
         else:
             assert field_value == " ".join(value.split())
-    notes = document[node_aks.NOTES]
+    notes = document[node_fields.NOTES]
     assert notes["notTaken"] == {
         s.key: {"value": s.value, "why": refused[s.key]}
         for s in placement.node.settings
         if s.key in refused
     }
     assert notes["podKeys"] == [p.setting.key for p in placement.pod]
-    assert node_aks.read_back(text, kb.node_platforms["aks"]) == taken
+    assert read_back(text, kb.node_platforms["aks"]) == taken
 
 
 def test_aks_frontend_proxy_takes_four_keys_and_refuses_three(kb: KnowledgeBase) -> None:
@@ -140,7 +141,7 @@ def test_aks_frontend_proxy_takes_four_keys_and_refuses_three(kb: KnowledgeBase)
         "netIpv4TcpMaxSynBacklog": 16384,
         "netNetfilterNfConntrackMax": 290000,
     }
-    not_taken = document[node_aks.NOTES]["notTaken"]
+    not_taken = document[node_fields.NOTES]["notTaken"]
     assert set(not_taken) == {
         "net.ipv4.tcp_slow_start_after_idle",
         "net.ipv4.ip_local_port_range",
@@ -150,7 +151,7 @@ def test_aks_frontend_proxy_takes_four_keys_and_refuses_three(kb: KnowledgeBase)
     # the widened range is not given without the reservations AKS cannot take
     assert "reservations" in not_taken["net.ipv4.ip_local_port_range"]["why"]
     reserved = next(s for s in placement.node.settings if s.key.endswith("reserved_ports"))
-    header = " ".join(document[node_aks.NOTES]["header"])
+    header = " ".join(document[node_fields.NOTES]["header"])
     assert f"net.ipv4.ip_local_reserved_ports = {reserved.value}" in header
 
 
@@ -176,7 +177,7 @@ def test_aks_refuses_a_value_out_of_its_range_with_the_reason(
     document = json.loads(_render(kb, "aks", placement))
     entry = next(k for k in kb.node_platforms["aks"].spec.keys if k.name == key)
     assert entry.field not in document["sysctls"]
-    refused = document[node_aks.NOTES]["notTaken"][key]
+    refused = document[node_fields.NOTES]["notTaken"][key]
     assert refused["value"] == value and why in refused["why"]
 
 
@@ -184,7 +185,7 @@ def test_aks_takes_a_value_inside_its_range(kb: KnowledgeBase) -> None:
     placement = _with(_placement(kb, "haproxy-frontend-rhel7"), "net.ipv4.tcp_fin_timeout", "5")
     document = json.loads(_render(kb, "aks", placement))
     assert document["sysctls"]["netIpv4TcpFinTimeout"] == 5
-    assert "net.ipv4.tcp_fin_timeout" not in document[node_aks.NOTES]["notTaken"]
+    assert "net.ipv4.tcp_fin_timeout" not in document[node_fields.NOTES]["notTaken"]
 
 
 def _node(kb: KnowledgeBase, key: str, value: str) -> NodeOutput:
@@ -195,23 +196,23 @@ def _node(kb: KnowledgeBase, key: str, value: str) -> NodeOutput:
 
 def test_aks_writes_the_port_range_as_its_string_within_its_bounds(kb: KnowledgeBase) -> None:
     key = "net.ipv4.ip_local_port_range"
-    text = node_aks.document(_node(kb, key, "32768\t60999"))
+    text = node_fields.document(_node(kb, key, "32768\t60999"))
     assert json.loads(text)["sysctls"] == {"netIpv4IpLocalPortRange": "32768 60999"}
-    assert node_aks.read_back(text, kb.node_platforms["aks"]) == {key: "32768 60999"}
+    assert read_back(text, kb.node_platforms["aks"]) == {key: "32768 60999"}
     for value in ("80 65535", "40000 30000", "1024"):
-        with pytest.raises(RenderCheckError, match="AKS takes two ports from 1024 to 65535"):
-            node_aks.document(_node(kb, key, value))
+        with pytest.raises(RenderCheckError, match="aks output takes two ports from 1024 to 65535"):
+            node_fields.document(_node(kb, key, value))
 
 
 def test_aks_read_back_refuses_a_field_aks_does_not_have_or_a_wrong_type(kb: KnowledgeBase) -> None:
     aks = kb.node_platforms["aks"]
-    with pytest.raises(RenderCheckError, match="no sysctl field"):
-        node_aks.read_back(json.dumps({"sysctls": {"netIpv4TcpSlowStartAfterIdle": 0}}), aks)
+    with pytest.raises(RenderCheckError, match="no field of the platform"):
+        read_back(json.dumps({"sysctls": {"netIpv4TcpSlowStartAfterIdle": 0}}), aks)
     with pytest.raises(RenderCheckError, match="netCoreSomaxconn"):
-        node_aks.read_back(json.dumps({"sysctls": {"netCoreSomaxconn": "4096"}}), aks)
+        read_back(json.dumps({"sysctls": {"netCoreSomaxconn": "4096"}}), aks)
     with pytest.raises(RenderCheckError, match="more than sysctls"):
-        node_aks.read_back(json.dumps({"sysctls": {}, "swapFileSizeMB": 1}), aks)
-    assert node_aks.read_back(json.dumps({"sysctls": {"netIpv4TcpTwReuse": True}}), aks) == {
+        read_back(json.dumps({"sysctls": {}, "swapFileSizeMB": 1}), aks)
+    assert read_back(json.dumps({"sysctls": {"netIpv4TcpTwReuse": True}}), aks) == {
         "net.ipv4.tcp_tw_reuse": "1"
     }
 
@@ -259,7 +260,7 @@ def test_gke_takes_its_listed_keys_as_strings_and_lists_what_it_refuses(
             assert f"{setting.key} = {setting.value}: " in header
     for pod in placement.pod:
         assert pod.setting.key in header
-    assert node_gke.read_back(text, kb.node_platforms["gke"]) == taken
+    assert read_back(text, kb.node_platforms["gke"]) == taken
 
 
 def test_gke_frontend_proxy_takes_three_keys_and_refuses_four(kb: KnowledgeBase) -> None:
@@ -291,14 +292,14 @@ def test_gke_takes_a_listed_text_value_and_refuses_a_malformed_integer(kb: Knowl
 def test_gke_read_back_refuses_what_gcloud_would(kb: KnowledgeBase) -> None:
     gke = kb.node_platforms["gke"]
     with pytest.raises(RenderCheckError, match="string values"):
-        node_gke.read_back("linuxConfig:\n  sysctl:\n    net.core.somaxconn: 4096\n", gke)
+        read_back("linuxConfig:\n  sysctl:\n    net.core.somaxconn: 4096\n", gke)
     with pytest.raises(RenderCheckError, match="does not take"):
-        node_gke.read_back("linuxConfig:\n  sysctl:\n    net.ipv4.tcp_fin_timeout: '30'\n", gke)
+        read_back("linuxConfig:\n  sysctl:\n    net.ipv4.tcp_fin_timeout: '30'\n", gke)
     with pytest.raises(RenderCheckError, match="holds more than sysctl"):
-        node_gke.read_back("linuxConfig:\n  sysctls:\n    net.core.somaxconn: '4096'\n", gke)
-    with pytest.raises(RenderCheckError, match="not a node system configuration"):
-        node_gke.read_back("sysctls:\n  net.core.somaxconn: '4096'\n", gke)
-    assert node_gke.read_back("linuxConfig:\n  sysctl:\n    net.core.somaxconn: '4096'\n", gke) == {
+        read_back("linuxConfig:\n  sysctls:\n    net.core.somaxconn: '4096'\n", gke)
+    with pytest.raises(RenderCheckError, match="holds more than kubeletConfig and linuxConfig"):
+        read_back("sysctls:\n  net.core.somaxconn: '4096'\n", gke)
+    assert read_back("linuxConfig:\n  sysctl:\n    net.core.somaxconn: '4096'\n", gke) == {
         "net.core.somaxconn": "4096"
     }
 

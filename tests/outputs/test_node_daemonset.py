@@ -22,8 +22,9 @@ import yaml
 
 from sysctl_advisor.engine.kubernetes_placement import placement_for
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from sysctl_advisor.outputs import node_daemonset
-from sysctl_advisor.outputs.node_platforms import NodeOutput, render_node
+from sysctl_advisor.outputs import node_file
+from sysctl_advisor.outputs.node_output import NodeOutput
+from sysctl_advisor.outputs.node_platforms import read_back, render_node
 from sysctl_advisor.outputs.plan_render import Renderer
 from tests.conftest import EXAMPLES, TESTS
 from tests.namespaces import namespace_problem
@@ -59,7 +60,7 @@ def test_the_documents_validate_and_hold_the_node_plan(kb: KnowledgeBase, host: 
     for version in VERSIONS:
         for document in documents:
             assert kubernetes_validate.validate(document, version, strict=True) == version
-    assert node_daemonset.read_back(text, kb.node_platforms["daemonset"]) == {
+    assert read_back(text, kb.node_platforms["daemonset"]) == {
         s.key: s.value for s in placement.node.settings
     }
     pod = documents[1]["spec"]["template"]["spec"]
@@ -117,7 +118,7 @@ def test_the_script_installs_applies_and_reads_back_in_a_namespace(
 ) -> None:
     path = _busybox(tmp_path / "bin") if tools == "busybox" else os.environ["PATH"]
     values = {"net.ipv4.tcp_fin_timeout": "17", "net.ipv4.ip_local_port_range": "20000 60999"}
-    text = node_daemonset.document(_node(kb, values))
+    text = node_file.document(_node(kb, values))
     data = next(d for d in yaml.safe_load_all(text) if d and d["kind"] == "ConfigMap")["data"]
     config, target = tmp_path / "config", tmp_path / "sysctl.d"
     config.mkdir()
@@ -135,7 +136,8 @@ def test_the_script_installs_applies_and_reads_back_in_a_namespace(
     # Installed, applied, read back (the port range's two fields, a tab between them, compared
     # as the one line the script lists); then a value taken back makes the probe fail, saying
     # which.
-    assert (target / node_daemonset.CONF_NAME).read_text() == data[node_daemonset.CONF_NAME]
+    conf = "90-sysctl-advisor.conf"  # the ConfigMap's file, installed under that name
+    assert (target / conf).read_text() == data[conf]
     assert applied.stdout.split("\n")[:2] == ["17", "20000\t60999"], applied.stderr
     assert applied.returncode != 0
     assert "net.ipv4.tcp_fin_timeout is 30, not 17" in applied.stderr

@@ -25,7 +25,7 @@ import yaml
 from sysctl_advisor.engine.kubernetes_placement import placement_for
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.node_platforms import LinterExemption
-from sysctl_advisor.outputs import node_daemonset
+from sysctl_advisor.outputs import node_file
 from sysctl_advisor.outputs.node_platforms import render_node
 from sysctl_advisor.outputs.plan_render import Renderer
 from tests.conftest import EXAMPLES, HANG_SECONDS, load_facts
@@ -76,7 +76,7 @@ def test_each_exemption_is_written_as_each_linters_annotation() -> None:
     reason holding one would stop its run; kube-linter reads `ignore-check.kube-linter.io/
     CHECK`. Every key is a valid annotation name (a DNS prefix, a name of at most 63)."""
     platform = KnowledgeBase.load().node_platforms["daemonset"]
-    annotations = node_daemonset.linter_annotations(platform)
+    annotations = node_file.linter_annotations(platform)
     exemptions = platform.spec.exemptions
     checkov = sorted(c for e in exemptions for c in e.checkov)
     skips = [v for k, v in annotations.items() if k.startswith("checkov.io/skip")]

@@ -5,7 +5,6 @@ listens in the node's namespace (hostNetwork), every per-namespace key is the no
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 from dataclasses import replace
@@ -19,7 +18,7 @@ from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.outputs import formats
 from sysctl_advisor.outputs.kubernetes_manifests import manifest_settings, render_kubernetes
-from sysctl_advisor.outputs.node_platforms import render_node, split
+from sysctl_advisor.outputs.node_platforms import read_back, render_node, split
 from sysctl_advisor.outputs.plan_render import Renderer
 from tests.conftest import EXAMPLES, load_facts
 
@@ -62,8 +61,7 @@ def test_a_node_namespace_key_is_on_the_node_or_not_taken_never_the_pods(
     node_keys = {s.key: s.value for s in placement.node.settings}
     assert set(placement.node_namespace) <= set(node_keys)
     text = render_node(kb.node_platforms[platform], Renderer(kb.catalog), placement, "rebuild")
-    module = importlib.import_module(f"sysctl_advisor.outputs.node_{platform}")
-    taken = module.read_back(text, kb.node_platforms[platform])
+    taken = read_back(text, kb.node_platforms[platform])
     refused = {s.key for s, _ in split(kb.node_platforms[platform], placement)[1]}
     pod_line = _header_pod_keys(text)
     assert pod_line == {p.setting.key for p in placement.pod}  # the sentence read whole
@@ -93,8 +91,7 @@ def test_the_nodeport_reservation_is_in_every_output_that_acts_in_the_node(
     assert "30000-32767" in reserved and "10250" in reserved
     for platform in ("daemonset", "talos", "bottlerocket"):
         text = render_node(kb.node_platforms[platform], Renderer(kb.catalog), placement, "r")
-        module = importlib.import_module(f"sysctl_advisor.outputs.node_{platform}")
-        taken = module.read_back(text, kb.node_platforms[platform])
+        taken = read_back(text, kb.node_platforms[platform])
         assert taken["net.ipv4.ip_local_reserved_ports"] == reserved, platform
         assert taken["net.ipv4.ip_local_port_range"] == "10240 65535", platform
         assert "The node: no key to set" not in text

@@ -14,6 +14,7 @@ import email
 import email.policy
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,8 +27,8 @@ import yaml
 
 from sysctl_advisor.engine.kubernetes_placement import Placement, placement_for
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from sysctl_advisor.outputs import node_bottlerocket, node_eks, node_talos
-from sysctl_advisor.outputs.node_platforms import render_node
+from sysctl_advisor.outputs import node_file, node_map
+from sysctl_advisor.outputs.node_platforms import read_back, render_node
 from sysctl_advisor.outputs.plan_render import RenderCheckError, Renderer, rendered_settings
 from tests.conftest import EXAMPLES, TESTS, load_facts
 from tests.namespaces import namespace_problem
@@ -44,6 +45,7 @@ COMMAND = (
     " --workload-network pod"
 )
 GOLDEN = {"talos": "yaml", "bottlerocket": "toml", "eks": "mime"}
+CONF_PATH = "/etc/sysctl.d/90-sysctl-advisor.conf"  # where the EKS script installs the file
 TALOS_SCHEMA = TESTS / "fixtures" / "schemas" / "talos-v1.11-config.schema.json"
 # what no plan value holds, and each serializer must keep as data
 HOSTILE = {"net.ipv4.tcp_rmem": '4096 "87380" \'6291456\'\n[settings]\nmotd = "x" # \\'}
@@ -117,13 +119,11 @@ def test_the_talos_schema_refuses_what_talos_refuses() -> None:
 
 
 def test_talos_read_back_takes_only_strings(kb: KnowledgeBase) -> None:
-    assert (
-        node_talos.read_back(
-            "machine:\n  sysctls:\n    vm.swappiness: 10\n", kb.node_platforms["talos"]
-        )
-        == {}
-    )
-    assert node_talos.read_back(
+    with pytest.raises(
+        RenderCheckError, match=re.escape("machine.sysctls holds 'vm.swappiness': 10")
+    ):
+        read_back("machine:\n  sysctls:\n    vm.swappiness: 10\n", kb.node_platforms["talos"])
+    assert read_back(
         "machine:\n  sysctls:\n    vm.swappiness: '10'\n", kb.node_platforms["talos"]
     ) == {"vm.swappiness": "10"}
 
@@ -153,12 +153,8 @@ def test_bottlerocket_refuses_a_key_its_settings_api_refuses(
         assert entry is None and why is not None and "settings API refuses" in why, key
     for key in ("net.ipv4.tcp_tw_reuse", "net.ipv4.conf.eth0/1.rp_filter", "a" * 128):
         assert platform.takes(key, "1") == (None, None), key
-    assert (
-        node_bottlerocket.read_back(
-            '[settings.kernel.sysctl]\n"vm.x" = 1\n', kb.node_platforms["bottlerocket"]
-        )
-        == {}
-    )
+    with pytest.raises(RenderCheckError, match=re.escape("settings.kernel.sysctl holds 'vm.x': 1")):
+        read_back('[settings.kernel.sysctl]\n"vm.x" = 1\n', kb.node_platforms["bottlerocket"])
 
 
 # --- EKS -----------------------------------------------------------------------------------
@@ -187,10 +183,10 @@ def test_eks_user_data_is_mime_with_a_script_installing_the_node_file(
     wanted = {k: v for k, v in _planned(placement).items() if k not in held}
     assert held and held <= set(_planned(placement))
     assert rendered_settings("conf", conf + "\n") == wanted
-    assert node_eks.read_back(text, kb.node_platforms["eks"]) == wanted
+    assert read_back(text, kb.node_platforms["eks"]) == wanted
     for key in held:
         assert f"# {key} = " in script
-    assert f"sysctl -p {node_eks.CONF_PATH}\n" in script
+    assert f"sysctl -p {CONF_PATH}\n" in script
     if shutil.which("bash"):
         syntax = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
         assert syntax.returncode == 0, syntax.stderr
@@ -200,13 +196,11 @@ def test_eks_read_back_refuses_a_script_that_does_not_apply_the_file(
     kb: KnowledgeBase, placement: Placement
 ) -> None:
     text = _render(kb, placement, "eks")
-    assert node_eks.read_back(text.replace("sysctl -p ", "echo "), kb.node_platforms["eks"]) == {}
-    assert (
-        node_eks.read_back(
-            text.replace("text/x-shellscript", "text/plain"), kb.node_platforms["eks"]
-        )
-        == {}
-    )
+    eks = kb.node_platforms["eks"]
+    with pytest.raises(RenderCheckError, match="script does not install and apply /etc/sysctl"):
+        read_back(text.replace("sysctl -p ", "echo "), eks)
+    with pytest.raises(RenderCheckError, match="holds other than one text/x-shellscript part"):
+        read_back(text.replace("text/x-shellscript", "text/plain"), eks)
 
 
 @pytest.mark.skipif(namespace_problem() is not None, reason=str(namespace_problem()))
@@ -217,14 +211,14 @@ def test_the_eks_script_installs_and_applies_in_a_namespace(
     """Per-namespace keys only, in a network namespace with a private /etc/sysctl.d (a tmpfs
     in a mount namespace of its own): the host's values and files are never touched."""
     values = {"net.ipv4.tcp_fin_timeout": "17", "net.ipv4.ip_local_port_range": "20000 60999"}
-    host_file = Path(node_eks.CONF_PATH)
+    host_file = Path(CONF_PATH)
     before = host_file.read_bytes() if host_file.exists() else None
     script = tmp_path / "user-data.sh"
-    script.write_text(_script(node_eks.document(node_output(kb, placement, "eks", values))))
+    script.write_text(_script(node_file.document(node_output(kb, placement, "eks", values))))
     applied = subprocess.run(
         ["unshare", "-n", "-m", "--propagation", "private", "sh", "-c",
          f"mount -t tmpfs none /etc/sysctl.d && bash {script} >/dev/null && "
-         f"cat {node_eks.CONF_PATH} >/dev/null && "
+         f"cat {CONF_PATH} >/dev/null && "
          "sysctl -n net.ipv4.tcp_fin_timeout net.ipv4.ip_local_port_range"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
@@ -239,23 +233,21 @@ def test_the_eks_script_installs_and_applies_in_a_namespace(
 def test_quotes_and_line_breaks_stay_data(kb: KnowledgeBase, placement: Placement) -> None:
     key, value = next(iter(HOSTILE.items()))
     weird = {key: value, 'net.x"y': "1", "net.a'b": "2"}
-    talos = node_talos.document(node_output(kb, placement, "talos", weird))
-    assert node_talos.read_back(talos, kb.node_platforms["talos"]) == weird
+    talos = node_map.document(node_output(kb, placement, "talos", weird))
+    assert read_back(talos, kb.node_platforms["talos"]) == weird
     assert yaml.safe_load(talos) == {"machine": {"sysctls": weird}}
     plain = {key: value}  # Bottlerocket refuses quotes in a key (its own pattern)
-    bottlerocket = node_bottlerocket.document(node_output(kb, placement, "bottlerocket", plain))
+    bottlerocket = node_map.document(node_output(kb, placement, "bottlerocket", plain))
     assert tomllib.loads(bottlerocket) == {"settings": {"kernel": {"sysctl": plain}}}
-    assert node_bottlerocket.read_back(bottlerocket, kb.node_platforms["bottlerocket"]) == plain
+    assert read_back(bottlerocket, kb.node_platforms["bottlerocket"]) == plain
     # EKS: the script carries the sysctl.d file the renderer writes; a line that would end the
     # here-document, or the MIME boundary, stops the document
     node = node_output(kb, placement, "eks", {"net.ipv4.tcp_fin_timeout": "17"})
-    accented = node_eks.document(replace(node, header=["# café – naïve"]))
+    accented = node_file.document(replace(node, header=["# café – naïve"]))
     assert 'charset="utf-8"' in accented and "Content-Transfer-Encoding: 8bit" in accented
     assert "# café – naïve" in _script(accented)
-    assert node_eks.read_back(accented, kb.node_platforms["eks"]) == {
-        "net.ipv4.tcp_fin_timeout": "17"
-    }
+    assert read_back(accented, kb.node_platforms["eks"]) == {"net.ipv4.tcp_fin_timeout": "17"}
     with pytest.raises(RenderCheckError):
-        node_eks.document(replace(node, header=["SYSCTL_ADVISOR_CONF"]))
+        node_file.document(replace(node, header=["SYSCTL_ADVISOR_CONF"]))
     with pytest.raises(RenderCheckError):
-        node_eks.document(replace(node, header=[f"# --{node_eks.BOUNDARY}"]))
+        node_file.document(replace(node, header=[f"# --{node_file.BOUNDARY}"]))

@@ -1,5 +1,5 @@
-"""engine.check_tuning: rule selectors (ids and prefixes at a boundary) and the strict reading
-of suppression comments."""
+"""engine.check.selection and engine.check.directives: rule selectors (ids and prefixes at a
+boundary) and the strict reading of suppression comments."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sysctl_advisor.engine.check_tuning import Directive, parse_directive, tuning, with_targets
+from sysctl_advisor.engine.check.directives import Directive, parse_directive, with_targets
+from sysctl_advisor.engine.check.selection import tuning
 from sysctl_advisor.model.errors import InputError
 
 IDS = ["check.glob", "check.glob-unclosed", "check.glob-unrelated", "check.tw-recycle-enabled"]

@@ -1,6 +1,7 @@
-"""What a repository has already accepted: findings recorded in a baseline, each known by a
-fingerprint that survives lines inserted above it, and the rules a configuration turns off
-for some files (`per-file-ignores`).
+"""The baseline, the last phase of `check`: what a repository has already accepted, findings
+recorded in a baseline, each known by a fingerprint that survives lines inserted above it.
+The baseline is read before anything is judged (sources.check_config); here its entries accept
+the findings the earlier phases left, each entry one finding.
 
 A fingerprint is the rule, the file (as the caller names it: a SARIF URI, or the path from the
 baseline's directory), the key and the message with every line number taken out ("set again
@@ -11,17 +12,18 @@ a finding the same way.
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from sysctl_advisor.engine.check.findings import CheckReport, Suppressed
 from sysctl_advisor.model.check_config import Baseline, BaselineEntry
 
 if TYPE_CHECKING:
-    from sysctl_advisor.engine.lint import CheckFinding
+    from sysctl_advisor.engine.check.findings import CheckFinding
 
 # Line numbers inside a message move when lines are inserted above; a fingerprint leaves them
 # out so a finding is the same finding after such an edit.
@@ -67,16 +69,26 @@ def in_baseline(
     return accepted, sum(left.values())
 
 
-def ignored_for_file(
-    patterns: dict[str, frozenset[str]], name: str | None, base_name: str
-) -> Callable[[str], bool]:
-    """Whether a rule is turned off for a file by `per-file-ignores`: a pattern with a `/` is
-    matched (fnmatch, case-sensitive) against `name`, the file's path from the
-    configuration's directory (None: the file is outside it), one without against the file's
-    own name."""
-    rules: set[str] = set()
-    for pattern, ids in patterns.items():
-        target = base_name if "/" not in pattern else name
-        if target is not None and fnmatch.fnmatchcase(target, pattern.removeprefix("./")):
-            rules |= ids
-    return rules.__contains__
+@dataclass(frozen=True)
+class BaselineInForce:
+    """A baseline read, with how it names a finding's file (from the baseline's directory,
+    in `/` form) and the reason its accepted findings are given."""
+
+    baseline: Baseline
+    name: Callable[[str], str]
+    reason: str
+
+
+def accept_baselined(report: CheckReport, accepted: BaselineInForce) -> CheckReport:
+    """The findings the baseline holds moved to the suppressed findings; `stale` counts its
+    entries that match nothing any more."""
+    names = [accepted.name(f.file) for f in report.findings]
+    held, stale = in_baseline(report.findings, names, accepted.baseline)
+    pairs = list(zip(report.findings, held, strict=True))
+    return replace(
+        report,
+        findings=[f for f, yes in pairs if not yes],
+        suppressed=report.suppressed
+        + [Suppressed(f, accepted.reason, "baseline") for f, yes in pairs if yes],
+        stale=stale,
+    )

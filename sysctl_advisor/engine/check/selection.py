@@ -1,46 +1,27 @@
-"""What a team tunes in `check`: which rules run (`--select`, `--ignore`), at what severity
-(`--warn`, `--error`), and what a file itself accepts (suppression comments).
+"""Selection and severities, the phases of `check` that a team tunes: which rules run
+(`--select`, `--ignore`: resolved before anything is judged, so a rule left out costs nothing
+and a suppression comment naming it is not unused) and the severity each reports at
+(`--warn`, `--error`: applied to the findings and to the suppressed findings, before the
+per-file ignores and the baseline, and before --fail-on reads the report).
 
 A rule is named by its id or by a prefix of it that ends at a `.` or `-` boundary, as ruff
 reads rule codes: `check.glob` names check.glob, check.glob-unclosed and check.glob-unrelated;
-`check.glob-` only the last two; `check` or `check.*` every rule. A suppression comment names
-exact ids only, so what it accepts stays visible in the file.
-
-A suppression is a comment line (its first non-blank character `#` or `;`: procps and
-systemd-sysctl skip it, the kernel never sees it):
-
-    # sysctl-advisor: ignore[check.tw-recycle-enabled] kept until the 2027 migration
-    # sysctl-advisor: ignore-file[check.glob, check.overridden] the vendor's file, as shipped
-
-`ignore[...]` applies to the next assignment line, `ignore-file[...]` to the whole file. The
-reason is required (printable text, at most 200 characters). The comment is read with one
-bounded pattern whose parts cannot overlap (linear in the line, which the reader caps).
+`check.glob-` only the last two; `check` or `check.*` every rule.
 """
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from sysctl_advisor.engine.check.findings import CheckReport, report_order
 from sysctl_advisor.model.errors import InputError
 
-# A check rule's id (knowledge.rules.RULE_ID, within the check family).
-_ID = r"check(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+"
 # A selector: an id or a prefix of one (ending at a boundary, or with `*` after it).
 _SELECTOR = re.compile(r"[a-z0-9]+(?:[.-][a-z0-9]+)*(?:[.-]\*?)?")
 _MAX_SELECTOR = 100
-MAX_REASON = 200
-_DIRECTIVE = re.compile(
-    rf"[#;][ \t]*sysctl-advisor:[ \t]*(ignore|ignore-file)\[[ \t]*"
-    rf"({_ID}(?:[ \t]*,[ \t]*{_ID}){{0,31}})[ \t]*\](?:[ \t]+(.*))?"
-)
-_ID_LIST = re.compile(r"[ \t]*,[ \t]*")
-
-
-# --- selection and severities ---------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -83,7 +64,7 @@ def nearest_name(word: str, names: list[str]) -> str | None:
     return found[0] if found else None
 
 
-def _did_you_mean(word: str, names: list[str]) -> str:
+def did_you_mean(word: str, names: list[str]) -> str:
     close = nearest_name(word, names)
     return f" (did you mean {close}?)" if close else ""
 
@@ -93,7 +74,7 @@ def _named(selector: str, ids: Iterable[str], where: Given) -> set[str]:
     named = {rule_id for rule_id in ids if _matches(selector, rule_id)}
     if not named:
         raise InputError(
-            f"{selector!r} names no check rule{_did_you_mean(selector, ids)}",
+            f"{selector!r} names no check rule{did_you_mean(selector, ids)}",
             path=where.path,
             field=where.field,
         )
@@ -148,56 +129,17 @@ def tuning(
     return Tuning(frozenset(selected), severities)
 
 
-# --- suppression comments -------------------------------------------------------------------
-
-
-@dataclass
-class Directive:
-    """One well-formed suppression comment."""
-
-    line: int  # the comment's own line
-    whole_file: bool
-    ids: tuple[str, ...]
-    reason: str
-    target: int | None = None  # ignore[...]: the assignment line it applies to
-    used: set[str] = field(default_factory=set)
-
-    @property
-    def spelled(self) -> str:
-        return f"{'ignore-file' if self.whole_file else 'ignore'}[{', '.join(self.ids)}]"
-
-
-def parse_directive(line: int, text: str, known: Iterable[str]) -> Directive | str:
-    """A suppression comment read strictly: the directive, or why it is not one."""
-    matched = _DIRECTIVE.fullmatch(text)
-    if matched is None:
-        return (
-            "not a suppression the advisor reads: write `# sysctl-advisor: ignore[check.ID] "
-            "reason` (the next assignment line) or `ignore-file[check.ID] reason` (the file)"
-        )
-    kind, id_text, reason = matched.groups()
-    ids = tuple(dict.fromkeys(_ID_LIST.split(id_text)))
-    spelled = f"{kind}[{', '.join(ids)}]"
-    reason = (reason or "").strip(" \t")
-    if not reason:
-        return f"{spelled} gives no reason: say after the ']' why the finding is accepted"
-    if len(reason) > MAX_REASON:
-        return f"{spelled}: the reason is longer than {MAX_REASON} characters"
-    if not reason.isprintable():
-        return f"{spelled}: the reason holds control or format characters"
-    known = set(known)
-    unknown = [rule_id for rule_id in ids if rule_id not in known]
-    if unknown:
-        hint = _did_you_mean(unknown[0], sorted(known))
-        return f"{spelled}: no check rule {', '.join(unknown)}{hint}"
-    return Directive(line, kind == "ignore-file", ids, reason)
-
-
-def with_targets(directives: list[Directive], assignment_lines: list[int]) -> list[Directive]:
-    """Each ignore[...] pointed at the first assignment line after it (`assignment_lines` in
-    file order)."""
-    for directive in directives:
-        if not directive.whole_file:
-            at = bisect.bisect_right(assignment_lines, directive.line)
-            directive.target = assignment_lines[at] if at < len(assignment_lines) else None
-    return directives
+def with_severities(report: CheckReport, severities: dict[str, str]) -> CheckReport:
+    """The report with each finding of a rule --warn or --error names at that severity, in
+    report order again; a suppressed finding too (SARIF keeps it at the severity it would
+    have had)."""
+    if not severities:
+        return report
+    severity = severities.get
+    findings = [f._replace(severity=severity(f.id, f.severity)) for f in report.findings]
+    suppressed = [
+        s._replace(finding=s.finding._replace(severity=severity(s.finding.id, s.finding.severity)))
+        for s in report.suppressed
+    ]
+    findings.sort(key=report_order)
+    return replace(report, findings=findings, suppressed=suppressed)

@@ -1,4 +1,4 @@
-"""The did-you-mean of `check` (engine.near_keys): its index finds what aligning the key with
+"""The did-you-mean of `check` (engine.check.near_keys): its index finds what aligning the key with
 every name would, and a check pays for a bounded number of lookups however many keys a file
 holds."""
 
@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from sysctl_advisor.cli import app
-from sysctl_advisor.engine import near_keys
-from sysctl_advisor.engine.lint import NEAR_BUDGET
-from sysctl_advisor.engine.near_keys import NearKeys, _edits
+from sysctl_advisor.engine.check import near_keys
+from sysctl_advisor.engine.check.judge import NEAR_BUDGET
+from sysctl_advisor.engine.check.near_keys import NearKeys, _edits
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 
 runner = CliRunner()

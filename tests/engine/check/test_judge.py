@@ -13,10 +13,11 @@ import pytest
 from typer.testing import CliRunner
 
 from sysctl_advisor.cli import app
-from sysctl_advisor.commands.check import check_paths
-from sysctl_advisor.engine.lint import CheckContext, Checker
+from sysctl_advisor.engine.check.findings import CheckContext
+from sysctl_advisor.engine.check.judge import Checker
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.kernel_version import KernelVersion
+from tests.check_paths import check_paths
 from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, ROOT, TESTS
 
 FIXTURES = TESTS / "fixtures" / "check"
@@ -225,10 +226,11 @@ def test_a_recurring_line_is_judged_once_and_reported_everywhere(
 ) -> None:
     """Verdicts are kept per distinct (key, value, prefix) line: the report is the same as
     when every line is judged afresh, each file and line still named."""
-    import sysctl_advisor.engine.lint as lint
-    from sysctl_advisor.commands.check import check_paths
-    from sysctl_advisor.engine.lint import CheckContext, Checker
+    import sysctl_advisor.engine.check.judge as lint
+    from sysctl_advisor.engine.check.findings import CheckContext
+    from sysctl_advisor.engine.check.judge import Checker
     from sysctl_advisor.model.kernel_version import KernelVersion
+    from tests.check_paths import check_paths
 
     root = tmp_path / "sysctl.d"
     root.mkdir()
@@ -268,7 +270,7 @@ def test_a_file_at_the_input_cap_is_judged_line_by_line(tmp_path: Path) -> None:
     lines (here 30,000, each value different) is judged whole instead of running out of the
     one budget a file had and failing with an error that named a shipped rule. The first
     MAX_LISTED overridden lines are listed, the rest said in one finding with their count."""
-    from sysctl_advisor.engine.lint import MAX_LISTED
+    from sysctl_advisor.engine.check.listing import MAX_LISTED
 
     conf = tmp_path / "99-many.conf"
     conf.write_text(
@@ -361,7 +363,7 @@ def test_a_misspelt_key_gets_the_key_the_kernel_has(kb: KnowledgeBase) -> None:
     """Issue 34: one slip from a key of the target kernel (catalog or known:) is a warning
     naming that key; a real key further away, or one the host's facts show in force, is not
     taken for a slip."""
-    from sysctl_advisor.engine.near_keys import nearest_key
+    from sysctl_advisor.engine.check.near_keys import nearest_key
 
     names = kb.catalog.kernel_keys()
     assert nearest_key("net.ipv4.tcp_keepalive_tim", names) == "net.ipv4.tcp_keepalive_time"
@@ -510,7 +512,7 @@ def test_a_flood_of_unknown_keys_is_listed_then_counted(
     a gigabyte. A rule's findings in one file are listed up to MAX_LISTED; the rest are one
     finding, the first of them with their count, and their messages are never rendered (the
     work a file costs past that is judging, not writing)."""
-    from sysctl_advisor.engine.lint import MAX_LISTED
+    from sysctl_advisor.engine.check.listing import MAX_LISTED
     from sysctl_advisor.knowledge.expressions import Text
 
     rendered = []
@@ -537,7 +539,7 @@ def test_a_flood_of_unknown_keys_is_listed_then_counted(
 def test_a_comment_finds_its_line_past_the_listed_findings(tmp_path: Path) -> None:
     """A line a suppression comment addresses keeps its finding whatever its place, so the
     comment accepts it (and is not reported unused); the others past MAX_LISTED are counted."""
-    from sysctl_advisor.engine.lint import MAX_LISTED
+    from sysctl_advisor.engine.check.listing import MAX_LISTED
 
     lines = [f"net.ipv4.foo{i} = 1\n" for i in range(MAX_LISTED + 500)]
     lines.insert(MAX_LISTED + 100, "# sysctl-advisor: ignore[check.unknown-key] a lab key\n")

@@ -1,11 +1,12 @@
-"""The lint behind `check`: sysctl.conf and sysctl.d files judged before they reach a host.
+"""The judge, the first phase of `check`: a configuration's files judged by the rules in
+rules/check/ before they reach a host.
 
-It sees a CurrentConfig, already read (commands/check.py reads files with the readers `diff`
-uses; a directory is resolved with systemd-sysctl's precedence): every assignment is run
-through the assignment rules in rules/check/, and what the reader noticed (inline comments,
-unparsable lines, duplicates, overrides, unreadable files) is reported under the structural
-rules' ids. A file's suppression comments (engine.check_tuning) then set aside the findings
-they accept, and are themselves reported when malformed or unused.
+It sees a CurrentConfig, already read (sources.check_inputs; a directory resolved with
+systemd-sysctl's precedence): every assignment is run through the assignment rules that the
+selection keeps, and what the reader noticed (inline comments, unparsable lines, duplicates,
+overrides, unreadable files) is reported under the structural rules' ids (engine.check.
+structural). A rule's findings in one file are listed up to a bound and counted past it
+(engine.check.listing).
 """
 
 from __future__ import annotations
@@ -13,84 +14,31 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from sysctl_advisor.engine.check_tuning import (
-    Directive,
-    nearest_name,
-    parse_directive,
-    with_targets,
-)
-from sysctl_advisor.engine.near_keys import NearKeys
-from sysctl_advisor.knowledge.catalog import KernelContext, parse_ports
+from sysctl_advisor.engine.check.findings import CheckContext, CheckFinding
+from sysctl_advisor.engine.check.listing import Listing
+from sysctl_advisor.engine.check.near_keys import NearKeys
+from sysctl_advisor.engine.check.selection import nearest_name
+from sysctl_advisor.engine.check.structural import structural
+from sysctl_advisor.engine.check.values import Final, fields, numbers
+from sysctl_advisor.knowledge.catalog import KernelContext
 from sysctl_advisor.knowledge.check_rules import CheckRule, RulesByKey
 from sysctl_advisor.knowledge.expression_budget import new_budget
 from sysctl_advisor.knowledge.expressions import ExpressionError
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from sysctl_advisor.knowledge.values import parse_text, same_value
+from sysctl_advisor.knowledge.values import parse_text
 from sysctl_advisor.knowledge.writers import key_matches
-from sysctl_advisor.model.current_config import CurrentConfig
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.kernel_version import KernelVersion
-from sysctl_advisor.model.kernel_write import kernel_int, kernel_write
+from sysctl_advisor.model.kernel_write import kernel_write
 from sysctl_advisor.model.model_base import plain_data
-from sysctl_advisor.model.severity import SEVERITY_ORDER
-from sysctl_advisor.model.sysctl_conf import Assignment, is_sysctl_key
+from sysctl_advisor.model.sysctl_conf import Assignment
 
 if TYPE_CHECKING:
     from jinja2.runtime import Context
 
-    from sysctl_advisor.model.host_facts import HostFacts
-    from sysctl_advisor.model.plan import OwnerNote, Plan
-
-
-class CheckFinding(NamedTuple):
-    """Immutable; a tuple because a long file yields one per line (built twice as fast as a
-    frozen dataclass)."""
-
-    id: str
-    severity: str
-    file: str
-    line: int | None
-    key: str | None
-    message: str
-
-
-@dataclass
-class CheckContext:
-    """What is known about the target: all optional."""
-
-    facts: HostFacts | None = None
-    kernel: KernelVersion | None = None
-    host: dict[str, Any] | None = None
-    defaults: dict[str, Any] = field(default_factory=dict)
-    plan: Plan | None = None
-    kernel_data: KernelContext | None = None  # the facts' kernel with its era quantities
-    kubernetes: dict[str, Any] | None = None  # whether the facts show a Kubernetes node
-    owners: list[OwnerNote] = field(default_factory=list)  # other writers on the host
-
-
-class Suppressed(NamedTuple):
-    """A finding accepted, with the reason: by a comment in its file ("comment"), the
-    configuration's per-file-ignores ("config") or the baseline ("baseline")."""
-
-    finding: CheckFinding
-    reason: str
-    by: str = "comment"
-
-
-@dataclass
-class CheckReport:
-    findings: list[CheckFinding]
-    files: list[str]
-    # what the files' own comments accept: never printed as findings, never failing a check
-    suppressed: list[Suppressed] = field(default_factory=list)
-
-    def worst(self) -> int | None:
-        """Lowest SEVERITY_ORDER present (0 = error), None when clean."""
-        return min((SEVERITY_ORDER[f.severity] for f in self.findings), default=None)
+    from sysctl_advisor.model.current_config import CurrentConfig
 
 
 # Distinct lines (and keys) whose verdicts are kept: a line recurs in many files of a tree, and
@@ -100,132 +48,12 @@ _MEMO_LINES = 20_000
 # (distinct keys; a key in the memo is not compared again): the rest are not compared, are
 # reported as unknown, and `uncompared` counts them.
 NEAR_BUDGET = 10_000
-# Findings of one rule in one file listed one by one, at most: the rest of that rule's in that
-# file are counted and said once, as the first of them with how many more there are.
-MAX_LISTED = 1_000
-
-
-class _Listing:
-    """The findings of one configuration, at most MAX_LISTED of one rule in one file listed;
-    a finding on a line a suppression comment addresses is always listed (the comment must
-    find it)."""
-
-    def __init__(self, addressed: frozenset[tuple[str, int]] = frozenset()) -> None:
-        self.addressed = addressed
-        self.found: list[CheckFinding] = []
-        self._listed: dict[tuple[str, str], int] = {}
-        self._folded: dict[tuple[str, str], tuple[CheckFinding, int]] = {}
-        self._unsaid: dict[str, frozenset[str]] = {}
-
-    def unsaid(self, file: str) -> frozenset[str]:
-        """The rules whose further findings in `file` are only counted: their messages (and
-        whatever a message works out, a did-you-mean) need not be rendered, except on a line
-        a comment addresses."""
-        return self._unsaid.get(file, frozenset())
-
-    def add(self, finding: CheckFinding) -> None:
-        where = (finding.file, finding.id)
-        listed = self._listed.get(where, 0)
-        if listed < MAX_LISTED or (finding.file, finding.line or 0) in self.addressed:
-            self._listed[where] = listed + 1
-            self.found.append(finding)
-            return
-        first, count = self._folded.get(where, (finding, 0))
-        self._folded[where] = (first, count + 1)
-        if count == 0:
-            self._unsaid[finding.file] = self.unsaid(finding.file) | {finding.id}
-
-    def findings(self) -> list[CheckFinding]:
-        """The listed findings, and for each rule and file past MAX_LISTED the first finding
-        not listed, saying how many like it follow."""
-        said = [
-            first._replace(
-                message=f"{first.message} (and {count - 1:,} more lines of this file that "
-                f"{first.id} finds, not listed one by one)"
-            )
-            if count > 1
-            else first
-            for first, count in self._folded.values()
-        ]
-        return self.found + said
-
-
-def _split_source(source: str) -> tuple[str, int | None]:
-    path, sep, line = source.rpartition(":")
-    if sep and line.isascii() and line.isdigit():
-        return path, int(line)
-    return source, None
-
-
-def _fields(value: str) -> list[str]:
-    """The value's fields: conf_parser has already joined them with single spaces; any other
-    character (a tab aside) belongs to a field, where the kernel would refuse it."""
-    return [part for part in value.split(" ") if part]
-
-
-def _numbers(value: str) -> list[int] | None:
-    """Every field of the value as the kernel reads a number; None if any is not one."""
-    numbers: list[int] = []
-    for part in _fields(value):
-        number = kernel_int(part)
-        if number is None:
-            return None
-        numbers.append(number)
-    return numbers
-
-
 # A '[' with no ']' after it: not a bracket expression to fnmatch(3).
 _UNCLOSED_BRACKET = re.compile(r"\[[^\]]*$")
 # Folded template text is joined at these; other characters (a \x1f in a value) stay visible.
 _PROSE_SPACE = re.compile(r"[ \t\n\r]+")
 # A field a reader takes at face value: no leading zero (octal), no 0x (hex).
 _PLAIN_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)")
-
-
-class _Final(Mapping[str, Any]):
-    """What each key holds once a configuration is applied (its last assignment there, else
-    the value in force the facts show), as rules read another key (`final`): worked out for
-    the keys a rule asks about, not for every line of a long file."""
-
-    def __init__(
-        self, checker: Checker, config: CurrentConfig, in_force: Mapping[str, str]
-    ) -> None:
-        self._checker = checker
-        self._values = config.values
-        self._in_force = in_force
-        self._known: dict[str, list[int] | list[list[int]] | None] = {}
-
-    def __getitem__(self, key: str) -> list[int] | list[list[int]] | None:
-        if key in self._known:
-            return self._known[key]
-        found = self._values.get(key)
-        text = found.value if found is not None else self._in_force[key]
-        value = self._known[key] = self._checker.final_value(key, text)
-        return value
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._values or key in self._in_force
-
-    def __iter__(self) -> Iterator[str]:
-        yield from self._values
-        yield from (key for key in self._in_force if key not in self._values)
-
-    def __len__(self) -> int:
-        return len(self._values) + sum(key not in self._values for key in self._in_force)
-
-
-@dataclass
-class _Comments:
-    """The suppression comments of a configuration's files, parsed: each whole-file one by
-    file and rule, each other by file, the line it addresses and rule."""
-
-    whole: dict[tuple[str, str], Directive] = field(default_factory=dict)
-    by_line: dict[tuple[str, int, str], list[Directive]] = field(default_factory=dict)
-    directives: list[tuple[str, Directive]] = field(default_factory=list)
-
-    def addressed(self) -> frozenset[tuple[str, int]]:
-        """The lines a comment addresses, by file."""
-        return frozenset((display, line) for display, line, _ in self.by_line)
 
 
 class _LineError(Exception):
@@ -285,7 +113,6 @@ class Checker:
         self.reported_by: dict[str, CheckRule] = {
             str(code): r for r in rules.values() for code in r.spec.reports
         }
-        self.suppressed: list[Suppressed] = []  # check_config adds what comments accept
 
     def _needs_met(self, rule: CheckRule) -> bool:
         needs = rule.spec.needs
@@ -338,16 +165,16 @@ class Checker:
         text_key = spec is not None and spec.is_text
         write = kernel_write(value, spec.length) if spec is not None and not text_key else None
         if text_key:  # a name or a port set: no numbers to read
-            numbers, read = None, []
+            held, read = None, []
         elif write is None:
-            numbers, read = _numbers(value), _fields(value)
+            held, read = numbers(value), fields(value)
         else:  # the numbers the key ends up holding, when the write sets all of them
-            numbers = list(write.stored) if write.complete else None
-            read = _fields(value)[: len(write.stored)]
+            held = list(write.stored) if write.complete else None
+            read = fields(value)[: len(write.stored)]
         return {
             "key": key,
             "value": value,
-            "numbers": numbers,
+            "numbers": held,
             # a text key's value as the kernel holds it, None when it refuses the text
             "text": parse_text(value, spec) if spec is not None and text_key else None,
             "write": write.as_data() if write is not None else None,
@@ -371,7 +198,7 @@ class Checker:
             "recommended": self._recommended.get(key),
             "final": self._final_values,
             "kubernetes": self.context.kubernetes,
-            "writers": self._writers_of(key, numbers, value),
+            "writers": self._writers_of(key, held, value),
             # for a key that names a program the kernel runs as root: that program, judged
             "helper": self.kb.helpers.judge(key, value),
             "ignore_failure": ignore_failure,
@@ -523,7 +350,7 @@ class Checker:
         return verdicts
 
     def _assignments(
-        self, display: str, assignments: list[Assignment], dump: bool, found: _Listing
+        self, display: str, assignments: list[Assignment], dump: bool, found: Listing
     ) -> None:
         for item in assignments:
             unsaid = found.unsaid(display)
@@ -540,205 +367,27 @@ class Checker:
                     CheckFinding(rule.id, rule.spec.severity, display, item.line, item.key, message)
                 )
 
-    def _structural(self, config: CurrentConfig, found: _Listing) -> None:
-        for problem in config.problems:
-            rule = self.reported_by.get(problem.code)
-            if rule is None:
-                continue
-            path, line = _split_source(problem.source)
-            found.add(CheckFinding(rule.id, rule.spec.severity, path, line, None, problem.message))
-        duplicate, override_rule = (
-            self.reported_by.get("duplicate"),
-            self.reported_by.get("override"),
-        )
-        quoted_keys: dict[str, bool] = {}  # a long file repeats a few keys many times
-        for override in config.overrides:
-            hidden, winner = override.hidden, override.winner
-            # file lines carry their file and number; anything else names its place in source
-            hidden_path, hidden_line = (
-                (hidden.file, hidden.line)
-                if hidden.file is not None
-                else _split_source(hidden.source)
-            )
-            winner_path, winner_line = (
-                (winner.file, winner.line)
-                if winner.file is not None
-                else _split_source(winner.source)
-            )
-            same_file = hidden_path == winner_path
-            rule = duplicate if same_file else override_rule
-            if rule is None:
-                continue
-            key = override.key
-            quoted = quoted_keys.get(key)
-            if quoted is None:
-                quoted = quoted_keys[key] = is_sysctl_key(key)
-            if same_file:
-                message = (
-                    f"{key} is set again on line {winner_line}; this value"
-                    + (f" ({override.hidden.value})" if quoted else "")
-                    + " never takes effect"
-                )
-            elif quoted:
-                message = (
-                    f"{key} = {override.hidden.value} is silently replaced by "
-                    f"{override.winner.value} at {override.winner.source} (applied later)"
-                )
-            else:
-                message = f"{key} is silently replaced at {override.winner.source} (applied later)"
-            found.add(
-                CheckFinding(rule.id, rule.spec.severity, hidden_path, hidden_line, key, message)
-            )
-        self._later_writer_files(config, found)
+    def rules_in_force(self) -> set[str]:
+        """The rules that ran: selected, and with their needs met."""
+        return {r.id for r in self.rules.values() if self._needs_met(r)}
 
-    def _later_writer_files(self, config: CurrentConfig, found: _Listing) -> None:
-        """Lines that a file another program installed on the host (a boot write of the
-        writers catalog, shown by the facts) replaces at boot: it sorts after the line's file
-        and sets the key to another value. A file among those checked is check.overridden's."""
-        rule = self.reported_by.get("writer-file")
-        if rule is None or not self._boot_writers:
-            return
-        checked = {display.rpartition("/")[2] for display, _ in config.documents}
-        for display, assignments in config.documents:
-            name = display.rpartition("/")[2]
-            for item in assignments:
-                for note in self._boot_writers:
-                    assert note.file is not None
-                    if (
-                        note.file in checked
-                        or note.file <= name
-                        or item.is_glob
-                        or not key_matches(note.key, item.key)
-                    ):
-                        continue
-                    spec = self.kb.catalog.keys.get(item.key)
-                    if note.value is not None and same_value(note.value, item.value, spec):
-                        continue
-                    found.add(
-                        CheckFinding(
-                            rule.id,
-                            rule.spec.severity,
-                            display,
-                            item.line,
-                            item.key,
-                            f"{item.key} = {item.value} here, but {note.says}, which sorts "
-                            f"after {name} and wins at boot",
-                        )
-                    )
-
-    def final_value(self, key: str, text: str) -> list[int] | list[list[int]] | None:
-        """What a key holds, as rules read another key: its numbers, or for a port set its
-        merged [first, last] ranges; None when the kernel would refuse the text."""
-        spec = self.kb.catalog.keys.get(key)
-        if spec is not None and spec.unit == "ports":
-            try:
-                return [[first, last] for first, last in parse_ports(text)]
-            except ValueError:
-                return None
-        return _numbers(text)
-
-    def check_config(self, config: CurrentConfig) -> list[CheckFinding]:
+    def check_config(
+        self, config: CurrentConfig, addressed: frozenset[tuple[str, int]] = frozenset()
+    ) -> list[CheckFinding]:
+        """The findings of a configuration's files; a finding on a line `addressed` (by a
+        suppression comment) is always listed."""
         # A rule about two keys (tcp_rmem with tcp_wmem) reads the other as this config leaves
         # it: its last assignment here, else the value in force the facts show.
         in_force = self.context.facts.sysctl if self.context.facts is not None else {}
-        self._final_values = _Final(self, config, in_force)
+        self._final_values = Final(self.kb.catalog, config, in_force)
         self._final_epoch += 1
         dump = config.kind == "dump"
-        notes = _Listing()  # what is wrong with the files' suppression comments
-        comments = self._comments(config, notes) if config.advisor_comments and not dump else None
-        listing = _Listing(comments.addressed() if comments is not None else frozenset())
-        self._structural(config, listing)
+        listing = Listing(addressed)
+        structural(config, self.reported_by, self._boot_writers, self.kb.catalog, listing)
         for display, assignments in config.documents:
             self._assignments(display, assignments, dump, listing)
         found = listing.findings()
         if dump:  # the kernel's own values: nothing about how a file is written
             judged = {rule.id for rule in self.rules.values() if rule.spec.in_dumps}
             found = [f for f in found if f.id in judged]
-        elif comments is not None:
-            found = self._suppress(comments, found, notes)
         return found
-
-    def _comments(self, config: CurrentConfig, notes: _Listing) -> _Comments:
-        """The files' suppression comments, each pointed at the line it addresses; one that
-        does not parse, gives no reason or names no rule goes into `notes`."""
-        malformed = self.reported_by.get("suppression-malformed")
-        known = self.kb.check_rules.keys()
-        lines = {
-            display: [a.line for a in assignments] for display, assignments in config.documents
-        }
-        comments = _Comments()
-        for display, texts in config.advisor_comments:
-            parsed: list[Directive] = []
-            for number, text in texts:
-                directive = parse_directive(number, text, known)
-                if isinstance(directive, str):
-                    if malformed is not None:
-                        notes.add(
-                            CheckFinding(
-                                malformed.id,
-                                malformed.spec.severity,
-                                display,
-                                number,
-                                None,
-                                directive,
-                            )
-                        )
-                    continue
-                parsed.append(directive)
-            for directive in with_targets(parsed, lines.get(display, [])):
-                comments.directives.append((display, directive))
-                for rule_id in directive.ids:
-                    if directive.whole_file:
-                        comments.whole.setdefault((display, rule_id), directive)
-                    elif directive.target is not None:
-                        comments.by_line.setdefault(
-                            (display, directive.target, rule_id), []
-                        ).append(directive)
-        return comments
-
-    def _suppress(
-        self, comments: _Comments, found: list[CheckFinding], notes: _Listing
-    ) -> list[CheckFinding]:
-        """The findings less those the files' suppression comments accept (kept in
-        `suppressed`), plus what is wrong with the comments: `notes`, and each comment that
-        accepts nothing a rule in force here reported."""
-        unused = self.reported_by.get("suppression-unused")
-        kept: list[CheckFinding] = []
-        for finding in found:
-            accepting = comments.by_line.get((finding.file, finding.line or 0, finding.id))
-            if accepting is None:
-                file_wide = comments.whole.get((finding.file, finding.id))
-                accepting = [file_wide] if file_wide is not None else None
-            if accepting is None:
-                kept.append(finding)
-                continue
-            for directive in accepting:
-                directive.used.add(finding.id)
-            self.suppressed.append(Suppressed(finding, accepting[0].reason))
-        if unused is not None:
-            in_force = {r.id for r in self.rules.values() if self._needs_met(r)}
-            for display, directive in comments.directives:
-                idle = [i for i in directive.ids if i not in directive.used and i in in_force]
-                if directive.target is None and not directive.whole_file:
-                    message = f"{directive.spelled}: no assignment line follows it"
-                elif not idle:
-                    continue
-                else:
-                    where = (
-                        "in this file" if directive.whole_file else f"on line {directive.target}"
-                    )
-                    message = (
-                        f"{directive.spelled}: no {', '.join(idle)} finding {where} "
-                        "to accept; remove it"
-                    )
-                notes.add(
-                    CheckFinding(
-                        unused.id, unused.spec.severity, display, directive.line, None, message
-                    )
-                )
-        return kept + notes.findings()
-
-    def take_suppressed(self) -> list[Suppressed]:
-        """The findings comments accepted since the last call."""
-        taken, self.suppressed = self.suppressed, []
-        return taken

@@ -1,12 +1,12 @@
-"""What `check` knows of a host from its facts (the context its rules read): apart from
-engine.lint, because it builds the plan, and the plan builder runs check rules over the values
-in force it keeps (engine.kept_values)."""
+"""What `check` knows of a host from its facts (the context its rules read): apart from the
+judge, because it builds the plan, and the plan builder runs the judge over the values in force
+it keeps (engine.kept_values)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sysctl_advisor.engine.lint import CheckContext
+from sysctl_advisor.engine.check.findings import CheckContext
 from sysctl_advisor.engine.owners import owner_notes, owners
 from sysctl_advisor.engine.plan_builder import build_plan, host_variables
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase

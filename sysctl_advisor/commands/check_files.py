@@ -1,0 +1,138 @@
+"""The files `check` writes: its reports (--output, --also FORMAT=FILE) and a baseline
+(--write-baseline), each made ready before anything is written, never one over a file the
+check reads, and a baseline only over a baseline."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sysctl_advisor.commands.check_settings import CheckSettings
+from sysctl_advisor.commands.common import choose, emit, say, to_stdout
+from sysctl_advisor.engine.check.baseline import baseline_of
+from sysctl_advisor.model.errors import InputError
+
+if TYPE_CHECKING:
+    from sysctl_advisor.engine.check.findings import CheckFinding
+    from sysctl_advisor.outputs.files import OutputFile
+
+
+def report_files(
+    output: Path | None, extra: list[Path], write_baseline: Path | None
+) -> list[OutputFile | None]:
+    """The files `check` writes: the report and --also's, or the baseline alone."""
+    if write_baseline is None:
+        return _output_files(output, extra)
+    if output is not None or extra:
+        raise InputError(
+            "--write-baseline writes the baseline, not a report: drop --output and --also",
+            field="--write-baseline",
+        )
+    files = _output_files(write_baseline, [])
+    if files[0] is not None:
+        _only_a_baseline(files[0])
+    return files
+
+
+def write_baseline_of(findings: list[CheckFinding], file: OutputFile | None, path: Path) -> None:
+    """The baseline that accepts `findings`, written to `file` (None: standard output),
+    each finding's file named from the baseline's directory."""
+    from sysctl_advisor.model.documents import dump_json
+    from sysctl_advisor.model.model_base import plain_data
+    from sysctl_advisor.sources.check_inputs import names_from
+
+    name = names_from(path)
+    written = baseline_of(findings, [name(f.file) for f in findings])
+    if file is None:  # `--write-baseline -`: names from the working directory
+        emit(dump_json(plain_data(written)), None)
+        return
+    file.write(dump_json(plain_data(written)))
+    say(f"wrote {len(written.findings)} findings to the baseline {path}")
+
+
+def _output_files(output: Path | None, extra: list[Path]) -> list[OutputFile | None]:
+    """The report files (None: standard output), each made ready (its directory opened and
+    checked, the target checked) before anything is written, and each a file of its own
+    however it is named: a report never replaces another, nor stops half-way."""
+    from sysctl_advisor.outputs.files import OutputFile
+
+    files: list[OutputFile | None] = []
+    try:
+        files.append(OutputFile(output) if output is not None and not to_stdout(output) else None)
+        seen = {files[0].identity} if files[0] is not None else set()
+        for path in extra:
+            file = OutputFile(path)
+            files.append(file)
+            if file.identity in seen:
+                raise InputError(
+                    "two reports would be written to this file", path=path, field="--also"
+                )
+            seen.add(file.identity)
+    except BaseException:
+        for opened in files:
+            if opened is not None:
+                opened.close()
+        raise
+    return files
+
+
+def format_and_file(pair: str) -> tuple[str, Path]:
+    """--also FORMAT=FILE."""
+    from sysctl_advisor.outputs import formats
+
+    fmt, sep, file = pair.partition("=")
+    if not sep or not file or file == "-":
+        raise InputError(f"expected FORMAT=FILE, got {pair!r}", field="--also")
+    return choose(fmt, formats.CHECK, "--also"), Path(file)
+
+
+def _only_a_baseline(file: OutputFile) -> None:
+    """--write-baseline replaces a baseline, never another file (a forgotten FILE makes the
+    next argument, a sysctl file, the target)."""
+    from sysctl_advisor.model.check_config import BASELINE_SCHEMA
+
+    head = file.head()
+    if head is not None and f'"{BASELINE_SCHEMA}"'.encode() not in head:
+        file.close()
+        raise InputError(
+            "exists and is not a sysctl-advisor baseline: not replaced (did the file name "
+            "after --write-baseline go missing?)",
+            path=file.path,
+            field="--write-baseline",
+        )
+
+
+def not_over_inputs(
+    files: list[OutputFile | None],
+    found: CheckSettings,
+    read: list[str],
+    writing_baseline: bool,
+) -> None:
+    """Refuse to write a report or baseline over a file this check read (a forgotten
+    `--write-baseline FILE` before `sysctl.d/*.conf` makes the first one the target), the
+    configuration or a file it names."""
+    targets = {}
+    for file in files:
+        existing = file.existing() if file is not None else None
+        if file is not None and existing is not None:
+            targets[existing] = file
+    if not targets:
+        return
+    inputs: list[str | Path] = [*read, found["facts"] or ""]
+    if not writing_baseline:  # writing one is how a baseline in force is written again
+        inputs.append(found["baseline"] or "")
+    if found.config is not None:
+        inputs.append(found.config.path)
+    for name in inputs:
+        try:
+            info = os.stat(name)
+        except (OSError, ValueError):
+            continue
+        file = targets.get((info.st_dev, info.st_ino))
+        if file is not None:
+            raise InputError(
+                "is a file this check reads; not overwritten (did the file name after the "
+                "option go missing?)",
+                path=file.path,
+            )

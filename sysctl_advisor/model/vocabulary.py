@@ -1,0 +1,61 @@
+"""The words every contract is written in, each defined once: a sysctl key's name (and a glob
+of names), and one line of text. Facts files, knowledge files and configurations validate
+with these types; `tests/model/test_vocabulary.py` fails on a second definition elsewhere.
+
+* `SysctlKey`: a key as the kernel names it in dotted form (`net.ipv4.tcp_mem`): two names or
+  more joined by dots; a `/` stands for a dot inside one name (`net.ipv4.conf.eth0/100.rp_filter`
+  for interface eth0.100), as sysctl(8) writes it. At most MAX_KEY characters.
+* `SysctlKeyGlob`: the same, where a name may hold fnmatch's `*` (`net.ipv4.conf.*.rp_filter`).
+* `CONF_KEY_TOKEN`: what a sysctl.conf line's key looks like before it is read as a name.
+* `OneLine`: printable text on one line: no line break, tab, escape (ESC), format or separator
+  character (a bidi override), so nothing in it restyles, reorders or adds a line of what an
+  operator reads. Its length is the field's: `Field(max_length=...)`, or
+  `Constraints(max_length=...)` for a list's items (MAX_TEXT at the most); `After(not_blank)`
+  where it must say something.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from sysctl_advisor.model.model_base import After
+from sysctl_advisor.model.text_escape import plain_line
+
+MAX_KEY = 256  # characters of a key's name: /proc/sys paths are far shorter
+
+_NAME = r"A-Za-z0-9_/:\-"  # the characters of one name of a key (`/`: a dot inside the name)
+SYSCTL_KEY = re.compile(rf"[A-Za-z0-9_][{_NAME}]*(?:\.[{_NAME}]+)+")
+SYSCTL_KEY_GLOB = re.compile(rf"[A-Za-z0-9_][{_NAME}*]*(?:\.[{_NAME}*]+)+")
+# A line's key as a sysctl.conf file writes it, not yet a key's name: either separator, `-`
+# (ignore a failed write) before it, a glob, `@` of an interface name.
+CONF_KEY_TOKEN = re.compile(r"[A-Za-z0-9_-]+(?:[./][A-Za-z0-9_*:@-]+)+")
+
+
+def sysctl_key(value: str) -> str:
+    """`value` when it is a key's name; else ValueError."""
+    return _key(value, SYSCTL_KEY)
+
+
+def sysctl_key_glob(value: str) -> str:
+    """`value` when it is a key's name, `*` allowed in its names; else ValueError."""
+    return _key(value, SYSCTL_KEY_GLOB)
+
+
+def _key(value: str, grammar: re.Pattern[str]) -> str:
+    plain_line(value, "sysctl key", MAX_KEY)
+    if grammar.fullmatch(value) is None:
+        raise ValueError(f"not a sysctl key: {value[:80]!r}")
+    return value
+
+
+def not_blank(value: str) -> str:
+    """`value` unless it is empty or only spaces (a title, a reference); else ValueError."""
+    if not value.strip():
+        raise ValueError("is empty")
+    return value
+
+
+SysctlKey = Annotated[str, After(sysctl_key)]
+SysctlKeyGlob = Annotated[str, After(sysctl_key_glob)]
+OneLine = Annotated[str, After(plain_line)]

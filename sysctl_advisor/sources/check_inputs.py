@@ -1,0 +1,110 @@
+"""What `check` reads: the files, sysctl.d directories and trees it is given, and standard
+input (`-`), each read as it is reached (sources.sysctl_files); and how a file checked is named
+from a directory (a baseline's, a configuration's), the same wherever check is run from."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from sysctl_advisor.model.check_input import CheckInput
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.sources.sysctl_files import STDIN_NAME, read_file, read_stdin, read_tree
+
+
+def read_inputs(
+    paths: list[Path],
+    known_keys: Iterable[str],
+    stdin: BinaryIO | None,
+    shown: Callable[[Path], str],
+    whole_directory: bool = False,
+) -> Iterator[CheckInput]:
+    """Each path read when the judge reaches it (`stdin`: standard input's bytes, None when
+    closed); a name read there shown with `shown`. With `whole_directory`, a *.conf file is
+    read together with the sysctl.d directory it is in, as that directory is applied
+    (pre-commit passes only the files that changed: an override of an unchanged file by a
+    changed one is still found)."""
+    if whole_directory:
+        paths = _with_directories(paths)
+    if sum(str(path) == "-" for path in paths) > 1:
+        raise InputError("standard input can be read once: give `-` once", path="-")
+    keys = tuple(known_keys)
+    return (_read(path, keys, stdin, shown) for path in paths)
+
+
+def _read(
+    path: Path, keys: tuple[str, ...], stdin: BinaryIO | None, shown: Callable[[Path], str]
+) -> CheckInput:
+    if str(path) == "-":  # `sysctl -a | sysctl-advisor check -`
+        if stdin is None:  # started with standard input closed
+            raise InputError("no standard input to read", path="-")
+        config = read_stdin(stdin, keys)
+    elif path.is_dir():
+        config = read_tree(path, keys)
+    elif path.exists():
+        config = read_file(path, keys)
+    else:
+        return CheckInput(str(path), None, str)
+    return CheckInput(str(path), config, _FromHere(config.base, shown))
+
+
+class _FromHere:
+    """Names read in a tree (relative to its base) or given, as a reviewer reads them; one
+    file's findings share its name, which is worked out once."""
+
+    def __init__(self, base: Path | None, shown: Callable[[Path], str]) -> None:
+        self.base = base
+        self.path_shown = shown
+        self.shown: dict[str, str] = {}
+
+    def __call__(self, name: str) -> str:
+        if name not in self.shown:
+            path = self.base / name if self.base is not None else Path(name)
+            self.shown[name] = self.path_shown(path)
+        return self.shown[name]
+
+
+def _with_directories(paths: list[Path]) -> list[Path]:
+    """Each *.conf file in a directory named sysctl.d replaced by that directory (once); other
+    paths as they are (an Ansible role's files/ holds more than sysctl settings)."""
+    chosen: list[Path] = []
+    for path in paths:
+        if str(path) == "-":
+            pass
+        elif path.suffix == ".conf" and path.parent.name == "sysctl.d" and path.is_file():
+            path = path.parent
+        if path not in chosen:
+            chosen.append(path)
+    return chosen
+
+
+def names_from(path: Path) -> Callable[[str], str]:
+    """A checked file named from the directory of `path` (a baseline), in `/` form, so the
+    baseline holds the same names wherever check is run from; standard input as <stdin>."""
+    base = os.path.dirname(os.path.abspath(path))
+    shown: dict[str, str] = {}
+
+    def name(file: str) -> str:
+        if file not in shown:
+            shown[file] = (
+                file if file == STDIN_NAME else os.path.relpath(os.path.abspath(file), base)
+            )
+        return shown[file]
+
+    return name
+
+
+def names_inside(directory: Path) -> Callable[[str], tuple[str | None, str]]:
+    """A checked file named for per-file-ignores: its path from `directory` in `/` form (None
+    outside it, and for standard input), and its own name."""
+    base = os.path.abspath(directory)
+
+    def name(file: str) -> tuple[str | None, str]:
+        relative = os.path.relpath(os.path.abspath(file), base)
+        inside = not (relative == ".." or relative.startswith("../"))
+        path = relative.replace(os.sep, "/") if inside and file != STDIN_NAME else None
+        return path, os.path.basename(file)
+
+    return name
