@@ -211,6 +211,7 @@ def test_each_command_is_an_arrow_from_the_command_line(edges: dict[str, set[str
     modules = {command.function().__module__ for command in COMMANDS}
     assert modules <= edges["sysctl_advisor.cli_options"]
     assert {m for m in edges if m.startswith("sysctl_advisor.commands.")} - modules == {
+        "sysctl_advisor.commands.check_files",  # check's report and baseline files
         "sysctl_advisor.commands.check_settings",  # check's settings
         "sysctl_advisor.commands.common",  # what every command shares
         "sysctl_advisor.commands.man_page",  # the man page, run as a module

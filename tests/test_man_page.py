@@ -24,12 +24,6 @@ GROFF = shutil.which("groff")
 needs_groff = pytest.mark.skipif(GROFF is None, reason="groff is not installed to render it")
 
 
-def test_the_committed_page_is_the_generated_one() -> None:
-    assert MAN_PAGE.read_text(encoding="ascii") == man_page(), (
-        "the man page is stale: python -m sysctl_advisor.cli > sysctl_advisor/man/sysctl-advisor.1"
-    )
-
-
 def test_the_page_names_every_command_and_option() -> None:
     page = man_page()
     for command in COMMANDS:

@@ -1,7 +1,7 @@
 """The Plan: what a host should run, why, and what else to change. Renderers only format it.
 
 The plan is the "sysctl-advisor/plan/v1" document of `recommend --format json` (the JSON plan
-contract in DESIGN.md), defined once: `to_json_data` writes these models field by field
+contract), defined once: `to_json_data` writes these models field by field
 (`plain_data`), and the published schema (sysctl_advisor/schemas/plan.schema.json) is
 generated from them (`python -m sysctl_advisor.outputs.json_schemas`). A field marked
 `exclude=True` is the engine's own, in neither. The engine builds the plan from data it has

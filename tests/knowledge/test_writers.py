@@ -159,10 +159,8 @@ def test_a_writer_that_says_too_little_is_refused(extra: str, said: str) -> None
         _spec(OWN + extra)
 
 
-def test_the_writers_page_is_generated_from_the_catalog(kb: KnowledgeBase) -> None:
-    committed = (ROOT / "docs" / "writers.md").read_text()
-    assert committed == render_writers(kb.writers, kb.sources), (
-        "regenerate: python -m sysctl_advisor.outputs.writers_reference > docs/writers.md"
-    )
+def test_the_writers_page_has_a_section_per_writer(kb: KnowledgeBase) -> None:
+    """(That docs/writers.md is the generated page: tests/test_regenerate.py.)"""
+    page = render_writers(kb.writers, kb.sources)
     for writer in kb.writers.spec.writers:
-        assert f"\n## {writer.id}\n" in committed
+        assert f"\n## {writer.id}\n" in page

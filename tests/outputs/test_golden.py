@@ -1,11 +1,10 @@
 """Golden files: every renderer for every example host with its profile.
 
-Regenerate after an intended change with:  UPDATE_GOLDEN=1 pytest tests/outputs/test_golden.py
+Regenerated, after an intended change, by `python -m tests.regenerate`.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -24,8 +23,8 @@ from tests.conftest import (
     TESTS,
     load_facts,
 )
+from tests.golden_files import GOLDEN, assert_golden
 
-GOLDEN = TESTS / "golden"
 EXT = {
     "conf": "conf",
     "json": "json",
@@ -40,14 +39,6 @@ PAIRS = [  # the node platforms' goldens are their own tests' (tests/outputs/tes
     for fmt in formats.RECOMMEND
     if fmt not in formats.NODE
 ]
-
-
-def assert_golden(path: Path, text: str) -> None:
-    """The text is the golden file's (UPDATE_GOLDEN=1 writes it first)."""
-    if os.environ.get("UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
-    assert text == path.read_text()
 
 
 @pytest.mark.parametrize(("host", "profile", "fmt"), PAIRS)
@@ -101,19 +92,6 @@ def test_golden_detail(kb: KnowledgeBase, host: str, fmt: str, detail: str) -> N
     text = Renderer(kb.catalog).render(plan, fmt, f"{command} --detail {detail}", detail)
     path = GOLDEN / f"{host}.{profile}.{detail}.{EXT[fmt]}"
     assert_golden(path, text)
-
-
-def test_readme_worked_example_is_the_golden_output() -> None:
-    """The README's excerpt is cut from the golden conf file, line for line."""
-    readme = (GOLDEN.parent.parent / "README.md").read_text()
-    start = readme.index("```\n# sysctl.conf for dcache-07")
-    excerpt = readme[start + 4 : readme.index("```\n", start + 4)]
-    golden = (GOLDEN / "dcache-32bit.gridftp.conf").read_text()
-    lines = [line for line in excerpt.splitlines() if line != "# ..."]
-    assert len(lines) >= 8
-    at = 0
-    for line in lines:  # in order, each one present
-        at = golden.index(line + "\n", at) + len(line)
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,6 @@ as the taken keys, and the allow-lists agree with the platforms' own schema and 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from sysctl_advisor.outputs.node_output import NodeOutput
 from sysctl_advisor.outputs.node_platforms import read_back, render_node
 from sysctl_advisor.outputs.plan_render import RenderCheckError, Renderer
 from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, TESTS
+from tests.golden_files import assert_golden
 from tests.outputs.node_helpers import node_output
 
 GOLDEN = TESTS / "golden"
@@ -317,7 +317,4 @@ def test_golden(kb: KnowledgeBase, platform: str, ext: str) -> None:
     placement = _placement(kb, host)
     text = render_node(kb.node_platforms[platform], Renderer(kb.catalog), placement, command)
     path: Path = GOLDEN / f"node-{platform}.{EXAMPLE_PROFILES[host]}.{ext}"
-    if os.environ.get("UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
-    assert text == path.read_text()
+    assert_golden(path, text)

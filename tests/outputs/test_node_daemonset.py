@@ -3,9 +3,6 @@ Kubernetes release's API schema (kubernetes-validate, strict: no unknown field),
 the node plan, and the script they carry does what it says inside `unshare -n`: installs the
 file, applies it, reads every value back, and `--check` fails when a value did not hold; a
 golden file. The linters' view of it: tests/outputs/test_node_daemonset_linters.py.
-
-Regenerate the golden file after an intended change with:
-  UPDATE_GOLDEN=1 pytest tests/outputs/test_node_daemonset.py
 """
 
 from __future__ import annotations
@@ -27,6 +24,7 @@ from sysctl_advisor.outputs.node_output import NodeOutput
 from sysctl_advisor.outputs.node_platforms import read_back, render_node
 from sysctl_advisor.outputs.plan_render import Renderer
 from tests.conftest import EXAMPLES, TESTS
+from tests.golden_files import assert_golden
 from tests.namespaces import namespace_problem
 from tests.outputs.node_helpers import node_output
 
@@ -85,10 +83,7 @@ def test_golden(kb: KnowledgeBase) -> None:
     platform = kb.node_platforms["daemonset"]
     text = render_node(platform, Renderer(kb.catalog), placement, f"{command} --format daemonset")
     path = TESTS / "golden" / f"node-daemonset.{HOSTS[host]}.yaml"
-    if os.environ.get("UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
-    assert text == path.read_text()
+    assert_golden(path, text)
 
 
 def _node(kb: KnowledgeBase, values: dict[str, str]) -> NodeOutput:

@@ -3,9 +3,6 @@ keys where the platform reads them, checked with the platform's own schema where
 (Talos: its published JSON schema) and by reading it back as the platform does (Bottlerocket:
 TOML; EKS: the MIME document and the sysctl.d file its script installs, which also runs inside
 `unshare -n`); a key or value with quotes and line breaks stays data; golden files.
-
-Regenerate the golden files after an intended change with:
-  UPDATE_GOLDEN=1 pytest tests/outputs/test_node_talos_bottlerocket_eks.py
 """
 
 from __future__ import annotations
@@ -13,7 +10,6 @@ from __future__ import annotations
 import email
 import email.policy
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -31,6 +27,7 @@ from sysctl_advisor.outputs import node_file, node_map
 from sysctl_advisor.outputs.node_platforms import read_back, render_node
 from sysctl_advisor.outputs.plan_render import RenderCheckError, Renderer, rendered_settings
 from tests.conftest import EXAMPLES, TESTS, load_facts
+from tests.golden_files import assert_golden
 from tests.namespaces import namespace_problem
 from tests.outputs.node_helpers import node_output
 
@@ -78,10 +75,7 @@ def test_the_three_platforms_take_any_key(kb: KnowledgeBase) -> None:
 def test_golden(kb: KnowledgeBase, placement: Placement, platform: str) -> None:
     text = _render(kb, placement, platform)
     path = TESTS / "golden" / f"node-{platform}.{PROFILE}.{GOLDEN[platform]}"
-    if os.environ.get("UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
-    assert text == path.read_text()
+    assert_golden(path, text)
 
 
 # --- Talos ---------------------------------------------------------------------------------
