@@ -67,8 +67,6 @@ KNOWN = {
     "rules/catalog/kernel-model.yaml",
     "rules/catalog/keys.yaml",
     "sysctl_advisor/model/host_facts.py",
-    "sysctl_advisor/model/plan.py",
-    "sysctl_advisor/outputs/json_documents.py",
     "sysctl_advisor/sources/ansible_facts.py",
     "tests/cache/test_cache_root.py",
     "tests/cache/test_facts.py",

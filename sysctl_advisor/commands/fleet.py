@@ -37,14 +37,9 @@ from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.plan import Plan
 from sysctl_advisor.outputs import formats
+from sysctl_advisor.outputs.fleet_document import KeyDifference, NodePoolOutcome, PoolHost
 from sysctl_advisor.outputs.fleet_outdir import OutDir, Staging
-from sysctl_advisor.outputs.fleet_summary import (
-    HostOutcome,
-    KeyDifference,
-    NodePoolOutcome,
-    PoolHost,
-    SummaryWriter,
-)
+from sysctl_advisor.outputs.fleet_summary import HostOutcome, SummaryWriter
 from sysctl_advisor.outputs.node_platforms import extension
 from sysctl_advisor.outputs.plan_render import Renderer, rebuild_command
 from sysctl_advisor.outputs.progress import progress_reporter

@@ -23,6 +23,7 @@ from sysctl_advisor.knowledge.values import Value, conf_text
 from sysctl_advisor.knowledge.writers import WHEN_WORDS, Write, key_matches
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.plan import OwnerNote, Setting
+from sysctl_advisor.model.severity import Severity
 
 START = frozenset({"start", "start-if-different", "start-if-lower"})  # it sets it as it starts
 
@@ -175,7 +176,9 @@ def owned_settings(
     return findings, companions
 
 
-def _other_writer(write: Write, setting: Setting, severity: str, message: str) -> FindingResult:
+def _other_writer(
+    write: Write, setting: Setting, severity: Severity, message: str
+) -> FindingResult:
     return FindingResult(
         "plan.other-writer", severity, setting.key, message, f"writers.{write.writer.id}"
     )

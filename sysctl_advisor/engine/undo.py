@@ -31,9 +31,9 @@ from __future__ import annotations
 import dataclasses
 from typing import NamedTuple
 
-from sysctl_advisor.engine.diff import DiffEntry, DiffReport
 from sysctl_advisor.knowledge.catalog import Catalog, Floor
 from sysctl_advisor.knowledge.values import human, numbers, parse_current, same_value
+from sysctl_advisor.model.diff import DiffEntry, DiffReport
 from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.model.kernel_write import kernel_write
 from sysctl_advisor.model.plan import Finding, Plan, Setting

@@ -131,7 +131,7 @@ class RuleSpec(SpecModel):
 @dataclass
 class FindingResult:
     id: str
-    severity: str
+    severity: Severity
     key: str | None
     message: str
     rule: str

@@ -9,15 +9,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from sysctl_advisor.model.model_base import Field, Record, document_config, model
+from sysctl_advisor.model.severity import Severity
 from sysctl_advisor.model.sysctl_conf import Assignment
 
 
-@dataclass(frozen=True)
-class Problem:
-    source: str  # "path:line" or "path"
+@model(kw_only=False)
+class Problem(Record):
+    """Something wrong in the current configuration itself (a broken link, a bad line)."""
+
+    __pydantic_config__ = document_config("ProblemDocument")
+
+    source: str = Field(description="path:line, or path")
     message: str
-    severity: str = "warning"  # error: the kernel would reject it; warning; info
-    code: str = "note"  # syntax | byte-order-mark | broken-link | outside-link | unreadable | note
+    # error: the kernel would reject it; warning; info
+    severity: Severity = "warning"
+    # syntax | byte-order-mark | broken-link | outside-link | unreadable | note
+    code: str = Field(
+        default="note", description="the kind of problem: syntax, broken-link, unreadable, …"
+    )
 
     def __str__(self) -> str:
         return f"{self.source}: {self.message}"

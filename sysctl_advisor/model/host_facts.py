@@ -850,7 +850,7 @@ class HostFacts(Record):
             )
 
     @property
-    def bits(self) -> int:
+    def bits(self) -> Literal[32, 64]:
         return 32 if (self.arch or "").lower() in THIRTY_TWO_BIT_ARCHES else 64
 
     @property

@@ -16,7 +16,10 @@ Pydantic validates at the edge only (`validate`), reading the same classes:
 * unknown fields are refused: `Record.__pydantic_config__` is pydantic's config for the class;
   a knowledge file's models derive from `SpecModel`, which also refuses control characters.
 
-Give a model's data to expressions and outputs with `plain_data`.
+Give a model's data to expressions and outputs with `plain_data`. A JSON document the advisor
+writes is a model too (`document_config`): `plain_data` writes it, field by field in declaration
+order, leaving out a field marked `Field(exclude=True)` (the engine's own, not the document's)
+and one whose `exclude_if` holds; its published schema is generated from the same class.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar, overload
 
 from sysctl_advisor.model.documents import validation_error
 from sysctl_advisor.model.text_escape import refuse_control_characters
@@ -69,17 +72,63 @@ def Field(
     default: Any = dataclasses.MISSING,
     *,
     default_factory: Callable[[], Any] | Any = dataclasses.MISSING,
+    compare: bool = True,
     **constraints: Any,
 ) -> Any:
-    """A dataclass field whose metadata pydantic reads as its Field arguments."""
-    return dataclasses.field(default=default, default_factory=default_factory, metadata=constraints)
+    """A dataclass field whose metadata pydantic reads as its Field arguments (`compare`: the
+    dataclass's own, whether instances compare by it)."""
+    return dataclasses.field(
+        default=default, default_factory=default_factory, compare=compare, metadata=constraints
+    )
+
+
+@overload
+def model(cls: type[T], /) -> type[T]: ...
+
+
+@overload
+def model(*, kw_only: bool = True) -> Callable[[type[T]], type[T]]: ...
 
 
 @dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(Field,))
-def model(cls: type[T]) -> type[T]:
+def model(cls: type[T] | None = None, /, *, kw_only: bool = True) -> Any:
     """Make a Record subclass a model: a frozen, keyword-only dataclass (fields with and
-    without defaults may come in any order, as the files list them)."""
-    return dataclasses.dataclass(frozen=True, kw_only=True)(cls)
+    without defaults may come in any order, as the files list them); `@model(kw_only=False)`
+    for one built positionally, its fields in the order its constructor takes them."""
+
+    def make(cls: type[T]) -> type[T]:
+        return dataclasses.dataclass(frozen=True, kw_only=kw_only)(cls)
+
+    return make if cls is None else make(cls)
+
+
+def document_config(
+    title: str, schema_id: str | None = None, *, optional: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """pydantic's config for a JSON document the advisor writes, or a part of one: unknown
+    fields refused, its title (a part's name in the schema's `$defs`) and `$id` in the JSON
+    Schema, and every field required but `optional` (one a document may lack: written only at
+    times, its `exclude_if`, or absent from documents of an earlier version). A required field
+    shows no default: every
+    document carries it, and a constructor's default (an empty list, the running version) is
+    no part of the contract; a constant's stays."""
+
+    def extra(schema: dict[str, Any]) -> None:
+        if schema_id is not None:
+            schema["$id"] = schema_id
+        properties = schema.get("properties", {})
+        required = [name for name in schema.get("required", []) if name not in optional]
+        schema["required"] = required
+        for name in required:
+            if "const" not in properties[name]:
+                properties[name].pop("default", None)
+
+    return {
+        "extra": "forbid",
+        "title": title,
+        "json_schema_extra": extra,
+        "json_schema_serialization_defaults_required": True,
+    }
 
 
 class _Validator:
@@ -141,6 +190,21 @@ def exactly(kind: type[Any]) -> Before:
     return Before(check)
 
 
+class _AnyJson:
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        from pydantic import JsonValue
+
+        schema: CoreSchema = handler.generate_schema(JsonValue)
+        return schema
+
+
+JsonValue = Annotated[Any, _AnyJson()]
+"""Any JSON value (a profile parameter's): pydantic's JsonValue in a schema, named without
+importing pydantic."""
+
+
 _adapters: dict[type[Any], TypeAdapter[Any]] = {}  # one per model, built on first use
 
 
@@ -168,15 +232,33 @@ def validate(
 
 
 def plain_data(value: Any) -> Any:
-    """A model as plain data: a mapping of its fields (by name, in declaration order),
-    containers of the same kind, recursively (dataclasses.asdict, without its deep copies)."""
+    """A model as plain data: a mapping of its fields (by name, in declaration order, but those
+    it excludes: `Field(exclude=True)`, and `exclude_if` where it holds), containers of the
+    same kind, recursively (dataclasses.asdict, without its deep copies)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            field.name: plain_data(getattr(value, field.name))
-            for field in dataclasses.fields(value)
-        }
+        data = {}
+        for name, exclude_if in _shown_fields(type(value)):
+            item = getattr(value, name)
+            if exclude_if is None or not exclude_if(item):
+                data[name] = plain_data(item)
+        return data
     if isinstance(value, dict):
         return {key: plain_data(item) for key, item in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return type(value)(plain_data(item) for item in value)
     return value
+
+
+_shown: dict[type[Any], tuple[tuple[str, Callable[[Any], bool] | None], ...]] = {}
+
+
+def _shown_fields(cls: type[Any]) -> tuple[tuple[str, Callable[[Any], bool] | None], ...]:
+    """A dataclass's fields `plain_data` writes, each with its `exclude_if` (None: always)."""
+    shown = _shown.get(cls)
+    if shown is None:
+        shown = _shown[cls] = tuple(
+            (field.name, field.metadata.get("exclude_if"))
+            for field in dataclasses.fields(cls)
+            if not field.metadata.get("exclude")
+        )
+    return shown

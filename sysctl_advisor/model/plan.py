@@ -1,42 +1,78 @@
 """The Plan: what a host should run, why, and what else to change. Renderers only format it.
 
-Plain frozen dataclasses: the engine builds the plan from data it has already validated, so
-there is nothing to check here, and a run should not pay for building validators it never uses.
-`to_json_data` gives the "sysctl-advisor/plan/v1" document (the JSON plan contract in DESIGN.md).
+The plan is the "sysctl-advisor/plan/v1" document of `recommend --format json` (the JSON plan
+contract), defined once: `to_json_data` writes these models field by field
+(`plain_data`), and the published schema (sysctl_advisor/schemas/plan.schema.json) is
+generated from them (`python -m sysctl_advisor.outputs.json_schemas`). A field marked
+`exclude=True` is the engine's own, in neither. The engine builds the plan from data it has
+already validated, so nothing here is validated when a plan is built, and a run never imports
+pydantic for it.
+
+Field names are a contract: a change that breaks a reader gets a new schema version (`…/v2`),
+never an edit of v1. Adding a field is an addition, not a break, but a v1 schema forbids
+unknown fields so that the tests notice every addition and the schema is regenerated with it.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, Literal
 
 from sysctl_advisor import __version__
+from sysctl_advisor.model.model_base import (
+    Field,
+    JsonValue,
+    Record,
+    document_config,
+    model,
+    plain_data,
+)
+from sysctl_advisor.model.severity import Severity
 
-PLAN_SCHEMA = "sysctl-advisor/plan/v1"
+PLAN_SCHEMA: Final = "sysctl-advisor/plan/v1"
+VERSION = "the sysctl-advisor version that wrote it (sysctl_advisor.__version__)"
+SET_BY = (
+    "who set kernel_default when it is this host's default but not the kernel's own: a tuning "
+    'daemon and its profile file ("tuned (/usr/lib/tuned/network-throughput/tuned.conf:14)"), '
+    "a sysctl file and line, or no sysctl file (a setter not known); null: the kernel's own"
+)
+MODELLED = "with default_set_by: the kernel's own default as modelled; null when not modelled"
 
 
-@dataclass(frozen=True)
-class PlanHost:
+@model
+class PlanHost(Record):
+    """The host the plan is for, as its facts describe it."""
+
+    __pydantic_config__ = document_config("PlanHostDocument")
+
     hostname: str | None
-    kernel: str | None
-    arch: str | None
-    bits: int
-    memory_total: int
-    kernel_modelled_as: str
-    lowmem: int | None = None
-    page_size: int = 4096
+    kernel: str | None = Field(description="uname -r as given; null when unknown")
+    arch: str | None = Field(description="uname -m as given; null when unknown")
+    bits: Literal[32, 64]
+    memory_total: int = Field(ge=0, description="bytes")
+    lowmem: int | None = Field(
+        default=None, ge=0, description="bytes of lowmem (32-bit hosts); else null"
+    )
+    page_size: int = Field(default=4096, ge=1, description="bytes")
+    kernel_modelled_as: str = Field(
+        description="the kernel version whose defaults and keys the plan was computed for"
+    )
 
 
-@dataclass(frozen=True)
-class PlanProfile:
-    """The workload: its name (the profiles given, joined by +), its parameters (PROFILE.NAME
-    where two profiles declare NAME with different values) and every profile it runs, the
-    ones given and the ones they include."""
+# The workload: its name, its parameters and every profile it runs, the ones given and the ones
+# they include (a docstring would be a new description in the published schema).
+@model(kw_only=False)
+class PlanProfile(Record):
+    __pydantic_config__ = document_config("PlanProfileDocument")
 
-    name: str
-    params: dict[str, Any]
-    workloads: list[str] = field(default_factory=list)
+    name: str = Field(description="the profiles given, joined by + (frontend-proxy+redis)")
+    params: dict[str, JsonValue] = Field(
+        description="every parameter's value for this host; PROFILE.NAME where two profiles "
+        "declare NAME with different values"
+    )
+    workloads: list[str] = Field(
+        default_factory=list,
+        description="every profile the host runs: the ones given, then the ones they include",
+    )
 
     @property
     def label(self) -> str:
@@ -44,93 +80,120 @@ class PlanProfile:
         return self.name.replace("+", ".")
 
 
-@dataclass(frozen=True)
-class Setting:
+@model(kw_only=False)
+class Setting(Record):
+    """One sysctl the host should set, with the arithmetic and sources behind it."""
+
+    __pydantic_config__ = document_config("SettingDocument")
+
     key: str
-    value: str
-    values: list[int]
-    unit: str
-    current: str | None
-    kernel_default: str | None
-    rules: list[str]
+    value: str = Field(
+        description="exactly what the sysctl.conf line carries (vectors space-separated)"
+    )
+    values: list[int] = Field(description="the value's numbers")
+    unit: str = Field(description="the catalog's unit: bytes, pages, count, seconds, boolean, …")
+    current: str | None = Field(description="the value in force; null when unknown")
+    kernel_default: str | None = Field(
+        description="this host's default: the kernel's boot default, or the value a tuning "
+        "daemon or a sysctl file set in its place (default_set_by says which); null when unknown"
+    )
+    rules: list[str] = Field(description="ids of the rules that set it")
     rationale: str
-    references: list[str]
-    section: str
-    human: str
-    capped_by: list[str] = field(default_factory=list)
-    # The rationale short: each rule's one sentence (its `summary`, else its rationale), then
-    # the merge's own lines; what a sysctl.conf prints by default.
-    summary: str = ""
-    # Who set the value `kernel_default` holds when it is the host's default but not the
-    # kernel's own: a tuning daemon and its profile file, a sysctl file and line, or (no sysctl
-    # file sets it) a setter not known; `modelled_default` is then the kernel's own, as the
-    # catalog models it (None: not modelled). Both None: `kernel_default` is the kernel's.
-    default_set_by: str | None = None
-    modelled_default: str | None = None
+    references: list[str] = Field(
+        description="the sources behind it: `ID` or `ID: where in it`, each ID one of the "
+        "document's `references`"
+    )
+    section: str = Field(description="the catalog section it is listed under")
+    human: str = Field(description="the value in human units (pages as GiB, …)")
+    capped_by: list[str] = Field(
+        default_factory=list, description="ids of the safety caps that lowered it"
+    )
+    # What a sysctl.conf prints by default.
+    summary: str = Field(
+        default="",
+        description="the rationale short: each rule's one sentence, then how the values merged",
+    )
+    # `modelled_default` is the kernel's own, as the catalog models it (None: not modelled).
+    # Both None: `kernel_default` is the kernel's.
+    default_set_by: str | None = Field(default=None, description=SET_BY)
+    modelled_default: str | None = Field(default=None, description=MODELLED)
     # What the rules asked for before caps, elements no rule is about filled from the value in
-    # force (else the kernel default). Internal: not part of the JSON plan.
-    wanted: list[int] | None = field(default=None, compare=False)
-    # Every safety cap that applied to the key on this host, binding or not. Internal: a
-    # capped key is never written as tuned's "at least" (a higher value in force would stay).
-    caps: list[str] = field(default_factory=list, compare=False)
+    # force (else the kernel default).
+    wanted: list[int] | None = Field(default=None, compare=False, exclude=True)
+    # Every safety cap that applied to the key on this host, binding or not: a capped key is
+    # never written as tuned's "at least" (a higher value in force would stay).
+    caps: list[str] = Field(default_factory=list, compare=False, exclude=True)
     # Each contributing rule's own citations (`references` holds them all, then the catalog
-    # key's): a file prints each rule's sentence with the numbers of its sources. Internal.
-    cited: dict[str, list[str]] = field(default_factory=dict, compare=False)
+    # key's): a file prints each rule's sentence with the numbers of its sources.
+    cited: dict[str, list[str]] = Field(default_factory=dict, compare=False, exclude=True)
     # A value in force the plan keeps although the rules ask for another, which a check rule
     # flags: (the check rule's id, the reason), written as the line's suppression comment so
-    # the advisor's own file passes its own check. Internal.
-    accepted: list[tuple[str, str]] = field(default_factory=list, compare=False)
-    # The workloads (profiles) whose rules gave the value.
-    workloads: list[str] = field(default_factory=list)
+    # the advisor's own file passes its own check.
+    accepted: list[tuple[str, str]] = Field(default_factory=list, compare=False, exclude=True)
+    workloads: list[str] = Field(
+        default_factory=list, description="the profiles whose rules gave the value"
+    )
 
 
-@dataclass(frozen=True)
-class PlanReference:
-    """A source the plan cites: its id in the sources catalog, the citation in words and its
-    address (None: a work with no stable address, cited by author, title and site)."""
+@model(kw_only=False)
+class PlanReference(Record):
+    """A public source the settings cite."""
+
+    __pydantic_config__ = document_config("ReferenceDocument")
+
+    id: str = Field(description="its id in the advisor's sources catalog")
+    citation: str = Field(description="author, title, site and date; or a Linux file or commit")
+    url: str | None = Field(description="an address a browser opens; null for a work cited by name")
+
+
+@model(kw_only=False)
+class Finding(Record):
+    __pydantic_config__ = document_config("FindingDocument")
 
     id: str
-    citation: str
-    url: str | None
-
-
-@dataclass(frozen=True)
-class Finding:
-    id: str
-    severity: str
-    key: str | None
+    severity: Severity
+    key: str | None = Field(description="the sysctl the finding is about, if any")
     message: str
-    rule: str
+    rule: str = Field(description="id of the rule that raised it")
 
 
-@dataclass(frozen=True)
-class Companion:
-    target: str
-    setting: str
+@model(kw_only=False)
+class Companion(Record):
+    """A setting outside sysctl that the sysctl values depend on."""
+
+    __pydantic_config__ = document_config("CompanionDocument")
+
+    target: str = Field(description="what to change: nginx, ethtool, limits.conf, systemd, …")
+    setting: str = Field(description="the line or command to apply")
     rationale: str
     rule: str
 
 
-@dataclass(frozen=True)
-class Unchanged:
-    """A key some rule wanted, where the kernel default already gives as much, or where a cap
-    holds it there (`capped_by`: somaxconn held to the kernel default by the memory a full
-    queue takes)."""
+@model(kw_only=False)
+class Unchanged(Record):
+    """A key a rule wanted, where the kernel default already gives as much, or a cap holds it
+    there."""
+
+    __pydantic_config__ = document_config("UnchangedDocument")
 
     key: str
     kernel_default: str
     wanted: str
     rules: list[str]
-    default_set_by: str | None = None  # as Setting's
-    modelled_default: str | None = None
-    capped_by: list[str] = field(default_factory=list)
+    default_set_by: str | None = Field(default=None, description=SET_BY)
+    modelled_default: str | None = Field(default=None, description=MODELLED)
+    capped_by: list[str] = Field(
+        default_factory=list,
+        description="the caps that hold it at the kernel default, below what the rules "
+        "wanted; empty: the default already gives as much",
+    )
 
 
-@dataclass(frozen=True)
-class OwnerNote:
+@model(kw_only=False)
+class OwnerNote(Record):
     """Another writer on the host that writes a catalog key (the writers catalog): what it
     writes and when, in words, and the value (None: it depends; `file`: a boot write's
-    sysctl.d file)."""
+    sysctl.d file). The engine's own: the JSON plan says it in findings."""
 
     key: str
     says: str
@@ -143,63 +206,34 @@ class OwnerNote:
     index: int = 0
 
 
-@dataclass(frozen=True)
-class Plan:
+@model
+class Plan(Record):
+    """What `sysctl-advisor recommend --format json` prints."""
+
+    __pydantic_config__ = document_config("sysctl-advisor plan", PLAN_SCHEMA)
+
+    schema: Literal["sysctl-advisor/plan/v1"] = Field(
+        default=PLAN_SCHEMA, description="this document's format and version"
+    )
+    version: str = Field(default=__version__, description=VERSION)
     host: PlanHost
     profile: PlanProfile
     settings: list[Setting]
     findings: list[Finding]
     companions: list[Companion]
-    unchanged: list[Unchanged] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    # rules whose `when` held for this host, in order
-    applied_rules: list[str] = field(default_factory=list)
-    # every source the settings cite, in the order first cited
-    references: list[PlanReference] = field(default_factory=list)
-    # the other writers of catalog keys on this host (diff names them). Internal: the JSON plan
-    # says it in findings.
-    owners: list[OwnerNote] = field(default_factory=list, compare=False)
+    unchanged: list[Unchanged] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    applied_rules: list[str] = Field(
+        default_factory=list, description="rules whose `when` held for this host, in order"
+    )
+    references: list[PlanReference] = Field(
+        default_factory=list,
+        description="every source the settings cite, in the order first cited",
+    )
+    # the other writers of catalog keys on this host (diff names them)
+    owners: list[OwnerNote] = Field(default_factory=list, compare=False, exclude=True)
 
     def to_json_data(self) -> dict[str, Any]:
-        host = dataclasses.asdict(self.host)
-        ordered_host = {
-            name: host[name]
-            for name in (
-                "hostname",
-                "kernel",
-                "arch",
-                "bits",
-                "memory_total",
-                "lowmem",
-                "page_size",
-                "kernel_modelled_as",
-            )
-        }
-        return {
-            "schema": PLAN_SCHEMA,
-            "version": __version__,
-            "host": ordered_host,
-            "profile": _jsonable(dataclasses.asdict(self.profile)),
-            "settings": [_setting_data(s) for s in self.settings],
-            "findings": [dataclasses.asdict(f) for f in self.findings],
-            "companions": [dataclasses.asdict(c) for c in self.companions],
-            "unchanged": [dataclasses.asdict(u) for u in self.unchanged],
-            "notes": list(self.notes),
-            "applied_rules": list(self.applied_rules),
-            "references": [dataclasses.asdict(r) for r in self.references],
-        }
-
-
-def _setting_data(setting: Setting) -> dict[str, Any]:
-    data = dataclasses.asdict(setting)
-    del data["wanted"], data["caps"], data["cited"], data["accepted"]
-    return data
-
-
-def _jsonable(value: Any) -> Any:
-    """Profile parameters hold only JSON scalars and lists; tuples become lists."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return value
+        """The document, as `recommend --format json` writes it."""
+        data: dict[str, Any] = plain_data(self)
+        return data

@@ -11,26 +11,17 @@ from __future__ import annotations
 from typing import Any, Final, Literal
 
 from sysctl_advisor.model.documents import dump_json
-from sysctl_advisor.model.model_base import Field, Record, model, plain_data
+from sysctl_advisor.model.model_base import Field, Record, document_config, model, plain_data
 from sysctl_advisor.model.severity import Severity
 
 CHECK_SCHEMA: Final = "sysctl-advisor/check/v1"
 
 
-def document_config(schema_id: str, title: str) -> dict[str, Any]:
-    """pydantic's config for a published document (this one and json_documents'): unknown
-    fields refused, its title and `$id` in the JSON Schema."""
-    return {
-        "extra": "forbid",
-        "title": title,
-        "json_schema_extra": {"$id": schema_id},
-        "json_schema_serialization_defaults_required": True,
-    }
-
-
 @model
 class CheckFindingDocument(Record):
     """One finding: which rule fired, where, and what it means."""
+
+    __pydantic_config__ = document_config("CheckFindingDocument")
 
     id: str = Field(description="the check rule's id, e.g. check.tw-recycle-enabled")
     severity: Severity
@@ -47,7 +38,7 @@ class CheckFindingDocument(Record):
 class CheckDocument(Record):
     """What `sysctl-advisor check --format json` prints."""
 
-    __pydantic_config__ = document_config(CHECK_SCHEMA, "sysctl-advisor check report")
+    __pydantic_config__ = document_config("sysctl-advisor check report", CHECK_SCHEMA)
 
     schema: Literal["sysctl-advisor/check/v1"] = Field(
         default=CHECK_SCHEMA, description="this document's format and version"

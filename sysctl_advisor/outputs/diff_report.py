@@ -8,8 +8,8 @@ import re
 import textwrap
 from typing import TYPE_CHECKING
 
-from sysctl_advisor.engine.diff import DiffEntry, DiffReport
 from sysctl_advisor.engine.undo import UNDO_DIFF_KIND
+from sysctl_advisor.model.diff import DiffEntry, DiffReport
 from sysctl_advisor.model.documents import dump_json
 from sysctl_advisor.model.severity import SEVERITY_ORDER
 from sysctl_advisor.model.text_escape import one_line

@@ -1,4 +1,5 @@
-"""summary.json and summary.md of a fleet run, written from a stream of host outcomes.
+"""summary.json (its models: `fleet_document`) and summary.md of a fleet run, written from a
+stream of host outcomes.
 
 Per-host rows go to a scratch file as they arrive; only fleet-wide counters (one per finding id,
 changed key and profile) stay in memory. The summaries are then written from the counters and
@@ -14,10 +15,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from sysctl_advisor import __version__
 from sysctl_advisor.model.directories import Directory
-from sysctl_advisor.model.severity import SEVERITY_ORDER
-from sysctl_advisor.outputs.json_documents import FLEET_SCHEMA
+from sysctl_advisor.model.model_base import plain_data
+from sysctl_advisor.model.severity import SEVERITY_ORDER, Severity
+from sysctl_advisor.outputs.fleet_document import (
+    FleetChangeCount,
+    FleetFindingCount,
+    FleetSummary,
+    NodePoolOutcome,
+    SeverityCounts,
+    SkippedHost,
+    WrittenHost,
+)
 
 if TYPE_CHECKING:
     from sysctl_advisor.engine.kubernetes_placement import Placement
@@ -43,7 +52,7 @@ class HostOutcome:
     hostname: str | None = None
     kernel: str | None = None
     changes: tuple[str, ...] = ()
-    findings: tuple[tuple[str, str], ...] = ()  # (id, severity), in plan order
+    findings: tuple[tuple[str, Severity], ...] = ()  # (id, severity), in plan order
     pool: str | None = None  # its node pool (fleet --node-pools)
     node: tuple[tuple[str, str], ...] = ()  # in a pool: its own node plan, (key, value)
     # in a pool: the placement `node` was cut from, from the host's one read of its facts (the
@@ -61,51 +70,6 @@ class HostOutcome:
         return counts
 
 
-@dataclass(frozen=True)
-class KeyDifference:
-    key: str
-    pool: str | None  # the pool's value; None: the pool's plan does not set the key
-    host: str | None  # the host's own value; None: its own plan does not set the key
-
-
-@dataclass(frozen=True)
-class PoolHost:
-    """A host of a node pool whose own node plan differs from the pool's."""
-
-    host: str
-    profile: str | None
-    keys: tuple[KeyDifference, ...]
-
-
-@dataclass(frozen=True)
-class NodePoolOutcome:
-    """One node pool written: its document, the host whose plan it is, the hosts that differ."""
-
-    pool: str
-    file: str  # relative to the output directory
-    representative: str
-    profile: str
-    hosts: int  # written hosts of the pool
-    differing: tuple[PoolHost, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "pool": self.pool,
-            "file": self.file,
-            "representative": self.representative,
-            "profile": self.profile,
-            "hosts": self.hosts,
-            "differing": [
-                {
-                    "host": d.host,
-                    "profile": d.profile,
-                    "keys": [{"key": k.key, "pool": k.pool, "host": k.host} for k in d.keys],
-                }
-                for d in self.differing
-            ],
-        }
-
-
 @dataclass
 class FleetTotals:
     hosts: int = 0
@@ -113,7 +77,7 @@ class FleetTotals:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (host, reason), first few
     skipped_count: int = 0
     profiles: Counter[str] = field(default_factory=Counter)
-    findings: Counter[tuple[str, str]] = field(default_factory=Counter)  # (id, severity)
+    findings: Counter[tuple[str, Severity]] = field(default_factory=Counter)  # (id, severity)
     changes: Counter[str] = field(default_factory=Counter)
 
     def add(self, outcome: HostOutcome) -> None:
@@ -128,30 +92,34 @@ class FleetTotals:
         self.findings.update(set(outcome.findings))
         self.changes.update(outcome.changes)
 
-    def finding_rows(self) -> list[dict[str, Any]]:
+    def finding_rows(self) -> list[FleetFindingCount]:
         ordered = sorted(
             self.findings.items(), key=lambda kv: (SEVERITY_ORDER[kv[0][1]], -kv[1], kv[0][0])
         )
-        return [{"id": i, "severity": s, "hosts": n} for (i, s), n in ordered]
+        return [FleetFindingCount(id=i, severity=s, hosts=n) for (i, s), n in ordered]
 
-    def change_rows(self) -> list[dict[str, Any]]:
+    def change_rows(self) -> list[FleetChangeCount]:
         ordered = sorted(self.changes.items(), key=lambda kv: (-kv[1], kv[0]))
-        return [{"key": k, "hosts": n} for k, n in ordered]
+        return [FleetChangeCount(key=k, hosts=n) for k, n in ordered]
 
 
 def _row(outcome: HostOutcome) -> dict[str, Any]:
+    row: SkippedHost | WrittenHost
     if not outcome.written:
-        return {"host": outcome.host, "facts_file": outcome.source, "reason": outcome.error}
-    return {
-        "host": outcome.host,
-        "hostname": outcome.hostname,
-        "kernel": outcome.kernel,
-        "profile": outcome.profile,
-        "file": f"host_files/{outcome.host}.conf",
-        "changes": list(outcome.changes),
-        "findings": outcome.by_severity(),
-        "finding_ids": sorted({i for i, _ in outcome.findings}),
-    }
+        row = SkippedHost(host=outcome.host, facts_file=outcome.source, reason=outcome.error or "")
+    else:
+        row = WrittenHost(
+            host=outcome.host,
+            hostname=outcome.hostname,
+            kernel=outcome.kernel,
+            profile=outcome.profile or "",
+            file=f"host_files/{outcome.host}.conf",
+            changes=list(outcome.changes),
+            findings=SeverityCounts(**outcome.by_severity()),
+            finding_ids=sorted({i for i, _ in outcome.findings}),
+        )
+    data: dict[str, Any] = plain_data(row)
+    return data
 
 
 class SummaryWriter:
@@ -195,23 +163,25 @@ class SummaryWriter:
 
     def _json(self, out: IO[str], staging: Directory, rows_name: str) -> None:
         t = self.totals
-        head = {
-            "schema": FLEET_SCHEMA,
-            "version": __version__,
-            "facts": str(self.facts_source),
-            "profile": self.default,
-            "profile_map": str(self.profile_map) if self.profile_map else None,
-            "hosts_total": t.hosts,
-            "hosts_written": t.written,
-            "hosts_skipped": t.skipped_count,
-            "profiles": dict(sorted(t.profiles.items())),
-            "findings": t.finding_rows(),
-            "changes": t.change_rows(),
-        }
-        if self._pools is not None:
-            fmt, pools = self._pools
-            head["node_format"] = fmt
-            head["node_pools"] = [p.to_json() for p in pools]
+        fmt, pools = self._pools if self._pools is not None else (None, None)
+        head = plain_data(
+            FleetSummary(
+                facts=str(self.facts_source),
+                profile=self.default,
+                profile_map=str(self.profile_map) if self.profile_map else None,
+                hosts_total=t.hosts,
+                hosts_written=t.written,
+                hosts_skipped=t.skipped_count,
+                profiles=dict(sorted(t.profiles.items())),
+                findings=t.finding_rows(),
+                changes=t.change_rows(),
+                node_format=fmt,
+                node_pools=pools,
+                skipped=[],
+                hosts=[],
+            )
+        )
+        del head["skipped"], head["hosts"]  # the last two, streamed below
         text = json.dumps(head, indent=2)
         out.write(text[:-2] + ",\n")  # reopen the object to stream the two lists
         for name, skipped in (("skipped", True), ("hosts", False)):
@@ -239,7 +209,7 @@ class SummaryWriter:
         fleet_wide = ""
         if t.findings:
             rows = (
-                f"| {md_code_cell(f['id'])} | {md_text(f['severity'])} | {f['hosts']} |"
+                f"| {md_code_cell(f.id)} | {md_text(f.severity)} | {f.hosts} |"
                 for f in t.finding_rows()
             )
             fleet_wide += _table(
@@ -251,7 +221,7 @@ class SummaryWriter:
                 _SECTION_BUDGET,
             )
         if t.changes:
-            rows = (f"| {md_code_cell(c['key'])} | {c['hosts']} |" for c in t.change_rows())
+            rows = (f"| {md_code_cell(c.key)} | {c.hosts} |" for c in t.change_rows())
             fleet_wide += _table(
                 "Keys changed from the kernel default",
                 "| key | hosts |\n|---|---:|",

@@ -130,7 +130,7 @@ def test_text_is_plain_when_piped_and_markdown_is_a_table() -> None:
 
 
 def test_rich_table_on_a_terminal() -> None:
-    from sysctl_advisor.engine.diff import DiffEntry, DiffReport
+    from sysctl_advisor.model.diff import DiffEntry, DiffReport
     from sysctl_advisor.outputs.diff_report import render_rich
 
     report = DiffReport(

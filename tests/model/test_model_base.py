@@ -13,7 +13,15 @@ import pytest
 
 import sysctl_advisor
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.model_base import Constraints, Field, Record, model, validate
+from sysctl_advisor.model.model_base import (
+    Constraints,
+    Field,
+    Record,
+    document_config,
+    model,
+    plain_data,
+    validate,
+)
 
 
 @model
@@ -53,7 +61,8 @@ def _dataclass_fields_in_metadata(hint: Any) -> list[Any]:
     return found
 
 
-def _models() -> list[type[Any]]:
+def all_models() -> list[type[Any]]:
+    """Every model of the package (each module imported)."""
     for info in pkgutil.walk_packages(sysctl_advisor.__path__, "sysctl_advisor."):
         if not info.name.endswith("__main__"):
             importlib.import_module(info.name)
@@ -72,8 +81,38 @@ def test_no_model_writes_a_constraint_pydantic_cannot_read() -> None:
     names and the catalog's known keys took any text."""
     unread = {
         f"{cls.__module__}.{cls.__qualname__}.{name}"
-        for cls in _models()
+        for cls in all_models()
         for name, hint in typing.get_type_hints(cls, include_extras=True).items()
         if _dataclass_fields_in_metadata(hint)
     }
     assert not unread, sorted(unread)
+
+
+def _absent(value: Any) -> bool:
+    return value is None
+
+
+@model(kw_only=False)
+class _Written(Record):
+    __pydantic_config__ = document_config("WrittenPart", optional=("at_times",))
+
+    shown: int
+    own: list[int] = Field(default_factory=list, compare=False, exclude=True)
+    at_times: str | None = Field(default=None, exclude_if=_absent)
+    always: str | None = Field(default=None, description="written, null or not")
+
+
+def test_a_document_model_writes_what_its_schema_publishes() -> None:
+    """One definition for both: a field the engine keeps for itself (exclude=True) is in
+    neither the JSON nor the schema; one written only at times (exclude_if) is optional in
+    the schema; every other is required, with no constructor default shown."""
+    from pydantic import TypeAdapter
+
+    assert plain_data(_Written(1, [2])) == {"shown": 1, "always": None}
+    assert list(plain_data(_Written(1, at_times="x"))) == ["shown", "at_times", "always"]
+    assert _Written(1, [2]) == _Written(1, [3])  # compare=False: not part of its value
+    schema = TypeAdapter(_Written).json_schema(mode="serialization")
+    assert schema["title"] == "WrittenPart"
+    assert list(schema["properties"]) == ["shown", "at_times", "always"]
+    assert schema["required"] == ["shown", "always"]
+    assert "default" not in schema["properties"]["always"]

@@ -11,8 +11,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sysctl_advisor.commands.diff import diff
-from sysctl_advisor.engine.diff import STATUSES, DiffEntry, DiffReport
 from sysctl_advisor.model.current_config import Problem
+from sysctl_advisor.model.diff import STATUSES, DiffEntry, DiffReport
 from sysctl_advisor.model.plan import Finding
 from sysctl_advisor.outputs.diff_report import DEFAULT_WIDTH, MIN_WIDTH, render_plain
 from tests.conftest import EXAMPLES

@@ -22,10 +22,10 @@ import pytest
 import yaml
 from cmarkgfm.cmark import Options  # type: ignore[import-untyped]
 
-from sysctl_advisor.engine.diff import DiffEntry, DiffReport
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.current_config import Problem
+from sysctl_advisor.model.diff import DiffEntry, DiffReport
 from sysctl_advisor.model.directories import Directory
 from sysctl_advisor.model.plan import Companion, Finding, Plan, Unchanged
 from sysctl_advisor.model.text_escape import one_line

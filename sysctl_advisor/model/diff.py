@@ -1,0 +1,118 @@
+"""The diff: per key, what is set, what the plan says and why; and the "sysctl-advisor/diff/v1"
+document of `diff --format json`, defined once: `DiffReport.to_json_data` writes these models
+field by field (`plain_data`), and the published schema (sysctl_advisor/schemas/diff.schema.json)
+is generated from them (`python -m sysctl_advisor.outputs.json_schemas`). `engine.diff` builds
+the report.
+
+Status per key: `ok`, the value in force (or configured) is the recommendation; `change`, it
+differs; `missing`, the recommendation differs from the kernel default and nothing sets it;
+`remove`, the configuration sets a key this kernel does not have (sysctl -p fails on it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal, get_args
+
+from sysctl_advisor import __version__
+from sysctl_advisor.model.current_config import Problem
+from sysctl_advisor.model.model_base import Field, Record, document_config, model, plain_data
+from sysctl_advisor.model.plan import MODELLED, SET_BY, VERSION, Finding
+
+DIFF_SCHEMA: Final = "sysctl-advisor/diff/v1"
+DiffStatus = Literal["ok", "change", "missing", "remove"]
+STATUSES: tuple[DiffStatus, ...] = get_args(DiffStatus)
+
+
+@model(kw_only=False)
+class DiffEntry(Record):
+    __pydantic_config__ = document_config("DiffEntryDocument", optional=("owner",))
+
+    key: str
+    current: str | None = Field(description="the value in force or configured; null if unset")
+    recommended: str | None = Field(description="null for a key to remove")
+    kernel_default: str | None
+    status: DiffStatus
+    source: str | None = Field(description="where the current value is set: path:line")
+    rationale: str
+    default_set_by: str | None = Field(default=None, description=SET_BY)
+    modelled_default: str | None = Field(default=None, description=MODELLED)
+    owner: str | None = Field(
+        default=None,
+        description="the probable writer of a value in force unlike the plan's: a program of "
+        "the writers catalog that runs on the host (what it writes and when); null: a file, "
+        "or a writer not known",
+    )
+
+
+@model
+class DiffHost(Record):
+    __pydantic_config__ = document_config("DiffHostDocument")
+
+    hostname: str | None
+    kernel: str | None
+
+
+@model
+class DiffCurrent(Record):
+    """Where the current values came from."""
+
+    __pydantic_config__ = document_config("DiffCurrentDocument")
+
+    kind: str = Field(
+        description="what was read: facts, dump, file or tree; undo: the values an undo restores"
+    )
+    label: str = Field(description="the path read, or the facts file")
+
+
+@model
+class DiffDocument(Record):
+    """What `sysctl-advisor diff --format json` prints."""
+
+    __pydantic_config__ = document_config("sysctl-advisor diff", DIFF_SCHEMA)
+
+    schema: Literal["sysctl-advisor/diff/v1"] = Field(
+        default=DIFF_SCHEMA, description="this document's format and version"
+    )
+    version: str = Field(default=__version__, description=VERSION)
+    host: DiffHost
+    profile: str
+    current: DiffCurrent
+    entries: list[DiffEntry]
+    drift: int = Field(ge=0, description="entries whose status is not ok")
+    findings: list[Finding]
+    problems: list[Problem]
+
+
+@model(kw_only=False)
+class DiffReport(Record):
+    """The diff as the engine builds it and the renderers read it; `to_json_data` its document."""
+
+    hostname: str | None
+    kernel: str | None
+    profile: str
+    current_kind: str
+    current_label: str
+    entries: list[DiffEntry]
+    findings: list[Finding] = Field(default_factory=list)
+    problems: list[Problem] = Field(default_factory=list)
+
+    @property
+    def drift(self) -> int:
+        return sum(1 for e in self.entries if e.status != "ok")
+
+    def counts(self) -> dict[str, int]:
+        return {s: sum(1 for e in self.entries if e.status == s) for s in STATUSES}
+
+    def to_json_data(self) -> dict[str, Any]:
+        """The document, as `diff --format json` writes it."""
+        document = DiffDocument(
+            host=DiffHost(hostname=self.hostname, kernel=self.kernel),
+            profile=self.profile,
+            current=DiffCurrent(kind=self.current_kind, label=self.current_label),
+            entries=self.entries,
+            drift=self.drift,
+            findings=self.findings,
+            problems=self.problems,
+        )
+        data: dict[str, Any] = plain_data(document)
+        return data
