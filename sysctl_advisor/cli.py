@@ -3,12 +3,11 @@ parameters are that command's options, calling its function in `sysctl_advisor.c
 every option by keyword. Help, completion and usage errors are typer's.
 
 The manual page is the same help for `man`, from the same table: `man_page()`, written by
-`python -m sysctl_advisor.cli > sysctl_advisor/man/sysctl-advisor.1`."""
+`python -m tests.regenerate` (with every other generated file)."""
 
 from __future__ import annotations
 
 import inspect
-import sys
 from enum import Enum
 from typing import Annotated, Any
 
@@ -125,7 +124,3 @@ def man_page(commands: tuple[Command, ...] = COMMANDS, summary: str = SUMMARY) -
 
     root = (VERSION, QUIET, Option(HELP_NAMES, "Show the help and exit.", type=bool))
     return render(commands, root, summary, REQUIRED)
-
-
-if __name__ == "__main__":
-    sys.stdout.write(man_page())

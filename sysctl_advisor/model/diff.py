@@ -1,7 +1,7 @@
 """The diff: per key, what is set, what the plan says and why; and the "sysctl-advisor/diff/v1"
 document of `diff --format json`, defined once: `DiffReport.to_json_data` writes these models
 field by field (`plain_data`), and the published schema (sysctl_advisor/schemas/diff.schema.json)
-is generated from them (`python -m sysctl_advisor.outputs.json_schemas`). `engine.diff` builds
+is generated from them (`python -m tests.regenerate`). `engine.diff` builds
 the report.
 
 Status per key: `ok`, the value in force (or configured) is the recommendation; `change`, it

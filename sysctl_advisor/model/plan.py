@@ -3,7 +3,7 @@
 The plan is the "sysctl-advisor/plan/v1" document of `recommend --format json` (the JSON plan
 contract), defined once: `to_json_data` writes these models field by field
 (`plain_data`), and the published schema (sysctl_advisor/schemas/plan.schema.json) is
-generated from them (`python -m sysctl_advisor.outputs.json_schemas`). A field marked
+generated from them (`python -m tests.regenerate`). A field marked
 `exclude=True` is the engine's own, in neither. The engine builds the plan from data it has
 already validated, so nothing here is validated when a plan is built, and a run never imports
 pydantic for it.

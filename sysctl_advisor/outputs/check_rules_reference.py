@@ -1,13 +1,11 @@
 """The `check` rules reference (docs/rules.md), generated from rules/check/*.yaml.
 
-    python -m sysctl_advisor.outputs.check_rules_reference > docs/rules.md
+    python -m tests.regenerate  # docs/rules.md, with every other generated file
 
 A test keeps the committed file in step with the rule files.
 """
 
 from __future__ import annotations
-
-import sys
 
 from sysctl_advisor.knowledge.check_rules import CheckRule
 from sysctl_advisor.knowledge.sources import Sources
@@ -62,8 +60,7 @@ def render_reference(rules: dict[str, CheckRule], sources: Sources | None = None
     out = [
         "# sysctl-advisor check: rules reference",
         "",
-        "Generated from `rules/check/*.yaml` by "
-        "`python -m sysctl_advisor.outputs.check_rules_reference`; do not edit.",
+        "Generated from `rules/check/*.yaml` by `python -m tests.regenerate`; do not edit.",
         "",
         *_TUNING,
         "| rule | severity | checks |",
@@ -97,14 +94,3 @@ def render_reference(rules: dict[str, CheckRule], sources: Sources | None = None
             out += ["References:", ""]
             out += [f"- {sources.describe(c, md_text)}" for c in spec.references]
     return "\n".join(out) + "\n"
-
-
-def main() -> None:
-    from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-
-    kb = KnowledgeBase.load()
-    sys.stdout.write(render_reference(kb.check_rules, kb.sources))
-
-
-if __name__ == "__main__":
-    main()

@@ -1,8 +1,8 @@
 """The published JSON Schemas: one per JSON document, generated from the models that write it
 (`model_base.document_config`), shipped in the package as sysctl_advisor/schemas/<name>.schema.json.
 
-    python -m sysctl_advisor.outputs.json_schemas          # regenerate every file
-    python -m sysctl_advisor.outputs.json_schemas --check  # exit 1 if a shipped file differs
+    python -m tests.regenerate          # rewrites every generated file, these among them
+    python -m tests.regenerate --check  # exit 1 naming each one that differs
 
 tests/outputs/test_json_contracts.py checks that the shipped files are the generated ones and
 validates every JSON output of the suite against them with jsonschema.
@@ -11,7 +11,6 @@ validates every JSON output of the suite against them with jsonschema.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -74,27 +73,3 @@ def schema_text(name: str) -> str:
 
 def schema_path(name: str) -> Path:
     return SCHEMA_DIR / f"{name}.schema.json"
-
-
-def main(argv: list[str]) -> int:
-    stale = [name for name in SCHEMAS if _read(schema_path(name)) != schema_text(name)]
-    if "--check" in argv:
-        for name in stale:
-            print(f"{schema_path(name)}: differs from its model", file=sys.stderr)
-        return 1 if stale else 0
-    SCHEMA_DIR.mkdir(exist_ok=True)
-    for name in stale:
-        schema_path(name).write_text(schema_text(name), encoding="utf-8")
-        print(f"wrote {schema_path(name)}")
-    return 0
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

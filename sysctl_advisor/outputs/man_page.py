@@ -163,8 +163,7 @@ def render_man_page(
     marks an option that must be given."""
     name = summary.split(", with ")[0].rstrip(".")
     lines = [
-        '.\\" Generated from sysctl_advisor/cli_options.py: python -m sysctl_advisor.cli > '
-        "sysctl_advisor/man/sysctl-advisor.1",
+        '.\\" Generated from sysctl_advisor/cli_options.py by python -m tests.regenerate',
         f'.TH SYSCTL\\-ADVISOR 1 "" "{_roff_text(f"sysctl-advisor {__version__}", code=True)}" '
         '"User Commands"',
         ".SH NAME",

@@ -1,13 +1,11 @@
 """The writers reference (docs/writers.md), generated from rules/catalog/writers.yaml.
 
-    python -m sysctl_advisor.outputs.writers_reference > docs/writers.md
+    python -m tests.regenerate  # docs/writers.md, with every other generated file
 
 A test keeps the committed file in step with the catalog.
 """
 
 from __future__ import annotations
-
-import sys
 
 from sysctl_advisor.knowledge.sources import Sources
 from sysctl_advisor.knowledge.writers import WHEN_WORDS, Writers, WriterSpec
@@ -16,8 +14,7 @@ from sysctl_advisor.outputs.markdown_text import md_code, md_code_cell, md_text
 _INTRO = [
     "# Who else writes sysctls: the writers catalog",
     "",
-    "Generated from `rules/catalog/writers.yaml` by "
-    "`python -m sysctl_advisor.outputs.writers_reference`; do not edit.",
+    "Generated from `rules/catalog/writers.yaml` by `python -m tests.regenerate`; do not edit.",
     "",
     "A value set in a sysctl.d file is not always the value in force: programs write sysctls "
     "after systemd-sysctl has applied the files, and some refuse to run with another value. "
@@ -106,14 +103,3 @@ def render_writers(writers: Writers, sources: Sources | None = None) -> str:
                 for c in cited
             ]
     return "\n".join(out).rstrip("\n") + "\n"
-
-
-def main() -> None:
-    from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-
-    kb = KnowledgeBase.load()
-    sys.stdout.write(render_writers(kb.writers, kb.sources))
-
-
-if __name__ == "__main__":
-    main()
