@@ -52,8 +52,7 @@ V = TypeVar("V")
 Cited = list[tuple[Path, str, dict[str, Any]]]
 _KINDS = (
     "catalog",
-    "rules",
-    "profiles",
+    "_advice",
     "check_rules",
     "servers",
     "message_families",
@@ -207,47 +206,60 @@ class KnowledgeBase:
         )
         return catalog
 
-    @functools.cached_property
+    @property
     def rules(self) -> Mapping[str, Rule]:
-        """Every advice rule by id. When the rule and profile files are those a whole load
-        checked (`_index`), a rule is loaded when first read: a run loads the rules its
-        profiles run."""
+        """Every advice rule by id (see `_advice`)."""
+        return self._advice[0]
+
+    @property
+    def profiles(self) -> Mapping[str, Profile]:
+        """Every profile by name (see `_advice`)."""
+        return self._advice[1]
+
+    @functools.cached_property
+    def _advice(self) -> tuple[Mapping[str, Rule], Mapping[str, Profile]]:
+        """The advice rules and the profiles, loaded and checked together (the parameters a
+        rule reads are declared by the profiles that run it). When the files are those a whole
+        load checked (`_index`), each rule and profile is loaded when first read instead: a
+        run loads the rules its profiles run."""
+        from sysctl_advisor.knowledge.profiles import load_profiles, profile_specs, resolve
         from sysctl_advisor.knowledge.rules import load_rule, load_rules
 
         index = self._index
         if index is not None:
             paths = {rule_id: Path(path) for rule_id, path in index[0]}
+            found = self._loaded("profiles", lambda s: profile_specs(self.profiles_dirs, s))
+            selected: dict[str, list[str]] = {}
             return OnDemand(
                 list(paths),
                 lambda rule_id: self._part(
                     "rules", lambda s: load_rule(paths[rule_id], self.compiler, self.catalog, s)
+                ),
+            ), OnDemand(
+                index[1],
+                lambda name: self._part(
+                    "profiles",
+                    lambda _: resolve(name, found, self.rules, self.compiler, selected),
                 ),
             )
         rules: dict[str, Rule] = self._loaded(
             "rules", lambda specs: load_rules(self.rules_dirs, self.compiler, self.catalog, specs)
         )
         self._cite("rules", [(rule.path, "", {"": rule.spec}) for rule in rules.values()])
-        return rules
-
-    @functools.cached_property
-    def profiles(self) -> Mapping[str, Profile]:
-        """Every profile by name; with a valid `_index`, each resolved when first read."""
-        from sysctl_advisor.knowledge.profiles import load_profiles, profile_specs, resolve
-
-        if self._index is not None:
-            found = self._loaded("profiles", lambda s: profile_specs(self.profiles_dirs, s))
-            selected: dict[str, list[str]] = {}
-            return OnDemand(
-                self._index[1],
-                lambda name: self._part(
-                    "profiles",
-                    lambda _: resolve(name, found, self.rules, self.compiler, selected),
-                ),
-            )
         profiles: dict[str, Profile] = self._loaded(
             "profiles",
-            lambda specs: load_profiles(self.profiles_dirs, self.rules, self.compiler, specs),
+            lambda specs: load_profiles(self.profiles_dirs, rules, self.compiler, specs),
         )
+        self._check_servers(profiles)
+        key = self._index_key()
+        if key is not None:  # rules and profiles checked whole: the next run may load parts
+            kept = ([(i, str(r.path)) for i, r in rules.items()], list(profiles))
+            self._specs["rules"].remember(key, marshal.dumps(kept))
+            self._specs["rules"].save()
+        return rules, profiles
+
+    def _check_servers(self, profiles: dict[str, Profile]) -> None:
+        """The profiles the server table names exist, and so do the servers profiles name."""
         for i, server in enumerate(self.servers.servers):
             if server.profile is not None and server.profile not in profiles:
                 raise InputError(
@@ -265,12 +277,6 @@ class KnowledgeBase:
                         path=profile.path,
                         field=f"servers[{i}]",
                     )
-        key = self._index_key()
-        if key is not None:  # rules and profiles checked whole: the next run may load parts
-            index = ([(i, str(r.path)) for i, r in self.rules.items()], list(profiles))
-            self._specs["rules"].remember(key, marshal.dumps(index))
-            self._specs["rules"].save()
-        return profiles
 
     def _index_key(self) -> str | None:
         """A key over every rule and profile file (path, size, times, inode: as Python's .pyc
