@@ -21,7 +21,11 @@ machine falls on both sides), on the package byte-compiled as `pip install` leav
    >= 1,000 hosts/s) and on 10,000 hosts of 20 kinds of machine (>= 2,000 hosts/s); 1,000 hosts
    of each too, to show that peak memory does not grow with the host count. Run twice: the
    fleet's files on disk, as a user writes them, and on tmpfs (/dev/shm), which leaves out the
-   disk (20,000 files cost 1-8 s on this VM's shared disk, from one minute to the next).
+   disk (20,000 files cost 1-8 s on this VM's shared disk, from one minute to the next);
+5. what unused knowledge costs: `recommend` and `check` with 200 more advice rules and 5 more
+   profiles that the run does not use (benchmarks/unused_knowledge.py, target under 3% each);
+6. `facts` on a network namespace holding 18,000 sockets against an idle one
+   (benchmarks/facts_many_sockets.py: root, `unshare -n`; target the same time).
 """
 
 from __future__ import annotations
@@ -208,6 +212,12 @@ def main() -> None:
             wall = median(samples, 0)
             verdict = "ok" if wall <= target else "over"
             print(f"{label:44s} {wall:8.2f} s  (target <= {target} s) {verdict}")
+    for script in ("unused_knowledge.py", "facts_many_sockets.py"):
+        subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / script), "--runs", str(runs)],
+            env=env,
+            check=False,
+        )
 
     if not args.quick:
         print("fleet, 2 workers (targets: >= 1,000 hosts/s distinct, >= 2,000 for 20 shapes):")

@@ -56,10 +56,12 @@ class CodeCache:
         self._used.add(key)
         self._dirty = True
 
-    def save(self) -> None:
+    def save(self, keep_unused: bool = False) -> None:
+        """Write the file if anything was added; the entries this run did not use are dropped
+        unless the cache keeps them (`keep_unused` here or when it was made)."""
         if self._directory is None:
             return
-        if not self._keep_unused and set(self._codes) - self._used:
+        if not (self._keep_unused or keep_unused) and set(self._codes) - self._used:
             self._codes = {k: v for k, v in self._codes.items() if k in self._used}
             self._dirty = True
         if self._dirty:

@@ -119,7 +119,7 @@ def load_knowledge(
 ) -> KnowledgeBase:
     from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 
-    return KnowledgeBase.load(rules_dir, profiles_dir)
+    return KnowledgeBase.lazy(rules_dir, profiles_dir)
 
 
 def read_facts(

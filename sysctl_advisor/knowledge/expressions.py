@@ -12,6 +12,7 @@ costs time. Set SYSCTL_ADVISOR_CACHE=off to disable it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -105,11 +106,15 @@ class _Compiled:
 
 
 class Compiler:
-    """Compiles expressions and templates once per process, through the code cache."""
+    """Compiles expressions and templates once per process, through the code cache: one cache
+    file per kind of knowledge (`for_kind`), opened when that kind first compiles, so a run
+    reads and prunes only the code of the knowledge it loads."""
 
     def __init__(self) -> None:
         self.env = make_environment()
-        self._cache = CodeCache(code_cache_name("expressions", __name__, *_GENERATORS))
+        self._caches: dict[str, CodeCache] = {}
+        self._kind = ""  # the knowledge kind compiling now ("" outside any)
+        self._where: dict[str, CodeCache] = {}  # key -> the cache it came from (to mend it)
         # A flat dict, not jinja's ChainMap: every evaluation copies the globals into its
         # context, and copying a ChainMap costs a lookup per name through both maps.
         self._globals: dict[str, Any] = dict(self.env.globals)
@@ -127,10 +132,11 @@ class Compiler:
         if compiled is not None:
             return compiled
         key = hashlib.sha1(f"{kind}\0{_CODE_SALT}\0{source}".encode()).hexdigest()
-        raw = self._cache.get(key)
+        cache = self._where[key] = self._cache()
+        raw = cache.get(key)
         if raw is None:
             code = build()
-            put_code(self._cache, key, code)
+            put_code(cache, key, code)
             compiled = _Compiled(self, build, key, code=code)
         else:
             compiled = _Compiled(self, build, key, raw=raw)
@@ -222,14 +228,37 @@ class Compiler:
         walk(tree)
         return frozenset(names), None if whole else frozenset(fields)
 
-    def save(self) -> None:
-        self._cache.save()
+    @contextlib.contextmanager
+    def for_kind(self, kind: str) -> Iterator[None]:
+        """Compile what this block compiles through the code cache of one knowledge kind."""
+        before, self._kind = self._kind, kind
+        try:
+            yield
+        finally:
+            self._kind = before
+
+    def _cache(self) -> CodeCache:
+        cache = self._caches.get(self._kind)
+        if cache is None:
+            name = code_cache_name("expressions", __name__, *_GENERATORS)
+            if self._kind:  # expressions-...-KIND.marshal: the cache pruning's file pattern
+                name = name.replace(".marshal", f"-{self._kind}.marshal")
+            cache = self._caches[self._kind] = CodeCache(name)
+        return cache
+
+    def save(self, kind: str | None = None, keep_unused: bool = False) -> None:
+        """Save the code caches this run opened, or one kind's: each drops the entries the run
+        did not use, unless `keep_unused` (a kind loaded in part)."""
+        for name, cache in self._caches.items():
+            if kind is None or name == kind:
+                cache.save(keep_unused)
 
     def mend(self, key: str, code: CodeType) -> None:
         """Replace a damaged cache entry found when its template first ran (after the load
         saved the cache): written at once, since no later save comes."""
-        put_code(self._cache, key, code)
-        self._cache.save()
+        cache = self._where.get(key) or self._cache()
+        put_code(cache, key, code)
+        cache.save()
 
     def context(self, variables: dict[str, Any]) -> Context:
         """One evaluation context for many expressions and templates over the same variables

@@ -20,6 +20,7 @@ resolves its own inventory formats, plugins and nested groups better than a re-i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -102,7 +103,7 @@ def _text(value: str | int | float | bool) -> str:
 def load_profile_map(
     path: Path | None,
     default_profile: str | None,
-    profiles: dict[str, Profile],
+    profiles: Mapping[str, Profile],
     inventory: Path | None = None,
 ) -> ProfileMap:
     """Read and check the map against the known profiles and their parameters."""
@@ -139,7 +140,7 @@ def load_profile_map(
 
 
 def _check_entry(
-    entry: MapEntry, i: int, path: Path, profiles: dict[str, Profile]
+    entry: MapEntry, i: int, path: Path, profiles: Mapping[str, Profile]
 ) -> dict[str, str]:
     """Check one entry against its profile; its `set` as the text --set would pass."""
     where = f"[{i}]"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -116,7 +117,7 @@ class Profile:
     def __init__(
         self,
         chain: list[tuple[ProfileSpec, Path]],
-        rules: dict[str, Rule],
+        rules: Mapping[str, Rule],
         compiler: Compiler,
         selected: dict[str, list[str]] | None = None,
     ) -> None:
@@ -261,50 +262,15 @@ def _article(kind: str) -> str:
     ]
 
 
+ProfileFiles = dict[str, tuple[ProfileSpec, Path]]
+
+
 def load_profiles(
-    directories: list[Path], rules: dict[str, Rule], compiler: Compiler, specs: SpecCache
+    directories: list[Path], rules: Mapping[str, Rule], compiler: Compiler, specs: SpecCache
 ) -> dict[str, Profile]:
-    found: dict[str, tuple[ProfileSpec, Path]] = {}
-    for directory in directories:
-        if not directory.is_dir():
-            raise InputError("profiles directory not found", path=directory)
-        for path in profile_files(directory):
-            spec = specs.load(path, ProfileSpec, "a profile file")
-            if path.stem != spec.name:
-                raise InputError(
-                    f"profile name {spec.name!r} does not match the file name",
-                    path=path,
-                    field="name",
-                )
-            found[spec.name] = (spec, path)
-    profiles: dict[str, Profile] = {}
+    found = profile_specs(directories, specs)
     selected: dict[str, list[str]] = {}
-    for name in sorted(found):
-        chain: list[tuple[ProfileSpec, Path]] = []
-        names: set[str] = set()
-        current: str | None = name
-        while current is not None:
-            if current in names:
-                raise InputError(
-                    f"profile inheritance loops through {current!r}",
-                    path=found[name][1],
-                    field="extends",
-                )
-            if len(chain) == MAX_EXTENDS:
-                raise InputError(
-                    f"extends more than {MAX_EXTENDS} profiles deep",
-                    path=found[name][1],
-                    field="extends",
-                )
-            names.add(current)
-            if current not in found:
-                child = chain[-1][1] if chain else found[name][1]
-                raise InputError(
-                    f"extends unknown profile {current!r}", path=child, field="extends"
-                )
-            chain.append(found[current])
-            current = found[current][0].extends
-        profiles[name] = Profile(list(reversed(chain)), rules, compiler, selected)
+    profiles = {name: resolve(name, found, rules, compiler, selected) for name in sorted(found)}
     for profile in profiles.values():
         for i, included in enumerate(profile.includes):
             if included not in profiles:
@@ -317,7 +283,59 @@ def load_profiles(
     return profiles
 
 
-def check_parameters(rules: dict[str, Rule], profiles: dict[str, Profile]) -> None:
+def profile_specs(directories: list[Path], specs: SpecCache) -> ProfileFiles:
+    """Every profile file, validated, by name (a later directory's replaces an earlier's)."""
+    found: ProfileFiles = {}
+    for directory in directories:
+        if not directory.is_dir():
+            raise InputError("profiles directory not found", path=directory)
+        for path in profile_files(directory):
+            spec = specs.load(path, ProfileSpec, "a profile file")
+            if path.stem != spec.name:
+                raise InputError(
+                    f"profile name {spec.name!r} does not match the file name",
+                    path=path,
+                    field="name",
+                )
+            found[spec.name] = (spec, path)
+    return found
+
+
+def resolve(
+    name: str,
+    found: ProfileFiles,
+    rules: Mapping[str, Rule],
+    compiler: Compiler,
+    selected: dict[str, list[str]],
+) -> Profile:
+    """One profile with its inheritance resolved (`selected`: rule ids by selector, shared by
+    the profiles of one load)."""
+    chain: list[tuple[ProfileSpec, Path]] = []
+    names: set[str] = set()
+    current: str | None = name
+    while current is not None:
+        if current in names:
+            raise InputError(
+                f"profile inheritance loops through {current!r}",
+                path=found[name][1],
+                field="extends",
+            )
+        if len(chain) == MAX_EXTENDS:
+            raise InputError(
+                f"extends more than {MAX_EXTENDS} profiles deep",
+                path=found[name][1],
+                field="extends",
+            )
+        names.add(current)
+        if current not in found:
+            child = chain[-1][1] if chain else found[name][1]
+            raise InputError(f"extends unknown profile {current!r}", path=child, field="extends")
+        chain.append(found[current])
+        current = found[current][0].extends
+    return Profile(list(reversed(chain)), rules, compiler, selected)
+
+
+def check_parameters(rules: Mapping[str, Rule], profiles: dict[str, Profile]) -> None:
     """Every parameter a rule reads by name is declared by a profile that runs the rule (by
     any profile, for a rule none runs): `params.rtt_msec is defined` with a misspelt name
     would otherwise never hold, and the rule would never fire."""

@@ -410,7 +410,7 @@ def load_rules(
             raise InputError("rules directory not found", path=directory)
         local: dict[str, Rule] = {}
         for path in rule_files(directory):
-            rule = Rule(specs.load(path, RuleSpec, "a rule file"), path, compiler, catalog)
+            rule = load_rule(path, compiler, catalog, specs)
             check_family(rule.id, path, directory)
             if rule.id in local:
                 raise InputError(
@@ -431,6 +431,11 @@ def load_rules(
                 )
             seen[finding.id] = rule.path
     return dict(sorted(rules.items()))
+
+
+def load_rule(path: Path, compiler: Compiler, catalog: Catalog, specs: SpecCache) -> Rule:
+    """One rule file, validated and compiled (checked against the others by load_rules)."""
+    return Rule(specs.load(path, RuleSpec, "a rule file"), path, compiler, catalog)
 
 
 def _items(value: Any) -> list[Any]:

@@ -10,7 +10,7 @@ NAME=V` sets it for every workload that declares it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from sysctl_advisor.knowledge.profiles import Profile
@@ -42,7 +42,7 @@ class RuleRun(NamedTuple):
 class Workload:
     """The profiles given, each followed by the profiles it includes (each once)."""
 
-    def __init__(self, given: tuple[str, ...], profiles: dict[str, Profile]) -> None:
+    def __init__(self, given: tuple[str, ...], profiles: Mapping[str, Profile]) -> None:
         if not given:
             raise InputError("no profile given", field="--profile")
         self.given = given
@@ -175,7 +175,7 @@ class Workload:
                     shown[f"{profile.name}.{name}"] = value
         return shown
 
-    def runs(self, rules: dict[str, Rule], params: dict[str, dict[str, Any]]) -> list[RuleRun]:
+    def runs(self, rules: Mapping[str, Rule], params: dict[str, dict[str, Any]]) -> list[RuleRun]:
         """Every rule run, in rule order: one per distinct set of the parameters it reads
         among the workloads that run it."""
         if len(self.profiles) == 1:  # one run each, whatever the parameters

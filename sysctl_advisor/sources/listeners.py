@@ -160,6 +160,8 @@ def _owners(inodes: set[int], proc: Path) -> dict[int, int]:
                     inode = wanted.get(target)
                     if inode is not None and inode not in owners:
                         owners[inode] = pid
+                        if len(owners) == len(inodes):  # not the rest of a busy server's
+                            return owners  # connections: the listeners come first
         except OSError:
             continue  # gone, or another user's process without root
         if len(owners) == len(inodes) or scanned > MAX_FDS_SCANNED:

@@ -51,6 +51,28 @@ def test_owner_is_the_lowest_pid_holding_the_socket(workdir: Path) -> None:
     assert _owners({5001, 5002, 5003}, proc) == {5001: 100, 5002: 300}
 
 
+def test_owners_stop_reading_descriptors_once_every_listener_is_found(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server holding thousands of connections besides its listener: once every listener's
+    owner is known no other descriptor is read, so `facts` on a namespace full of connections
+    takes what it takes on an idle one (benchmarks/facts_many_sockets.py)."""
+    proc = workdir / "proc"
+    connections = {str(fd): f"socket:[{9000 + fd}]" for fd in range(4, 2004)}
+    _fake_process(proc, 100, "nginx", "/usr/sbin/nginx", {"3": "socket:[5001]", **connections})
+    _fake_process(proc, 200, "redis-server", "/usr/bin/redis-server", connections)
+    read: list[str] = []
+    real = os.readlink
+
+    def counted(path: str) -> str:
+        read.append(target := real(path))
+        return target
+
+    monkeypatch.setattr(os, "readlink", counted)
+    assert _owners({5001}, proc) == {5001: 100}
+    assert read[-1] == "socket:[5001]"
+
+
 def test_process_description_keeps_no_arguments(workdir: Path) -> None:
     proc = workdir / "proc"
     _fake_process(proc, 7, "redis-server", "/usr/bin/redis-server (deleted)", {})
