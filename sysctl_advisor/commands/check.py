@@ -30,7 +30,6 @@ from sysctl_advisor.commands.common import (
 )
 from sysctl_advisor.engine.check.baseline import BaselineInForce
 from sysctl_advisor.engine.check.findings import CheckContext
-from sysctl_advisor.engine.check.host import host_context
 from sysctl_advisor.engine.check.judge import NEAR_BUDGET
 from sysctl_advisor.engine.check.per_file import PerFileIgnores, ignore_patterns
 from sysctl_advisor.engine.check.pipeline import CheckPolicy, run
@@ -177,6 +176,8 @@ def _context(kb: KnowledgeBase, found: CheckSettings) -> CheckContext:
     context = CheckContext()
     facts: Path | None = found["facts"]
     if facts is not None:  # the planner (and the facts model) only for a known host
+        from sysctl_advisor.engine.check.host import host_context
+
         try:
             host = read_facts(facts, kb, within=_inside(found, "facts"))
             context = host_context(kb, host, found["profile"], found.overrides)

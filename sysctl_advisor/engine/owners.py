@@ -20,10 +20,11 @@ from sysctl_advisor.knowledge.expressions import ExpressionError
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.rules import CompanionResult, FindingResult
 from sysctl_advisor.knowledge.values import Value, conf_text
-from sysctl_advisor.knowledge.writers import WHEN_WORDS, Write, key_matches
+from sysctl_advisor.knowledge.writers import WHEN_WORDS, Write
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.plan import OwnerNote, Setting
 from sysctl_advisor.model.severity import Severity
+from sysctl_advisor.model.vocabulary import key_matches
 
 START = frozenset({"start", "start-if-different", "start-if-lower"})  # it sets it as it starts
 

@@ -23,8 +23,7 @@ from sysctl_advisor.knowledge.expressions import (
     Text,
     as_input_error,
 )
-from sysctl_advisor.knowledge.knowledge_files import check_rule_files
-from sysctl_advisor.knowledge.rules import RULE_ID, check_family
+from sysctl_advisor.knowledge.knowledge_files import RULE_ID, check_family, check_rule_files
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.model_base import Field, SpecModel, model
 from sysctl_advisor.model.severity import Severity

@@ -51,3 +51,20 @@ def profile_files(directory: Path) -> list[Path]:
 
 def check_rule_files(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.yaml"))
+
+
+# a rule's id: its family (the folder it lives in), a dot, its name
+RULE_ID = r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$"
+
+
+def check_family(rule_id: str, path: Path, directory: Path) -> None:
+    """A rule in a folder of a rules directory belongs to the family the folder names (its id
+    begins with the folder's name: rules/time-wait/fin-timeout.yaml is time-wait.*)."""
+    folders = path.relative_to(directory).parts[:-1]
+    family = rule_id.split(".")[0]
+    if folders and folders[0] != family:
+        raise InputError(
+            f"rule id {rule_id!r} is not of the family its folder names ({folders[0]}.*)",
+            path=path,
+            field="id",
+        )

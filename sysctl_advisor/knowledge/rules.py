@@ -25,7 +25,7 @@ from sysctl_advisor.knowledge.expressions import (
     as_input_error,
     each,
 )
-from sysctl_advisor.knowledge.knowledge_files import rule_files
+from sysctl_advisor.knowledge.knowledge_files import RULE_ID, check_family, rule_files
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.model_base import After, Before, Field, SpecModel, model
 from sysctl_advisor.model.severity import Severity
@@ -50,9 +50,6 @@ def code_of(source: str, template: bool) -> str:
     if template:
         source = " ".join(a or b for a, b in _TEMPLATE_CODE.findall(source))
     return _STRING.sub("''", source)
-
-
-RULE_ID = r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+$"
 
 
 @model
@@ -443,19 +440,6 @@ def _items(value: Any) -> list[Any]:
     if not isinstance(value, list | tuple):
         raise ValueError(f"for_each must give a list, not {type(value).__name__}")
     return list(value)
-
-
-def check_family(rule_id: str, path: Path, directory: Path) -> None:
-    """A rule in a folder of a rules directory belongs to the family the folder names (its id
-    begins with the folder's name: rules/time-wait/fin-timeout.yaml is time-wait.*)."""
-    folders = path.relative_to(directory).parts[:-1]
-    family = rule_id.split(".")[0]
-    if folders and folders[0] != family:
-        raise InputError(
-            f"rule id {rule_id!r} is not of the family its folder names ({folders[0]}.*)",
-            path=path,
-            field="id",
-        )
 
 
 def matches(pattern: str, rule_id: str) -> bool:

@@ -263,19 +263,3 @@ def _file_matches(source: str, globs: list[str]) -> bool:
     path = source.rpartition(":")[0] if source.rpartition(":")[2].isdigit() else source
     name = path.rpartition("/")[2]
     return any(fnmatch.fnmatchcase(name, glob) for glob in globs)
-
-
-NOT_INTERFACES = frozenset({"all", "default"})  # conf/ and neigh/ entries that are no link
-
-
-def key_matches(pattern: str, key: str) -> bool:
-    """A written key against a sysctl key: a part with `*` names interfaces (`*` any one,
-    `cilium_*` those with that prefix), never `all` or `default`, which a writer that means
-    them names."""
-    if "*" not in pattern:
-        return pattern == key
-    parts, names = pattern.split("."), key.split(".")
-    return len(parts) == len(names) and all(
-        p == n or ("*" in p and n not in NOT_INTERFACES and fnmatch.fnmatchcase(n, p))
-        for p, n in zip(parts, names, strict=True)
-    )

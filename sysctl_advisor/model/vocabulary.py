@@ -16,6 +16,7 @@ with these types; `tests/model/test_vocabulary.py` fails on a second definition 
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from typing import Annotated
 
@@ -59,3 +60,19 @@ def not_blank(value: str) -> str:
 SysctlKey = Annotated[str, After(sysctl_key)]
 SysctlKeyGlob = Annotated[str, After(sysctl_key_glob)]
 OneLine = Annotated[str, After(plain_line)]
+
+
+NOT_INTERFACES = frozenset({"all", "default"})  # conf/ and neigh/ entries that are no link
+
+
+def key_matches(pattern: str, key: str) -> bool:
+    """A written key against a sysctl key: a part with `*` names interfaces (`*` any one,
+    `cilium_*` those with that prefix), never `all` or `default`, which a writer that means
+    them names."""
+    if "*" not in pattern:
+        return pattern == key
+    parts, names = pattern.split("."), key.split(".")
+    return len(parts) == len(names) and all(
+        p == n or ("*" in p and n not in NOT_INTERFACES and fnmatch.fnmatchcase(n, p))
+        for p, n in zip(parts, names, strict=True)
+    )

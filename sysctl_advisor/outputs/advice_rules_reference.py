@@ -24,8 +24,9 @@ import yaml
 
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.knowledge.knowledge_files import RULE_ID
 from sysctl_advisor.knowledge.profiles import Profile
-from sysctl_advisor.knowledge.rules import RULE_ID, Rule, RuleSpec
+from sysctl_advisor.knowledge.rules import Rule, RuleSpec
 from sysctl_advisor.model.directories import UntrustedDirectory, open_directory, replace_file
 from sysctl_advisor.model.documents import KNOWLEDGE_FILE, parse_document, read_text
 from sysctl_advisor.model.errors import InputError

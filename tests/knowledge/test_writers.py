@@ -12,10 +12,11 @@ import yaml
 from sysctl_advisor.engine.owners import owners
 from sysctl_advisor.engine.plan_builder import host_variables
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from sysctl_advisor.knowledge.writers import WritersSpec, key_matches
+from sysctl_advisor.knowledge.writers import WritersSpec
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import facts_from_data
 from sysctl_advisor.model.model_base import validate
+from sysctl_advisor.model.vocabulary import key_matches
 from sysctl_advisor.outputs.writers_reference import render_writers
 from tests.conftest import ROOT
 

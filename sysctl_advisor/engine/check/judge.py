@@ -29,11 +29,11 @@ from sysctl_advisor.knowledge.expression_budget import new_budget
 from sysctl_advisor.knowledge.expressions import ExpressionError
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.values import parse_text
-from sysctl_advisor.knowledge.writers import key_matches
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_write import kernel_write
 from sysctl_advisor.model.model_base import plain_data
 from sysctl_advisor.model.sysctl_conf import Assignment
+from sysctl_advisor.model.vocabulary import key_matches
 
 if TYPE_CHECKING:
     from jinja2.runtime import Context
@@ -218,13 +218,15 @@ class Checker:
     def _writers_of(self, key: str, numbers: list[int] | None, value: str) -> list[dict[str, Any]]:
         """The programs on the host that write `key` after the files, each with the line for
         its own configuration that would keep this value (`fix`; None where it has none)."""
-        from sysctl_advisor.engine.owners import fix_line
-
         notes = self._writers_by_key.get(key)
         if notes is None:  # once per key: a long file repeats a few keys many times
             notes = [n for n in self._writers if key_matches(n["key"], key)]
             if len(self._writers_by_key) < _MEMO_LINES:
                 self._writers_by_key[key] = notes
+        if not notes:  # the owners' module only where the host has writers of the key
+            return []
+        from sysctl_advisor.engine.owners import fix_line
+
         found = []
         for note in notes:
             plain = (numbers[0] if len(numbers) == 1 else numbers) if numbers else value

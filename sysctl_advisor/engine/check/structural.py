@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from sysctl_advisor.engine.check.findings import CheckFinding
 from sysctl_advisor.knowledge.values import same_value
-from sysctl_advisor.knowledge.writers import key_matches
 from sysctl_advisor.model.sysctl_conf import is_sysctl_key
+from sysctl_advisor.model.vocabulary import key_matches
 
 if TYPE_CHECKING:
     from sysctl_advisor.engine.check.listing import Listing
