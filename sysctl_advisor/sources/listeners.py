@@ -27,6 +27,7 @@ from sysctl_advisor.model.text_escape import one_line
 TCP_LISTEN = 10
 MAX_LISTENERS = 100_000
 MAX_FDS_SCANNED = 4_000_000  # bounds the /proc walk on a host holding millions of sockets
+FIRST_FDS = 64  # a server's listeners are among its first descriptors, before its connections
 _JAVA_OPTIONS_WITH_VALUE = frozenset(
     {"-cp", "-classpath", "--class-path", "-p", "--module-path", "--add-modules", "-d"}
 )
@@ -142,30 +143,36 @@ def _listener(payload: bytes) -> tuple[int, dict[str, Any]] | None:
 
 
 def _owners(inodes: set[int], proc: Path) -> dict[int, int]:
-    """Socket inode -> the lowest pid holding it (nginx's master before its workers)."""
+    """Socket inode -> the lowest pid holding it (nginx's master before its workers), read
+    first among every process's first descriptors, where a server opens its listeners: only a
+    listener not found there costs reading the rest of each process's connections."""
     owners: dict[int, int] = {}
     if not inodes:
         return owners
     wanted = {f"socket:[{inode}]": inode for inode in inodes}
+    pids = sorted(_pids(proc))
     scanned = 0
-    for pid in sorted(_pids(proc)):
-        try:
-            with os.scandir(proc / str(pid) / "fd") as entries:
-                for entry in entries:
-                    scanned += 1
-                    try:
-                        target = os.readlink(entry.path)
-                    except OSError:
-                        continue
-                    inode = wanted.get(target)
-                    if inode is not None and inode not in owners:
-                        owners[inode] = pid
-                        if len(owners) == len(inodes):  # not the rest of a busy server's
-                            return owners  # connections: the listeners come first
-        except OSError:
-            continue  # gone, or another user's process without root
-        if len(owners) == len(inodes) or scanned > MAX_FDS_SCANNED:
-            break
+    for first in (True, False):
+        for pid in pids:
+            try:
+                with os.scandir(proc / str(pid) / "fd") as entries:
+                    for entry in entries:
+                        if (int(entry.name) < FIRST_FDS) != first:
+                            continue
+                        scanned += 1
+                        try:
+                            target = os.readlink(entry.path)
+                        except OSError:
+                            continue
+                        inode = wanted.get(target)
+                        if inode is not None and inode not in owners:
+                            owners[inode] = pid
+                            if len(owners) == len(inodes):
+                                return owners
+            except (OSError, ValueError):
+                continue  # gone, another user's process without root, or not a descriptor
+            if scanned > MAX_FDS_SCANNED:
+                return owners
     return owners
 
 
