@@ -210,7 +210,7 @@ def test_rule_unknown_key(workdir: Path) -> None:
 def test_a_rule_reading_an_undeclared_parameter_fails_at_load(
     workdir: Path, where: str, source: str
 ) -> None:
-    """Issue 31, item 5: a misspelt parameter would make `params.X is defined` never hold and
+    """A misspelt parameter would make `params.X is defined` never hold and
     the rule never fire; loading names the rule file and field instead."""
     rules = workdir / "rules" / "custom"
     rules.mkdir(parents=True)
@@ -302,7 +302,7 @@ def _entry(
 def test_closed_choices_are_listed_and_refused_in_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 14, item 13, and issue 31: --format and --fail-on offer exactly the renderers'
+    """--format and --fail-on offer exactly the renderers'
     registry (outputs/formats.py) and the severities; help lists them, a wrong one is one line
     and exit 2."""
     from sysctl_advisor.cli_options import command

@@ -1,4 +1,4 @@
-"""A hostile-input review of the several-workloads work (issue 37): `-p` repeated, profiles'
+"""A hostile-input review of the several-workloads work: `-p` repeated, profiles'
 `includes:`, `--set PROFILE.NAME=V`, `merge:`, check's `profile = [...]`, the plan's
 contradictions, the Redis/Valkey/PostgreSQL config readers and the application events. Each
 payload is built at test time and run through the CLI: bad input is one line on stderr and

@@ -1,4 +1,4 @@
-"""Issue 32, items 1 and 4: the cache root is opened once, from `/`, by descriptor, and refused
+"""The cache root is opened once, from `/`, by descriptor, and refused
 when anyone but root or the user could change the way to it; a relative root is never used.
 Root therefore never runs another user's code through a cache, even while that user swaps
 directories on the way in a loop. Payloads are built at test time; each would create MARKER

@@ -1,4 +1,4 @@
-"""Issue 19: a facts file validated once is taken from the validated-facts cache afterwards,
+"""A facts file validated once is taken from the validated-facts cache afterwards,
 and plain_data (what rule expressions get) is dataclasses.asdict without its deep copies."""
 
 from __future__ import annotations

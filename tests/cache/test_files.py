@@ -1,4 +1,4 @@
-"""Issue 13 item 3: caches that hold code are loaded only when no one else could have written
+"""Caches that hold code are loaded only when no one else could have written
 them. Planted payloads are built here at test time; each would create MARKER if loaded."""
 
 from __future__ import annotations
@@ -196,7 +196,7 @@ def test_a_spec_cache_key_depends_on_every_model_module_and_on_pydantic(
 def test_a_damaged_entry_is_rebuilt_not_fatal(
     workdir: Path, filled_cache: tuple[Path, str]
 ) -> None:
-    """Issue 32, item 5: an entry that no longer unpickles (truncated, of a class renamed since)
+    """An entry that no longer unpickles (truncated, of a class renamed since)
     is a miss: the run validates the file again, writes the same output, and the next run is
     warm again."""
     import marshal

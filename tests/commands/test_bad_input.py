@@ -1,4 +1,4 @@
-"""Issue 13 item 7 and the bad-input run: every bad input is exit 2 with one line naming the
+"""Every bad input is exit 2 with one line naming the
 file, line or field, and the run ends (HANG_SECONDS guards it); never a traceback, a hang, a
 crash or nonsense. Payloads are built at test time."""
 
@@ -60,7 +60,7 @@ def facts_file(workdir: Path, text: str, name: str = "facts.yaml") -> str:
         ("[" * 50_000 + "]" * 50_000 + "\n", "facts.yaml:1"),  # PyYAML or our depth check
         ("memory: {total: 8 GiB}\nhostname: \"a\\nkernel.core_pattern = |x\"\n", "hostname"),
         ("memory: {total: 8 GiB}\narch: ppc\n", "memory.lowmem"),
-        # issue 32, item 9: nonsense that was planned as if it were a host
+        # nonsense that was planned as if it were a host
         ("memory: {total: 8 GiB}\narch: vax\n", "arch: 'vax' is not an architecture"),
         ("memory: {total: 8 GiB}\nkernel: 99999999999999999999.1.0\n", "kernel"),
         ("memory: {total: 8 GiB}\nnics: [{name: eth0}, {name: eth0}]\n", "eth0 is listed twice"),
@@ -246,7 +246,7 @@ def test_profile_map_float_for_int_parameter_works(workdir: Path) -> None:
         (["recommend"], "--profile"),  # the words around the names are click's
         (["recommend", "-p", "base", "--bogus"], "--bogus"),
         (["nosuch"], "nosuch"),
-        ([], "no command given; commands: recommend, diff"),  # issue 32, item 13
+        ([], "no command given; commands: recommend, diff"),
         (["explain", "tcp_mem", "--set", "a=1"], "--set: needs --profile"),
         (["calibrate", "--pairs", "100"], ""),
         (["recommend", "--facts", "examples/ec2-nginx-frontend.yaml", "-p", "frontend-proxy",
@@ -267,7 +267,7 @@ def test_calibrate_refuses_too_few_pairs_as_root() -> None:
     assert code == 2 and "--pairs" in err and "noise" in err
 
 
-# -- the final review of issues 13-17 ------------------------------------------------------------
+# -- found by a hostile-input review --------------------------------------------------------------
 
 
 def test_a_size_too_long_for_a_float_is_one_line(workdir: Path) -> None:
@@ -378,7 +378,7 @@ def test_json_reports_never_carry_a_character_a_terminal_acts_on(workdir: Path, 
 
 
 def test_a_long_extends_chain_is_refused_at_once(workdir: Path) -> None:
-    """Issue 32, item 6: 2,000 profiles each extending the one before ran for minutes; the
+    """2,000 profiles each extending the one before ran for minutes; the
     chain is bounded, and each selector is matched once however many profiles inherit it."""
     profiles = workdir / "profiles"
     profiles.mkdir()

@@ -1,4 +1,4 @@
-"""Issue 31, item 4: `cache` shows where the caches are, what they hold and how big, and
+"""`cache` shows where the caches are, what they hold and how big, and
 `cache --clear` removes the advisor's own entries: never a file of another name or another
 user, never through a symlink."""
 

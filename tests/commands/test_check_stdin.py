@@ -1,4 +1,4 @@
-"""Issue 34: `sysctl -a | sysctl-advisor check -` and `check - < file`: standard input is read
+"""`sysctl -a | sysctl-advisor check -` and `check - < file`: standard input is read
 bounded as a file is, and reported under the name <stdin>."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`recommend --format` for each node platform (issue 36), through the CLI: every example host
+"""`recommend --format` for each node platform, through the CLI: every example host
 under its profile renders (each output read back before it is written), the keys a platform
 does not take are said on stderr and in the file, never dropped, the node is planned as a
 Kubernetes node (NodePorts reserved), and `--undo` writes the node's undo in the same place."""

@@ -1,4 +1,4 @@
-"""The pre-commit hook, run by the real pre-commit (issue 14, item 5).
+"""The pre-commit hook, run by the real pre-commit.
 
 pre-commit passes only the files a commit changes, in parallel batches unless the hook says
 `require_serial`. A change to 99-sysctl.conf that silently replaces a value of the unchanged

@@ -1,4 +1,4 @@
-"""Issue 31: one definition per model. A one-shot run whose knowledge and facts files were
+"""One definition per model. A one-shot run whose knowledge and facts files were
 validated before takes the validated objects from the caches and never imports pydantic, and
 writes byte for byte what the first (cold) run wrote, with the same exit code: every example
 host under every profile, and every format of recommend, diff and check.

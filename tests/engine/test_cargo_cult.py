@@ -1,4 +1,4 @@
-"""Keys copied from old tuning guides are named for what they do (issue 35, item 6): `check`
+"""Keys copied from old tuning guides are named for what they do: `check`
 run through the CLI on a file of them, built at test time, reports each on its line with the
 rule that knows it, and is quiet on the fixed file."""
 

@@ -1,4 +1,4 @@
-"""Memory settings copied from old tuning guides are named for what they do (issue 35, item 6):
+"""Memory settings copied from old tuning guides are named for what they do:
 vm.swappiness = 0 (the OOM killer before swap, from 3.5) and vm.overcommit_memory = 2 with
 overcommit_ratio left at 50 (commitments refused with half the RAM free), each judged for the
 target kernel where the era matters, each with its fix; an old ip_conntrack name is reported

@@ -77,7 +77,7 @@ def test_a_cap_binds_a_value_a_sysctl_file_sets_within_the_model_tolerance() -> 
 def test_a_value_in_force_the_key_cannot_hold_is_said_and_not_kept(
     kb: KnowledgeBase, key: str, text: str, valid: str | None, profile: str
 ) -> None:
-    """Issue 32, item 9: such a value was kept as in force, or dropped without a word; rules
+    """A value the key cannot hold was kept as in force, or dropped without a word; rules
     take it as not known (`current.<alias>` is none), a note names it, and the plan says
     nothing of the key: the model or the facts are wrong, and no advice moves the value in
     force on the model's word. With a value the key holds (or none), the profile sets it."""

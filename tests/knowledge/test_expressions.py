@@ -1,4 +1,4 @@
-"""Rule expressions and templates are a trust boundary (issue 13, items 1 and 8).
+"""Rule expressions and templates are a trust boundary.
 
 A rule directory from a colleague may only produce wrong numbers: it cannot reach Python
 objects, call anything the project did not put there, or hang or exhaust the machine. Payloads
@@ -120,7 +120,7 @@ BOMBS = [
     "'abc' | dictsort",
     "[1] | map('dictsort') | list",
     " + ".join(["1"] * 2000),
-    # Third hunt (issue 16): the project's own filters pay for their input and output.
+    # Third hunt: the project's own filters pay for their input and output.
     "('{a}' * 250) | fill(a=(10 ** 1000) ** 4)",
     "['{a}{a}{a}{a}'] * 99999 | map('fill', a=10 ** 19) | list | length",
     "['1' * 490000] * 9 | map('address') | list | length",
@@ -412,7 +412,7 @@ def test_companion_renders_share_the_hosts_budget(workdir: Path) -> None:
 def test_a_companion_for_each_that_is_not_a_list_is_one_line_exit_2(
     for_each: str, workdir: Path
 ) -> None:
-    """Issue 32, item 7: it exited 3 (an internal error) for a number."""
+    """A number there exited 3 (an internal error)."""
     companion = {"target": "nginx", "for_each": for_each, "setting": "x"}
     code, lines, _ = _run_rule(workdir, {"companions": [companion]})
     assert code == 2 and len(lines) == 1, lines
@@ -514,7 +514,7 @@ def test_rule_and_profile_text_holds_no_control_characters(
 def test_cached_code_runs_only_when_used_and_a_damaged_entry_is_rebuilt(
     workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 19: code from the cache is unmarshalled when the expression first runs (a run
+    """Code from the cache is unmarshalled when the expression first runs (a run
     evaluates only its selected rules); an entry that no longer unmarshals is compiled again
     instead of failing, and a source new to the cache is compiled (and checked) at once."""
     from sysctl_advisor.cache import code
@@ -548,7 +548,7 @@ def test_cached_code_runs_only_when_used_and_a_damaged_entry_is_rebuilt(
 def test_a_rationale_no_setting_shows_is_never_rendered(
     workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 19: a rule's rationale is rendered when a setting it explains is shown. A rule
+    """A rule's rationale is rendered when a setting it explains is shown. A rule
     that wants less than the default (an unchanged key) never runs its rationale, so even a
     payload there does nothing and the plan is made."""
     monkeypatch.chdir(workdir)
@@ -570,7 +570,7 @@ def test_a_rationale_no_setting_shows_is_never_rendered(
 @pytest.mark.parametrize(
     ("value", "shown"),
     [
-        ("1512.4", "1,510"),  # issue 33: was "1.51e+03"
+        ("1512.4", "1,510"),  # not "1.51e+03"
         ("123456.7", "123,000"),
         ("-2048.5", "-2,050"),
         ("999.5", "1,000"),  # rounds to 3 significant digits first

@@ -20,8 +20,9 @@ from tests.conftest import EXAMPLES
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 
-# what a reference to this project's own tooling looks like: the seed documents by file name,
-# the internal notes on kernel facts, the tool citing itself, a path of this repository
+# what a reference to this project's own tooling looks like: the source documents it began
+# from, by file name, the internal notes on kernel facts, the tool citing itself, a path of
+# this repository
 TOOLING = re.compile(
     r"seed:|\b\d{3}_[0-9a-f]{16}\.txt|kernel-facts|§|sysctl-advisor:|\.\./shared/|"
     r"\brules/catalog/|\btests/",

@@ -1,4 +1,4 @@
-"""Issue 35, item 5: a --rules-dir also brings check rules (its check/ folder), under the same
+"""A --rules-dir also brings check rules (its check/ folder), under the same
 strict schema and sandbox as the shipped ones; a colleague's rule cannot shadow a shipped one."""
 
 from __future__ import annotations

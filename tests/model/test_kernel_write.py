@@ -1,4 +1,4 @@
-"""`check` says what the kernel does with each value (issue 14, items 1 and 2).
+"""`check` says what the kernel does with each value.
 
 Every case is written with procps `sysctl -p` inside a fresh network namespace (per-namespace
 keys only, each first set to a known baseline) and read back. What the kernel did decides
@@ -179,7 +179,7 @@ def test_a_byte_order_mark_before_a_key_fails_and_check_says_so(workdir: Path) -
 
 
 def test_globs_are_expanded_as_check_says(workdir: Path) -> None:
-    """Issue 14, item 3: procps 4 and systemd-sysctl expand key globs; an unclosed '[' is
+    """procps 4 and systemd-sysctl expand key globs; an unclosed '[' is
     matched literally and sets nothing. check describes the first and warns about the second."""
     glob = workdir / "glob.conf"
     glob.write_text("net.ipv4.tcp_*_timeout = 7\n")

@@ -1,4 +1,4 @@
-"""Issue 13 item 4 and 11: output files are replaced atomically, by descriptor, never through
+"""Output files are replaced atomically, by descriptor, never through
 a link or over something that is not a regular file; stdout failures are one line."""
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def test_stdout_to_dev_full_is_exit_2_with_one_line(command: list[str]) -> None:
 
 
 def test_a_killed_writes_temporary_file_is_removed_by_the_next_write(workdir: Path) -> None:
-    """Issue 32, item 12: a SIGKILL during `-o` left `.NAME.XXXXXXXX.tmp` beside the target
+    """A SIGKILL during `-o` left `.NAME.XXXXXXXX.tmp` beside the target
     for good. The next write of that target removes its own kind of leftover: this user's,
     old enough not to be a concurrent run's; nothing else."""
     import time

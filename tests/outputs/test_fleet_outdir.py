@@ -1,4 +1,4 @@
-"""Issue 13 items 10 and 11: fleet --out never destroys what it did not write, publishes a
+"""`fleet --out` never destroys what it did not write, publishes a
 whole run at once, runs one at a time, and stops on Ctrl-C with one line."""
 
 from __future__ import annotations
@@ -326,7 +326,7 @@ def test_a_users_directory_that_looks_like_staging_is_not_removed(workdir: Path)
 
 
 def test_a_run_killed_while_publishing_is_cleaned_by_the_next(workdir: Path) -> None:
-    """Issue 32, item 12: killed between dropping the staging mark and the exchange, a run
+    """Killed between dropping the staging mark and the exchange, a run
     left its complete output (with its marker) beside OUTDIR, which nothing removed; killed
     after the exchange, the previous run it swapped out. The next run removes exactly what
     their markers list: a file someone added in the meantime stays."""

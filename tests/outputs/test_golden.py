@@ -144,7 +144,7 @@ TUNED_HOST = TESTS / "fixtures" / "tuned" / "dtn-network-throughput.yaml"
 
 @pytest.mark.parametrize("command", ["recommend", "diff"])
 def test_golden_host_defaults(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 33 item 12: the conf file and the diff table for a host whose tcp_rmem/tcp_wmem
+    """The conf file and the diff table for a host whose tcp_rmem/tcp_wmem
     tuned's network-throughput set, as a reader sees them (host default, set by tuned)."""
     from typer.testing import CliRunner
 

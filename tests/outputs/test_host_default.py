@@ -1,4 +1,4 @@
-"""Issue 33 item 12: a value in force that a tuning daemon (tuned's network-throughput) or a
+"""A value in force that a tuning daemon (tuned's network-throughput) or a
 file set is this host's default, not the kernel's: every output says who set it and gives the
 kernel's own (modelled) default beside it."""
 

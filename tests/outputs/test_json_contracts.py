@@ -1,4 +1,4 @@
-"""Issue 14 item 9: versioned JSON Schemas for every JSON output, generated from their models,
+"""Versioned JSON Schemas for every JSON output, generated from their models,
 shipped in the package, and every JSON output validated against them with jsonschema (Draft
 2020-12, format checking on). Each document carries the tool version."""
 
@@ -135,7 +135,7 @@ def test_every_plan_is_schema_valid(host: str, profile: str) -> None:
         "recommend", "--facts", EXAMPLES / f"{host}.yaml", "-p", profile, "-f", "json"
     )
     validate("plan", document)
-    # the DESIGN.md contract: these fields, in this order, after the additions
+    # the plan document's contract: these fields first, in this order
     assert list(document)[:7] == [
         "schema", "version", "host", "profile", "settings", "findings", "companions",
     ]  # fmt: skip

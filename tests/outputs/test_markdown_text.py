@@ -1,4 +1,4 @@
-"""Issue 14 item 8: Markdown for pull-request comments, read by GitHub's own renderer.
+"""Markdown for pull-request comments, read by GitHub's own renderer.
 
 Every Markdown output (recommend, diff, fleet summary.md) is rendered with cmark-gfm (the
 `cmarkgfm` package: GitHub's fork of cmark with its table, autolink, strikethrough and tagfilter

@@ -1,4 +1,4 @@
-"""Issue 13 item 2: no text that reaches a rendered file can become a setting or break its
+"""No text that reaches a rendered file can become a setting or break its
 syntax. Every renderer is fed a plan whose every text field holds arbitrary text (control
 characters, line and paragraph separators, markdown and ini syntax), and what the consumer
 reads back must be exactly the plan's keys and values."""

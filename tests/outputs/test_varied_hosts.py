@@ -1,4 +1,4 @@
-"""Issue 33's "done when": varied hosts the examples do not cover (clouds and their NIC drivers,
+"""Varied hosts the examples do not cover (clouds and their NIC drivers,
 aarch64 with 4 KiB and 64 KiB pages, 32-bit i686 and armv7l with lowmem, distribution kernels
 from RHEL 8 to 6.9 upstream, 512 MiB to 1.5 TiB, a Kubernetes node, operators' own values above
 and below the advice, hosts already in trouble) each planned with `recommend` and the file it

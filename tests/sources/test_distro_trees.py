@@ -1,4 +1,4 @@
-"""Issue 34: `check` of a stock distribution's sysctl trees, as a new user runs it first. The
+"""`check` of a stock distribution's sysctl trees, as a new user runs it first. The
 trees in tests/fixtures/distro-trees/ hold the files the distributions ship (their README says
 where each comes from); the links they ship are made here, at test time."""
 

@@ -92,7 +92,7 @@ def _config_including(tmp_path: Path, target: str) -> Path:
 
 
 def test_an_included_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
-    """Issue 32, item 2: an include names a FIFO (in the config's own directory): refused on
+    """An include names a FIFO (in the config's own directory): refused on
     its descriptor, never read (opening it would wait for a writer forever)."""
     import os
 
@@ -131,7 +131,7 @@ def test_an_include_swapped_for_a_link_outside_is_judged_by_what_was_opened(
 
 
 def test_thousands_of_sockets_are_summarised_not_an_error(tmp_path: Path) -> None:
-    """Issue 32, item 8: 5,000 listen blocks, or 20,000 included files, made a shipped rule
+    """5,000 listen blocks, or 20,000 included files, made a shipped rule
     exceed its rendering or work budget (exit 2 naming the rule); the rules look at the 1,000
     shortest backlogs, say so, and their messages count instead of listing every socket."""
     many = tmp_path / "many.conf"
@@ -164,7 +164,7 @@ def test_thousands_of_sockets_are_summarised_not_an_error(tmp_path: Path) -> Non
 
 
 def test_a_long_comment_line_is_checked_not_refused(tmp_path: Path) -> None:
-    """Issue 32, item 8: a 3 MB comment line before a setting (valid input) is read."""
+    """A 3 MB comment line before a setting (valid input) is read."""
     conf = tmp_path / "99-long.conf"
     conf.write_text("# " + "x" * 3_000_000 + "\nnet.core.somaxconn = 4096\n")
     result = runner.invoke(app, ["check", str(conf)])

@@ -736,7 +736,7 @@ def test_a_slow_trickle_is_bounded_by_the_timeout(fake: FakePrometheus) -> None:
 
 
 def test_only_series_of_exactly_the_instance_asked_for_are_taken(fake: FakePrometheus) -> None:
-    """Issue 32, item 10: a server (or a proxy before it) that answers `instance="web-01:9100"`
+    """A server (or a proxy before it) that answers `instance="web-01:9100"`
     with the series of `web-01:9100-canary` or `web-01:91000`: those are not this host's."""
     original = fake.answer
 
@@ -758,7 +758,7 @@ def test_only_series_of_exactly_the_instance_asked_for_are_taken(fake: FakeProme
 
 
 def test_an_error_answer_nested_deep_is_one_error(fake: FakePrometheus) -> None:
-    """Issue 32, item 7: an HTTP error whose body nests 200,000 levels was a RecursionError
+    """An HTTP error whose body nests 200,000 levels was a RecursionError
     (exit 3); it is the HTTP error, in one line."""
     fake.reply = lambda handler: send(handler, 400, b"[" * 200_000 + b"]" * 200_000)
     with pytest.raises(InputError) as caught:
@@ -767,7 +767,7 @@ def test_an_error_answer_nested_deep_is_one_error(fake: FakePrometheus) -> None:
 
 
 def test_trickled_headers_are_bounded_by_the_timeout() -> None:
-    """Issue 32, item 3: a server that sends its headers a byte at a time, never idle for the
+    """A server that sends its headers a byte at a time, never idle for the
     socket timeout, is cut off at --query-timeout: the timeout bounds the whole request."""
 
     def trickle(connection: socket.socket, stop: threading.Event) -> None:

@@ -1,4 +1,4 @@
-"""Issue 13 item 5: links resolve inside the tree they came from, or are reported without
+"""Links resolve inside the tree they came from, or are reported without
 being read; a facts file cannot make the advisor read the controller's files; findings never
 quote values of lines that are not sysctl keys. Secrets are planted at test time."""
 

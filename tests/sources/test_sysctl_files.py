@@ -103,7 +103,7 @@ def _outside_links(config: object) -> list[str]:
 def test_a_sysctl_d_directory_alone_follows_links_into_its_configuration_root(
     tmp_path: Path,
 ) -> None:
-    """Issue 34: stock Debian's /etc/sysctl.d/99-sysctl.conf -> ../sysctl.conf was refused as
+    """Stock Debian's /etc/sysctl.d/99-sysctl.conf -> ../sysctl.conf was refused as
     out of the tree when the directory was checked alone. A directory whose path ends in
     etc/sysctl.d (usr/lib/sysctl.d, ...) names its tree: links into that tree's configuration
     roots are followed; absolute targets resolve in it too."""

@@ -1,4 +1,4 @@
-"""tuned's active profile in the facts: which keys it sets, and where (issue 33, item 12)."""
+"""tuned's active profile in the facts: which keys it sets, and where."""
 
 from __future__ import annotations
 

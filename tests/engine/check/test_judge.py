@@ -187,7 +187,7 @@ def test_fields_are_separated_by_spaces_and_tabs_only(workdir: Path) -> None:
 
 
 def test_a_sysctl_a_dump_is_judged_by_its_values_only(workdir: Path) -> None:
-    """Issue 14, item 4: `sysctl -a` prints read-only informational keys (kernel.version with
+    """`sysctl -a` prints read-only informational keys (kernel.version with
     its '#1 SMP'), multi-line values and hundreds of keys outside the catalog; none of that is
     a finding. A value in force that is wrong still is."""
     lines = [
@@ -257,7 +257,7 @@ def test_rules_marked_catalog_keys_never_fire_on_other_keys(kb: KnowledgeBase, v
 
 
 def test_a_file_at_the_input_cap_is_judged_line_by_line(tmp_path: Path) -> None:
-    """Issue 32, item 14: every rule's work budget is one line's, so a file of many distinct
+    """Every rule's work budget is one line's, so a file of many distinct
     lines (here 30,000, each value different) is judged whole instead of running out of the
     one budget a file had and failing with an error that named a shipped rule. The first
     MAX_LISTED overridden lines are listed, the rest said in one finding with their count."""
@@ -351,7 +351,7 @@ def test_a_verdict_that_reads_other_lines_is_not_carried_to_another_file(tmp_pat
 
 
 def test_a_misspelt_key_gets_the_key_the_kernel_has(kb: KnowledgeBase) -> None:
-    """Issue 34: one slip from a key of the target kernel (catalog or known:) is a warning
+    """One slip from a key of the target kernel (catalog or known:) is a warning
     naming that key; a real key further away, or one the host's facts show in force, is not
     taken for a slip."""
     from sysctl_advisor.engine.check.near_keys import nearest_key
