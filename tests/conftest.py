@@ -56,7 +56,11 @@ def kb() -> KnowledgeBase:
 
 
 @pytest.fixture
-def workdir() -> Iterator[Path]:
+def tmp_path() -> Iterator[Path]:
+    """A fresh empty directory under the system's temporary directory, removed when the test
+    ends. It stands in for pytest's own, whose parents are private to the user running the
+    tests: a test that hands this directory to another user (nobody, running as an attacker
+    would) opens its mode, and that user must be able to reach it through its parent."""
     with tempfile.TemporaryDirectory() as d:
         yield Path(d)
 

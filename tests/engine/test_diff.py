@@ -59,8 +59,8 @@ def test_json_contract_and_statuses_against_a_tree() -> None:
     assert any(f["id"] == "time-wait.tw-recycle-enabled" for f in doc["findings"])  # type: ignore[index, union-attr]
 
 
-def test_key_the_kernel_lacks_is_remove(workdir: Path) -> None:
-    facts = workdir / "new.yaml"
+def test_key_the_kernel_lacks_is_remove(tmp_path: Path) -> None:
+    facts = tmp_path / "new.yaml"
     facts.write_text("kernel: 6.1.0-18-amd64\narch: x86_64\nmemory: {total: 16 GiB}\n")
     _, doc = diff_json("--facts", str(facts), "--profile", "base", "--current", LAYERED)
     recycle = entries(doc)["net.ipv4.tcp_tw_recycle"]
@@ -72,10 +72,10 @@ def test_key_the_kernel_lacks_is_remove(workdir: Path) -> None:
     assert recycle["source"] == "etc/sysctl.conf:2"
 
 
-def test_vectors_compare_after_whitespace_normalisation(workdir: Path) -> None:
+def test_vectors_compare_after_whitespace_normalisation(tmp_path: Path) -> None:
     # A dump prints vectors tab-separated; the plan writes them space-separated. The same
     # numbers must compare equal, different numbers must not.
-    dump = workdir / "sysctl-a.txt"
+    dump = tmp_path / "sysctl-a.txt"
     text = (
         Path(DUMP)
         .read_text()
@@ -98,9 +98,9 @@ def test_vectors_compare_after_whitespace_normalisation(workdir: Path) -> None:
 
 
 @pytest.mark.parametrize(("host", "profile"), sorted(EXAMPLE_PROFILES.items()))
-def test_recommended_file_has_no_drift(host: str, profile: str, workdir: Path) -> None:
+def test_recommended_file_has_no_drift(host: str, profile: str, tmp_path: Path) -> None:
     facts = str(EXAMPLES / f"{host}.yaml")
-    conf = workdir / "90-sysctl-advisor.conf"
+    conf = tmp_path / "90-sysctl-advisor.conf"
     made = runner.invoke(
         app, ["recommend", "--facts", facts, "--profile", profile, "-o", str(conf)]
     )
@@ -208,12 +208,12 @@ def test_facts_sysctl_is_the_default_current() -> None:
     assert sources == {f"{EC2}: sysctl"}
 
 
-def test_bad_inputs_exit_2_with_one_line(workdir: Path) -> None:
+def test_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
     missing = runner.invoke(
-        app, ["diff", "--facts", EC2, "-p", "base", "--current", str(workdir / "nope")]
+        app, ["diff", "--facts", EC2, "-p", "base", "--current", str(tmp_path / "nope")]
     )
     assert missing.exit_code == 2 and missing.stderr.count("\n") == 1
-    bare = workdir / "bare.yaml"
+    bare = tmp_path / "bare.yaml"
     bare.write_text("memory: {total: 4 GiB}\n")
     nothing = runner.invoke(app, ["diff", "--facts", str(bare), "-p", "base"])
     assert nothing.exit_code == 2 and "--current" in nothing.stderr
@@ -233,13 +233,13 @@ def test_live_host_diff_runs() -> None:
 
 
 def test_the_terminal_table_shows_emoji_codes_in_file_names_as_written(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A file named `:white_check_mark:ok.conf` stays that name on the terminal: rich would
     draw an emoji for the code, and the operator would look for a file that does not exist."""
     import sysctl_advisor.outputs.diff_report as diff_render
 
-    conf = workdir / ":white_check_mark:ok.conf"
+    conf = tmp_path / ":white_check_mark:ok.conf"
     conf.write_text("net.ipv4.tcp_tw_recycle = 1\n")
     monkeypatch.setattr(
         diff_render,

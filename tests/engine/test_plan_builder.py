@@ -28,15 +28,15 @@ rules: [site.conntrack]
 
 
 def test_a_module_key_is_not_emitted_where_the_facts_do_not_show_the_module(
-    workdir: Path,
+    tmp_path: Path,
 ) -> None:
     """A line for a key whose module is not loaded fails at boot: the plan leaves it out, with
     a note, whatever rule asks for it."""
-    (workdir / "rules").mkdir()
-    (workdir / "rules" / "site.yaml").write_text(MODULE_RULE)
-    (workdir / "profiles").mkdir()
-    (workdir / "profiles" / "site.yaml").write_text(PROFILE)
-    kb = KnowledgeBase.load([workdir / "rules"], [workdir / "profiles"])
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "site.yaml").write_text(MODULE_RULE)
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "site.yaml").write_text(PROFILE)
+    kb = KnowledgeBase.load([tmp_path / "rules"], [tmp_path / "profiles"])
     host = {"kernel": "6.1.0", "memory": {"total": "8 GiB"}}
     plan = build_plan(kb, facts_from_data(host), "site")
     assert [s.key for s in plan.settings] == []

@@ -38,9 +38,9 @@ def _rules_dir(tmp: Path, **fields: Any) -> Path:
     ],
 )
 def test_a_cap_kind_that_says_nothing_true_is_one_line_exit_2(
-    fields: dict[str, Any], words: str, workdir: Path
+    fields: dict[str, Any], words: str, tmp_path: Path
 ) -> None:
-    result = CliRunner().invoke(app, ["rules", "--rules-dir", str(_rules_dir(workdir, **fields))])
+    result = CliRunner().invoke(app, ["rules", "--rules-dir", str(_rules_dir(tmp_path, **fields))])
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0] and "caps.yaml" in lines[0], lines

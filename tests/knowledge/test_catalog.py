@@ -90,9 +90,9 @@ def test_a_distribution_backport_is_a_key_of_that_kernel_only(kb: KnowledgeBase)
     assert key not in defaults(kb, "2.6.32.28", 4 * GiB)
 
 
-def _edited_catalog(workdir: Path, name: str, old: str, new: str) -> Path:
+def _edited_catalog(tmp_path: Path, name: str, old: str, new: str) -> Path:
     """A copy of the shipped catalog with one text replaced in one of its files."""
-    catalog = workdir / "catalog"
+    catalog = tmp_path / "catalog"
     shutil.copytree(ROOT / "rules" / "catalog", catalog)
     path = catalog / name
     assert old in path.read_text()
@@ -100,9 +100,9 @@ def _edited_catalog(workdir: Path, name: str, old: str, new: str) -> Path:
     return catalog
 
 
-def test_a_backport_of_an_unknown_key_is_refused(workdir: Path) -> None:
+def test_a_backport_of_an_unknown_key_is_refused(tmp_path: Path) -> None:
     catalog = _edited_catalog(
-        workdir,
+        tmp_path,
         "kernel-model.yaml",
         "backports: [net.ipv4.ip_local_reserved_ports]",
         "backports: [net.ipv4.no_such_key]",
@@ -111,9 +111,9 @@ def test_a_backport_of_an_unknown_key_is_refused(workdir: Path) -> None:
         Catalog(catalog, Compiler(), SpecCache())
 
 
-def test_a_key_acting_only_with_an_unknown_key_is_refused(workdir: Path) -> None:
+def test_a_key_acting_only_with_an_unknown_key_is_refused(tmp_path: Path) -> None:
     catalog = _edited_catalog(
-        workdir,
+        tmp_path,
         "keys.yaml",
         "acts_only_with: {key: vm.overcommit_memory,",
         "acts_only_with: {key: vm.no_such,",

@@ -223,10 +223,10 @@ def test_any_name_the_kernel_accepts_stays_one_word(name: str) -> None:
         _same_words(case, name)
 
 
-def test_the_json_plan_carries_the_name_as_one_word(workdir: Path) -> None:
+def test_the_json_plan_carries_the_name_as_one_word(tmp_path: Path) -> None:
     """The payload of the review: `tc qdisc replace dev $(reboot) root …` in the JSON plan."""
     name = "$(reboot)"
-    facts = workdir / "facts.yaml"
+    facts = tmp_path / "facts.yaml"
     nics = [{"name": name, "driver": "mlx5_core", "speed_mbps": 100000, "mtu": 9000}]
     data = {"memory": {"total": "256 GiB", "numa_nodes": 2}, "kernel": "6.1.0", "nics": nics}
     data["observed"] = {"rx_overruns": 5000}

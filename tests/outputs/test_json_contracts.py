@@ -167,15 +167,15 @@ def test_every_check_report_is_schema_valid(paths: list[Path]) -> None:
     validate("check", cli_json("check", *paths, "--format", "json"))
 
 
-def _fleet_summaries(workdir: Path) -> Iterator[Any]:
+def _fleet_summaries(tmp_path: Path) -> Iterator[Any]:
     tree = FIXTURES / "ansible" / "tree"
-    out = workdir / "by-profile"
+    out = tmp_path / "by-profile"
     result = runner.invoke(
         app, ["fleet", "--ansible-facts", str(tree), "--profile", "gridftp", "--out", str(out)]
     )
     assert result.exit_code in (0, 1), result.stderr
     yield json.loads((out / "summary.json").read_text())
-    out = workdir / "by-map"
+    out = tmp_path / "by-map"
     mapping = FIXTURES / "ansible" / "profile-map.yaml"
     inventory = FIXTURES / "ansible" / "inventory.json"
     args = ["fleet", "--ansible-facts", tree, "--profile-map", mapping, "--inventory", inventory]
@@ -184,15 +184,15 @@ def _fleet_summaries(workdir: Path) -> Iterator[Any]:
     yield json.loads((out / "summary.json").read_text())
 
 
-def test_fleet_summaries_are_schema_valid(workdir: Path) -> None:
-    summaries = list(_fleet_summaries(workdir))
+def test_fleet_summaries_are_schema_valid(tmp_path: Path) -> None:
+    summaries = list(_fleet_summaries(tmp_path))
     for summary in summaries:
         validate("fleet-summary", summary)
     skipped = [row for summary in summaries for row in summary["skipped"]]
     assert skipped and all(set(row) == {"host", "facts_file", "reason"} for row in skipped)
 
 
-def test_hostile_fleet_summary_is_schema_valid(workdir: Path) -> None:
+def test_hostile_fleet_summary_is_schema_valid(tmp_path: Path) -> None:
     """Texts the JSON must carry as they are: control characters, quotes, separators."""
     text = 'x"\\\n\u2028\x00<!--|`'
     outcomes = [
@@ -200,7 +200,7 @@ def test_hostile_fleet_summary_is_schema_valid(workdir: Path) -> None:
                     findings=((text, "error"), (text, "info"))),
         HostOutcome(host=text, source=text, error=text),
     ]  # fmt: skip
-    staging = workdir / "staging"
+    staging = tmp_path / "staging"
     staging.mkdir()
     from sysctl_advisor.model.directories import Directory
 
@@ -212,20 +212,20 @@ def test_hostile_fleet_summary_is_schema_valid(workdir: Path) -> None:
     assert summary["skipped"] == [{"host": text, "facts_file": text, "reason": text}]
 
 
-def test_schemas_ship_in_the_wheel(workdir: Path) -> None:
+def test_schemas_ship_in_the_wheel(tmp_path: Path) -> None:
     """hatch puts every file inside sysctl_advisor/ into the wheel: the schemas are found beside the
     module installed, not only in a checkout."""
     if shutil.which("pip") is None and not _has_pip():
         pytest.skip("pip is not available to build the wheel")
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "-w", str(workdir), "--no-deps",
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "-w", str(tmp_path), "--no-deps",
          "--no-build-isolation", "-q"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     if build.returncode != 0 and "hatchling" in build.stderr:
         pytest.skip("hatchling is not installed for an offline wheel build")
     assert build.returncode == 0, build.stderr
-    (wheel,) = workdir.glob("sysctl_advisor-*.whl")
+    (wheel,) = tmp_path.glob("sysctl_advisor-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in SCHEMAS:
         assert f"sysctl_advisor/schemas/{name}.schema.json" in names

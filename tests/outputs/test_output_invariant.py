@@ -134,12 +134,12 @@ def test_hostile_facts_text_is_refused_or_harmless(
         ("kernel", "5.15.0\nkernel.core_pattern=|/x"),
     ],
 )
-def test_injection_through_facts_is_exit_2(field: str, value: str, workdir: Path) -> None:
+def test_injection_through_facts_is_exit_2(field: str, value: str, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from sysctl_advisor.cli import app
 
-    facts = workdir / "facts.yaml"
+    facts = tmp_path / "facts.yaml"
     facts.write_text(yaml.safe_dump({"memory": {"total": "8 GiB"}, field: value}))
     result = CliRunner().invoke(app, ["recommend", "--facts", str(facts), "-p", "base"])
     assert result.exit_code == 2, result.output
@@ -157,7 +157,7 @@ def test_nic_name_injection_is_refused() -> None:
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.data())
-def test_fleet_summaries_hold_one_row_per_host(data: st.DataObject, workdir: Path) -> None:
+def test_fleet_summaries_hold_one_row_per_host(data: st.DataObject, tmp_path: Path) -> None:
     """summary.md keeps its tables whatever the hosts' texts hold; summary.json stays JSON."""
     import json
 
@@ -176,7 +176,7 @@ def test_fleet_summaries_hold_one_row_per_host(data: st.DataObject, workdir: Pat
     ]
     import tempfile
 
-    staging = Path(tempfile.mkdtemp(dir=workdir))
+    staging = Path(tempfile.mkdtemp(dir=tmp_path))
     from sysctl_advisor.model.directories import Directory
 
     directory = Directory.at(staging)

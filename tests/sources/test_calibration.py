@@ -64,8 +64,8 @@ def test_summary_is_per_socket() -> None:
         summarise(raw(pairs=10), "6.18.44")
 
 
-def test_write_keeps_the_facts_file_and_replaces_an_old_calibration(workdir: Path) -> None:
-    path = workdir / "facts.yaml"
+def test_write_keeps_the_facts_file_and_replaces_an_old_calibration(tmp_path: Path) -> None:
+    path = tmp_path / "facts.yaml"
     shutil.copy(EXAMPLES / "c1m-server.yaml", path)
     original = path.read_text()
     write_calibration(path, FIGURES)
@@ -78,8 +78,8 @@ def test_write_keeps_the_facts_file_and_replaces_an_old_calibration(workdir: Pat
     assert twice.replace("5000", "4969") == once
 
 
-def test_write_into_json_facts(workdir: Path) -> None:
-    path = workdir / "facts.json"
+def test_write_into_json_facts(tmp_path: Path) -> None:
+    path = tmp_path / "facts.json"
     path.write_text(json.dumps({"memory": {"total": "8 GiB"}}))
     write_calibration(path, FIGURES)
     assert json.loads(path.read_text())["memory"] == {"total": "8 GiB"}
@@ -106,8 +106,8 @@ def test_refuses_with_one_line(
     assert words in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
-def test_bad_options_exit_2(workdir: Path) -> None:
-    result = CliRunner().invoke(app, ["calibrate", "--write", str(workdir / "missing.yaml")])
+def test_bad_options_exit_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["calibrate", "--write", str(tmp_path / "missing.yaml")])
     assert result.exit_code == 2 and "no such facts file" in result.stderr
     if calibration_module.refusal() is None:
         result = CliRunner().invoke(app, ["calibrate", "--pairs", "5"])
@@ -115,10 +115,10 @@ def test_bad_options_exit_2(workdir: Path) -> None:
 
 
 @needs_netns
-def test_calibrate_measures_this_kernel_and_feeds_the_c1m_rules(workdir: Path) -> None:
+def test_calibrate_measures_this_kernel_and_feeds_the_c1m_rules(tmp_path: Path) -> None:
     import platform
 
-    facts = workdir / "facts.yaml"
+    facts = tmp_path / "facts.yaml"
     facts.write_text(
         (EXAMPLES / "c1m-server.yaml")
         .read_text()
@@ -158,8 +158,8 @@ def test_calibrate_measures_this_kernel_and_feeds_the_c1m_rules(workdir: Path) -
     assert any("measured on this host by `sysctl-advisor calibrate`" in m for m in messages)
 
 
-def test_write_refuses_invalid_yaml_and_leaves_it_alone(workdir: Path) -> None:
-    path = workdir / "facts.yaml"
+def test_write_refuses_invalid_yaml_and_leaves_it_alone(tmp_path: Path) -> None:
+    path = tmp_path / "facts.yaml"
     broken = "memory: {total: 8 GiB\nhostname: [x\n"
     path.write_text(broken)
     with pytest.raises(InputError, match="invalid YAML"):
@@ -167,8 +167,8 @@ def test_write_refuses_invalid_yaml_and_leaves_it_alone(workdir: Path) -> None:
     assert path.read_text() == broken
 
 
-def test_write_refuses_a_file_that_is_not_facts(workdir: Path) -> None:
-    path = workdir / "facts.yaml"
+def test_write_refuses_a_file_that_is_not_facts(tmp_path: Path) -> None:
+    path = tmp_path / "facts.yaml"
     path.write_text("- just\n- a list\n")
     with pytest.raises(InputError, match="mapping"):
         write_calibration(path, FIGURES)

@@ -27,8 +27,8 @@ LINKS = {
 runner = CliRunner()
 
 
-def _tree(name: str, workdir: Path) -> Path:
-    tree = workdir / name
+def _tree(name: str, tmp_path: Path) -> Path:
+    tree = tmp_path / name
     shutil.copytree(TREES / name, tree, symlinks=True)
     for link, target in LINKS.get(name, {}).items():
         (tree / link).parent.mkdir(parents=True, exist_ok=True)
@@ -43,8 +43,8 @@ def test_every_tree_is_described() -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_a_stock_tree_is_clean(name: str, workdir: Path) -> None:
-    tree = _tree(name, workdir)
+def test_a_stock_tree_is_clean(name: str, tmp_path: Path) -> None:
+    tree = _tree(name, tmp_path)
     result = runner.invoke(app, ["check", str(tree)])
     assert result.exit_code == 0, result.stdout + result.stderr
     result = runner.invoke(app, ["check", str(tree), "--fail-on", "info", "-f", "json"])
@@ -56,10 +56,10 @@ def test_a_stock_tree_is_clean(name: str, workdir: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["debian", "fedora"])
-def test_the_sysctl_d_directory_with_its_link_is_clean(name: str, workdir: Path) -> None:
+def test_the_sysctl_d_directory_with_its_link_is_clean(name: str, tmp_path: Path) -> None:
     """The first command the issue's user ran: `check /etc/sysctl.d /etc/sysctl.conf` (exit 1:
     the link to ../sysctl.conf was 'out of the tree'), and `check /etc/sysctl.d` (exit 2)."""
-    tree = _tree(name, workdir)
+    tree = _tree(name, tmp_path)
     conf_d, conf = tree / "etc" / "sysctl.d", tree / "etc" / "sysctl.conf"
     for args in ([str(conf_d), str(conf)], [str(conf_d)]):
         result = runner.invoke(app, ["check", *args, "-f", "json"])
@@ -71,20 +71,20 @@ def test_the_sysctl_d_directory_with_its_link_is_clean(name: str, workdir: Path)
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_key_a_stock_tree_sets_is_one_the_catalog_knows(
-    name: str, workdir: Path, kb: KnowledgeBase
+    name: str, tmp_path: Path, kb: KnowledgeBase
 ) -> None:
-    config = read_tree(_tree(name, workdir))
+    config = read_tree(_tree(name, tmp_path))
     assert config.values, name
     for key in config.values:
         assert key in kb.catalog.keys or kb.catalog.is_known(key), (name, key)
 
 
-def test_the_facts_collector_reads_a_copied_tree_as_check_does(workdir: Path) -> None:
+def test_the_facts_collector_reads_a_copied_tree_as_check_does(tmp_path: Path) -> None:
     """`facts --root` of a copied Debian tree: the 99-sysctl.conf link is followed into
     etc/sysctl.conf; a link to the copy's /home is not read."""
     from sysctl_advisor.sources.local_host import collect_data
 
-    tree = _tree("debian", workdir)
+    tree = _tree("debian", tmp_path)
     with (tree / "etc" / "sysctl.conf").open("a") as conf:
         conf.write("net.core.somaxconn = 4096\n")
     (tree / "home" / "user").mkdir(parents=True)
@@ -97,8 +97,8 @@ def test_the_facts_collector_reads_a_copied_tree_as_check_does(workdir: Path) ->
     assert data["sysctl_files"] == {"net.core.somaxconn": f"etc/sysctl.conf:{line}"}
 
 
-def test_a_line_read_through_the_link_and_given_itself_is_reported_once(workdir: Path) -> None:
-    tree = _tree("debian", workdir)
+def test_a_line_read_through_the_link_and_given_itself_is_reported_once(tmp_path: Path) -> None:
+    tree = _tree("debian", tmp_path)
     conf = tree / "etc" / "sysctl.conf"
     with conf.open("a") as out:
         out.write("net.ipv4.tcp_tw_recycle = 1\n")

@@ -203,7 +203,7 @@ def one_line(error: InputError) -> str:
 
 
 def test_fleet_takes_each_hosts_peaks_by_its_instance_label(
-    fake: FakePrometheus, workdir: Path
+    fake: FakePrometheus, tmp_path: Path
 ) -> None:
     """`fleet --prometheus URL --instance {host}:9100`: each host's plan uses its own peaks
     (an orphan peak that only one host saw sets tcp_max_orphans only there)."""
@@ -212,13 +212,13 @@ def test_fleet_takes_each_hosts_peaks_by_its_instance_label(
     from sysctl_advisor.cli import app
     from tests.commands.test_fleet import TREE
 
-    tree = workdir / "tree"
+    tree = tmp_path / "tree"
     tree.mkdir()
     for name in ("web-01", "dtn-01"):
         shutil.copy(TREE / name, tree / name)
     add(fake, full_series("web-01:9100", orphans_peak="90000"))
     add(fake, full_series("dtn-01:9100", orphans_peak="10"))
-    out = workdir / "out"
+    out = tmp_path / "out"
     args = ["fleet", "--ansible-facts", str(tree), "--profile", "base", "--out", str(out)]
     result = CliRunner().invoke(
         app, [*args, "--prometheus", fake.url, "--instance", "{host}:9100", "--since", "7d"]
@@ -232,7 +232,7 @@ def test_fleet_takes_each_hosts_peaks_by_its_instance_label(
     instances = {q["query"].split('instance="', 1)[1].split('"')[0] for q in fake.queries[1:]}
     assert instances == {"web-01:9100", "dtn-01:9100"}
     # with --detail, the rebuild line is still a command, the note after it
-    brief = workdir / "brief"
+    brief = tmp_path / "brief"
     args[-1] = str(brief)
     result = CliRunner().invoke(
         app,
@@ -260,7 +260,7 @@ def test_fleet_takes_each_hosts_peaks_by_its_instance_label(
 
 
 def test_fleet_matches_the_inventory_name_not_the_hostname_a_host_reports(
-    fake: FakePrometheus, workdir: Path
+    fake: FakePrometheus, tmp_path: Path
 ) -> None:
     """A compromised host that calls itself db-01 still gets its own figures."""
     from typer.testing import CliRunner
@@ -268,14 +268,14 @@ def test_fleet_matches_the_inventory_name_not_the_hostname_a_host_reports(
     from sysctl_advisor.cli import app
     from tests.commands.test_fleet import TREE
 
-    tree = workdir / "tree"
+    tree = tmp_path / "tree"
     tree.mkdir()
     facts = json.loads((TREE / "web-01").read_text())
     facts["ansible_facts"]["ansible_hostname"] = "db-01"
     (tree / "evil-07").write_text(json.dumps(facts))
     add(fake, full_series("evil-07:9100", orphans_peak="10"))
     add(fake, full_series("db-01:9100", orphans_peak="90000"))
-    out = workdir / "out"
+    out = tmp_path / "out"
     args = ["fleet", "--ansible-facts", str(tree), "--profile", "base", "--out", str(out)]
     result = CliRunner().invoke(app, [*args, "--prometheus", fake.url])
     assert result.exit_code == 0, result.stderr
@@ -284,7 +284,7 @@ def test_fleet_matches_the_inventory_name_not_the_hostname_a_host_reports(
     assert "360000" not in conf
 
 
-def test_fleet_stops_once_when_the_server_is_down(workdir: Path) -> None:
+def test_fleet_stops_once_when_the_server_is_down(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from sysctl_advisor.cli import app
@@ -295,11 +295,11 @@ def test_fleet_stops_once_when_the_server_is_down(workdir: Path) -> None:
         port = probe.getsockname()[1]
     args = ["fleet", "--ansible-facts", str(TREE), "--profile", "base"]
     result = CliRunner().invoke(
-        app, [*args, "--out", str(workdir / "out"), "--prometheus", f"http://127.0.0.1:{port}"]
+        app, [*args, "--out", str(tmp_path / "out"), "--prometheus", f"http://127.0.0.1:{port}"]
     )
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1 and "connection refused" in result.stderr
-    assert not (workdir / "out").exists()
+    assert not (tmp_path / "out").exists()
 
 
 # --- answers ---------------------------------------------------------------------------------

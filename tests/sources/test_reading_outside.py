@@ -16,8 +16,8 @@ from sysctl_advisor.sources.local_host import collect_data
 SECRET = "token=ghp_s3cr3t_value_that_must_not_leak"
 
 
-def _repo_with_escaping_link(workdir: Path) -> Path:
-    repo = workdir / "repo"
+def _repo_with_escaping_link(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
     (repo / ".git" / "config").write_text(f'[remote "origin"]\n\turl = https://{SECRET}@example\n')
     sysctl_d = repo / "etc" / "sysctl.d"
@@ -27,17 +27,17 @@ def _repo_with_escaping_link(workdir: Path) -> Path:
     return repo
 
 
-def test_check_does_not_follow_a_link_out_of_the_tree(workdir: Path) -> None:
-    repo = _repo_with_escaping_link(workdir)
+def test_check_does_not_follow_a_link_out_of_the_tree(tmp_path: Path) -> None:
+    repo = _repo_with_escaping_link(tmp_path)
     for fmt in ("text", "json", "github", "sarif"):
         result = CliRunner().invoke(app, ["check", str(repo / "etc" / "sysctl.d"), "-f", fmt])
         assert SECRET not in result.stdout and "ghp_" not in result.stdout, fmt
         assert "symlink out of the tree" in result.stdout, fmt
 
 
-def test_diff_current_does_not_follow_a_link_out_of_the_tree(workdir: Path) -> None:
-    repo = _repo_with_escaping_link(workdir)
-    facts = workdir / "facts.yaml"
+def test_diff_current_does_not_follow_a_link_out_of_the_tree(tmp_path: Path) -> None:
+    repo = _repo_with_escaping_link(tmp_path)
+    facts = tmp_path / "facts.yaml"
     facts.write_text(yaml.safe_dump({"memory": {"total": "8 GiB"}}))
     for fmt in ("text", "json", "markdown"):
         result = CliRunner().invoke(
@@ -47,11 +47,11 @@ def test_diff_current_does_not_follow_a_link_out_of_the_tree(workdir: Path) -> N
         assert SECRET not in result.stdout and "ghp_" not in result.stdout, fmt
 
 
-def test_a_directory_link_out_of_the_tree_is_not_read(workdir: Path) -> None:
-    outside = workdir / "outside"
+def test_a_directory_link_out_of_the_tree_is_not_read(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "99-x.conf").write_text(f"url = {SECRET}\nnet.core.somaxconn = 1\n")
-    tree = workdir / "tree"
+    tree = tmp_path / "tree"
     (tree / "etc").mkdir(parents=True)
     (tree / "etc" / "sysctl.d").symlink_to(outside)
     (tree / "usr" / "lib" / "sysctl.d").mkdir(parents=True)
@@ -61,18 +61,18 @@ def test_a_directory_link_out_of_the_tree_is_not_read(workdir: Path) -> None:
     assert "symlink out of the tree" in result.stdout
 
 
-def test_values_of_non_sysctl_lines_are_never_quoted(workdir: Path) -> None:
-    conf = workdir / "x.conf"
+def test_values_of_non_sysctl_lines_are_never_quoted(tmp_path: Path) -> None:
+    conf = tmp_path / "x.conf"
     conf.write_text(f"url = {SECRET} # note\nurl = again {SECRET}\n")
     result = CliRunner().invoke(app, ["check", str(conf), "-f", "json"])
     assert SECRET not in result.stdout
     assert json.loads(result.stdout)["findings"]
 
 
-def test_facts_root_does_not_follow_absolute_links_out(workdir: Path) -> None:
-    secret = workdir / "shadow"
+def test_facts_root_does_not_follow_absolute_links_out(tmp_path: Path) -> None:
+    secret = tmp_path / "shadow"
     secret.write_text("4096\n")
-    root = workdir / "copy"
+    root = tmp_path / "copy"
     (root / "proc" / "sys" / "net" / "core").mkdir(parents=True)
     (root / "proc" / "sys" / "net" / "ipv4").mkdir(parents=True)
     (root / "proc" / "meminfo").write_text("MemTotal: 8000000 kB\n")
@@ -82,16 +82,16 @@ def test_facts_root_does_not_follow_absolute_links_out(workdir: Path) -> None:
     assert data["sysctl"] == {}
 
 
-def test_facts_root_does_not_list_directories_outside(workdir: Path) -> None:
+def test_facts_root_does_not_list_directories_outside(tmp_path: Path) -> None:
     """Directory links out of the copy (found by the hostile-input hunt): the NICs, NUMA nodes
     and nginx config of the host running the advisor must not appear in the copy's facts."""
-    outside = workdir / "outside"
+    outside = tmp_path / "outside"
     (outside / "net" / "eth9" / "device").mkdir(parents=True)
     (outside / "net" / "eth9" / "mtu").write_text("9000\n")
     (outside / "node" / "node0").mkdir(parents=True)
     (outside / "node" / "node1").mkdir(parents=True)
     (outside / "nginx.conf").write_text("events {}\n")
-    root = workdir / "copy"
+    root = tmp_path / "copy"
     (root / "proc").mkdir(parents=True)
     (root / "proc" / "meminfo").write_text("MemTotal: 8000000 kB\n")
     (root / "sys" / "class").mkdir(parents=True)
@@ -113,8 +113,8 @@ def test_facts_root_does_not_list_directories_outside(workdir: Path) -> None:
     assert [n["name"] for n in data["nics"]] == ["eth9"] and data["memory"]["numa_nodes"] == 2
 
 
-def test_facts_root_with_odd_digits_is_not_a_crash(workdir: Path) -> None:
-    root = workdir / "copy"
+def test_facts_root_with_odd_digits_is_not_a_crash(tmp_path: Path) -> None:
+    root = tmp_path / "copy"
     (root / "proc" / "net").mkdir(parents=True)
     (root / "proc" / "meminfo").write_text("MemTotal: 8000000 kB\nLowTotal: ²³ kB\n")
     (root / "proc" / "net" / "sockstat").write_text("TCP: inuse ² orphan ٤ tw 1\n")
@@ -124,14 +124,14 @@ def test_facts_root_with_odd_digits_is_not_a_crash(workdir: Path) -> None:
     assert "time_wait_peak: 1" in result.stdout
 
 
-def test_a_facts_file_cannot_make_the_advisor_read_other_files(workdir: Path) -> None:
+def test_a_facts_file_cannot_make_the_advisor_read_other_files(tmp_path: Path) -> None:
     """A compromised host writes `config: /etc/shadow` into its facts: not read, and nothing
     of the named file is quoted."""
-    elsewhere = workdir / "elsewhere"
+    elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     target = elsewhere / "secret.conf"
     target.write_text(f"{SECRET};\n")
-    facts_dir = workdir / "facts"
+    facts_dir = tmp_path / "facts"
     facts_dir.mkdir()
     facts = facts_dir / "host.yaml"
     facts.write_text(
@@ -147,14 +147,14 @@ def test_a_facts_file_cannot_make_the_advisor_read_other_files(workdir: Path) ->
     assert "not read" in result.stdout
 
 
-def test_bad_nginx_backlogs_are_findings_not_crashes(workdir: Path) -> None:
-    conf = workdir / "nginx.conf"
+def test_bad_nginx_backlogs_are_findings_not_crashes(tmp_path: Path) -> None:
+    conf = tmp_path / "nginx.conf"
     conf.write_text(
         "events {}\nhttp {\n  server { listen 80 backlog=-5; }\n"
         f"  server {{ listen 81 backlog={'9' * 4300}; }}\n"
         "  server { listen 82 backlog=٤٠٩٦; }\n}\n"
     )
-    facts = workdir / "facts.yaml"
+    facts = tmp_path / "facts.yaml"
     facts.write_text(yaml.safe_dump({"memory": {"total": "8 GiB"}}))
     result = CliRunner().invoke(
         app,
@@ -169,12 +169,12 @@ def test_bad_nginx_backlogs_are_findings_not_crashes(workdir: Path) -> None:
     assert "invalid backlog" in messages and "9" * 100 not in messages
 
 
-def test_nginx_error_text_is_escaped_like_facts(workdir: Path) -> None:
+def test_nginx_error_text_is_escaped_like_facts(tmp_path: Path) -> None:
     """An include name with line breaks and separators (U+0085, U+2028) is quoted in the
     config error: the error is facts text, so it is one escaped line, in every output."""
     name = "x\nnet.core.somaxconn = 1\r\n\u0085y\u2028z"
-    (workdir / "nginx.conf").write_text(f'events {{}}\nhttp {{ include "{name}"; }}\n')
-    facts = workdir / "facts.yaml"
+    (tmp_path / "nginx.conf").write_text(f'events {{}}\nhttp {{ include "{name}"; }}\n')
+    facts = tmp_path / "facts.yaml"
     facts.write_text(
         yaml.safe_dump(
             {"memory": {"total": "8 GiB"}, "services": {"nginx": {"config": "nginx.conf"}}}
@@ -197,21 +197,21 @@ def test_nginx_error_text_is_escaped_like_facts(workdir: Path) -> None:
     assert all(m["message"].isprintable() for m in doc["findings"])
 
 
-def test_a_facts_file_cannot_re_root_the_operators_nginx_conf(workdir: Path) -> None:
+def test_a_facts_file_cannot_re_root_the_operators_nginx_conf(tmp_path: Path) -> None:
     """The sixth review: with --nginx-conf the facts file's services.nginx.config_root still
     re-rooted the operator's absolute includes, into a directory the facts file chose, and the
     attacker's listen lines were shown as the host's /etc/nginx files."""
-    operator = workdir / "op"
+    operator = tmp_path / "op"
     operator.mkdir()
     (operator / "nginx.conf").write_text(
         f"events {{}}\nhttp {{ include {operator}/conf.d/*.conf; }}\n"
     )
     (operator / "conf.d").mkdir()
     (operator / "conf.d" / "site.conf").write_text("server { listen 8443 backlog=4096; }\n")
-    evil = workdir / "evil" / str(operator).lstrip("/") / "conf.d"
+    evil = tmp_path / "evil" / str(operator).lstrip("/") / "conf.d"
     evil.mkdir(parents=True)
     (evil / "site.conf").write_text("server { listen 80 backlog=7; }\n")
-    facts = workdir / "facts" / "facts.yaml"
+    facts = tmp_path / "facts" / "facts.yaml"
     facts.parent.mkdir()
     facts.write_text(
         yaml.safe_dump(

@@ -164,11 +164,11 @@ def test_numbers_are_read_as_proc_get_long_reads_them(field: str, kernel_reads: 
     assert _kernel_int(field) == kernel_reads
 
 
-def test_fields_are_separated_by_spaces_and_tabs_only(workdir: Path) -> None:
+def test_fields_are_separated_by_spaces_and_tabs_only(tmp_path: Path) -> None:
     """A unit separator (\\x1f) or vertical tab between numbers is not a separator to the
     kernel: the write fails, so check says so; and a \\v does not start a new line (every
     later line number would be wrong)."""
-    conf = workdir / "x.conf"
+    conf = tmp_path / "x.conf"
     conf.write_text(
         "net.ipv4.tcp_rmem = 4096\x1f87380\x1f6291456\n"
         "net.core.somaxconn = 1\v2\n"
@@ -186,7 +186,7 @@ def test_fields_are_separated_by_spaces_and_tabs_only(workdir: Path) -> None:
     assert "4096\\x1f87380" in text and "\x1f" not in text  # escaped in text output
 
 
-def test_a_sysctl_a_dump_is_judged_by_its_values_only(workdir: Path) -> None:
+def test_a_sysctl_a_dump_is_judged_by_its_values_only(tmp_path: Path) -> None:
     """`sysctl -a` prints read-only informational keys (kernel.version with
     its '#1 SMP'), multi-line values and hundreds of keys outside the catalog; none of that is
     a finding. A value in force that is wrong still is."""
@@ -200,13 +200,13 @@ def test_a_sysctl_a_dump_is_judged_by_its_values_only(workdir: Path) -> None:
         "net.ipv4.tcp_tw_recycle = 1",
         "net.ipv4.tcp_fin_timeout = 60",
     ] + [f"net.ipv6.conf.eth{i}.hop_limit = 64" for i in range(120)]
-    dump = workdir / "dump.txt"
+    dump = tmp_path / "dump.txt"
     dump.write_text("\n".join(lines) + "\n")
     result = CliRunner().invoke(app, ["check", str(dump), "--format", "json", "--kernel", "4.4"])
     ids = [f["id"] for f in json.loads(result.stdout)["findings"]]
     assert ids == ["check.tw-recycle-enabled"], ids
     if shutil.which("sysctl") and Path("/proc/sys/kernel/version").exists():
-        real = workdir / "real.txt"  # this machine's own dump: nothing to say about it
+        real = tmp_path / "real.txt"  # this machine's own dump: nothing to say about it
         real.write_text(subprocess.run(["sysctl", "-a"], capture_output=True, text=True).stdout)
         result = CliRunner().invoke(app, ["check", str(real), "--format", "json"])
         assert result.exit_code == 0 and json.loads(result.stdout)["findings"] == [], result.stdout
@@ -380,8 +380,8 @@ def test_a_misspelt_key_gets_the_key_the_kernel_has(kb: KnowledgeBase) -> None:
     assert nearest_key("fs.protected_regula", names) == "fs.protected_regular"
 
 
-def test_misspelt_and_unknown_keys_are_told_apart(workdir: Path) -> None:
-    conf = workdir / "x.conf"
+def test_misspelt_and_unknown_keys_are_told_apart(tmp_path: Path) -> None:
+    conf = tmp_path / "x.conf"
     conf.write_text(
         "net.ipv4.tcp_keepalive_tim = 600\nkernel.msgmax = 65536\nkernel.pid_max = 4194304\n"
         "net.ipv4.conf.eth0.rp_filter = 2\n"
@@ -390,7 +390,7 @@ def test_misspelt_and_unknown_keys_are_told_apart(workdir: Path) -> None:
     found = {(f["line"], f["id"]) for f in json.loads(result.stdout)["findings"]}
     assert found == {(1, "check.misspelt-key"), (2, "check.unknown-key")}
     # a key the facts show in force on the host is the host's own, not a slip
-    facts = workdir / "facts.yaml"
+    facts = tmp_path / "facts.yaml"
     facts.write_text(
         "kernel: 6.8.0-45-generic\nmemory: {total: 8 GiB}\n"
         "sysctl: {net.ipv4.tcp_keepalive_tim: '1'}\n"
@@ -400,10 +400,10 @@ def test_misspelt_and_unknown_keys_are_told_apart(workdir: Path) -> None:
     assert "check.misspelt-key" not in ids
 
 
-def test_a_congestion_control_the_facts_do_not_offer(workdir: Path) -> None:
-    conf = workdir / "cc.conf"
+def test_a_congestion_control_the_facts_do_not_offer(tmp_path: Path) -> None:
+    conf = tmp_path / "cc.conf"
     conf.write_text("net.ipv4.tcp_congestion_control = htpc\n")
-    facts = workdir / "facts.yaml"
+    facts = tmp_path / "facts.yaml"
     facts.write_text(
         "kernel: 6.8.0-45-generic\nmemory: {total: 8 GiB}\n"
         "sysctl: {net.ipv4.tcp_available_congestion_control: reno cubic bbr htcp}\n"
