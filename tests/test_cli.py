@@ -7,28 +7,16 @@ import re
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from sysctl_advisor import __version__
-from sysctl_advisor.cli import app
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, Cli, assert_one_line_error, invoke
 
-runner = CliRunner()
 DCACHE = str(EXAMPLES / "dcache-32bit.yaml")
 
 
 def run(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
+    result = invoke(*args)
     return result.exit_code, result.stdout, result.stderr
-
-
-def assert_one_line_error(code: int, err: str, *fragments: str) -> None:
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 def test_version() -> None:
@@ -355,14 +343,10 @@ def test_rules_lists_and_shows_check_rules() -> None:
     assert code == 0 and "\\ufeff" in out and "\ufeff" not in out  # shown, not hidden
 
 
-def test_quiet_keeps_results_and_drops_notes(tmp_path: Path) -> None:
+def test_quiet_keeps_results_and_drops_notes(cli: Cli, tmp_path: Path) -> None:
     tree = str(Path(__file__).parent / "fixtures" / "ansible" / "tree")
-    loud = runner.invoke(
-        app, ["fleet", "--ansible-facts", tree, "-p", "base", "--out", str(tmp_path / "a")]
-    )
-    quiet = runner.invoke(
-        app, ["-q", "fleet", "--ansible-facts", tree, "-p", "base", "--out", str(tmp_path / "b")]
-    )
+    loud = cli("fleet", "--ansible-facts", tree, "-p", "base", "--out", str(tmp_path / "a"))
+    quiet = cli("-q", "fleet", "--ansible-facts", tree, "-p", "base", "--out", str(tmp_path / "b"))
     assert loud.exit_code == quiet.exit_code and "hosts written to" in loud.stderr
     assert "hosts written to" not in quiet.stderr and "skipped" not in quiet.stderr
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == sorted(
@@ -371,16 +355,16 @@ def test_quiet_keeps_results_and_drops_notes(tmp_path: Path) -> None:
 
 
 def test_check_text_is_coloured_only_when_asked(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     conf = tmp_path / "x.conf"
     conf.write_text("net.ipv4.tcp_tw_recycle = 1\n")
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setenv("FORCE_COLOR", "1")
-    assert "\x1b[" in runner.invoke(app, ["check", str(conf)]).stdout
-    assert "\x1b[" not in runner.invoke(app, ["check", str(conf), "-f", "json"]).stdout
+    assert "\x1b[" in cli("check", str(conf)).stdout
+    assert "\x1b[" not in cli("check", str(conf), "-f", "json").stdout
     monkeypatch.setenv("NO_COLOR", "1")
-    assert "\x1b[" not in runner.invoke(app, ["check", str(conf)]).stdout
+    assert "\x1b[" not in cli("check", str(conf)).stdout
 
 
 def test_check_knows_rhel6_backported_reserved_ports(tmp_path: Path) -> None:

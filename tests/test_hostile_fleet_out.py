@@ -19,6 +19,7 @@ from sysctl_advisor.model import directories
 from sysctl_advisor.outputs import fleet_outdir
 from sysctl_advisor.outputs.fleet_outdir import MARKER, MARKER_HEADER
 from tests.commands.test_fleet import GOOD, fleet, snapshot, tree_of
+from tests.conftest import assert_one_line_error
 
 NOBODY = 65534
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
@@ -40,11 +41,6 @@ def _nobody(script: str, *args: str) -> None:
         check=True,
         capture_output=True,
     )
-
-
-def _one_line_refusal(code: int, err: str) -> None:
-    assert "Traceback" not in err and "internal error" not in err, err
-    assert code == 2 and len(err.strip().splitlines()) == 1, err
 
 
 # A previous output whose marker lists one file DEPTH directories down, and that file.
@@ -104,7 +100,7 @@ def test_a_deeply_nested_previous_output_is_refused_in_one_line(owner: str, tmp_
     out = parent / "out"
     try:
         code, err = fleet("--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", out)
-        _one_line_refusal(code, err)
+        assert_one_line_error(code, err)
         assert (out / MARKER).is_file() and (out / "a").is_dir()
     finally:
         _remove_chain(out)
@@ -199,7 +195,7 @@ def test_a_staging_directory_whose_mark_cannot_be_written_is_not_left_behind(
     code, err = fleet(
         "--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", tmp_path / "out"
     )
-    _one_line_refusal(code, err)
+    assert_one_line_error(code, err)
     assert _descriptors_into(tmp_path) == []
     assert not list(tmp_path.glob(".out.staging-*"))
 
@@ -254,7 +250,7 @@ def test_a_marker_that_is_not_a_small_regular_file_is_no_marker(kind: str, tmp_p
         os.truncate(marker, fleet_outdir.MAX_MARKER + 1)
     before = snapshot(out)
     code, err = fleet("--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", out)
-    _one_line_refusal(code, err)
+    assert_one_line_error(code, err)
     assert "not a previous fleet output" in err
     assert snapshot(out) == before
 
@@ -288,7 +284,7 @@ def test_pool_names_that_climb_are_refused(tmp_path: Path) -> None:
             *[tmp_path / "map.yaml", "--inventory", tmp_path / "inventory.json"],
             *["--node-pools", "*", "--out", tmp_path / "out"],
         )
-        _one_line_refusal(code, err)
+        assert_one_line_error(code, err)
         assert not (tmp_path / "out").exists()
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import HANG_SECONDS, ROOT
+from tests.conftest import HANG_SECONDS, ROOT, assert_one_line_error
 
 
 def run(
@@ -32,10 +32,7 @@ def run(
 
 
 def one_line_exit_2(*args: str, words: str, env: dict[str, str] | None = None) -> None:
-    code, err = run(*args, env=env)
-    lines = err.strip().splitlines()
-    assert code == 2, err
-    assert len(lines) == 1 and words in lines[0], lines
+    assert_one_line_error(*run(*args, env=env), words)
 
 
 def facts_file(tmp_path: Path, text: str, name: str = "facts.yaml") -> str:

@@ -12,11 +12,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.model.sysctl_conf import parse_conf_lines
-from tests.conftest import TESTS
+from tests.conftest import TESTS, Cli, invoke
 
 FIXTURES = TESTS / "fixtures" / "ansible"
 TREE = FIXTURES / "tree"
@@ -25,7 +23,7 @@ BAD = ["broken-03", "db-02", "nomem-04"]
 
 
 def fleet(*args: str | Path) -> tuple[int, str]:
-    result = CliRunner().invoke(app, ["fleet", *map(str, args)])
+    result = invoke("fleet", *map(str, args))
     if result.exception and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.stderr
@@ -74,13 +72,11 @@ def test_fleet_writes_every_good_host_and_skips_the_broken(tmp_path: Path) -> No
     assert "| `db-02` |" in markdown and "| `door-07` | `base` |" in markdown
 
 
-def test_host_files_are_exactly_what_recommend_prints(tmp_path: Path) -> None:
+def test_host_files_are_exactly_what_recommend_prints(cli: Cli, tmp_path: Path) -> None:
     out = tmp_path / "out"
     fleet("--ansible-facts", TREE, "--profile", "gridftp", "--out", out)
     for host in GOOD:
-        result = CliRunner().invoke(
-            app, ["recommend", "--facts", str(TREE / host), "--profile", "gridftp"]
-        )
+        result = cli("recommend", "--facts", str(TREE / host), "--profile", "gridftp")
         conf = (out / "host_files" / f"{host}.conf").read_text()
         assert conf == result.stdout
         assignments, _, bad = parse_conf_lines(conf)

@@ -10,13 +10,11 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.outputs import formats
 from sysctl_advisor.outputs.node_platforms import extension
-from tests.conftest import TESTS
+from tests.conftest import TESTS, Cli, invoke
 from tests.outputs.test_json_contracts import validate
 
 TREE = TESTS / "fixtures" / "ansible" / "tree"
@@ -35,7 +33,7 @@ MAP = """\
 
 
 def fleet(*args: str | Path) -> tuple[int, str]:
-    result = CliRunner().invoke(app, ["fleet", *map(str, args)])
+    result = invoke("fleet", *map(str, args))
     if result.exception and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.stderr
@@ -68,7 +66,7 @@ def fleet_tree(tmp_path: Path, groups: dict[str, list[str]] | None = None) -> li
     ]  # fmt: skip
 
 
-def test_one_file_per_pool_with_the_plan_most_hosts_share(tmp_path: Path) -> None:
+def test_one_file_per_pool_with_the_plan_most_hosts_share(cli: Cli, tmp_path: Path) -> None:
     code, err = fleet(*fleet_tree(tmp_path), "--node-pools", "pool_*")
     assert code == 0, err
     assert "node pool pool_dtn: 1 of 3 hosts differ" in err
@@ -99,11 +97,15 @@ def test_one_file_per_pool_with_the_plan_most_hosts_share(tmp_path: Path) -> Non
     # the pool's file is what recommend writes for its representative, less the keys its
     # hosts differ on: no host is given another's value (dtn-01's larger buffer stays its own)
     text = (out / "node_pools" / "pool_dtn.yaml").read_text()
-    recommend = CliRunner().invoke(
-        app,
-        ["recommend", "--facts", str(tmp_path / "tree" / "dtn-02"), "--profile", "gridftp",
-         "--format", "daemonset"],
-    )  # fmt: skip
+    recommend = cli(
+        "recommend",
+        "--facts",
+        tmp_path / "tree" / "dtn-02",
+        "--profile",
+        "gridftp",
+        "-f",
+        "daemonset",
+    )
     assert recommend.exit_code == 0
     documents = [d for d in yaml.safe_load_all(text) if d]
     assert [d["kind"] for d in documents] == ["ConfigMap", "DaemonSet"]

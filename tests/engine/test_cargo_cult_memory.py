@@ -10,11 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
-
-runner = CliRunner()
+from tests.conftest import invoke
 
 SWAPPINESS = "check.swappiness-zero"
 OVERCOMMIT = "check.overcommit-strict-default-ratio"
@@ -23,7 +20,7 @@ OVERCOMMIT = "check.overcommit-strict-default-ratio"
 def _check(tmp_path: Path, lines: list[str], *options: str) -> list[dict[str, object]]:
     conf = tmp_path / "memory.conf"
     conf.write_text("".join(line + "\n" for line in lines))
-    result = runner.invoke(app, ["check", str(conf), "-f", "json", *options])
+    result = invoke("check", str(conf), "-f", "json", *options)
     assert result.exit_code in (0, 1), result.output
     findings: list[dict[str, object]] = json.loads(result.stdout)["findings"]
     return findings

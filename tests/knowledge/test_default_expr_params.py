@@ -10,10 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, invoke
 
 FACTS = str(EXAMPLES / "app-node.yaml")
 
@@ -27,8 +25,8 @@ def _recommend(tmp_path: Path, profile: dict[str, Any], run: str = "base") -> tu
     directory.mkdir()
     body = {"summary": "s", "description": "d", **profile}
     (directory / f"{profile['name']}.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
-    result = CliRunner().invoke(
-        app, ["recommend", "--facts", FACTS, "-p", run, "--profiles-dir", str(directory), "-q"]
+    result = invoke(
+        "recommend", "--facts", FACTS, "-p", run, "--profiles-dir", str(directory), "-q"
     )
     return result.exit_code, result.stderr
 

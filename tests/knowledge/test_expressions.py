@@ -14,16 +14,14 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.engine.plan_builder import host_variables
 from sysctl_advisor.knowledge.expression_budget import MAX_BUILD, new_budget, weight
 from sysctl_advisor.knowledge.expression_sandbox import KernelData
 from sysctl_advisor.knowledge.expressions import Compiler, ExpressionError
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import facts_from_data
-from tests.conftest import EXAMPLES, HANG_SECONDS
+from tests.conftest import EXAMPLES, HANG_SECONDS, Cli, invoke
 
 DCACHE = str(EXAMPLES / "dcache-32bit.yaml")
 
@@ -339,18 +337,15 @@ def _profiles_dir(tmp: Path, default_expr: str | None = None) -> Path:
     ],
 )
 def test_rules_dir_payload_exits_2_with_one_line(
-    where: str, payload: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Cli, where: str, payload: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
     rules = _rules_dir(tmp_path, where, payload)
     profiles = _profiles_dir(tmp_path)
     started = time.monotonic()
-    result = CliRunner().invoke(
-        app,
-        [
-            *["recommend", "--facts", DCACHE, "-p", "evil", "--rules-dir", str(rules)],
-            *["--profiles-dir", str(profiles)],
-        ],
+    result = cli(
+        *["recommend", "--facts", DCACHE, "-p", "evil", "--rules-dir", str(rules)],
+        *["--profiles-dir", str(profiles)],
     )
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
@@ -360,12 +355,12 @@ def test_rules_dir_payload_exits_2_with_one_line(
     assert time.monotonic() - started < HANG_SECONDS
 
 
-def test_profile_default_expr_payload(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_profile_default_expr_payload(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     profiles = _profiles_dir(tmp_path, "facts.__class__.parse_raw('x')")
-    result = CliRunner().invoke(
-        app, ["recommend", "--facts", DCACHE, "-p", "evil", "--profiles-dir", str(profiles)]
-    )
+    result = cli("recommend", "--facts", DCACHE, "-p", "evil", "--profiles-dir", str(profiles))
     assert result.exit_code == 2
     assert "refused by the sandbox" in result.stderr and "default_expr" in result.stderr
 
@@ -387,12 +382,9 @@ def _run_rule(tmp_path: Path, extra: dict[str, Any]) -> tuple[int, list[str], fl
     (directory / "payload.yaml").write_text(yaml.safe_dump(rule))
     profiles = _profiles_dir(tmp_path)
     started = time.monotonic()
-    result = CliRunner().invoke(
-        app,
-        [
-            *["recommend", "--facts", DCACHE, "-p", "evil"],
-            *["--rules-dir", str(tmp_path / "rules"), "--profiles-dir", str(profiles)],
-        ],
+    result = invoke(
+        *["recommend", "--facts", DCACHE, "-p", "evil"],
+        *["--rules-dir", str(tmp_path / "rules"), "--profiles-dir", str(profiles)],
     )
     return result.exit_code, result.stderr.strip().splitlines(), time.monotonic() - started
 
@@ -485,7 +477,7 @@ def test_reading_a_number_pays_for_its_digits(reader: str, variables: dict[str, 
 @pytest.mark.parametrize("character", ["\x1b", "\u202e", "\u2028", "\x85", "\r"])
 @pytest.mark.parametrize("where", ["rules", "profiles"])
 def test_rule_and_profile_text_holds_no_control_characters(
-    character: str, where: str, tmp_path: Path
+    cli: Cli, character: str, where: str, tmp_path: Path
 ) -> None:
     """A colleague's rules or profiles directory reaches terminals (`rules`, `explain`,
     `profiles`) and files: an ESC sequence, a bidi override or a line separator in a title or
@@ -504,7 +496,7 @@ def test_rule_and_profile_text_holds_no_control_characters(
         profile["summary"] = payload
         (profiles / "evil.yaml").write_text(yaml.safe_dump(profile))
         args = ["profiles", "--rules-dir", str(rules), "--profiles-dir", str(profiles)]
-    result = CliRunner().invoke(app, args)
+    result = cli(*args)
     assert result.exit_code == 2, result.output
     assert character not in result.stdout + result.stderr
     assert "control or separator character" in result.stderr
@@ -546,7 +538,7 @@ def test_cached_code_runs_only_when_used_and_a_damaged_entry_is_rebuilt(
 
 
 def test_a_rationale_no_setting_shows_is_never_rendered(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A rule's rationale is rendered when a setting it explains is shown. A rule
     that wants less than the default (an unchanged key) never runs its rationale, so even a
@@ -556,12 +548,9 @@ def test_a_rationale_no_setting_shows_is_never_rendered(
     payload = rules / "evil" / "payload.yaml"
     payload.write_text(payload.read_text().replace("'1024'", "'100'"))
     assert "'100'" in payload.read_text()
-    result = CliRunner().invoke(
-        app,
-        [
-            *["recommend", "--facts", DCACHE, "-p", "evil", "--rules-dir", str(rules)],
-            *["--profiles-dir", str(_profiles_dir(tmp_path)), "--format", "json"],
-        ],
+    result = cli(
+        *["recommend", "--facts", DCACHE, "-p", "evil", "--rules-dir", str(rules)],
+        *["--profiles-dir", str(_profiles_dir(tmp_path)), "--format", "json"],
     )
     assert result.exit_code == 0, result.output
     assert "net.core.somaxconn" in result.stdout and not (tmp_path / "MARKER").exists()

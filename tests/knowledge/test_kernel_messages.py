@@ -16,6 +16,7 @@ from sysctl_advisor.knowledge.kernel_messages import (
 )
 from sysctl_advisor.knowledge.resources import data_dir
 from sysctl_advisor.model.errors import InputError
+from tests.conftest import one_line_message
 
 SHIPPED = data_dir("rules") / "catalog" / "kernel-messages.yaml"
 
@@ -223,15 +224,9 @@ def test_bad_family_is_one_line_naming_file_and_field(
     path = write_family(tmp_path, **changes)
     with pytest.raises(InputError) as caught:
         load_message_families(path)
-    assert_one_line(caught.value, path, field, words)
-
-
-def assert_one_line(error: InputError, path: Path, field: str, words: str) -> None:
-    """A catalog's error: one line naming the file and the field, with these words."""
-    assert error.field == field
-    assert error.path == str(path)
-    assert words in error.message
-    assert "\n" not in str(error) and str(path) in str(error)
+    one_line_message(caught.value, str(path))
+    assert (caught.value.path, caught.value.field) == (str(path), field)
+    assert words in caught.value.message
 
 
 def test_duplicate_id_names_its_line(tmp_path: Path) -> None:

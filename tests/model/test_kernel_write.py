@@ -22,11 +22,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.kernel_write import kernel_write
+from tests.conftest import Cli, invoke
 from tests.namespaces import in_namespace, needs_netns
 
 pytestmark = [
@@ -119,7 +118,7 @@ def _measure(
 
 
 def _check_verdict(path: Path) -> tuple[str, list[str]]:
-    result = CliRunner().invoke(app, ["check", str(path), "--format", "json"])
+    result = invoke("check", str(path), "--format", "json")
     assert result.exit_code in (0, 1), result.output
     found = [f for f in json.loads(result.stdout)["findings"] if f["id"] in SYNTAX_RULES]
     ids = sorted(f["id"] for f in found)
@@ -204,7 +203,7 @@ def test_globs_are_expanded_as_check_says(tmp_path: Path) -> None:
 
 
 def _findings(path: Path) -> list[dict[str, object]]:
-    result = CliRunner().invoke(app, ["check", str(path), "--format", "json"])
+    result = invoke("check", str(path), "--format", "json")
     found: list[dict[str, object]] = json.loads(result.stdout)["findings"]
     return found
 
@@ -225,7 +224,7 @@ done
 """
 
 
-def test_check_reports_what_the_running_kernel_refuses(tmp_path: Path) -> None:
+def test_check_reports_what_the_running_kernel_refuses(cli: Cli, tmp_path: Path) -> None:
     """check, told the running kernel's release, never stays silent on a value that kernel
     refuses, and never calls refused (check.out-of-bounds) a value it takes. Holds on every
     kernel: upstream 3.10 to 6.18 take a tcp_rmem min from 1, this machine's 6.18.44 build
@@ -240,7 +239,7 @@ def test_check_reports_what_the_running_kernel_refuses(tmp_path: Path) -> None:
     for number, ((key, value), was_refused) in enumerate(zip(cases, refused, strict=True)):
         conf = tmp_path / f"edge{number}.conf"
         conf.write_text(f"{key} = {value}\n")
-        run = CliRunner().invoke(app, ["check", str(conf), "--kernel", release, "-f", "json"])
+        run = cli("check", str(conf), "--kernel", release, "-f", "json")
         assert run.exit_code in (0, 1), run.output
         found = json.loads(run.stdout)["findings"]
         said = {f["id"] for f in found if f["severity"] in ("error", "warning")}

@@ -10,12 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.outputs.files import write_atomic
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, Cli
 
 RECOMMEND = ["recommend", "--facts", str(EXAMPLES / "dcache-32bit.yaml"), "-p", "gridftp"]
 
@@ -31,7 +29,7 @@ def test_mode_of_the_replaced_file_is_kept_without_setuid(tmp_path: Path) -> Non
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to plant a file as nobody")
-def test_root_output_is_roots_and_not_writable_by_others(tmp_path: Path) -> None:
+def test_root_output_is_roots_and_not_writable_by_others(cli: Cli, tmp_path: Path) -> None:
     """A file planted as nobody with mode 6777 used to be replaced by one still owned by
     nobody, mode 0777: what root would apply, writable by anyone."""
     os.chmod(tmp_path, 0o1777)
@@ -39,7 +37,7 @@ def test_root_output_is_roots_and_not_writable_by_others(tmp_path: Path) -> None
     target.write_text("planted\n")
     os.chown(target, 65534, 65534)
     os.chmod(target, 0o6777)
-    result = CliRunner().invoke(app, [*RECOMMEND, "-o", str(target)])
+    result = cli(*RECOMMEND, "-o", str(target))
     assert result.exit_code == 0, result.stderr
     info = target.stat()
     assert (info.st_uid, stat.S_IMODE(info.st_mode)) == (0, 0o755)
@@ -68,41 +66,41 @@ def test_no_chmod_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert target.read_text() == "new\n"
 
 
-def test_a_symlink_is_refused_and_its_target_untouched(tmp_path: Path) -> None:
+def test_a_symlink_is_refused_and_its_target_untouched(cli: Cli, tmp_path: Path) -> None:
     victim = tmp_path / "victim"
     victim.write_text("precious\n")
     link = tmp_path / "out.conf"
     link.symlink_to(victim)
-    result = CliRunner().invoke(app, [*RECOMMEND, "-o", str(link)])
+    result = cli(*RECOMMEND, "-o", str(link))
     assert result.exit_code == 2 and "symbolic link" in result.stderr
     assert link.is_symlink() and victim.read_text() == "precious\n"
 
 
 @pytest.mark.parametrize("kind", ["fifo", "directory"])
-def test_non_regular_targets_are_refused(kind: str, tmp_path: Path) -> None:
+def test_non_regular_targets_are_refused(cli: Cli, kind: str, tmp_path: Path) -> None:
     target = tmp_path / "target"
     if kind == "fifo":
         os.mkfifo(target)
     else:
         target.mkdir()
-    result = CliRunner().invoke(app, [*RECOMMEND, "-o", str(target)])
+    result = cli(*RECOMMEND, "-o", str(target))
     assert result.exit_code == 2 and "not a regular file" in result.stderr
     assert (stat.S_ISFIFO if kind == "fifo" else stat.S_ISDIR)(target.lstat().st_mode)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a device node")
-def test_a_device_node_is_not_replaced(tmp_path: Path) -> None:
+def test_a_device_node_is_not_replaced(cli: Cli, tmp_path: Path) -> None:
     """`-o /dev/null` as root once replaced /dev/null with a file; a null device made here
     stands in for it."""
     device = tmp_path / "null"
     os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
-    result = CliRunner().invoke(app, [*RECOMMEND, "-o", str(device)])
+    result = cli(*RECOMMEND, "-o", str(device))
     assert result.exit_code == 2 and "not a regular file" in result.stderr
     assert stat.S_ISCHR(device.lstat().st_mode)
 
 
-def test_dash_is_standard_output() -> None:
-    result = CliRunner().invoke(app, [*RECOMMEND, "-o", "-"])
+def test_dash_is_standard_output(cli: Cli) -> None:
+    result = cli(*RECOMMEND, "-o", "-")
     assert result.exit_code == 0 and result.stdout.startswith("# sysctl.conf for dcache-07")
     assert not Path("-").exists()
 

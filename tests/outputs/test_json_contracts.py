@@ -16,10 +16,8 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 import sysctl_advisor
-from sysctl_advisor.cli import app
 from sysctl_advisor.model.check_config import BASELINE_SCHEMA, CONFIG_SCHEMA
 from sysctl_advisor.model.diff import DIFF_SCHEMA
 from sysctl_advisor.model.plan import PLAN_SCHEMA
@@ -28,7 +26,7 @@ from sysctl_advisor.outputs.check_document import CHECK_SCHEMA
 from sysctl_advisor.outputs.fleet_document import FLEET_SCHEMA
 from sysctl_advisor.outputs.fleet_summary import HostOutcome
 from sysctl_advisor.outputs.json_schemas import SCHEMAS, schema_path
-from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, ROOT, TESTS
+from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, ROOT, TESTS, invoke
 from tests.model.test_model_base import all_models
 
 FIXTURES = TESTS / "fixtures"
@@ -39,7 +37,6 @@ CURRENT = [
     FIXTURES / "dumps" / "sysctl-a-6.18.txt",
     FIXTURES / "check" / "annotated.conf",
 ]
-runner = CliRunner()
 
 
 def load_schema(name: str) -> dict[str, Any]:
@@ -87,7 +84,7 @@ def _out_of_order(
 
 
 def cli_json(*args: str | Path) -> Any:
-    result = runner.invoke(app, [str(a) for a in args])
+    result = invoke(*args)
     assert result.exit_code in (0, 1), result.stderr
     return json.loads(result.stdout)
 
@@ -170,8 +167,8 @@ def test_every_check_report_is_schema_valid(paths: list[Path]) -> None:
 def _fleet_summaries(tmp_path: Path) -> Iterator[Any]:
     tree = FIXTURES / "ansible" / "tree"
     out = tmp_path / "by-profile"
-    result = runner.invoke(
-        app, ["fleet", "--ansible-facts", str(tree), "--profile", "gridftp", "--out", str(out)]
+    result = invoke(
+        "fleet", "--ansible-facts", str(tree), "--profile", "gridftp", "--out", str(out)
     )
     assert result.exit_code in (0, 1), result.stderr
     yield json.loads((out / "summary.json").read_text())
@@ -179,7 +176,7 @@ def _fleet_summaries(tmp_path: Path) -> Iterator[Any]:
     mapping = FIXTURES / "ansible" / "profile-map.yaml"
     inventory = FIXTURES / "ansible" / "inventory.json"
     args = ["fleet", "--ansible-facts", tree, "--profile-map", mapping, "--inventory", inventory]
-    result = runner.invoke(app, [*map(str, args), "--out", str(out)])
+    result = invoke(*map(str, args), "--out", str(out))
     assert result.exit_code in (0, 1), result.stderr
     yield json.loads((out / "summary.json").read_text())
 

@@ -26,7 +26,7 @@ from sysctl_advisor.outputs.plan_render import (
     check_rendered,
     rendered_settings,
 )
-from tests.conftest import EXAMPLES, load_facts
+from tests.conftest import EXAMPLES, Cli, load_facts
 
 _PIECES = [
     "\n", "\r", "\x0b", "\x0c", "\x85", "\u2028", "\u2029", "\x00", "\x1b", "\u202e",
@@ -134,14 +134,13 @@ def test_hostile_facts_text_is_refused_or_harmless(
         ("kernel", "5.15.0\nkernel.core_pattern=|/x"),
     ],
 )
-def test_injection_through_facts_is_exit_2(field: str, value: str, tmp_path: Path) -> None:
-    from typer.testing import CliRunner
-
-    from sysctl_advisor.cli import app
+def test_injection_through_facts_is_exit_2(
+    cli: Cli, field: str, value: str, tmp_path: Path
+) -> None:
 
     facts = tmp_path / "facts.yaml"
     facts.write_text(yaml.safe_dump({"memory": {"total": "8 GiB"}, field: value}))
-    result = CliRunner().invoke(app, ["recommend", "--facts", str(facts), "-p", "base"])
+    result = cli("recommend", "--facts", str(facts), "-p", "base")
     assert result.exit_code == 2, result.output
     assert len(result.stderr.strip().splitlines()) == 1 and field in result.stderr
     assert result.stdout == ""

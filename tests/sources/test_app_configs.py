@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.sources.app_configs import (
     MAX_CONFIG_BYTES,
@@ -19,6 +17,7 @@ from sysctl_advisor.sources.app_configs import (
 )
 from sysctl_advisor.sources.facts_file import facts_from_text
 from sysctl_advisor.sources.service_configs import with_service_configs
+from tests.conftest import Cli
 
 SECRET = "token=ghp_s3cr3t_value_that_must_not_leak"
 
@@ -59,12 +58,10 @@ def test_postgresql_settings_and_units(tmp_path: Path) -> None:
     assert read_postgresql(conf).values == {"shared_buffers": 16384 * 8192}
 
 
-def test_the_profile_takes_the_configs_figures(tmp_path: Path) -> None:
+def test_the_profile_takes_the_configs_figures(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "postgresql.conf").write_text("max_connections = 300\nshared_buffers = 8GB\n")
     facts = _facts(tmp_path, {"postgresql": {"config": "postgresql.conf"}})
-    result = CliRunner().invoke(
-        app, ["recommend", "--facts", str(facts), "-p", "postgresql", "--set", "huge_pages=true"]
-    )
+    result = cli("recommend", "--facts", str(facts), "-p", "postgresql", "--set", "huge_pages=true")
     assert result.exit_code == 0, result.output
     assert "listen_backlog=600" in result.stdout and "max_connections=300" in result.stdout
     assert "shared_buffers=8589934592" in result.stdout
@@ -168,10 +165,10 @@ def test_invalid_utf8_does_not_stop_the_run(tmp_path: Path) -> None:
     ],
 )
 def test_a_facts_file_with_a_figure_out_of_bounds_is_refused(
-    tmp_path: Path, service: dict[str, object], field: str
+    cli: Cli, tmp_path: Path, service: dict[str, object], field: str
 ) -> None:
     facts = _facts(tmp_path, {"postgresql": service})
-    result = CliRunner().invoke(app, ["recommend", "--facts", str(facts), "-p", "postgresql"])
+    result = cli("recommend", "--facts", str(facts), "-p", "postgresql")
     assert result.exit_code == 2, result.output
     assert field in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1, result.output

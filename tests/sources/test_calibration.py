@@ -9,16 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import Calibration
 from sysctl_advisor.outputs.calibration_report import write_calibration
 from sysctl_advisor.sources import calibration as calibration_module
 from sysctl_advisor.sources.calibration import summarise
 from sysctl_advisor.sources.system_tools import system_env
-from tests.conftest import EXAMPLES, load_facts
+from tests.conftest import EXAMPLES, Cli, load_facts
 from tests.namespaces import host_sysctls, needs_netns, processes_with
 
 FIGURES = Calibration(
@@ -94,28 +92,28 @@ def test_write_into_json_facts(tmp_path: Path) -> None:
     ],
 )
 def test_refuses_with_one_line(
-    monkeypatch: pytest.MonkeyPatch, patch: dict[str, Any], words: str
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, patch: dict[str, Any], words: str
 ) -> None:
     if "geteuid" in patch:
         monkeypatch.setattr(calibration_module.os, "geteuid", lambda: patch["geteuid"])
     if "which" in patch:
         monkeypatch.setattr(calibration_module, "system_program", lambda name: None)
     monkeypatch.setattr(calibration_module.sys, "platform", "linux")
-    result = CliRunner().invoke(app, ["calibrate"])
+    result = cli("calibrate")
     assert result.exit_code == 2
     assert words in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
-def test_bad_options_exit_2(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["calibrate", "--write", str(tmp_path / "missing.yaml")])
+def test_bad_options_exit_2(cli: Cli, tmp_path: Path) -> None:
+    result = cli("calibrate", "--write", str(tmp_path / "missing.yaml"))
     assert result.exit_code == 2 and "no such facts file" in result.stderr
     if calibration_module.refusal() is None:
-        result = CliRunner().invoke(app, ["calibrate", "--pairs", "5"])
+        result = cli("calibrate", "--pairs", "5")
         assert result.exit_code == 2 and "--pairs" in result.stderr
 
 
 @needs_netns
-def test_calibrate_measures_this_kernel_and_feeds_the_c1m_rules(tmp_path: Path) -> None:
+def test_calibrate_measures_this_kernel_and_feeds_the_c1m_rules(cli: Cli, tmp_path: Path) -> None:
     import platform
 
     facts = tmp_path / "facts.yaml"
@@ -129,9 +127,7 @@ def test_calibrate_measures_this_kernel_and_feeds_the_c1m_rules(tmp_path: Path) 
     # namespace: sockets and memory another process opens or frees meanwhile (a parallel test
     # worker) move them too. A run whose figure such noise pushed out of range is taken again.
     for _ in range(3):
-        result = CliRunner().invoke(
-            app, ["calibrate", "--pairs", "3000", "--timeout", "60", "--write", str(facts)]
-        )
+        result = cli("calibrate", "--pairs", "3000", "--timeout", "60", "--write", str(facts))
         assert result.exit_code == 0, result.stderr
         c = load_facts(facts).calibration
         if (
@@ -151,9 +147,7 @@ def test_calibrate_measures_this_kernel_and_feeds_the_c1m_rules(tmp_path: Path) 
     assert c.tcp_mem_pages_per_idle_socket < 0.2
     assert 0.5 <= c.tcp_mem_pages_per_queued_socket <= 4
 
-    plan = CliRunner().invoke(
-        app, ["recommend", "--facts", str(facts), "--profile", "c1m-server", "--format", "json"]
-    )
+    plan = cli("recommend", "--facts", str(facts), "--profile", "c1m-server", "--format", "json")
     messages = [f["message"] for f in json.loads(plan.stdout)["findings"]]
     assert any("measured on this host by `sysctl-advisor calibrate`" in m for m in messages)
 
