@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner, Result
 
 # Compiled-expression and spec caches go to a throwaway directory, never the user's.
 os.environ.setdefault("SYSCTL_ADVISOR_CACHE", tempfile.mkdtemp(prefix="sysctl-advisor-test-"))
@@ -56,9 +57,52 @@ def kb() -> KnowledgeBase:
 
 
 @pytest.fixture
-def workdir() -> Iterator[Path]:
+def tmp_path() -> Iterator[Path]:
+    """A fresh empty directory under the system's temporary directory, removed when the test
+    ends. It stands in for pytest's own, whose parents are private to the user running the
+    tests: a test that hands this directory to another user (nobody, running as an attacker
+    would) opens its mode, and that user must be able to reach it through its parent."""
     with tempfile.TemporaryDirectory() as d:
         yield Path(d)
+
+
+def invoke(*args: str | Path, input: str | None = None) -> Result:
+    """The command line run in this process, as a user would type it. For helpers that run
+    outside a test function (parametrize lists, Hypothesis strategies); tests take `cli`."""
+    from sysctl_advisor.cli import app
+
+    return CliRunner().invoke(app, [str(arg) for arg in args], input=input)
+
+
+Cli = Callable[..., Result]
+
+
+@pytest.fixture
+def cli() -> Cli:
+    """`cli("check", path, "-f", "json")`: the command line's result (exit_code, stdout, stderr
+    apart)."""
+    return invoke
+
+
+def assert_one_line_error(code: int, err: str, *fragments: str) -> str:
+    """A refusal as the user sees it: exit code 2 and exactly one line on stderr, neither a
+    traceback nor an internal error, holding each fragment. Returns that line."""
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, (code, err)
+    assert "Traceback" not in err and "internal error" not in err, err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def one_line_message(error: BaseException, *fragments: str) -> str:
+    """An error's text as the command line would print it on its one line: no line break,
+    nothing unprintable, holding each fragment. Returns the text."""
+    text = str(error)
+    assert "\n" not in text and "\r" not in text and text.isprintable(), text
+    for fragment in fragments:
+        assert fragment in text, text
+    return text
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,7 @@
-"""Issue 35 through the Action's simulated runner: in one pull request, a suppression comment
-(item 2) accepts its line, the repository's configuration (item 3) sets fail-on, a site's own
-check rule from the `rules-dir` input (item 5) runs, and a cargo-cult line (item 6) and a
-hardening-against-performance collision (item 7) are reported, each on its line. (Selection is
+"""Check's tuning through the Action's simulated runner: in one pull request, a suppression
+comment accepts its line, the repository's configuration sets fail-on, a site's own check rule
+from the `rules-dir` input runs, and a cargo-cult line and a hardening-against-performance
+collision are reported, each on its line. (Selection is
 tested in tests/commands/test_check_tuning.py, the baseline in test_check_baseline.py.)"""
 
 from __future__ import annotations

@@ -7,28 +7,16 @@ import re
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from sysctl_advisor import __version__
-from sysctl_advisor.cli import app
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, Cli, assert_one_line_error, invoke
 
-runner = CliRunner()
 DCACHE = str(EXAMPLES / "dcache-32bit.yaml")
 
 
 def run(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
+    result = invoke(*args)
     return result.exit_code, result.stdout, result.stderr
-
-
-def assert_one_line_error(code: int, err: str, *fragments: str) -> None:
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 def test_version() -> None:
@@ -80,13 +68,13 @@ def test_markdown() -> None:
     assert code == 0 and "| key | kernel default | recommended | why |" in out
 
 
-def test_output_written_atomically(workdir: Path) -> None:
-    target = workdir / "90-advisor.conf"
+def test_output_written_atomically(tmp_path: Path) -> None:
+    target = tmp_path / "90-advisor.conf"
     target.write_text("old\n")
     code, out, _ = run("recommend", "--facts", DCACHE, "-p", "gridftp", "-o", str(target))
     assert code == 0 and out == ""
     assert target.read_text().startswith("# sysctl.conf for dcache-07")
-    assert [p.name for p in workdir.iterdir()] == ["90-advisor.conf"]  # no temp files left
+    assert [p.name for p in tmp_path.iterdir()] == ["90-advisor.conf"]  # no temp files left
 
 
 def test_same_input_same_bytes() -> None:
@@ -121,15 +109,15 @@ def test_bad_arguments(args: list[str], fragments: list[str]) -> None:
         ("- 1\n- 2\n", ["facts.yaml", "mapping"]),
     ],
 )
-def test_bad_facts(workdir: Path, text: str, fragments: list[str]) -> None:
-    path = workdir / "facts.yaml"
+def test_bad_facts(tmp_path: Path, text: str, fragments: list[str]) -> None:
+    path = tmp_path / "facts.yaml"
     path.write_text(text)
     code, _, err = run("recommend", "--facts", str(path), "--profile", "base")
     assert_one_line_error(code, err, *fragments)
 
 
-def test_missing_facts_file(workdir: Path) -> None:
-    code, _, err = run("recommend", "--facts", str(workdir / "none.yaml"), "--profile", "base")
+def test_missing_facts_file(tmp_path: Path) -> None:
+    code, _, err = run("recommend", "--facts", str(tmp_path / "none.yaml"), "--profile", "base")
     assert_one_line_error(code, err, "none.yaml", "no such file")
 
 
@@ -153,8 +141,8 @@ references: [linux-6-18-doc-ip-sysctl]
         ("'many'", ["custom.yaml", "set.net.core.somaxconn", "expected a number"]),
     ],
 )
-def test_bad_rule_expressions(workdir: Path, expr: str, fragments: list[str]) -> None:
-    rules = workdir / "rules"
+def test_bad_rule_expressions(tmp_path: Path, expr: str, fragments: list[str]) -> None:
+    rules = tmp_path / "rules"
     rules.mkdir()
     (rules / "custom.yaml").write_text(RULE.format(expr=expr))
     code, _, err = run(
@@ -170,13 +158,13 @@ def test_bad_rule_expressions(workdir: Path, expr: str, fragments: list[str]) ->
             "--rules-dir",
             str(rules),
             "--profiles-dir",
-            str(_profile(workdir)),
+            str(_profile(tmp_path)),
         )
     assert_one_line_error(code, err, *fragments)
 
 
-def _profile(workdir: Path) -> Path:
-    d = workdir / "profiles"
+def _profile(tmp_path: Path) -> Path:
+    d = tmp_path / "profiles"
     d.mkdir(exist_ok=True)
     (d / "custom.yaml").write_text(
         "name: custom\nsummary: test\nextends: base\nrules: [custom.test]\n"
@@ -184,18 +172,18 @@ def _profile(workdir: Path) -> Path:
     return d
 
 
-def test_rule_schema_error_names_file_and_line(workdir: Path) -> None:
-    (workdir / "broken.yaml").write_text(
+def test_rule_schema_error_names_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "broken.yaml").write_text(
         "id: custom.broken\ntitle: t\ndescription: d\nrationale: r\n"
         "references: [linux-6-18-doc-ip-sysctl]\nsett: {}\n"
     )
-    code, _, err = run("rules", "--rules-dir", str(workdir))
+    code, _, err = run("rules", "--rules-dir", str(tmp_path))
     assert_one_line_error(code, err, "broken.yaml:6", "sett", "unknown field")
 
 
-def test_rule_unknown_key(workdir: Path) -> None:
-    (workdir / "k.yaml").write_text(RULE.format(expr="1").replace("net.core.somaxconn", "net.x.y"))
-    code, _, err = run("rules", "--rules-dir", str(workdir))
+def test_rule_unknown_key(tmp_path: Path) -> None:
+    (tmp_path / "k.yaml").write_text(RULE.format(expr="1").replace("net.core.somaxconn", "net.x.y"))
+    code, _, err = run("rules", "--rules-dir", str(tmp_path))
     assert_one_line_error(code, err, "k.yaml", "unknown key 'net.x.y'")
 
 
@@ -208,11 +196,11 @@ def test_rule_unknown_key(workdir: Path) -> None:
     ],
 )
 def test_a_rule_reading_an_undeclared_parameter_fails_at_load(
-    workdir: Path, where: str, source: str
+    tmp_path: Path, where: str, source: str
 ) -> None:
-    """Issue 31, item 5: a misspelt parameter would make `params.X is defined` never hold and
+    """A misspelt parameter would make `params.X is defined` never hold and
     the rule never fire; loading names the rule file and field instead."""
-    rules = workdir / "rules" / "custom"
+    rules = tmp_path / "rules" / "custom"
     rules.mkdir(parents=True)
     rule = RULE.format(expr="1") if where != "set.net.core.somaxconn" else RULE.format(expr=source)
     if where == "when":
@@ -220,30 +208,30 @@ def test_a_rule_reading_an_undeclared_parameter_fails_at_load(
     if where == "rationale":
         rule = rule.replace("rationale: test", f"rationale: {source!r}")
     (rules / "test.yaml").write_text(rule)
-    profiles = workdir / "profiles"
+    profiles = tmp_path / "profiles"
     profiles.mkdir()
     (profiles / "custom.yaml").write_text(
         "name: custom\nsummary: test\nextends: gridftp\nrules: [custom.test]\n"
     )
     code, _, err = run(
-        *["rules", "--rules-dir", str(workdir / "rules"), "--profiles-dir", str(profiles)]
+        *["rules", "--rules-dir", str(tmp_path / "rules"), "--profiles-dir", str(profiles)]
     )
     assert_one_line_error(code, err, "test.yaml", where, "params.", "custom")
 
 
-def test_a_rule_outside_its_familys_folder_fails_at_load(workdir: Path) -> None:
-    rules = workdir / "rules" / "time-wait"
+def test_a_rule_outside_its_familys_folder_fails_at_load(tmp_path: Path) -> None:
+    rules = tmp_path / "rules" / "time-wait"
     rules.mkdir(parents=True)
     (rules / "test.yaml").write_text(RULE.format(expr="1"))  # id custom.test
-    code, _, err = run("rules", "--rules-dir", str(workdir / "rules"))
+    code, _, err = run("rules", "--rules-dir", str(tmp_path / "rules"))
     assert_one_line_error(code, err, "test.yaml", "id", "custom.test", "time-wait")
-    (workdir / "rules" / "custom").mkdir()
-    (rules / "test.yaml").rename(workdir / "rules" / "custom" / "test.yaml")
-    assert run("rules", "--rules-dir", str(workdir / "rules"))[0] == 0
+    (tmp_path / "rules" / "custom").mkdir()
+    (rules / "test.yaml").rename(tmp_path / "rules" / "custom" / "test.yaml")
+    assert run("rules", "--rules-dir", str(tmp_path / "rules"))[0] == 0
 
 
-def test_profile_errors(workdir: Path) -> None:
-    d = workdir / "p"
+def test_profile_errors(tmp_path: Path) -> None:
+    d = tmp_path / "p"
     d.mkdir()
     (d / "loop.yaml").write_text("name: loop\nsummary: s\nextends: loop\n")
     code, _, err = run("profiles", "--profiles-dir", str(d))
@@ -302,7 +290,7 @@ def _entry(
 def test_closed_choices_are_listed_and_refused_in_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 14, item 13, and issue 31: --format and --fail-on offer exactly the renderers'
+    """--format and --fail-on offer exactly the renderers'
     registry (outputs/formats.py) and the severities; help lists them, a wrong one is one line
     and exit 2."""
     from sysctl_advisor.cli_options import command
@@ -355,38 +343,34 @@ def test_rules_lists_and_shows_check_rules() -> None:
     assert code == 0 and "\\ufeff" in out and "\ufeff" not in out  # shown, not hidden
 
 
-def test_quiet_keeps_results_and_drops_notes(workdir: Path) -> None:
+def test_quiet_keeps_results_and_drops_notes(cli: Cli, tmp_path: Path) -> None:
     tree = str(Path(__file__).parent / "fixtures" / "ansible" / "tree")
-    loud = runner.invoke(
-        app, ["fleet", "--ansible-facts", tree, "-p", "base", "--out", str(workdir / "a")]
-    )
-    quiet = runner.invoke(
-        app, ["-q", "fleet", "--ansible-facts", tree, "-p", "base", "--out", str(workdir / "b")]
-    )
+    loud = cli("fleet", "--ansible-facts", tree, "-p", "base", "--out", str(tmp_path / "a"))
+    quiet = cli("-q", "fleet", "--ansible-facts", tree, "-p", "base", "--out", str(tmp_path / "b"))
     assert loud.exit_code == quiet.exit_code and "hosts written to" in loud.stderr
     assert "hosts written to" not in quiet.stderr and "skipped" not in quiet.stderr
-    assert sorted(p.name for p in (workdir / "a").iterdir()) == sorted(
-        p.name for p in (workdir / "b").iterdir()
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == sorted(
+        p.name for p in (tmp_path / "b").iterdir()
     )
 
 
 def test_check_text_is_coloured_only_when_asked(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    conf = workdir / "x.conf"
+    conf = tmp_path / "x.conf"
     conf.write_text("net.ipv4.tcp_tw_recycle = 1\n")
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setenv("FORCE_COLOR", "1")
-    assert "\x1b[" in runner.invoke(app, ["check", str(conf)]).stdout
-    assert "\x1b[" not in runner.invoke(app, ["check", str(conf), "-f", "json"]).stdout
+    assert "\x1b[" in cli("check", str(conf)).stdout
+    assert "\x1b[" not in cli("check", str(conf), "-f", "json").stdout
     monkeypatch.setenv("NO_COLOR", "1")
-    assert "\x1b[" not in runner.invoke(app, ["check", str(conf)]).stdout
+    assert "\x1b[" not in cli("check", str(conf)).stdout
 
 
-def test_check_knows_rhel6_backported_reserved_ports(workdir: Path) -> None:
+def test_check_knows_rhel6_backported_reserved_ports(tmp_path: Path) -> None:
     """ip_local_reserved_ports is 2.6.35 upstream, and in RHEL 6's 2.6.32 from its first
     release: an error for a vanilla 2.6.32, nothing for RHEL 6."""
-    conf = workdir / "ports.conf"
+    conf = tmp_path / "ports.conf"
     conf.write_text("net.ipv4.ip_local_reserved_ports = 11211\n")
     code, out, _ = run("check", "--kernel", "2.6.32-754.el6.x86_64", str(conf))
     assert code == 0 and "no findings" in out
@@ -402,11 +386,11 @@ def test_check_knows_rhel6_backported_reserved_ports(workdir: Path) -> None:
     ],
 )
 def test_check_takes_the_set_recommend_took(
-    workdir: Path, profile: str, facts: str, settings: list[str]
+    tmp_path: Path, profile: str, facts: str, settings: list[str]
 ) -> None:
     """A conf written by `recommend --set` departs from the profile's defaults, and not from
     the same profile run with the same --set."""
-    conf, facts_file = workdir / "made.conf", str(EXAMPLES / facts)
+    conf, facts_file = tmp_path / "made.conf", str(EXAMPLES / facts)
     sets = [arg for pair in settings for arg in ("--set", pair)]
     made = ["--facts", facts_file, "--profile", profile]
     assert run("recommend", *made, *sets, "--output", str(conf))[0] == 0
@@ -416,8 +400,8 @@ def test_check_takes_the_set_recommend_took(
     assert code == 0 and "check.departs-from-recommendation" not in out, out
 
 
-def test_check_set_needs_a_profile_and_a_known_parameter(workdir: Path) -> None:
-    conf = workdir / "x.conf"
+def test_check_set_needs_a_profile_and_a_known_parameter(tmp_path: Path) -> None:
+    conf = tmp_path / "x.conf"
     conf.write_text("net.core.somaxconn = 4096\n")
     code, _, err = run("check", str(conf), "--set", "listen_backlog=2048")
     assert_one_line_error(code, err, "--set", "--profile")

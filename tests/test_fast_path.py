@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from sysctl_advisor.cli import app
 from sysctl_advisor.cli_options import Command
 from sysctl_advisor.fast_path import parse
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, Cli
 
 COMMAND = typer.main.get_command(app)
 FACTS = str(EXAMPLES / "dcache-32bit.yaml")
@@ -229,15 +229,13 @@ def test_quiet_before_or_after_the_command_never_hides_an_error(
         assert err.startswith("sysctl-advisor: error: "), err
 
 
-def test_quiet_after_the_command_drops_notes(tmp_path: Path) -> None:
+def test_quiet_after_the_command_drops_notes(cli: Cli, tmp_path: Path) -> None:
     """`fleet ... -q` is `-q fleet ...`: the same files, no lines about skipped hosts."""
-    from typer.testing import CliRunner
-
     tree = str(Path(__file__).parent / "fixtures" / "ansible" / "tree")
     fleet = ["fleet", "--ansible-facts", tree, "-p", "base", "--out"]
     runs = {
-        "loud": CliRunner().invoke(app, [*fleet, str(tmp_path / "a")]),
-        "after": CliRunner().invoke(app, [*fleet, str(tmp_path / "b"), "-q"]),
+        "loud": cli(*fleet, str(tmp_path / "a")),
+        "after": cli(*fleet, str(tmp_path / "b"), "-q"),
     }
     assert runs["loud"].exit_code == runs["after"].exit_code
     assert "hosts written to" in runs["loud"].stderr

@@ -331,7 +331,7 @@ def test_a_pull_request_with_an_error_fails_with_sarif_summary_and_annotations(
 
 
 def test_the_review_runs_check_once_for_every_format(tmp_path: Path) -> None:
-    """Issue 32, item 14: the review ran `check` four times (JSON, SARIF, annotations,
+    """The review ran `check` four times (JSON, SARIF, annotations,
     summary); one run writes them all (`--also FORMAT=FILE`)."""
     workspace = tmp_path / "repo"
     event = pull_request(
@@ -744,7 +744,7 @@ def test_a_dropped_connection_is_tried_once_more_and_never_doubles_the_comment(
 
 
 def test_the_profile_runs_with_the_parameters_the_conf_was_made_with(tmp_path: Path) -> None:
-    """Issue 33, item 5: the action's `set` input reaches check (and the diff) as `--set`, so a
+    """The action's `set` input reaches check (and the diff) as `--set`, so a
     conf made with `recommend --set rtt_ms=200` is not reported as departing from the profile's
     defaults; `set` without `profile` is bad input."""
     facts = (EXAMPLES / "dtn-10g.yaml").read_text()

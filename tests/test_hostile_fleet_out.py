@@ -19,6 +19,7 @@ from sysctl_advisor.model import directories
 from sysctl_advisor.outputs import fleet_outdir
 from sysctl_advisor.outputs.fleet_outdir import MARKER, MARKER_HEADER
 from tests.commands.test_fleet import GOOD, fleet, snapshot, tree_of
+from tests.conftest import assert_one_line_error
 
 NOBODY = 65534
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
@@ -40,11 +41,6 @@ def _nobody(script: str, *args: str) -> None:
         check=True,
         capture_output=True,
     )
-
-
-def _one_line_refusal(code: int, err: str) -> None:
-    assert "Traceback" not in err and "internal error" not in err, err
-    assert code == 2 and len(err.strip().splitlines()) == 1, err
 
 
 # A previous output whose marker lists one file DEPTH directories down, and that file.
@@ -85,47 +81,47 @@ def _remove_chain(top: Path) -> None:
     "owner",
     ["mine", pytest.param("nobody's, in a sticky directory", marks=ROOT_ONLY)],
 )
-def test_a_deeply_nested_previous_output_is_refused_in_one_line(owner: str, workdir: Path) -> None:
+def test_a_deeply_nested_previous_output_is_refused_in_one_line(owner: str, tmp_path: Path) -> None:
     """A marker listing a file 1,500 directories down (and those directories) made the check
     of the previous run recurse past Python's limit: exit 3, an internal error. Another user
     can plant such an output where root is told to write (an empty or marked OUTDIR of another
     user's is taken as a previous run)."""
-    parent = workdir
-    args = (str(workdir / "out"), str(DEPTH), MARKER, MARKER_HEADER)
+    parent = tmp_path
+    args = (str(tmp_path / "out"), str(DEPTH), MARKER, MARKER_HEADER)
     if owner == "mine":
         subprocess.run([sys.executable, "-c", DEEP, *args], check=True)
     else:
-        os.chmod(workdir, 0o755)
-        parent = workdir / "shared"
+        os.chmod(tmp_path, 0o755)
+        parent = tmp_path / "shared"
         parent.mkdir(mode=0o1777)
         os.chmod(parent, 0o1777)
         args = (str(parent / "out"), *args[1:])
         _nobody(DEEP, *args)
     out = parent / "out"
     try:
-        code, err = fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)
-        _one_line_refusal(code, err)
+        code, err = fleet("--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", out)
+        assert_one_line_error(code, err)
         assert (out / MARKER).is_file() and (out / "a").is_dir()
     finally:
         _remove_chain(out)
 
 
 def test_without_the_exchange_a_leftover_of_a_killed_run_does_not_stop_every_later_run(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Where renameat2 cannot exchange (an older kernel, a filesystem without it) the previous
     run is renamed to `.out.retired` and removed from there. A run killed while removing it
     left `.out.retired` behind, and every later run failed: "cannot publish: Directory not
     empty" (the rename of OUTDIR onto it)."""
     monkeypatch.setattr(fleet_outdir, "_renameat2", lambda *_: False)
-    out = workdir / "out"
-    tree = tree_of(workdir, GOOD)
+    out = tmp_path / "out"
+    tree = tree_of(tmp_path, GOOD)
     assert fleet("--ansible-facts", tree, "-p", "base", "--out", out)[0] == 0
-    shutil.copytree(out, workdir / ".out.retired")  # killed after both renames, before removal
+    shutil.copytree(out, tmp_path / ".out.retired")  # killed after both renames, before removal
     code, err = fleet("--ansible-facts", tree, "-p", "frontend-proxy", "--out", out)
     assert code == 0, err
     assert "frontend-proxy" in (out / "summary.json").read_text()
-    assert sorted(p.name for p in workdir.iterdir()) == [".out.sysctl-advisor.lock", "out", "tree"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.sysctl-advisor.lock", "out", "tree"]
 
 
 PLANT_OUT = """
@@ -139,18 +135,18 @@ with open(os.path.join(out, "playbook.yml"), "w") as f:
 
 @ROOT_ONLY
 def test_without_the_exchange_another_user_never_gets_the_name(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """In a sticky directory, the two-rename publish left OUTDIR's name free between its
     renames: nobody took it with a directory holding a playbook, root's second rename failed
     ("Directory not empty"), and `out/playbook.yml` was nobody's (3 of 15 runs with a plain
     rename loop as nobody; here the window is opened on purpose)."""
-    os.chmod(workdir, 0o755)
-    parent = workdir / "shared"
+    os.chmod(tmp_path, 0o755)
+    parent = tmp_path / "shared"
     parent.mkdir()
     os.chmod(parent, 0o1777)
     out = parent / "out"
-    tree = tree_of(workdir, GOOD)
+    tree = tree_of(tmp_path, GOOD)
     assert fleet("--ansible-facts", tree, "-p", "base", "--out", out)[0] == 0
     monkeypatch.setattr(fleet_outdir, "_renameat2", lambda *_: False)
     real_rename = os.rename
@@ -183,7 +179,7 @@ def _descriptors_into(place: Path) -> list[str]:
 
 
 def test_a_staging_directory_whose_mark_cannot_be_written_is_not_left_behind(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A full disk (or quota) when the staging mark is written: the run said so in one line,
     but kept the staging directory open and left it, unmarked, where no later run removes
@@ -197,15 +193,15 @@ def test_a_staging_directory_whose_mark_cannot_be_written_is_not_left_behind(
 
     monkeypatch.setattr(directories.Directory, "write", full_disk)
     code, err = fleet(
-        "--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", workdir / "out"
+        "--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", tmp_path / "out"
     )
-    _one_line_refusal(code, err)
-    assert _descriptors_into(workdir) == []
-    assert not list(workdir.glob(".out.staging-*"))
+    assert_one_line_error(code, err)
+    assert _descriptors_into(tmp_path) == []
+    assert not list(tmp_path.glob(".out.staging-*"))
 
 
 def test_no_program_is_run_from_the_callers_path_to_find_the_c_library(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The publish (renameat2) and each forked worker (prctl) found the C library with
     ctypes.util.find_library, which runs `gcc`/`cc`, `ld` and `objdump` found through the
@@ -214,16 +210,16 @@ def test_no_program_is_run_from_the_callers_path_to_find_the_c_library(
 
     if not hasattr(ctypes.util, "_findSoname_ldconfig"):
         pytest.skip("this Python finds libraries another way")
-    ran = workdir / "ran"
-    fake = workdir / "bin"
+    ran = tmp_path / "ran"
+    fake = tmp_path / "bin"
     fake.mkdir()
     for program in ("gcc", "cc", "ld", "objdump"):
         (fake / program).write_text(f"#!/bin/sh\necho {program} >> {ran}\nexit 1\n")
         (fake / program).chmod(0o755)
     monkeypatch.setattr(ctypes.util, "_findSoname_ldconfig", lambda name: None)
     monkeypatch.setenv("PATH", f"{fake}:{os.environ.get('PATH', '/usr/bin:/bin')}")
-    tree = tree_of(workdir, GOOD, copies=80)  # enough hosts to fork workers
-    out = workdir / "out"
+    tree = tree_of(tmp_path, GOOD, copies=80)  # enough hosts to fork workers
+    out = tmp_path / "out"
     for _ in range(2):  # a new OUTDIR, then an exchange
         assert fleet("--ansible-facts", tree, "-p", "base", "--out", out, "-j", "2")[0] == 0
     assert not ran.exists(), ran.read_text()
@@ -233,17 +229,17 @@ def test_no_program_is_run_from_the_callers_path_to_find_the_c_library(
 
 
 @pytest.mark.parametrize("kind", ["fifo", "link", "directory", "over the cap"])
-def test_a_marker_that_is_not_a_small_regular_file_is_no_marker(kind: str, workdir: Path) -> None:
+def test_a_marker_that_is_not_a_small_regular_file_is_no_marker(kind: str, tmp_path: Path) -> None:
     """Read by descriptor, never through a link, never blocking on a FIFO, never past its cap:
     the directory is then not a previous output, and is left as it is."""
-    out = workdir / "out"
+    out = tmp_path / "out"
     (out / "host_files").mkdir(parents=True)
     (out / "host_files" / "mine.conf").write_text("mine\n")
     marker = out / MARKER
     if kind == "fifo":
         os.mkfifo(marker)
     elif kind == "link":
-        real = workdir / "real-marker"
+        real = tmp_path / "real-marker"
         real.write_text(MARKER_HEADER + "host_files/mine.conf\n")
         marker.symlink_to(real)
     elif kind == "directory":
@@ -253,55 +249,55 @@ def test_a_marker_that_is_not_a_small_regular_file_is_no_marker(kind: str, workd
             handle.write(MARKER_HEADER.encode())
         os.truncate(marker, fleet_outdir.MAX_MARKER + 1)
     before = snapshot(out)
-    code, err = fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)
-    _one_line_refusal(code, err)
+    code, err = fleet("--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", out)
+    assert_one_line_error(code, err)
     assert "not a previous fleet output" in err
     assert snapshot(out) == before
 
 
-def test_a_marker_listing_paths_outside_deletes_nothing_there(workdir: Path) -> None:
+def test_a_marker_listing_paths_outside_deletes_nothing_there(tmp_path: Path) -> None:
     """End to end: a previous output whose marker lists `..`, absolute and climbing paths
     (each of them real files) is replaced or refused, and none of them is deleted."""
-    out = workdir / "out"
-    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
-    victim = workdir / "victim"
+    out = tmp_path / "out"
+    assert fleet("--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", out)[0] == 0
+    victim = tmp_path / "victim"
     victim.write_text("keep\n")
     listed = (out / MARKER).read_text()
     climbing = ["../victim", str(victim), "host_files/../../victim", "host_files//../../victim"]
     (out / MARKER).write_text(listed + "".join(f"{p}\n" for p in climbing))
-    code, err = fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)
+    code, err = fleet("--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", out)
     assert code in (0, 2) and "Traceback" not in err and "internal error" not in err, err
     assert victim.read_text() == "keep\n"
 
 
-def test_pool_names_that_climb_are_refused(workdir: Path) -> None:
+def test_pool_names_that_climb_are_refused(tmp_path: Path) -> None:
     """Inventory group names become node_pools/ file names: one that climbs or hides is
     refused in one line before anything is written."""
     from tests.commands.test_fleet_pools import MAP
 
-    (workdir / "map.yaml").write_text(MAP)
+    (tmp_path / "map.yaml").write_text(MAP)
     for group in ("pool_/../../../victim", "pool_..", ".pool_x"):
         inventory = {"_meta": {"hostvars": {}}, group: {"hosts": ["dtn-01"]}}
-        (workdir / "inventory.json").write_text(json.dumps(inventory))
+        (tmp_path / "inventory.json").write_text(json.dumps(inventory))
         code, err = fleet(
-            *["--ansible-facts", tree_of(workdir, ["dtn-01"]), "--profile-map"],
-            *[workdir / "map.yaml", "--inventory", workdir / "inventory.json"],
-            *["--node-pools", "*", "--out", workdir / "out"],
+            *["--ansible-facts", tree_of(tmp_path, ["dtn-01"]), "--profile-map"],
+            *[tmp_path / "map.yaml", "--inventory", tmp_path / "inventory.json"],
+            *["--node-pools", "*", "--out", tmp_path / "out"],
         )
-        _one_line_refusal(code, err)
-        assert not (workdir / "out").exists()
+        assert_one_line_error(code, err)
+        assert not (tmp_path / "out").exists()
 
 
-def test_forked_workers_and_many_runs_leak_no_descriptor(workdir: Path) -> None:
+def test_forked_workers_and_many_runs_leak_no_descriptor(tmp_path: Path) -> None:
     """-j 2 with enough hosts to fork workers, five runs in one process, one refused: no
     descriptor into the output's directory stays open."""
-    tree = tree_of(workdir, GOOD, copies=80)
-    out = workdir / "out"
+    tree = tree_of(tmp_path, GOOD, copies=80)
+    out = tmp_path / "out"
     for _ in range(4):
         assert fleet("--ansible-facts", tree, "-p", "base", "--out", out, "-j", "2")[0] == 0
     (out / "mine.txt").write_text("mine\n")
     assert fleet("--ansible-facts", tree, "-p", "base", "--out", out, "-j", "2")[0] == 2
-    assert _descriptors_into(workdir) == []
+    assert _descriptors_into(tmp_path) == []
 
 
 PLANT_LEFTOVERS = """
@@ -320,7 +316,7 @@ for name, text in ((".staging", mark), (marker, header + "data\\n"), ("data", "t
 @ROOT_ONLY
 @pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "two renames"])
 def test_leftovers_another_user_planted_are_neither_followed_nor_taken(
-    exchange: bool, workdir: Path, monkeypatch: pytest.MonkeyPatch
+    exchange: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """In a sticky directory nobody plants `.out.retired` and a staging name as links to a
     victim directory, and a staging directory of their own carrying the advisor's marks: two
@@ -329,11 +325,11 @@ def test_leftovers_another_user_planted_are_neither_followed_nor_taken(
     directory", every run, until it is removed.)"""
     if not exchange:
         monkeypatch.setattr(fleet_outdir, "_renameat2", lambda *_: False)
-    os.chmod(workdir, 0o755)
-    parent = workdir / "shared"
+    os.chmod(tmp_path, 0o755)
+    parent = tmp_path / "shared"
     parent.mkdir()
     os.chmod(parent, 0o1777)
-    victim = workdir / "victim"
+    victim = tmp_path / "victim"
     (victim / "host_files").mkdir(parents=True)
     (victim / "host_files" / "a.conf").write_text("keep\n")
     (victim / MARKER).write_text(MARKER_HEADER + "host_files/a.conf\n")
@@ -345,7 +341,7 @@ def test_leftovers_another_user_planted_are_neither_followed_nor_taken(
     theirs = parent / ".out.staging-11111111"
     out = parent / "out"
     for profile in ("base", "frontend-proxy"):
-        code, err = fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", profile, "--out", out)
+        code, err = fleet("--ansible-facts", tree_of(tmp_path, GOOD), "-p", profile, "--out", out)
         if exchange or profile == "base":
             assert code == 0, err
         else:  # two renames cannot move OUTDIR onto their link: a refusal, OUTDIR kept

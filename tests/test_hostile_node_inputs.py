@@ -20,7 +20,8 @@ from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import facts_from_data
 from sysctl_advisor.sources.ansible_facts import AnsibleFacts, facts_data
 from sysctl_advisor.sources.node_files import MAX_FOUND, read_node_files
-from tests.test_hostile_workloads import APP_NODE, one_line_error, profiles_dir, run
+from tests.conftest import assert_one_line_error
+from tests.test_hostile_workloads import APP_NODE, profiles_dir, run
 
 KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
 MEMORY = {"total": "16 GiB"}
@@ -40,7 +41,7 @@ def test_a_name_a_profile_gives_has_the_form_of_what_it_names(
     value = json.dumps(name if field == "extends" else [name])
     directory = profiles_dir(tmp_path, {"pz": f"name: pz\nsummary: s\n{field}: {value}\n"})
     code, _, err = run("recommend", "--facts", APP_NODE, "--profiles-dir", directory, "-p", "redis")
-    line = one_line_error(code, err, f"pz.yaml:3: {field}")
+    line = assert_one_line_error(code, err, f"pz.yaml:3: {field}")
     assert len(line) < 300, len(line)
 
 
@@ -52,7 +53,7 @@ def test_a_kubelet_port_no_collector_writes_is_refused(tmp_path: Path, port: Any
     facts = tmp_path / "facts.yaml"
     facts.write_text(yaml.safe_dump({"memory": MEMORY, "kubernetes_files": files}))
     code, out, err = run("recommend", "--facts", str(facts), "-p", "frontend-proxy")
-    one_line_error(code, err, "kubernetes_files.kubelet_port", "must be int")
+    assert_one_line_error(code, err, "kubernetes_files.kubelet_port", "must be int")
     assert out == ""
 
 

@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from sysctl_advisor.outputs.plan_render import rendered_settings
-from tests.conftest import EXAMPLES, TESTS
-from tests.test_hostile_workloads import facts_file, one_line_error, run
+from tests.conftest import EXAMPLES, TESTS, assert_one_line_error
+from tests.test_hostile_workloads import facts_file, run
 
 APP_NODE = EXAMPLES / "app-node.yaml"
 TREE = TESTS / "fixtures" / "hosts" / "busy-frontend"  # kernel 5.15.0-91-generic
@@ -350,7 +350,7 @@ def test_hostile_new_facts_fields_are_one_line(
     tmp_path: Path, change: Any, fragments: tuple[str, ...]
 ) -> None:
     code, _, err = run("recommend", "--facts", facts_file(tmp_path, change), "-p", "base")
-    one_line_error(code, err, *fragments)
+    assert_one_line_error(code, err, *fragments)
 
 
 EDGES = [
@@ -457,7 +457,7 @@ def test_a_hostile_release_never_names_a_boot_config_outside(
     (root / "proc/sys/kernel/osrelease").write_bytes(release)
     (root / "boot").mkdir()
     code, _, err = run("facts", "--root", str(root))
-    one_line_error(code, err, fragment)
+    assert_one_line_error(code, err, fragment)
 
 
 def test_a_release_that_names_another_path_reads_no_boot_config(tmp_path: Path) -> None:

@@ -179,9 +179,9 @@ def _program() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "sysctl_advisor"]
 
 
-def _run(command: Documented, workdir: Path) -> subprocess.CompletedProcess[str]:
+def _run(command: Documented, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     for earlier in command.needs:
-        _run(earlier, workdir)
+        _run(earlier, tmp_path)
     stdin = None
     if command.stdin is not None:
         assert command.stdin in PRODUCERS, (
@@ -190,7 +190,7 @@ def _run(command: Documented, workdir: Path) -> subprocess.CompletedProcess[str]
         stdin = PRODUCERS[command.stdin].read_text()
     result = subprocess.run(
         [*_program(), *command.argv],
-        cwd=workdir,
+        cwd=tmp_path,
         input=stdin,
         capture_output=True,
         text=True,
@@ -198,7 +198,7 @@ def _run(command: Documented, workdir: Path) -> subprocess.CompletedProcess[str]
         env={**os.environ, "NO_COLOR": "1"},
     )
     if command.stdout is not None:
-        (workdir / command.stdout).write_text(result.stdout)
+        (tmp_path / command.stdout).write_text(result.stdout)
     return result
 
 

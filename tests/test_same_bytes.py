@@ -16,11 +16,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.model.errors import InputError
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, Cli, invoke
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TREE = FIXTURES / "hosts" / "busy-frontend"
@@ -47,16 +45,15 @@ COMMANDS = [
 ]
 
 
-def _outputs(workdir: Path, tree: Path, run: int) -> dict[str, bytes]:
+def _outputs(tmp_path: Path, tree: Path, run: int) -> dict[str, bytes]:
     """Every command's standard output, and each file fleet wrote, by name."""
-    runner = CliRunner()
     outputs: dict[str, bytes] = {}
     for argv in COMMANDS:
         args = [a.replace("{tree}", str(tree)) for a in argv]
-        out = workdir / f"fleet-{run}"
+        out = tmp_path / f"fleet-{run}"
         if args[0] == "fleet":
             args.append(str(out))
-        result = runner.invoke(app, args)
+        result = invoke(*args)
         assert result.exit_code in (0, 1), (args, result.stderr)
         outputs[" ".join(argv)] = result.stdout_bytes
         if args[0] == "fleet":
@@ -66,27 +63,25 @@ def _outputs(workdir: Path, tree: Path, run: int) -> dict[str, bytes]:
     return outputs
 
 
-def test_the_same_command_twice_gives_the_same_bytes(workdir: Path) -> None:
-    tree = workdir / "tree"
+def test_the_same_command_twice_gives_the_same_bytes(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
     shutil.copytree(TREE, tree, symlinks=True)
-    first = _outputs(workdir, tree, 1)
+    first = _outputs(tmp_path, tree, 1)
     time.sleep(1.1)
-    second = _outputs(workdir, tree, 2)
+    second = _outputs(tmp_path, tree, 2)
     assert first.keys() == second.keys()
     for name, data in first.items():
         assert data == second[name], name
 
 
-def test_a_tree_snapshot_is_when_the_tree_was_copied(workdir: Path) -> None:
+def test_a_tree_snapshot_is_when_the_tree_was_copied(cli: Cli, tmp_path: Path) -> None:
     """`observed.period.at` of a copied tree is its sockstat's modification time, and the
     kernel log's window ends there: a tree copied in the past reads as it was then."""
-    tree = workdir / "tree"
+    tree = tmp_path / "tree"
     shutil.copytree(TREE, tree, symlinks=True)
     copied = time.mktime((2026, 11, 22, 12, 0, 0, 0, 0, 0)) - time.timezone
     os.utime(tree / "proc/net/sockstat", (copied, copied))
-    result = CliRunner().invoke(
-        app, ["facts", "--root", str(tree), "--kernel-log", str(KERNEL_LOG), "--since", "1d"]
-    )
+    result = cli("facts", "--root", str(tree), "--kernel-log", str(KERNEL_LOG), "--since", "1d")
     assert result.exit_code == 0, result.stderr
     observed = yaml.safe_load(result.stdout)["observed"]
     assert observed["period"]["at"] == "2026-11-22T12:00:00Z"
@@ -96,7 +91,7 @@ def test_a_tree_snapshot_is_when_the_tree_was_copied(workdir: Path) -> None:
 
 @pytest.mark.parametrize("mtime", [1e20, -1e20, float("nan")])
 def test_a_tree_whose_copy_time_is_no_date_is_one_line(
-    workdir: Path, mtime: float, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, mtime: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No file system keeps such a time, but a tree is hostile: its sockstat's time is
     faked where the collector reads it (the descriptor opened)."""

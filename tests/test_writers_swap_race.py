@@ -147,18 +147,18 @@ def _tree(path: Path) -> dict[str, tuple[int, bytes | str]]:
 
 
 @pytest.fixture
-def victim(workdir: Path) -> Iterator[Path]:
+def victim(tmp_path: Path) -> Iterator[Path]:
     """A root-owned directory with a file in it that no writer may touch."""
-    place = workdir / "victim"
+    place = tmp_path / "victim"
     place.mkdir()
     (place / "victim.conf").write_text("keep me\n")
     (place / "playbook.yml").write_text("- hosts: all\n")
     yield place
 
 
-def _directory(workdir: Path, kind: str) -> tuple[Path, Path]:
+def _directory(tmp_path: Path, kind: str) -> tuple[Path, Path]:
     """(the directory the attacker may act in, the path the command is given to reach it)."""
-    place = workdir / "attacked"
+    place = tmp_path / "attacked"
     place.mkdir()
     if kind == "theirs":
         os.chown(place, NOBODY, NOBODY)
@@ -168,7 +168,7 @@ def _directory(workdir: Path, kind: str) -> tuple[Path, Path]:
     elif kind == "sticky":
         os.chmod(place, 0o1777)
     elif kind == "their-link":
-        real = workdir / "real"
+        real = tmp_path / "real"
         real.mkdir()
         os.chmod(place, 0o1777)
         os.symlink(real, place / "way")
@@ -216,12 +216,12 @@ def _run(
 
 @pytest.mark.parametrize("writer", sorted(WRITERS))
 def test_a_directory_others_may_write_is_refused_before_anything_is_written(
-    writer: str, workdir: Path, victim: Path
+    writer: str, tmp_path: Path, victim: Path
 ) -> None:
     """Without a second user: a directory everyone may write (no sticky bit) is refused."""
-    inputs = workdir / "inputs"
+    inputs = tmp_path / "inputs"
     inputs.mkdir()
-    place, target = _directory(workdir, "everyones")
+    place, target = _directory(tmp_path, "everyones")
     argv, env, refuses = WRITERS[writer](inputs, target)
     before = _tree(victim)
     code, err = _run(argv, env, None, victim)
@@ -236,14 +236,14 @@ def test_a_directory_others_may_write_is_refused_before_anything_is_written(
 @ROOT_ONLY
 @pytest.mark.parametrize("kind", ["theirs", "everyones", "their-link", "sticky"])
 @pytest.mark.parametrize("writer", sorted(WRITERS))
-def test_the_swap_race(writer: str, kind: str, workdir: Path, victim: Path) -> None:
+def test_the_swap_race(writer: str, kind: str, tmp_path: Path, victim: Path) -> None:
     """The attacker (nobody) races every writer: nothing reaches the victim, root writes
     nothing into a directory nobody may rename entries in, and in a sticky directory root's
     output is root's own regular files, never a link."""
-    inputs = workdir / "inputs"
+    inputs = tmp_path / "inputs"
     inputs.mkdir()
-    os.chmod(workdir, 0o755)
-    place, target = _directory(workdir, kind)
+    os.chmod(tmp_path, 0o755)
+    place, target = _directory(tmp_path, kind)
     argv, env, refuses = WRITERS[writer](inputs, target)
     before = _tree(victim)
     code, err = _run(argv, env, place, victim, plant=kind == "sticky")

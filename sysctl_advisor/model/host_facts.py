@@ -1,4 +1,5 @@
-"""Host facts: the validated description of one machine (the facts-file contract in DESIGN.md)."""
+"""Host facts: the validated description of one machine (the facts-file contract is
+docs/evidence.md#host-facts)."""
 
 from __future__ import annotations
 

@@ -119,7 +119,7 @@ def _nics(facts: AnsibleFacts, names: list[str]) -> list[dict[str, Any]]:
 
 
 def facts_data(facts: AnsibleFacts, source: str) -> dict[str, Any]:
-    """A facts-file mapping (the DESIGN.md contract) from Ansible facts."""
+    """A facts-file mapping (the contract in docs/evidence.md#host-facts) from Ansible facts."""
     memtotal_mb = _int(facts.get("memtotal_mb"))
     if memtotal_mb is None:
         memory = facts.get("memory_mb")

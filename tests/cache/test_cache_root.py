@@ -1,4 +1,4 @@
-"""Issue 32, items 1 and 4: the cache root is opened once, from `/`, by descriptor, and refused
+"""The cache root is opened once, from `/`, by descriptor, and refused
 when anyone but root or the user could change the way to it; a relative root is never used.
 Root therefore never runs another user's code through a cache, even while that user swaps
 directories on the way in a loop. Payloads are built at test time; each would create MARKER
@@ -95,13 +95,13 @@ def _plant_tree(
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_planted_tree_runs_from_a_cache_the_user_owns(
-    workdir: Path, kind: str, cache_keys: dict[str, list[str]]
+    tmp_path: Path, kind: str, cache_keys: dict[str, list[str]]
 ) -> None:
     """The control for the tests below: each file of the tree, in a cache directory that
     passes every check (the user's own, 0700), is loaded and the marker appears; so where they
     find no marker, the advisor refused the tree, not a payload that could never run."""
-    marker = workdir / "MARKER"
-    cache = workdir / "own-cache"
+    marker = tmp_path / "MARKER"
+    cache = tmp_path / "own-cache"
     _plant_tree(cache / "private", marker, cache_keys, (kind,))
     os.chmod(cache / "private", 0o700)
     env = _env(SYSCTL_ADVISOR_CACHE=str(cache))
@@ -110,35 +110,35 @@ def test_the_planted_tree_runs_from_a_cache_the_user_owns(
 
 
 def test_a_relative_cache_root_is_never_used(
-    workdir: Path, cache_keys: dict[str, list[str]]
+    tmp_path: Path, cache_keys: dict[str, list[str]]
 ) -> None:
     """SYSCTL_ADVISOR_CACHE=cache in a directory someone else filled (a tarball root
     extracted): no cache at all, nothing read or written there."""
-    marker = workdir / "MARKER"
-    _plant_tree(workdir / "cache" / "private", marker, cache_keys)
-    before = sorted(p.name for p in (workdir / "cache" / "private").iterdir())
+    marker = tmp_path / "MARKER"
+    _plant_tree(tmp_path / "cache" / "private", marker, cache_keys)
+    before = sorted(p.name for p in (tmp_path / "cache" / "private").iterdir())
     env = _env(SYSCTL_ADVISOR_CACHE="cache")
-    shown = _run(env, "cache", cwd=workdir)
+    shown = _run(env, "cache", cwd=tmp_path)
     assert shown.returncode == 0 and "not an absolute path" in shown.stdout
-    result = _run(env, "recommend", "--facts", DCACHE, "-p", "gridftp", cwd=workdir)
+    result = _run(env, "recommend", "--facts", DCACHE, "-p", "gridftp", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert not marker.exists()
-    assert sorted(p.name for p in (workdir / "cache" / "private").iterdir()) == before
+    assert sorted(p.name for p in (tmp_path / "cache" / "private").iterdir()) == before
 
 
 def test_a_relative_xdg_cache_home_is_ignored(
-    workdir: Path, cache_keys: dict[str, list[str]]
+    tmp_path: Path, cache_keys: dict[str, list[str]]
 ) -> None:
     """The XDG spec: a relative XDG_CACHE_HOME is invalid and ignored (~/.cache instead)."""
-    marker = workdir / "MARKER"
-    _plant_tree(workdir / "xdg" / "sysctl-advisor" / "private", marker, cache_keys)
-    home = workdir / "home"
+    marker = tmp_path / "MARKER"
+    _plant_tree(tmp_path / "xdg" / "sysctl-advisor" / "private", marker, cache_keys)
+    home = tmp_path / "home"
     home.mkdir()
     env = _env(XDG_CACHE_HOME="xdg", HOME=str(home))
-    shown = _run(env, "cache", cwd=workdir)
+    shown = _run(env, "cache", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines()[0] == f"{home}/.cache/sysctl-advisor/private"
-    assert _run(env, "recommend", "--facts", DCACHE, "-p", "gridftp", cwd=workdir).returncode == 0
+    assert _run(env, "recommend", "--facts", DCACHE, "-p", "gridftp", cwd=tmp_path).returncode == 0
     assert not marker.exists()
 
 

@@ -1,4 +1,4 @@
-"""Issue 19: a facts file validated once is taken from the validated-facts cache afterwards,
+"""A facts file validated once is taken from the validated-facts cache afterwards,
 and plain_data (what rule expressions get) is dataclasses.asdict without its deep copies."""
 
 from __future__ import annotations
@@ -54,17 +54,17 @@ def test_plain_data_is_asdict_for_every_rule_case() -> None:
 
 
 @pytest.fixture
-def cache_dir(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("SYSCTL_ADVISOR_CACHE", str(workdir / "cache"))
-    return workdir / "cache"
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SYSCTL_ADVISOR_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
 
 
 def _refused(path: Path, text: str) -> HostFacts:
     raise AssertionError(f"validated again: {path}")
 
 
-def test_an_unchanged_facts_file_is_validated_once(cache_dir: Path, workdir: Path) -> None:
-    path = workdir / "host.yaml"
+def test_an_unchanged_facts_file_is_validated_once(cache_dir: Path, tmp_path: Path) -> None:
+    path = tmp_path / "host.yaml"
     path.write_text((ROOT / "examples" / "dcache-32bit.yaml").read_text())
     first = cached_facts(path, facts_from_text)
     assert list((cache_dir / "private").glob("facts-*.marshal"))
@@ -74,16 +74,16 @@ def test_an_unchanged_facts_file_is_validated_once(cache_dir: Path, workdir: Pat
     path.write_text(path.read_text() + "\n# edited\n")
     with pytest.raises(AssertionError, match="validated again"):
         cached_facts(path, _refused)
-    twin = workdir / "twin.yaml"
+    twin = tmp_path / "twin.yaml"
     twin.write_text((ROOT / "examples" / "dcache-32bit.yaml").read_text())
     with pytest.raises(AssertionError, match="validated again"):
         cached_facts(twin, _refused)
 
 
-def test_a_refused_facts_file_is_not_cached(cache_dir: Path, workdir: Path) -> None:
+def test_a_refused_facts_file_is_not_cached(cache_dir: Path, tmp_path: Path) -> None:
     from sysctl_advisor.model.errors import InputError
 
-    path = workdir / "bad.yaml"
+    path = tmp_path / "bad.yaml"
     path.write_text("memory: {total: lots}\n")
     for _ in range(2):
         with pytest.raises(InputError):
@@ -91,9 +91,9 @@ def test_a_refused_facts_file_is_not_cached(cache_dir: Path, workdir: Path) -> N
     assert not list((cache_dir / "private").glob("facts-*.marshal"))
 
 
-def test_the_cache_keeps_at_most_max_entries(cache_dir: Path, workdir: Path) -> None:
+def test_the_cache_keeps_at_most_max_entries(cache_dir: Path, tmp_path: Path) -> None:
     text = (ROOT / "examples" / "dcache-32bit.yaml").read_text()
-    paths = [workdir / f"host{i}.yaml" for i in range(MAX_ENTRIES + 3)]
+    paths = [tmp_path / f"host{i}.yaml" for i in range(MAX_ENTRIES + 3)]
     for path in paths:
         path.write_text(text)
         cached_facts(path, facts_from_text)
@@ -103,7 +103,9 @@ def test_the_cache_keeps_at_most_max_entries(cache_dir: Path, workdir: Path) -> 
     assert cache.get(paths[-1], text) is not None
 
 
-def test_cache_off_reads_and_writes_nothing(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cache_off_reads_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SYSCTL_ADVISOR_CACHE", "off")
     path = ROOT / "examples" / "dcache-32bit.yaml"
     assert cached_facts(path, facts_from_text) == load_facts(path)
@@ -121,7 +123,7 @@ class _Plant:
 
 
 def test_a_planted_entry_in_a_cache_others_can_write_is_never_unpickled(
-    cache_dir: Path, workdir: Path
+    cache_dir: Path, tmp_path: Path
 ) -> None:
     """The entry sits under the very key the next read looks up; only the file's mode is
     wrong (group- and world-writable), so cache/files.py refuses the whole file."""
@@ -130,7 +132,7 @@ def test_a_planted_entry_in_a_cache_others_can_write_is_never_unpickled(
     path = ROOT / "examples" / "dcache-32bit.yaml"
     cached_facts(path, facts_from_text)  # creates the private directory and the file
     cache_file = next((cache_dir / "private").glob("facts-*.marshal"))
-    marker = workdir / "MARKER"
+    marker = tmp_path / "MARKER"
     planted = {facts_key(path, path.read_text()): pickle.dumps(_Plant(marker))}
     cache_file.write_bytes(marshal.dumps(planted))
     os.chmod(cache_file, 0o666)

@@ -1,4 +1,4 @@
-"""Issue 13 item 3: caches that hold code are loaded only when no one else could have written
+"""Caches that hold code are loaded only when no one else could have written
 them. Planted payloads are built here at test time; each would create MARKER if loaded."""
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ def _plant_everywhere(private: Path, marker: Path) -> None:
         (private / name).write_bytes(payload)
 
 
-def test_a_cache_root_others_can_write_is_never_used(workdir: Path) -> None:
-    root = workdir / "shared-cache"
+def test_a_cache_root_others_can_write_is_never_used(tmp_path: Path) -> None:
+    root = tmp_path / "shared-cache"
     root.mkdir()
     os.chmod(root, 0o777)
     result = _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp")
@@ -72,24 +72,24 @@ def test_a_cache_root_others_can_write_is_never_used(workdir: Path) -> None:
     assert not (root / "private").exists()  # nothing written, nothing read
 
 
-def test_a_private_directory_with_group_access_is_ignored(workdir: Path) -> None:
-    root = workdir / "cache"
+def test_a_private_directory_with_group_access_is_ignored(tmp_path: Path) -> None:
+    root = tmp_path / "cache"
     root.mkdir(mode=0o700)
     private = root / "private"
     private.mkdir(mode=0o700)
     os.chmod(private, 0o770)
-    marker = workdir / "MARKER"
+    marker = tmp_path / "MARKER"
     _plant_everywhere(private, marker)
     result = _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp")
     assert result.returncode == 0 and not marker.exists()
 
 
-def test_a_group_writable_file_in_the_private_directory_is_not_loaded(workdir: Path) -> None:
-    root = workdir / "cache"
+def test_a_group_writable_file_in_the_private_directory_is_not_loaded(tmp_path: Path) -> None:
+    root = tmp_path / "cache"
     private = root / "private"
     private.mkdir(parents=True, mode=0o700)
     os.chmod(root, 0o700)
-    marker = workdir / "MARKER"
+    marker = tmp_path / "MARKER"
     _plant_everywhere(private, marker)
     for path in private.iterdir():
         os.chmod(path, 0o666)
@@ -98,16 +98,16 @@ def test_a_group_writable_file_in_the_private_directory_is_not_loaded(workdir: P
 
 
 def test_a_symlinked_cache_file_is_not_followed(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = workdir / "cache"
+    root = tmp_path / "cache"
     private = root / "private"
     private.mkdir(parents=True, mode=0o700)
     os.chmod(root, 0o700)
-    marker = workdir / "MARKER"
-    target = workdir / "elsewhere.pickle"
+    marker = tmp_path / "MARKER"
+    target = tmp_path / "elsewhere.pickle"
     target.write_bytes(pickle.dumps({"x": _Plant(marker)}))
-    victim = workdir / "victim"
+    victim = tmp_path / "victim"
     victim.write_text("keep me\n")
     name = f"specs-py{sys.version_info[0]}{sys.version_info[1]}-0.1.0.pickle"
     (private / name).symlink_to(target)
@@ -122,13 +122,13 @@ def test_a_symlinked_cache_file_is_not_followed(
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory another owner")
-def test_root_never_uses_another_users_cache(workdir: Path) -> None:
+def test_root_never_uses_another_users_cache(tmp_path: Path) -> None:
     """`sudo -E` keeps the user's cache path: root must not load what that user wrote."""
-    root = workdir / "user-cache"
+    root = tmp_path / "user-cache"
     private = root / "private"
     private.mkdir(parents=True, mode=0o700)
     os.chmod(root, 0o700)
-    marker = workdir / "MARKER"
+    marker = tmp_path / "MARKER"
     _plant_everywhere(private, marker)
     for path in (root, private, *private.iterdir()):
         os.chown(path, 65534, 65534)
@@ -137,9 +137,9 @@ def test_root_never_uses_another_users_cache(workdir: Path) -> None:
 
 
 def test_oversized_cache_is_ignored(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch, filled_cache: tuple[Path, str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, filled_cache: tuple[Path, str]
 ) -> None:
-    root = workdir / "cache"
+    root = tmp_path / "cache"
     shutil.copytree(filled_cache[0], root)  # a cold run's cache
     private = root / "private"
     big = next(private.glob("expressions-*.marshal"))
@@ -149,8 +149,8 @@ def test_oversized_cache_is_ignored(
     assert _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp").returncode == 0
 
 
-def test_temporary_names_are_not_predictable(workdir: Path) -> None:
-    root = workdir / "cache"
+def test_temporary_names_are_not_predictable(tmp_path: Path) -> None:
+    root = tmp_path / "cache"
     _run(root, "recommend", "--facts", DCACHE, "-p", "gridftp")
     private = root / "private"
     for pid_guess in range(os.getpid() - 5, os.getpid() + 200):
@@ -194,14 +194,14 @@ def test_a_spec_cache_key_depends_on_every_model_module_and_on_pydantic(
 
 
 def test_a_damaged_entry_is_rebuilt_not_fatal(
-    workdir: Path, filled_cache: tuple[Path, str]
+    tmp_path: Path, filled_cache: tuple[Path, str]
 ) -> None:
-    """Issue 32, item 5: an entry that no longer unpickles (truncated, of a class renamed since)
+    """An entry that no longer unpickles (truncated, of a class renamed since)
     is a miss: the run validates the file again, writes the same output, and the next run is
     warm again."""
     import marshal
 
-    root = workdir / "cache"
+    root = tmp_path / "cache"
     shutil.copytree(filled_cache[0], root)  # a cold run's cache, and that run's output
     first_stdout = filled_cache[1]
     damaged = sorted((root / "private").glob("*-py*.marshal"))

@@ -54,8 +54,8 @@ def _template_directory(directory: Path, name: str, when: float = OLD) -> Path:
 
 
 @pytest.fixture
-def private(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("SYSCTL_ADVISOR_CACHE", str(workdir / "cache"))
+def private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SYSCTL_ADVISOR_CACHE", str(tmp_path / "cache"))
     return _opened().path
 
 
@@ -78,8 +78,8 @@ def test_entries_of_old_versions_go_when_the_cache_is_written(private: Path) -> 
     assert (private / f"facts-{PY}-0.1.0.marshal").read_bytes() == b"new"
 
 
-def test_what_the_advisor_did_not_write_stays(private: Path, workdir: Path) -> None:
-    elsewhere = _file(workdir, f"specs-{PY}-0.0.1.marshal")
+def test_what_the_advisor_did_not_write_stays(private: Path, tmp_path: Path) -> None:
+    elsewhere = _file(tmp_path, f"specs-{PY}-0.0.1.marshal")
     kept = [
         _file(private, "notes.txt"),
         _file(private, f"specs-{PY}-0.0.1.marshal.bak"),
@@ -90,7 +90,7 @@ def test_what_the_advisor_did_not_write_stays(private: Path, workdir: Path) -> N
     link.symlink_to(elsewhere)
     _aged(link, OLD)
     linked_dir = private / "templates-jinja3.1.6-aaaaaaaaaaaa"
-    linked_dir.symlink_to(workdir)
+    linked_dir.symlink_to(tmp_path)
     _aged(linked_dir, OLD)
     mixed = _template_directory(private, "templates-jinja3.1.6-bbbbbbbbbbbb")
     _file(mixed, "keep-me")
@@ -99,7 +99,7 @@ def test_what_the_advisor_did_not_write_stays(private: Path, workdir: Path) -> N
     assert _prune(private) == 0
     assert all(p.exists() for p in kept)
     assert link.is_symlink() and elsewhere.exists()
-    assert linked_dir.is_symlink() and workdir.is_dir()
+    assert linked_dir.is_symlink() and tmp_path.is_dir()
     assert sorted(p.name for p in mixed.iterdir()) == [JINJA_FILE, "keep-me"]
 
 
@@ -126,12 +126,12 @@ def test_a_run_that_uses_a_cache_keeps_it(private: Path) -> None:
 
 
 def test_a_real_run_that_writes_removes_the_stale_and_ends_with_its_own_set(
-    workdir: Path,
+    tmp_path: Path,
 ) -> None:
     """Even when everything is older than the limit, a run that writes its cache ends with
     the same cache files as before (those it uses are refreshed or rebuilt) and the stale
     one of another version is gone; its output is unchanged."""
-    cache = workdir / "cache"
+    cache = tmp_path / "cache"
     env = {**os.environ, "SYSCTL_ADVISOR_CACHE": str(cache)}
     command = [sys.executable, "-m", "sysctl_advisor", "recommend", "-p", "gridftp", "--facts"]
     command.append(str(ROOT / "examples" / "dcache-32bit.yaml"))
@@ -141,12 +141,12 @@ def test_a_real_run_that_writes_removes_the_stale_and_ends_with_its_own_set(
     for path in private.iterdir():  # everything the first run made has not been used since
         _aged(path, OLD)
     stale = _file(private, f"expressions-{PY}-jinja0.0-0.0.1-0123456789ab.marshal")
-    _file(workdir, "input.yaml").write_text(
+    _file(tmp_path, "input.yaml").write_text(
         (ROOT / "examples" / "dcache-32bit.yaml").read_text() + "# another file\n"
     )
-    command[-1] = str(workdir / "input.yaml")  # a new facts file: the run writes its cache
+    command[-1] = str(tmp_path / "input.yaml")  # a new facts file: the run writes its cache
     second = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    assert second.stdout.replace(str(workdir / "input.yaml"), "X") == first.stdout.replace(
+    assert second.stdout.replace(str(tmp_path / "input.yaml"), "X") == first.stdout.replace(
         str(ROOT / "examples" / "dcache-32bit.yaml"), "X"
     )
     assert not stale.exists()

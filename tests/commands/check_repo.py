@@ -6,11 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from sysctl_advisor.cli import app
-
-runner = CliRunner()
+from tests.conftest import invoke
 
 
 def make_repo(tmp_path: Path, config: str | bytes | None, files: dict[str, str]) -> Path:
@@ -32,7 +28,7 @@ def run_in(cwd: Path, *args: str) -> tuple[int, str, str]:
     old = os.getcwd()
     os.chdir(cwd)
     try:
-        result = runner.invoke(app, list(args))
+        result = invoke(*args)
     finally:
         os.chdir(old)
     return result.exit_code, result.stdout, result.stderr

@@ -1,4 +1,4 @@
-"""Issue 31, item 4: `cache` shows where the caches are, what they hold and how big, and
+"""`cache` shows where the caches are, what they hold and how big, and
 `cache --clear` removes the advisor's own entries: never a file of another name or another
 user, never through a symlink."""
 
@@ -22,8 +22,8 @@ def _run(cache: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, env=env, capture_output=True, text=True, cwd=ROOT)
 
 
-def test_it_lists_each_kind_and_clears_only_its_own(workdir: Path) -> None:
-    cache = str(workdir / "cache")
+def test_it_lists_each_kind_and_clears_only_its_own(tmp_path: Path) -> None:
+    cache = str(tmp_path / "cache")
     empty = _run(cache, "cache")
     assert empty.returncode == 0 and "0 entries" in empty.stdout
     assert _run(cache, "recommend", "--facts", DCACHE, "-p", "gridftp").returncode == 0
@@ -35,7 +35,7 @@ def test_it_lists_each_kind_and_clears_only_its_own(workdir: Path) -> None:
     ours = len(list(private.iterdir()))  # a file per kind of cache (and of knowledge)
     foreign = private / "notes.txt"
     foreign.write_text("mine\n")
-    target = workdir / "elsewhere.marshal"
+    target = tmp_path / "elsewhere.marshal"
     target.write_bytes(b"x")
     (private / "specs-py311-9.9.9.marshal").symlink_to(target)  # our name, but a link
     cleared = _run(cache, "cache", "--clear")
@@ -46,8 +46,8 @@ def test_it_lists_each_kind_and_clears_only_its_own(workdir: Path) -> None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="making another user's file needs root")
-def test_another_users_entry_stays(workdir: Path) -> None:
-    cache = workdir / "cache"
+def test_another_users_entry_stays(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
     assert _run(str(cache), "cache").returncode == 0  # creates the private directory
     theirs = cache / "private" / "facts-py311-0.0.1.marshal"
     theirs.write_bytes(b"x")
@@ -57,10 +57,10 @@ def test_another_users_entry_stays(workdir: Path) -> None:
     assert theirs.exists()
 
 
-def test_off_and_unusable_roots_are_said(workdir: Path) -> None:
+def test_off_and_unusable_roots_are_said(tmp_path: Path) -> None:
     off = _run("off", "cache")
     assert off.returncode == 0 and "caches are off" in off.stdout
-    shared = workdir / "shared"
+    shared = tmp_path / "shared"
     shared.mkdir()
     os.chmod(shared, 0o777)
     refused = _run(str(shared), "cache")

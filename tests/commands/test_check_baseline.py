@@ -13,13 +13,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from typer.testing import CliRunner
 
 from sysctl_advisor.outputs.json_schemas import schema_path
 from tests.commands.check_repo import run_in
 from tests.test_github_action import pull_request, run_action
-
-runner = CliRunner()
 
 # Five lines, one finding each (an error, warnings, an info), in each of ten hosts' sysctl.d.
 OLD_LINES = (

@@ -14,18 +14,16 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from typer.testing import CliRunner
 
 from sysctl_advisor.outputs.json_schemas import schema_path
 from tests.commands.check_repo import make_repo, run_in
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, assert_one_line_error
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-runner = CliRunner()
 
 RECYCLE = "net.ipv4.tcp_tw_recycle = 1\n"  # check.tw-recycle-enabled, an error
 TIMESTAMPS_OFF = "net.ipv4.tcp_timestamps = 0\n"  # check.tcp-timestamps-off, a warning
@@ -34,13 +32,6 @@ FACTS = EXAMPLES / "dcache-32bit.yaml"
 
 def _ids(stdout: str) -> set[str]:
     return {f["id"] for f in json.loads(stdout)["findings"]}
-
-
-def _one_line_error(code: int, err: str, *parts: str) -> None:
-    lines = err.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
-    for part in parts:
-        assert part in lines[0], lines[0]
 
 
 # --- found as users expect -------------------------------------------------------------------
@@ -142,7 +133,7 @@ def test_facts_profile_and_parameters_from_the_configuration(tmp_path: Path) -> 
     (repo / "hosts").mkdir()
     (repo / "hosts" / "dcache.yaml").write_bytes(FACTS.read_bytes())
     code, _, err = run_in(repo, "check", "sysctl.d")
-    _one_line_error(code, err, "bogus")  # the file's parameter reached the profile
+    assert_one_line_error(code, err, "bogus")  # the file's parameter reached the profile
     text = (repo / ".sysctl-advisor.toml").read_text().replace("bogus = 1", "")
     (repo / ".sysctl-advisor.toml").write_text(text)
     code, out, err = run_in(repo, "check", "sysctl.d", "-f", "json")
@@ -176,7 +167,7 @@ def test_a_bad_configuration_is_one_line_naming_file_and_key(
 ) -> None:
     repo = make_repo(tmp_path, config, {"sysctl.d/10-a.conf": RECYCLE})
     code, _, err = run_in(repo, "check", "sysctl.d")
-    _one_line_error(code, err, ".sysctl-advisor.toml", *parts)
+    assert_one_line_error(code, err, ".sysctl-advisor.toml", *parts)
 
 
 def test_a_configuration_link_out_of_its_directory_is_refused(tmp_path: Path) -> None:
@@ -185,7 +176,7 @@ def test_a_configuration_link_out_of_its_directory_is_refused(tmp_path: Path) ->
     repo = make_repo(tmp_path, None, {"sysctl.d/10-a.conf": RECYCLE})
     (repo / ".sysctl-advisor.toml").symlink_to(outside)
     code, _, err = run_in(repo, "check", "sysctl.d")
-    _one_line_error(code, err, ".sysctl-advisor.toml", "outside")
+    assert_one_line_error(code, err, ".sysctl-advisor.toml", "outside")
 
 
 def test_facts_linked_out_of_the_configuration_directory_are_refused(tmp_path: Path) -> None:
@@ -194,7 +185,7 @@ def test_facts_linked_out_of_the_configuration_directory_are_refused(tmp_path: P
     repo = make_repo(tmp_path, 'facts = "host.yaml"\n', {"sysctl.d/10-a.conf": RECYCLE})
     (repo / "host.yaml").symlink_to(secret)
     code, _, err = run_in(repo, "check", "sysctl.d")
-    _one_line_error(code, err, "host.yaml", "outside")
+    assert_one_line_error(code, err, "host.yaml", "outside")
     # The same file named on the command line is the operator's own choice: read.
     code, _, err = run_in(repo, "check", "sysctl.d", "--facts", "host.yaml")
     assert code == 1, err
@@ -213,7 +204,7 @@ def test_a_fifo_configuration_is_refused_without_hanging(tmp_path: Path) -> None
         worker.join()
         pytest.fail("check blocked on a FIFO named .sysctl-advisor.toml")
     code, _, err = done[0]
-    _one_line_error(code, err, ".sysctl-advisor.toml", "not a regular file")
+    assert_one_line_error(code, err, ".sysctl-advisor.toml", "not a regular file")
 
 
 def test_two_configurations_config_and_isolated(tmp_path: Path) -> None:
@@ -222,15 +213,15 @@ def test_two_configurations_config_and_isolated(tmp_path: Path) -> None:
     (repo / "b" / "sysctl.d" / "1.conf").write_text(RECYCLE)
     (repo / "b" / ".sysctl-advisor.toml").write_text('fail-on = "error"\n')
     code, _, err = run_in(repo, "check", "a/sysctl.d", "b/sysctl.d")
-    _one_line_error(code, err, "different configurations", "--config")
+    assert_one_line_error(code, err, "different configurations", "--config")
     code, _, err = run_in(
         repo, "check", "a/sysctl.d", "b/sysctl.d", "--config", "b/.sysctl-advisor.toml"
     )
     assert code == 1, err
     code, _, err = run_in(repo, "check", "a/sysctl.d", "--config", "x.toml", "--isolated")
-    _one_line_error(code, err, "--isolated")
+    assert_one_line_error(code, err, "--isolated")
     code, _, err = run_in(repo, "check", "a/sysctl.d", "--config", "missing.toml")
-    _one_line_error(code, err, "missing.toml", "--config")
+    assert_one_line_error(code, err, "missing.toml", "--config")
 
 
 def test_show_config_escapes_what_it_prints(tmp_path: Path) -> None:

@@ -17,28 +17,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from tests.commands.check_repo import make_repo, run_in
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, assert_one_line_error
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
-runner = CliRunner()
 
 RECYCLE = "net.ipv4.tcp_tw_recycle = 1\n"  # check.tw-recycle-enabled, an error
 FACTS = EXAMPLES / "dcache-32bit.yaml"
-
-
-def _one_line_error(code: int, err: str, *parts: str) -> None:
-    lines = err.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and "Traceback" not in err, (code, err)
-    assert "internal error" not in err, err
-    for part in parts:
-        assert part in lines[0], lines[0]
 
 
 def _ids(stdout: str) -> set[str]:
@@ -59,7 +49,7 @@ def test_an_integer_beyond_python_s_digit_limit_is_one_line(tmp_path: Path, wher
         (repo / "pyproject.toml").write_text(f"[tool.other]\nx = {huge}\n")
         name = "pyproject.toml"
     code, _, err = run_in(repo, "check", "sysctl.d")
-    _one_line_error(code, err, name)
+    assert_one_line_error(code, err, name)
 
 
 def _limit_memory() -> None:  # pragma: no cover - runs in the child
@@ -86,7 +76,7 @@ def test_a_long_dotted_key_is_refused_within_bounded_memory(tmp_path: Path, wher
         preexec_fn=_limit_memory,
         timeout=120,
     )
-    _one_line_error(result.returncode, result.stderr, name)
+    assert_one_line_error(result.returncode, result.stderr, name)
 
 
 def test_write_baseline_to_standard_output_is_not_an_internal_error(tmp_path: Path) -> None:
@@ -94,7 +84,7 @@ def test_write_baseline_to_standard_output_is_not_an_internal_error(tmp_path: Pa
     code, out, err = run_in(repo, "check", "sysctl.d", "--write-baseline", "-")
     assert "internal error" not in err and code in (0, 2), (code, err)
     if code == 2:
-        _one_line_error(code, err, "--write-baseline")
+        assert_one_line_error(code, err, "--write-baseline")
     else:
         assert json.loads(out)["schema"] == "sysctl-advisor/baseline/v1"
 
@@ -117,7 +107,7 @@ def test_a_baseline_the_configuration_names_is_not_read_through_a_link_out(
     (outside / "b.json").write_bytes(_baseline_accepting_everything(repo))
     (repo / "b.json").symlink_to(outside / "b.json")
     code, _, err = run_in(repo, "check", "sysctl.d", "-f", "json")
-    _one_line_error(code, err, "b.json")
+    assert_one_line_error(code, err, "b.json")
     assert "outside" in err
 
 
@@ -148,7 +138,7 @@ def test_show_config_stays_toml_whatever_the_configuration_holds(
     repo = make_repo(tmp_path, config, {"sysctl.d/10-a.conf": RECYCLE})
     code, out, err = run_in(repo, "check", "--show-config")
     if code == 2:  # refusing a non-finite parameter up front is as safe
-        _one_line_error(code, err, ".sysctl-advisor.toml")
+        assert_one_line_error(code, err, ".sysctl-advisor.toml")
         return
     assert code == 0, err
     shown = tomllib.loads(out)  # what a team pastes back into .sysctl-advisor.toml
@@ -176,7 +166,7 @@ def test_a_bad_parameter_or_profile_in_the_configuration_names_the_file(
     repo = make_repo(tmp_path, 'facts = "host.yaml"\n' + config, {"sysctl.d/10-a.conf": RECYCLE})
     (repo / "host.yaml").write_bytes(FACTS.read_bytes())
     code, _, err = run_in(repo, "check", "sysctl.d")
-    _one_line_error(code, err, ".sysctl-advisor.toml")
+    assert_one_line_error(code, err, ".sysctl-advisor.toml")
     assert "--set" not in err and "--profile" not in err, err
 
 
@@ -187,7 +177,7 @@ def test_a_huge_parameter_value_in_the_configuration_gives_a_short_error(
     repo = make_repo(tmp_path, config, {"sysctl.d/10-a.conf": RECYCLE})
     (repo / "host.yaml").write_bytes(FACTS.read_bytes())
     code, _, err = run_in(repo, "check", "sysctl.d")
-    _one_line_error(code, err)
+    assert_one_line_error(code, err)
     assert len(err) < 1000, len(err)
 
 
@@ -202,7 +192,7 @@ def test_write_baseline_never_replaces_a_file_being_checked(tmp_path: Path) -> N
         repo, "check", "--write-baseline", "sysctl.d/10-a.conf", "sysctl.d/20-b.conf"
     )
     assert (repo / "sysctl.d/10-a.conf").read_text() == RECYCLE
-    _one_line_error(code, err, "10-a.conf")
+    assert_one_line_error(code, err, "10-a.conf")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="plants a file as another user (needs root)")
@@ -223,7 +213,7 @@ def test_a_configuration_another_user_planted_in_a_shared_directory_is_not_appli
     if code == 1:
         assert "check.tw-recycle-enabled" in _ids(out)
     else:
-        _one_line_error(code, err, ".sysctl-advisor.toml")
+        assert_one_line_error(code, err, ".sysctl-advisor.toml")
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="the Action's runner needs git")
@@ -320,7 +310,7 @@ def test_the_configuration_is_read_once_however_many_directories_are_checked(
 def test_hostile_toml_is_one_line(tmp_path: Path, config: bytes) -> None:
     repo = make_repo(tmp_path, config, {"sysctl.d/10-a.conf": RECYCLE})
     code, _, err = run_in(repo, "check", "sysctl.d")
-    _one_line_error(code, err, ".sysctl-advisor.toml")
+    assert_one_line_error(code, err, ".sysctl-advisor.toml")
 
 
 @pytest.mark.parametrize(
@@ -336,7 +326,7 @@ def test_a_hostile_pyproject_is_one_line(tmp_path: Path, pyproject: bytes) -> No
     repo = make_repo(tmp_path, None, {"sysctl.d/10-a.conf": RECYCLE})
     (repo / "pyproject.toml").write_bytes(pyproject)
     code, _, err = run_in(repo, "check", "sysctl.d")
-    _one_line_error(code, err, "pyproject.toml")
+    assert_one_line_error(code, err, "pyproject.toml")
 
 
 @pytest.mark.parametrize("kind", ["directory", "fifo", "loop", "device"])
@@ -354,7 +344,7 @@ def test_a_pyproject_that_is_not_a_file_is_refused_without_blocking(
     else:
         target.symlink_to("/dev/zero")
     code, _, err = run_in(repo, "check", "sysctl.d")
-    _one_line_error(code, err, "pyproject.toml")
+    assert_one_line_error(code, err, "pyproject.toml")
 
 
 def test_per_file_ignores_with_pathological_globs_stay_linear(tmp_path: Path) -> None:
@@ -415,7 +405,7 @@ def test_write_baseline_never_replaces_what_is_not_a_regular_file(
     else:
         target.mkdir()
     code, _, err = run_in(repo, "check", "sysctl.d", "--write-baseline", "out.json")
-    _one_line_error(code, err, "out.json")
+    assert_one_line_error(code, err, "out.json")
     assert victim.read_text() == "keep\n"
     assert not (tmp_path / "made-by-the-advisor").exists()
     mode = os.lstat(target).st_mode
@@ -453,7 +443,7 @@ def test_a_hostile_baseline_is_one_line(tmp_path: Path, text: str, part: str) ->
     repo = make_repo(tmp_path, 'baseline = "baseline.json"\n', {"sysctl.d/10-a.conf": RECYCLE})
     (repo / "baseline.json").write_text(text)
     code, _, err = run_in(repo, "check", "sysctl.d")
-    _one_line_error(code, err, "baseline.json", part)
+    assert_one_line_error(code, err, "baseline.json", part)
 
 
 def test_a_configuration_cannot_name_its_facts_through_a_link_out(tmp_path: Path) -> None:
@@ -467,4 +457,4 @@ def test_a_configuration_cannot_name_its_facts_through_a_link_out(tmp_path: Path
     )
     (repo / "up").symlink_to(outside)
     code, _, err = run_in(repo, "check", "sysctl.d")
-    _one_line_error(code, err, "host.yaml", "outside")
+    assert_one_line_error(code, err, "host.yaml", "outside")

@@ -10,15 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.engine.check.listing import MAX_LISTED
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from tests.conftest import HANG_SECONDS
+from tests.conftest import HANG_SECONDS, Cli, invoke
 from tests.test_github_action import pull_request, run_action
-
-runner = CliRunner()
 
 RECYCLE = "net.ipv4.tcp_tw_recycle = 1\n"  # check.tw-recycle-enabled, an error
 GLOB_UNCLOSED = "net.ipv4.conf.[eth0.rp_filter = 1\n"  # check.glob-unclosed
@@ -29,8 +25,8 @@ def _check(tmp_path: Path, text: str, *args: str) -> tuple[int, list[dict[str, s
     """Exit code, JSON findings and the text report of `check` on one file holding `text`."""
     path = tmp_path / "90-test.conf"
     path.write_text(text)
-    as_json = runner.invoke(app, ["check", str(path), "-f", "json", *args])
-    as_text = runner.invoke(app, ["check", str(path), *args])
+    as_json = invoke("check", str(path), "-f", "json", *args)
+    as_text = invoke("check", str(path), *args)
     assert as_json.exit_code == as_text.exit_code, as_text.output
     findings = json.loads(as_json.stdout)["findings"] if as_json.exit_code != 2 else []
     return as_json.exit_code, findings, as_text.output
@@ -88,10 +84,12 @@ def test_every_rule_by_star_and_comma_separated_lists(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("option", ["--select", "--ignore", "--warn", "--error"])
 @pytest.mark.parametrize("name", ["check.no-such-rule", "nothing", "check.glob[", "CHECK.GLOB"])
-def test_a_name_of_no_rule_is_one_line_and_exit_2(tmp_path: Path, option: str, name: str) -> None:
+def test_a_name_of_no_rule_is_one_line_and_exit_2(
+    cli: Cli, tmp_path: Path, option: str, name: str
+) -> None:
     path = tmp_path / "a.conf"
     path.write_text(RECYCLE)
-    result = runner.invoke(app, ["check", str(path), option, name])
+    result = cli("check", str(path), option, name)
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and option in lines[0] and "Traceback" not in result.output
@@ -228,17 +226,19 @@ def test_prose_that_mentions_the_advisor_is_no_suppression(tmp_path: Path) -> No
     assert "check.suppression-malformed" not in _ids(found)
 
 
-def test_suppressed_findings_are_in_sarif_with_their_reason(tmp_path: Path) -> None:
+def test_suppressed_findings_are_in_sarif_with_their_reason(cli: Cli, tmp_path: Path) -> None:
     path = tmp_path / "a.conf"
     path.write_text(f"# sysctl-advisor: ignore[check.tw-recycle-enabled] {REASON}\n" + RECYCLE)
-    result = runner.invoke(app, ["check", str(path), "-f", "sarif"])
+    result = cli("check", str(path), "-f", "sarif")
     assert result.exit_code == 0
     (accepted,) = json.loads(result.stdout)["runs"][0]["results"]
     assert accepted["ruleId"] == "check.tw-recycle-enabled"
     assert accepted["suppressions"] == [{"kind": "inSource", "justification": REASON}]
 
 
-def test_a_suppression_in_a_sysctl_d_directory_accepts_an_override(tmp_path: Path) -> None:
+def test_a_suppression_in_a_sysctl_d_directory_accepts_an_override(
+    cli: Cli, tmp_path: Path
+) -> None:
     """check.overridden is reported at the hidden line, in the earlier file: its comment there
     accepts it; the Markdown report counts it."""
     directory = tmp_path / "sysctl.d"
@@ -247,14 +247,14 @@ def test_a_suppression_in_a_sysctl_d_directory_accepts_an_override(tmp_path: Pat
         f"# sysctl-advisor: ignore[check.overridden] {REASON}\nnet.core.somaxconn = 8192\n"
     )
     (directory / "99-vendor.conf").write_text("net.core.somaxconn = 4096\n")
-    result = runner.invoke(app, ["check", str(directory), "--fail-on", "warning"])
+    result = cli("check", str(directory), "--fail-on", "warning")
     assert result.exit_code == 0, result.output
     assert "check.overridden" not in result.output and "suppressed: 1 by comments" in result.output
-    result = runner.invoke(app, ["check", str(directory), "-f", "markdown"])
+    result = cli("check", str(directory), "-f", "markdown")
     assert "suppressed: 1 by comments" in result.stdout
 
 
-def test_thousands_of_suppressions_stay_linear(tmp_path: Path) -> None:
+def test_thousands_of_suppressions_stay_linear(cli: Cli, tmp_path: Path) -> None:
     """A hostile file: 12,500 lines, 10,000 of them suppressions, most of them near misses
     built to make a naive pattern backtrack (an id list that never closes, blanks before a
     missing `]`, a comment far past the reader's cap), is checked in bounded time, every
@@ -269,7 +269,7 @@ def test_thousands_of_suppressions_stay_linear(tmp_path: Path) -> None:
     path = tmp_path / "hostile.conf"
     path.write_text(unit * 2500)
     started = time.monotonic()
-    result = runner.invoke(app, ["check", str(path), "-f", "json"])
+    result = cli("check", str(path), "-f", "json")
     assert time.monotonic() - started < HANG_SECONDS
     assert result.exit_code == 0, result.output
     found = json.loads(result.stdout)["findings"]

@@ -12,11 +12,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.model.sysctl_conf import parse_conf_lines
-from tests.conftest import TESTS
+from tests.conftest import TESTS, Cli, invoke
 
 FIXTURES = TESTS / "fixtures" / "ansible"
 TREE = FIXTURES / "tree"
@@ -25,14 +23,14 @@ BAD = ["broken-03", "db-02", "nomem-04"]
 
 
 def fleet(*args: str | Path) -> tuple[int, str]:
-    result = CliRunner().invoke(app, ["fleet", *map(str, args)])
+    result = invoke("fleet", *map(str, args))
     if result.exception and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.stderr
 
 
-def tree_of(workdir: Path, names: list[str], copies: int = 0) -> Path:
-    tree = workdir / "tree"
+def tree_of(tmp_path: Path, names: list[str], copies: int = 0) -> Path:
+    tree = tmp_path / "tree"
     tree.mkdir(exist_ok=True)
     for name in names:
         shutil.copy(TREE / name, tree / name)
@@ -47,8 +45,8 @@ def snapshot(outdir: Path) -> dict[str, bytes]:
     }
 
 
-def test_fleet_writes_every_good_host_and_skips_the_broken(workdir: Path) -> None:
-    out = workdir / "out"
+def test_fleet_writes_every_good_host_and_skips_the_broken(tmp_path: Path) -> None:
+    out = tmp_path / "out"
     code, err = fleet("--ansible-facts", TREE, "--profile", "base", "--out", out)
     assert code == 1  # some hosts were skipped
     for name in BAD:
@@ -74,13 +72,11 @@ def test_fleet_writes_every_good_host_and_skips_the_broken(workdir: Path) -> Non
     assert "| `db-02` |" in markdown and "| `door-07` | `base` |" in markdown
 
 
-def test_host_files_are_exactly_what_recommend_prints(workdir: Path) -> None:
-    out = workdir / "out"
+def test_host_files_are_exactly_what_recommend_prints(cli: Cli, tmp_path: Path) -> None:
+    out = tmp_path / "out"
     fleet("--ansible-facts", TREE, "--profile", "gridftp", "--out", out)
     for host in GOOD:
-        result = CliRunner().invoke(
-            app, ["recommend", "--facts", str(TREE / host), "--profile", "gridftp"]
-        )
+        result = cli("recommend", "--facts", str(TREE / host), "--profile", "gridftp")
         conf = (out / "host_files" / f"{host}.conf").read_text()
         assert conf == result.stdout
         assignments, _, bad = parse_conf_lines(conf)
@@ -91,8 +87,8 @@ def test_host_files_are_exactly_what_recommend_prints(workdir: Path) -> None:
         }
 
 
-def test_profile_map_globs_groups_and_parameters(workdir: Path) -> None:
-    out = workdir / "out"
+def test_profile_map_globs_groups_and_parameters(tmp_path: Path) -> None:
+    out = tmp_path / "out"
     code, err = fleet(
         "--ansible-facts", TREE, "--profile", "base", "--out", out,
         "--profile-map", FIXTURES / "profile-map.yaml", "--inventory", FIXTURES / "inventory.json",
@@ -110,15 +106,15 @@ def test_profile_map_globs_groups_and_parameters(workdir: Path) -> None:
     assert "--set rtt_ms=80 --set streams=8" in conf  # the rebuild command reproduces it
 
 
-def test_a_profile_map_entry_may_name_several_workloads(workdir: Path) -> None:
+def test_a_profile_map_entry_may_name_several_workloads(tmp_path: Path) -> None:
     """`profile: [frontend-proxy, c1m-server]`: the hosts get the merged plan, a parameter of
     one of them is `PROFILE.NAME`, and the rebuild line gives each --profile."""
-    path = workdir / "profile-map.yaml"
+    path = tmp_path / "profile-map.yaml"
     path.write_text(
         "- hosts: '*'\n  profile: [frontend-proxy, c1m-server]\n"
         "  set: {c1m-server.connections: 200000, listen_backlog: 8192}\n"
     )
-    out = workdir / "out"
+    out = tmp_path / "out"
     code, err = fleet("--ansible-facts", TREE, "--out", out, "--profile-map", path)
     assert code in (0, 1), err
     summary = json.loads((out / "summary.json").read_text())
@@ -127,7 +123,7 @@ def test_a_profile_map_entry_may_name_several_workloads(workdir: Path) -> None:
     assert "--profile frontend-proxy --profile c1m-server" in conf
     assert "connections=200000" in conf and "listen_backlog=8192" in conf
     path.write_text("- {hosts: '*', profile: [frontend-proxy, redis], set: {gridftp.rtt_ms: 9}}\n")
-    code, err = fleet("--ansible-facts", TREE, "--out", workdir / "o2", "--profile-map", path)
+    code, err = fleet("--ansible-facts", TREE, "--out", tmp_path / "o2", "--profile-map", path)
     assert code == 2 and "[0].set" in err and "unknown parameter 'gridftp.rtt_ms'" in err
 
 
@@ -148,11 +144,11 @@ def test_a_profile_map_entry_may_name_several_workloads(workdir: Path) -> None:
     ],
 )
 def test_bad_profile_maps_exit_2(
-    workdir: Path, map_text: str, extra: list[str], words: list[str]
+    tmp_path: Path, map_text: str, extra: list[str], words: list[str]
 ) -> None:
-    path = workdir / "profile-map.yaml"
+    path = tmp_path / "profile-map.yaml"
     path.write_text(map_text)
-    args: list[str | Path] = ["--ansible-facts", TREE, "--out", workdir / "out"]
+    args: list[str | Path] = ["--ansible-facts", TREE, "--out", tmp_path / "out"]
     args += ["--profile-map", path]
     if extra:
         args += ["--inventory", FIXTURES / "inventory.json"]
@@ -161,30 +157,32 @@ def test_bad_profile_maps_exit_2(
     assert len(err.strip().splitlines()) == 1
     for word in words:
         assert word in err
-    assert not (workdir / "out").exists() or not list((workdir / "out").iterdir())
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
 
 
-def test_usage_errors_exit_2(workdir: Path) -> None:
-    code, err = fleet("--ansible-facts", TREE, "--out", workdir / "o")
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    code, err = fleet("--ansible-facts", TREE, "--out", tmp_path / "o")
     assert code == 2 and "--profile" in err
-    code, err = fleet("--ansible-facts", TREE, "--profile", "nope", "--out", workdir / "o")
+    code, err = fleet("--ansible-facts", TREE, "--profile", "nope", "--out", tmp_path / "o")
     assert code == 2 and "unknown profile 'nope'" in err
-    code, err = fleet("--ansible-facts", workdir / "missing", "--profile", "base", "--out", workdir)
+    code, err = fleet(
+        "--ansible-facts", tmp_path / "missing", "--profile", "base", "--out", tmp_path
+    )
     assert code == 2 and "missing" in err
-    (workdir / "empty").mkdir()
-    code, err = fleet("--ansible-facts", workdir / "empty", "--profile", "base", "--out", workdir)
+    (tmp_path / "empty").mkdir()
+    code, err = fleet("--ansible-facts", tmp_path / "empty", "--profile", "base", "--out", tmp_path)
     assert code == 2 and "--tree" in err
-    blocker = workdir / "a-file"
+    blocker = tmp_path / "a-file"
     blocker.write_text("")
     code, err = fleet("--ansible-facts", TREE, "--profile", "base", "--out", blocker / "out")
     assert code == 2 and "--out" in err and "cannot write" in err
 
 
-def test_nothing_to_do_leaves_the_previous_run_alone(workdir: Path) -> None:
-    out = workdir / "out"
-    fleet("--ansible-facts", tree_of(workdir, ["web-01"]), "--profile", "base", "--out", out)
+def test_nothing_to_do_leaves_the_previous_run_alone(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    fleet("--ansible-facts", tree_of(tmp_path, ["web-01"]), "--profile", "base", "--out", out)
     before = snapshot(out)
-    bad = workdir / "bad"
+    bad = tmp_path / "bad"
     bad.mkdir()
     for name in BAD:
         shutil.copy(TREE / name, bad / name)
@@ -193,21 +191,21 @@ def test_nothing_to_do_leaves_the_previous_run_alone(workdir: Path) -> None:
     assert snapshot(out) == before
 
 
-def test_rerun_replaces_the_whole_output(workdir: Path) -> None:
-    out = workdir / "out"
-    fleet("--ansible-facts", tree_of(workdir, ["web-01", "dtn-01"]), "-p", "base", "--out", out)
-    (workdir / "tree" / "dtn-01").unlink()
-    code, _ = fleet("--ansible-facts", workdir / "tree", "-p", "base", "--out", out)
+def test_rerun_replaces_the_whole_output(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    fleet("--ansible-facts", tree_of(tmp_path, ["web-01", "dtn-01"]), "-p", "base", "--out", out)
+    (tmp_path / "tree" / "dtn-01").unlink()
+    code, _ = fleet("--ansible-facts", tmp_path / "tree", "-p", "base", "--out", out)
     assert code == 0
     # dtn-01 is gone from the facts, so no stale file of it can reach the playbook
     assert [p.name for p in (out / "host_files").iterdir()] == ["web-01.conf"]
 
 
-def test_deterministic_and_parallel_equals_serial(workdir: Path) -> None:
-    tree = tree_of(workdir, GOOD, copies=80)
+def test_deterministic_and_parallel_equals_serial(tmp_path: Path) -> None:
+    tree = tree_of(tmp_path, GOOD, copies=80)
     outputs = []
     for jobs, name in (("1", "a"), ("2", "b"), ("2", "c")):
-        out = workdir / name
+        out = tmp_path / name
         code, _ = fleet("--ansible-facts", tree, "-p", "frontend-proxy", "--out", out, "-j", jobs)
         assert code == 0
         outputs.append(snapshot(out))
@@ -287,10 +285,10 @@ exit 0
 @pytest.mark.skipif(os.geteuid() != 0, reason="the copy task sets owner root: needs root")
 @pytest.mark.parametrize("overridden", [False, True])
 def test_playbook_installs_applies_and_verifies(
-    localhost_out: Path, workdir: Path, overridden: bool
+    localhost_out: Path, tmp_path: Path, overridden: bool
 ) -> None:
     """A real (not --check) run against a stand-in sysctl and a scratch destination."""
-    bin_dir = workdir / "bin"
+    bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "sysctl"
     fake.write_text(FAKE_SYSCTL)
@@ -300,12 +298,12 @@ def test_playbook_installs_applies_and_verifies(
     in_force = {a.key: a.value.replace(" ", "\t") for a in assignments}  # sysctl prints tabs
     if overridden:
         in_force["net.core.somaxconn"] = "4096"  # as if 99-sysctl.conf set it again
-    values = workdir / "values"
+    values = tmp_path / "values"
     values.write_text("".join(f"{k} = {v}\n" for k, v in in_force.items()))
-    dest = workdir / "90-sysctl-advisor.conf"
+    dest = tmp_path / "90-sysctl-advisor.conf"
     env = {
         "PATH": f"{bin_dir}:{os.environ['PATH']}",
-        "FAKE_SYSCTL_LOG": str(workdir / "log"),
+        "FAKE_SYSCTL_LOG": str(tmp_path / "log"),
         "FAKE_SYSCTL_VALUES": str(values),
     }
     result = playbook(
@@ -313,7 +311,7 @@ def test_playbook_installs_applies_and_verifies(
         env=env,
     )  # fmt: skip
     assert dest.read_text() == conf
-    calls = (workdir / "log").read_text().splitlines()
+    calls = (tmp_path / "log").read_text().splitlines()
     assert calls[0] == "--system"  # the handler ran before the read-back
     assert calls[1].split() == ["-e", *in_force]
     if overridden:
@@ -345,12 +343,12 @@ def test_progress_bar_counts_hosts_and_skips(capsys: pytest.CaptureFixture[str])
     assert capsys.readouterr().out == ""  # the bar never touches stdout
 
 
-def test_a_hosts_hostile_text_never_reaches_the_terminal(workdir: Path) -> None:
+def test_a_hosts_hostile_text_never_reaches_the_terminal(tmp_path: Path) -> None:
     """The fourth review: a host file's failure message with ESC, BEL and a bidi override
     was printed raw in the skip line on the operator's terminal."""
-    tree = tree_of(workdir, GOOD[:1])
+    tree = tree_of(tmp_path, GOOD[:1])
     message = "boom\x1b[2J\x1b]0;pwned\x07 \u202eevil"
     (tree / "evil-02").write_text(json.dumps({"failed": True, "msg": message}))
-    code, err = fleet("--ansible-facts", tree, "--out", workdir / "out", "-p", "c1m-server")
+    code, err = fleet("--ansible-facts", tree, "--out", tmp_path / "out", "-p", "c1m-server")
     assert code == 1 and "skipped evil-02:" in err
     assert all(line.isprintable() for line in err.splitlines()), repr(err)

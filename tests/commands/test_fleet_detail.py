@@ -7,19 +7,19 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
-from tests.conftest import TESTS
+from tests.conftest import TESTS, Cli
 
 TREE = TESTS / "fixtures" / "ansible" / "tree"
 
 
 @pytest.mark.parametrize("detail", ["normal", "brief", "none"])
-def test_each_host_file_is_written_at_the_level_asked_for(tmp_path: Path, detail: str) -> None:
+def test_each_host_file_is_written_at_the_level_asked_for(
+    cli: Cli, tmp_path: Path, detail: str
+) -> None:
     out = tmp_path / "out"
     args = ["fleet", "--ansible-facts", str(TREE), "-p", "frontend-proxy", "--out", str(out)]
-    result = CliRunner().invoke(app, [*args, "--detail", detail])
+    result = cli(*args, "--detail", detail)
     assert result.exit_code == 1, result.stderr  # the tree's three broken hosts are skipped
     confs = sorted((out / "host_files").glob("*.conf"))
     assert len(confs) == 3

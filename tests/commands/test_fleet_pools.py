@@ -10,13 +10,11 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.outputs import formats
 from sysctl_advisor.outputs.node_platforms import extension
-from tests.conftest import TESTS
+from tests.conftest import TESTS, Cli, invoke
 from tests.outputs.test_json_contracts import validate
 
 TREE = TESTS / "fixtures" / "ansible" / "tree"
@@ -35,16 +33,16 @@ MAP = """\
 
 
 def fleet(*args: str | Path) -> tuple[int, str]:
-    result = CliRunner().invoke(app, ["fleet", *map(str, args)])
+    result = invoke("fleet", *map(str, args))
     if result.exception and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.stderr
 
 
-def fleet_tree(workdir: Path, groups: dict[str, list[str]] | None = None) -> list[str | Path]:
+def fleet_tree(tmp_path: Path, groups: dict[str, list[str]] | None = None) -> list[str | Path]:
     """Facts for dtn-01..03 (copies of one host) and web-01; an inventory with the two pools,
     an empty one, and a group that is no pool."""
-    tree = workdir / "tree"
+    tree = tmp_path / "tree"
     tree.mkdir()
     for host in ("dtn-01", "dtn-02", "dtn-03"):
         shutil.copy(TREE / "dtn-01", tree / host)
@@ -60,19 +58,19 @@ def fleet_tree(workdir: Path, groups: dict[str, list[str]] | None = None) -> lis
         "all": {"children": sorted(groups)},
         **{name: {"hosts": hosts} for name, hosts in groups.items()},
     }
-    (workdir / "inventory.json").write_text(json.dumps(inventory))
-    (workdir / "map.yaml").write_text(MAP)
+    (tmp_path / "inventory.json").write_text(json.dumps(inventory))
+    (tmp_path / "map.yaml").write_text(MAP)
     return [
-        "--ansible-facts", tree, "--profile-map", workdir / "map.yaml",
-        "--inventory", workdir / "inventory.json", "--out", workdir / "out",
+        "--ansible-facts", tree, "--profile-map", tmp_path / "map.yaml",
+        "--inventory", tmp_path / "inventory.json", "--out", tmp_path / "out",
     ]  # fmt: skip
 
 
-def test_one_file_per_pool_with_the_plan_most_hosts_share(workdir: Path) -> None:
-    code, err = fleet(*fleet_tree(workdir), "--node-pools", "pool_*")
+def test_one_file_per_pool_with_the_plan_most_hosts_share(cli: Cli, tmp_path: Path) -> None:
+    code, err = fleet(*fleet_tree(tmp_path), "--node-pools", "pool_*")
     assert code == 0, err
     assert "node pool pool_dtn: 1 of 3 hosts differ" in err
-    out = workdir / "out"
+    out = tmp_path / "out"
     # pool_empty has no host: no file; `racks` is not a pool
     assert sorted(p.name for p in (out / "node_pools").iterdir()) == [
         "pool_dtn.yaml",
@@ -99,11 +97,15 @@ def test_one_file_per_pool_with_the_plan_most_hosts_share(workdir: Path) -> None
     # the pool's file is what recommend writes for its representative, less the keys its
     # hosts differ on: no host is given another's value (dtn-01's larger buffer stays its own)
     text = (out / "node_pools" / "pool_dtn.yaml").read_text()
-    recommend = CliRunner().invoke(
-        app,
-        ["recommend", "--facts", str(workdir / "tree" / "dtn-02"), "--profile", "gridftp",
-         "--format", "daemonset"],
-    )  # fmt: skip
+    recommend = cli(
+        "recommend",
+        "--facts",
+        tmp_path / "tree" / "dtn-02",
+        "--profile",
+        "gridftp",
+        "-f",
+        "daemonset",
+    )
     assert recommend.exit_code == 0
     documents = [d for d in yaml.safe_load_all(text) if d]
     assert [d["kind"] for d in documents] == ["ConfigMap", "DaemonSet"]
@@ -127,11 +129,11 @@ def test_one_file_per_pool_with_the_plan_most_hosts_share(workdir: Path) -> None
     assert "node_pools/pool_dtn.yaml" in marker
 
 
-def test_a_pool_platform_format_and_a_rerun_without_pools(workdir: Path) -> None:
-    args = fleet_tree(workdir)
+def test_a_pool_platform_format_and_a_rerun_without_pools(tmp_path: Path) -> None:
+    args = fleet_tree(tmp_path)
     code, err = fleet(*args, "--node-pools", "pool_dtn", "--node-format", "bottlerocket")
     assert code == 0, err
-    out = workdir / "out"
+    out = tmp_path / "out"
     assert [p.name for p in (out / "node_pools").iterdir()] == ["pool_dtn.toml"]
     text = (out / "node_pools" / "pool_dtn.toml").read_text()
     assert "[settings.kernel.sysctl]" in text and '"net.core.rmem_max"' not in text
@@ -167,30 +169,30 @@ def test_every_node_format_has_a_file_extension() -> None:
     ],
 )
 def test_refusals(
-    workdir: Path, extra: list[str], groups: dict[str, list[str]] | None, words: list[str]
+    tmp_path: Path, extra: list[str], groups: dict[str, list[str]] | None, words: list[str]
 ) -> None:
-    args = fleet_tree(workdir, groups)
+    args = fleet_tree(tmp_path, groups)
     if groups is not None:  # the map's groups must exist
-        (workdir / "map.yaml").write_text("- hosts: '*'\n  profile: gridftp\n")
+        (tmp_path / "map.yaml").write_text("- hosts: '*'\n  profile: gridftp\n")
     code, err = fleet(*args, *extra)
     assert code == 2
     assert all(w in err for w in words), err
-    assert not (workdir / "out").exists()
+    assert not (tmp_path / "out").exists()
 
 
-def test_pools_need_the_inventory(workdir: Path) -> None:
-    args = fleet_tree(workdir)
+def test_pools_need_the_inventory(tmp_path: Path) -> None:
+    args = fleet_tree(tmp_path)
     code, err = fleet(
-        "--ansible-facts", args[1], "--profile", "base", "--out", workdir / "out",
+        "--ansible-facts", args[1], "--profile", "base", "--out", tmp_path / "out",
         "--node-pools", "pool_*",
     )  # fmt: skip
     assert code == 2 and "--inventory" in err
 
 
-def test_two_pools_of_one_profile_cannot_share_a_daemonset(workdir: Path) -> None:
-    args = fleet_tree(workdir, {"pool_a": ["dtn-01"], "pool_b": ["dtn-02"]})
+def test_two_pools_of_one_profile_cannot_share_a_daemonset(tmp_path: Path) -> None:
+    args = fleet_tree(tmp_path, {"pool_a": ["dtn-01"], "pool_b": ["dtn-02"]})
     rest = "- hosts: '*'\n  profile: gridftp\n"
-    (workdir / "map.yaml").write_text(MAP.split("- group")[0] + rest)  # dtn-01 differs
+    (tmp_path / "map.yaml").write_text(MAP.split("- group")[0] + rest)  # dtn-01 differs
     code, err = fleet(*args, "--node-pools", "pool_*")
     assert code == 2 and "pool_a and pool_b" in err and "DaemonSets" in err, err
     code, err = fleet(*args, "--node-pools", "pool_*", "--node-format", "talos")
@@ -198,7 +200,7 @@ def test_two_pools_of_one_profile_cannot_share_a_daemonset(workdir: Path) -> Non
 
 
 def test_the_pool_file_is_built_from_the_plans_the_summary_compared(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each host's facts are read once: the representative's facts file, changed on disk
     after it was read (a host re-gathering its facts during the run, here after a kernel
@@ -207,8 +209,8 @@ def test_the_pool_file_is_built_from_the_plans_the_summary_compared(
     said no host differed."""
     from sysctl_advisor.commands import fleet as fleet_command
 
-    args = fleet_tree(workdir, {"pool_dtn": ["dtn-02", "dtn-03"], "pool_web": ["web-01"]})
-    tree = workdir / "tree"
+    args = fleet_tree(tmp_path, {"pool_dtn": ["dtn-02", "dtn-03"], "pool_web": ["web-01"]})
+    tree = tmp_path / "tree"
     reads: list[str] = []
     load = fleet_command.load_ansible_facts
 
@@ -226,7 +228,7 @@ def test_the_pool_file_is_built_from_the_plans_the_summary_compared(
     code, err = fleet(*args, "--node-pools", "pool_*", "-j", "1")
     assert code == 0, err
     assert sorted(reads) == sorted(p.name for p in tree.iterdir())  # once each
-    out = workdir / "out"
+    out = tmp_path / "out"
     summary = json.loads((out / "summary.json").read_text())
     dtn = next(p for p in summary["node_pools"] if p["pool"] == "pool_dtn")
     assert (dtn["representative"], dtn["differing"]) == ("dtn-02", [])

@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from typer.testing import CliRunner
-
-from sysctl_advisor.cli import app
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.host_facts import Kubernetes as KubernetesFacts
 from sysctl_advisor.model.plan import Plan
-from tests.conftest import EXAMPLES, TESTS, load_facts
+from tests.conftest import EXAMPLES, TESTS, Cli, load_facts
 
 NODE = TESTS / "fixtures" / "node-companions" / "kubeadm-containerd-node.yaml"
 AGENTS = ("kubelet", "kube-proxy", "containerd")
@@ -69,20 +66,11 @@ def test_a_host_that_is_not_a_node_keeps_the_unit_and_limits_conf(kb: KnowledgeB
     assert limits == {"systemd": "LimitNOFILE=1048576", "limits.conf": "*  -  nofile  1048576"}
 
 
-def test_a_node_platforms_output_names_the_runtime_not_a_unit() -> None:
+def test_a_node_platforms_output_names_the_runtime_not_a_unit(cli: Cli) -> None:
     """A node output plans the host as a node whatever its facts show: the Kafka broker's limit
     is the container runtime's (both, as the facts show neither)."""
-    result = CliRunner().invoke(
-        app,
-        [
-            "recommend",
-            "--facts",
-            str(EXAMPLES / "search-node.yaml"),
-            "-p",
-            "kafka",
-            "-f",
-            "daemonset",
-        ],
+    result = cli(
+        "recommend", "--facts", str(EXAMPLES / "search-node.yaml"), "-p", "kafka", "-f", "daemonset"
     )
     assert result.exit_code == 0, result.stderr
     assert "containerd: LimitNOFILE=100000" in result.stdout

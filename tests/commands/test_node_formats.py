@@ -1,4 +1,4 @@
-"""`recommend --format` for each node platform (issue 36), through the CLI: every example host
+"""`recommend --format` for each node platform, through the CLI: every example host
 under its profile renders (each output read back before it is written), the keys a platform
 does not take are said on stderr and in the file, never dropped, the node is planned as a
 Kubernetes node (NodePorts reserved), and `--undo` writes the node's undo in the same place."""
@@ -9,20 +9,17 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.outputs import formats
 from sysctl_advisor.outputs.node_platforms import read_back
-from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES
+from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, invoke
 
-runner = CliRunner()
 HAPROXY = str(EXAMPLES / "haproxy-frontend-rhel7.yaml")
 
 
 def _recommend(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, ["recommend", *args])
+    result = invoke("recommend", *args)
     return result.exit_code, result.stdout, result.stderr
 
 

@@ -1,4 +1,4 @@
-"""The pre-commit hook, run by the real pre-commit (issue 14, item 5).
+"""The pre-commit hook, run by the real pre-commit.
 
 pre-commit passes only the files a commit changes, in parallel batches unless the hook says
 `require_serial`. A change to 99-sysctl.conf that silently replaces a value of the unchanged
@@ -14,10 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
-from tests.conftest import ROOT
+from tests.conftest import ROOT, Cli
 
 HOOKS = ROOT / ".pre-commit-hooks.yaml"
 
@@ -44,7 +42,7 @@ def _git(repo: Path, *args: str) -> None:
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 @pytest.mark.skipif(shutil.which("pre-commit") is None, reason="needs pre-commit (test extras)")
-def test_a_commit_that_undercuts_an_unchanged_file_fails(tmp_path: Path) -> None:
+def test_a_commit_that_undercuts_an_unchanged_file_fails(cli: Cli, tmp_path: Path) -> None:
     repo = tmp_path / "site"
     conf = repo / "etc" / "sysctl.d"
     conf.mkdir(parents=True)
@@ -85,9 +83,7 @@ def test_a_commit_that_undercuts_an_unchanged_file_fails(tmp_path: Path) -> None
     here = os.getcwd()
     os.chdir(repo)
     try:
-        written = CliRunner().invoke(
-            app, ["check", "etc/sysctl.d", "--write-baseline", "sysctl-baseline.json"]
-        )
+        written = cli("check", "etc/sysctl.d", "--write-baseline", "sysctl-baseline.json")
     finally:
         os.chdir(here)
     assert written.exit_code == 0, written.output

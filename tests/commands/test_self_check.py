@@ -195,15 +195,17 @@ def test_at_least_twenty_varied_hosts() -> None:
 
 
 @pytest.mark.parametrize("host", sorted(HOSTS))
-def test_own_output_is_clean_for_every_profile(kb: KnowledgeBase, host: str, workdir: Path) -> None:
-    facts_path = workdir / f"{host}.yaml"
+def test_own_output_is_clean_for_every_profile(
+    kb: KnowledgeBase, host: str, tmp_path: Path
+) -> None:
+    facts_path = tmp_path / f"{host}.yaml"
     facts_path.write_text(yaml.safe_dump({"hostname": host, **HOSTS[host]}))
     for profile in kb.profiles:
-        assert _self_check(kb, facts_path, profile, workdir / f"{profile}.conf") == [], profile
+        assert _self_check(kb, facts_path, profile, tmp_path / f"{profile}.conf") == [], profile
 
 
 @pytest.mark.parametrize("example", sorted(p.stem for p in EXAMPLES.glob("*.yaml")))
-def test_examples_pass_their_own_review(kb: KnowledgeBase, example: str, workdir: Path) -> None:
+def test_examples_pass_their_own_review(kb: KnowledgeBase, example: str, tmp_path: Path) -> None:
     for profile in kb.profiles:
-        found = _self_check(kb, EXAMPLES / f"{example}.yaml", profile, workdir / "out.conf")
+        found = _self_check(kb, EXAMPLES / f"{example}.yaml", profile, tmp_path / "out.conf")
         assert found == [], profile

@@ -6,11 +6,9 @@ import json
 from pathlib import Path
 
 import yaml
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.outputs.plan_render import rendered_settings
-from tests.conftest import EXAMPLES, TESTS
+from tests.conftest import EXAMPLES, TESTS, invoke
 
 HAPROXY = str(EXAMPLES / "haproxy-frontend-rhel7.yaml")
 TREE = TESTS / "fixtures" / "ansible" / "tree"
@@ -20,7 +18,7 @@ WRITTEN = ["door-07", "dtn-01", "web-01"]  # the fixture fleet's hosts the advis
 
 
 def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args))
+    result = invoke(*args)
     return result.exit_code, result.stdout, result.stderr
 
 

@@ -1,4 +1,4 @@
-"""Issue 31: one definition per model. A one-shot run whose knowledge and facts files were
+"""One definition per model. A one-shot run whose knowledge and facts files were
 validated before takes the validated objects from the caches and never imports pydantic, and
 writes byte for byte what the first (cold) run wrote, with the same exit code: every example
 host under every profile, and every format of recommend, diff and check.
@@ -80,12 +80,12 @@ def _run_all(lines: list[list[str]], cache: Path) -> dict[str, list[object]]:
 
 
 def test_a_warm_run_never_imports_pydantic_and_writes_what_the_cold_run_wrote(
-    workdir: Path,
+    tmp_path: Path,
 ) -> None:
-    cache = workdir / "cache"
+    cache = tmp_path / "cache"
     lines = _command_lines()
-    cold_lines = [[*argv, "-o", str(workdir / f"cold-{i}")] for i, argv in enumerate(lines)]
-    warm_lines = [[*argv, "-o", str(workdir / f"warm-{i}")] for i, argv in enumerate(lines)]
+    cold_lines = [[*argv, "-o", str(tmp_path / f"cold-{i}")] for i, argv in enumerate(lines)]
+    warm_lines = [[*argv, "-o", str(tmp_path / f"warm-{i}")] for i, argv in enumerate(lines)]
     cold = _run_all(cold_lines, cache)
     assert "pydantic" in {m.split(".")[0] for m in cold["pydantic"]}  # it validated the files
     assert set(cold["codes"]) <= {0, 1}, cold["codes"]
@@ -93,22 +93,22 @@ def test_a_warm_run_never_imports_pydantic_and_writes_what_the_cold_run_wrote(
     assert warm["pydantic"] == ["pydantic.plugin._loader"]  # sysctl_advisor/__init__'s stand-in
     assert warm["codes"] == cold["codes"]
     for index, argv in enumerate(lines):
-        cold_bytes = (workdir / f"cold-{index}").read_bytes()
-        assert (workdir / f"warm-{index}").read_bytes() == cold_bytes, argv
+        cold_bytes = (tmp_path / f"cold-{index}").read_bytes()
+        assert (tmp_path / f"warm-{index}").read_bytes() == cold_bytes, argv
 
 
-def test_an_edited_facts_file_is_validated_afresh(workdir: Path) -> None:
+def test_an_edited_facts_file_is_validated_afresh(tmp_path: Path) -> None:
     """The caches are keyed by content: a facts file edited between runs is validated again
     (pydantic imported) and its new value is what the run uses."""
-    cache = workdir / "cache"
-    facts = workdir / "host.yaml"
+    cache = tmp_path / "cache"
+    facts = tmp_path / "host.yaml"
     facts.write_text("memory: {total: 8 GiB}\nkernel: 5.15.0\n")
     argv = ["recommend", "--facts", str(facts), "-p", "base", "-f", "json", "-o"]
-    first = _run_all([[*argv, str(workdir / "first.json")]], cache)
-    again = _run_all([[*argv, str(workdir / "again.json")]], cache)
+    first = _run_all([[*argv, str(tmp_path / "first.json")]], cache)
+    again = _run_all([[*argv, str(tmp_path / "again.json")]], cache)
     assert again["pydantic"] == ["pydantic.plugin._loader"] and first["codes"] == [0]
     facts.write_text("memory: {total: 16 GiB}\nkernel: 5.15.0\n")
-    edited = _run_all([[*argv, str(workdir / "edited.json")]], cache)
+    edited = _run_all([[*argv, str(tmp_path / "edited.json")]], cache)
     assert "pydantic.main" in edited["pydantic"] or "pydantic.type_adapter" in edited["pydantic"]
-    plan = json.loads((workdir / "edited.json").read_text())
+    plan = json.loads((tmp_path / "edited.json").read_text())
     assert plan["host"]["memory_total"] == 16 * 2**30

@@ -1,4 +1,4 @@
-"""Issue 20, effect 1: the listen backlog (seed 002), proved by a connection burst on real nginx.
+"""The listen backlog, proved by a connection burst on real nginx.
 
 Chartbeat's lesson: raising somaxconn does nothing while nginx still asks for its default
 backlog of 511, and a large `backlog=` is silently cut to somaxconn; only both together hold a

@@ -1,4 +1,4 @@
-"""Issue 20, effect 3: bandwidth-delay product (seed 001), proved by its effect on one stream.
+"""Bandwidth-delay product, proved by its effect on one stream.
 
 A 1000 Mbit/s path with a 100 ms RTT (BDP 11.9 MiB) is emulated by tests/effects/delay_line.py,
 and one cubic stream crosses it twice, with the receiver's tcp_rmem at (a) the default of the

@@ -1,4 +1,4 @@
-"""Issue 20, effect 4: orphaned sockets and FIN_WAIT2 (seed 000), proved in throwaway namespaces.
+"""Orphaned sockets and FIN_WAIT2, proved in throwaway namespaces.
 
 Part 1, orphans with unacknowledged data. In a fresh network namespace a peer connects 1,000
 times with a 4 KiB receive buffer and never reads; the server fills each connection until

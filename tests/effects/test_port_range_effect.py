@@ -1,11 +1,11 @@
-"""Issue 20, effect 2: the ephemeral port range and TIME_WAIT (seed 002), proved by the rate.
+"""The ephemeral port range and TIME_WAIT, proved by the rate.
 
 A proxy that closes its upstream connections first leaves each in TIME_WAIT on its side, holding
 the local port for TCP_TIMEWAIT_LEN, 60 s. To one upstream address and port, P local ports
 therefore sustain P / 60 new connections per second (Little's law: ports held = rate × 60 s);
 beyond that connect() fails with EADDRNOTAVAIL. The advisor's rationale (time-wait.port-range)
 quotes that rate for the advised range and for the default. The advice is computed in-process
-for examples/ec2-nginx-frontend.yaml (Chartbeat's 3.2 frontend, seed 002) with the
+for examples/ec2-nginx-frontend.yaml (Chartbeat's 3.2 frontend) with the
 frontend-proxy profile, whose `upstreams` parameter defaults to true: ip_local_port_range
 10240-65535 (922 connections/s) instead of 32768-61000 (471/s), and tcp_tw_reuse 1.
 

@@ -1,4 +1,4 @@
-"""Issue 37: a QUIC-sized UDP receive buffer, proved by a datagram burst to a receiver that does
+"""A QUIC-sized UDP receive buffer, proved by a datagram burst to a receiver that does
 not read.
 
 UDP has no autotuning: a socket that asks nothing keeps net.core.rmem_default, and a burst that

@@ -64,9 +64,9 @@ def _per_netns(kb: KnowledgeBase, conf: str, version: object) -> dict[str, str]:
 
 
 def test_the_undo_file_restores_exactly_the_values_in_force(
-    kb: KnowledgeBase, workdir: Path
+    kb: KnowledgeBase, tmp_path: Path
 ) -> None:
-    own = workdir / "own.conf"
+    own = tmp_path / "own.conf"
     own.write_text("".join(f"{k} = {v}\n" for k, v in OWN.items()))
     # what the kernel holds once the host's own file is applied: the facts' values in force
     first = in_namespace('sysctl -q -p "$1"\nshift\n' + READ, str(own), *OWN)
@@ -84,7 +84,7 @@ def test_the_undo_file_restores_exactly_the_values_in_force(
     assert "net.ipv4.ip_local_reserved_ports" in restored  # back to the default: none
     paths = []
     for name, settings in (("plan", planned), ("undo", restored)):
-        path = workdir / f"{name}.conf"
+        path = tmp_path / f"{name}.conf"
         path.write_text("".join(f"{k} = {v}\n" for k, v in settings.items()))
         paths.append(str(path))
 

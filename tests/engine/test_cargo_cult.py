@@ -1,4 +1,4 @@
-"""Keys copied from old tuning guides are named for what they do (issue 35, item 6): `check`
+"""Keys copied from old tuning guides are named for what they do: `check`
 run through the CLI on a file of them, built at test time, reports each on its line with the
 rule that knows it, and is quiet on the fixed file."""
 
@@ -8,11 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
-
-runner = CliRunner()
+from tests.conftest import invoke
 
 # (line, the rule that must fire on it, the line that fixes it)
 CARGO_CULT = [
@@ -65,7 +62,7 @@ NEW_RULES = {rule for _, rule, _ in CARGO_CULT if rule is not None}
 def _check(tmp_path: Path, name: str, lines: list[str], *options: str) -> list[dict[str, object]]:
     conf = tmp_path / name
     conf.write_text("".join(line + "\n" for line in lines))
-    result = runner.invoke(app, ["check", str(conf), "-f", "json", *options])
+    result = invoke("check", str(conf), "-f", "json", *options)
     assert result.exit_code in (0, 1), result.output
     findings: list[dict[str, object]] = json.loads(result.stdout)["findings"]
     return findings

@@ -1,4 +1,4 @@
-"""Memory settings copied from old tuning guides are named for what they do (issue 35, item 6):
+"""Memory settings copied from old tuning guides are named for what they do:
 vm.swappiness = 0 (the OOM killer before swap, from 3.5) and vm.overcommit_memory = 2 with
 overcommit_ratio left at 50 (commitments refused with half the RAM free), each judged for the
 target kernel where the era matters, each with its fix; an old ip_conntrack name is reported
@@ -10,11 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
-
-runner = CliRunner()
+from tests.conftest import invoke
 
 SWAPPINESS = "check.swappiness-zero"
 OVERCOMMIT = "check.overcommit-strict-default-ratio"
@@ -23,7 +20,7 @@ OVERCOMMIT = "check.overcommit-strict-default-ratio"
 def _check(tmp_path: Path, lines: list[str], *options: str) -> list[dict[str, object]]:
     conf = tmp_path / "memory.conf"
     conf.write_text("".join(line + "\n" for line in lines))
-    result = runner.invoke(app, ["check", str(conf), "-f", "json", *options])
+    result = invoke("check", str(conf), "-f", "json", *options)
     assert result.exit_code in (0, 1), result.output
     findings: list[dict[str, object]] = json.loads(result.stdout)["findings"]
     return findings

@@ -6,20 +6,17 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
-from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, TESTS
+from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, TESTS, Cli, invoke
 
 FIXTURES = TESTS / "fixtures"
 LAYERED = str(FIXTURES / "sysctl-trees" / "layered")
 DUMP = str(FIXTURES / "dumps" / "sysctl-a-6.18.txt")
 EC2 = str(EXAMPLES / "ec2-nginx-frontend.yaml")
-runner = CliRunner()
 
 
 def diff_json(*args: str) -> tuple[int, dict[str, object]]:
-    result = runner.invoke(app, ["diff", *args, "--format", "json"])
+    result = invoke("diff", *args, "--format", "json")
     assert result.exit_code in (0, 1), result.stderr
     return result.exit_code, json.loads(result.stdout)
 
@@ -59,8 +56,8 @@ def test_json_contract_and_statuses_against_a_tree() -> None:
     assert any(f["id"] == "time-wait.tw-recycle-enabled" for f in doc["findings"])  # type: ignore[index, union-attr]
 
 
-def test_key_the_kernel_lacks_is_remove(workdir: Path) -> None:
-    facts = workdir / "new.yaml"
+def test_key_the_kernel_lacks_is_remove(tmp_path: Path) -> None:
+    facts = tmp_path / "new.yaml"
     facts.write_text("kernel: 6.1.0-18-amd64\narch: x86_64\nmemory: {total: 16 GiB}\n")
     _, doc = diff_json("--facts", str(facts), "--profile", "base", "--current", LAYERED)
     recycle = entries(doc)["net.ipv4.tcp_tw_recycle"]
@@ -72,10 +69,10 @@ def test_key_the_kernel_lacks_is_remove(workdir: Path) -> None:
     assert recycle["source"] == "etc/sysctl.conf:2"
 
 
-def test_vectors_compare_after_whitespace_normalisation(workdir: Path) -> None:
+def test_vectors_compare_after_whitespace_normalisation(tmp_path: Path) -> None:
     # A dump prints vectors tab-separated; the plan writes them space-separated. The same
     # numbers must compare equal, different numbers must not.
-    dump = workdir / "sysctl-a.txt"
+    dump = tmp_path / "sysctl-a.txt"
     text = (
         Path(DUMP)
         .read_text()
@@ -98,32 +95,23 @@ def test_vectors_compare_after_whitespace_normalisation(workdir: Path) -> None:
 
 
 @pytest.mark.parametrize(("host", "profile"), sorted(EXAMPLE_PROFILES.items()))
-def test_recommended_file_has_no_drift(host: str, profile: str, workdir: Path) -> None:
+def test_recommended_file_has_no_drift(cli: Cli, host: str, profile: str, tmp_path: Path) -> None:
     facts = str(EXAMPLES / f"{host}.yaml")
-    conf = workdir / "90-sysctl-advisor.conf"
-    made = runner.invoke(
-        app, ["recommend", "--facts", facts, "--profile", profile, "-o", str(conf)]
-    )
+    conf = tmp_path / "90-sysctl-advisor.conf"
+    made = cli("recommend", "--facts", facts, "--profile", profile, "-o", str(conf))
     assert made.exit_code == 0, made.stderr
-    result = runner.invoke(
-        app, ["diff", "--facts", facts, "--profile", profile, "--current", str(conf)]
-    )
+    result = cli("diff", "--facts", facts, "--profile", profile, "--current", str(conf))
     assert result.exit_code == 0, result.stdout
     assert "No drift" in result.stdout
 
 
-def test_text_is_plain_when_piped_and_markdown_is_a_table() -> None:
-    text = runner.invoke(
-        app, ["diff", "--facts", EC2, "-p", "frontend-proxy", "--current", LAYERED]
-    )
+def test_text_is_plain_when_piped_and_markdown_is_a_table(cli: Cli) -> None:
+    text = cli("diff", "--facts", EC2, "-p", "frontend-proxy", "--current", LAYERED)
     assert text.exit_code == 1
     assert "\x1b[" not in text.stdout  # no colour codes when not a terminal
     assert text.stdout.splitlines()[2].split()[:2] == ["STATUS", "KEY"]
     assert "Drift:" in text.stdout and "broken symlink" in text.stdout
-    md = runner.invoke(
-        app,
-        ["diff", "--facts", EC2, "-p", "frontend-proxy", "--current", LAYERED, "-f", "markdown"],
-    )
+    md = cli("diff", "--facts", EC2, "-p", "frontend-proxy", "--current", LAYERED, "-f", "markdown")
     assert md.exit_code == 1
     assert "| status | key | current | recommended | kernel default | source |" in md.stdout
     assert "`etc/sysctl.conf:3`" in md.stdout
@@ -167,7 +155,7 @@ def _report_for(facts: str, profile: str, current: str) -> object:
 )
 @pytest.mark.parametrize("width", [80, 100, 200])
 def test_the_terminal_table_never_breaks_a_key_or_a_number(
-    facts: str, profile: str, current: str, width: int, monkeypatch: pytest.MonkeyPatch
+    cli: Cli, facts: str, profile: str, current: str, width: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """On an 80-column terminal every key and every number is read whole on one line, each
     value's elements, and the table fits the terminal; the source file is still shown."""
@@ -179,7 +167,7 @@ def test_the_terminal_table_never_breaks_a_key_or_a_number(
         "render_diff",
         lambda report, fmt, renderer, terminal=False: diff_render.render_rich(report, width),
     )
-    result = runner.invoke(app, ["diff", "--facts", facts, "-p", profile, "--current", current])
+    result = cli("diff", "--facts", facts, "-p", profile, "--current", current)
     assert isinstance(doc, dict) and isinstance(doc["entries"], list)
     lines = _terminal_lines(result.stdout)
     table = lines[: lines.index("Why:") if "Why:" in lines else len(lines)]
@@ -208,22 +196,20 @@ def test_facts_sysctl_is_the_default_current() -> None:
     assert sources == {f"{EC2}: sysctl"}
 
 
-def test_bad_inputs_exit_2_with_one_line(workdir: Path) -> None:
-    missing = runner.invoke(
-        app, ["diff", "--facts", EC2, "-p", "base", "--current", str(workdir / "nope")]
-    )
+def test_bad_inputs_exit_2_with_one_line(cli: Cli, tmp_path: Path) -> None:
+    missing = cli("diff", "--facts", EC2, "-p", "base", "--current", str(tmp_path / "nope"))
     assert missing.exit_code == 2 and missing.stderr.count("\n") == 1
-    bare = workdir / "bare.yaml"
+    bare = tmp_path / "bare.yaml"
     bare.write_text("memory: {total: 4 GiB}\n")
-    nothing = runner.invoke(app, ["diff", "--facts", str(bare), "-p", "base"])
+    nothing = cli("diff", "--facts", str(bare), "-p", "base")
     assert nothing.exit_code == 2 and "--current" in nothing.stderr
-    fmt = runner.invoke(app, ["diff", "--facts", EC2, "-p", "base", "-f", "html"])
+    fmt = cli("diff", "--facts", EC2, "-p", "base", "-f", "html")
     assert fmt.exit_code == 2 and "--format" in fmt.stderr
 
 
 @pytest.mark.skipif(not Path("/proc/sys/net/core/somaxconn").exists(), reason="needs /proc/sys")
-def test_live_host_diff_runs() -> None:
-    result = runner.invoke(app, ["diff", "--profile", "base", "--format", "json"])
+def test_live_host_diff_runs(cli: Cli) -> None:
+    result = cli("diff", "--profile", "base", "--format", "json")
     assert result.exit_code in (0, 1), result.stderr
     doc = json.loads(result.stdout)
     assert doc["current"]["kind"] == "live"
@@ -233,13 +219,13 @@ def test_live_host_diff_runs() -> None:
 
 
 def test_the_terminal_table_shows_emoji_codes_in_file_names_as_written(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A file named `:white_check_mark:ok.conf` stays that name on the terminal: rich would
     draw an emoji for the code, and the operator would look for a file that does not exist."""
     import sysctl_advisor.outputs.diff_report as diff_render
 
-    conf = workdir / ":white_check_mark:ok.conf"
+    conf = tmp_path / ":white_check_mark:ok.conf"
     conf.write_text("net.ipv4.tcp_tw_recycle = 1\n")
     monkeypatch.setattr(
         diff_render,
@@ -247,6 +233,6 @@ def test_the_terminal_table_shows_emoji_codes_in_file_names_as_written(
         lambda report, fmt, renderer, terminal=False: diff_render.render_rich(report, 200),
     )
     facts = str(EXAMPLES / "dcache-32bit.yaml")
-    result = runner.invoke(app, ["diff", "--facts", facts, "-p", "base", "--current", str(conf)])
+    result = cli("diff", "--facts", facts, "-p", "base", "--current", str(conf))
     assert ":white_check_mark:ok.conf" in result.stdout
     assert "\u2705" not in result.stdout

@@ -1,4 +1,4 @@
-"""Hardening against performance (issue 35, item 7): where a hardening baseline's value and a
+"""Hardening against performance: where a hardening baseline's value and a
 performance need collide, `check` names the setting that wins for the host and why. Each rule
 is run through `commands.check.check` on files and facts written here, once where it fires and
 once where it stays quiet."""

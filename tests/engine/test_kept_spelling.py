@@ -19,7 +19,7 @@ from tests.check_paths import check_paths
 
 @pytest.mark.parametrize("spelled", ["0", "00", "0x0", "-0", "0 # kept on purpose"])
 def test_a_kept_value_spelled_otherwise_is_still_accepted(
-    kb: KnowledgeBase, workdir: Path, spelled: str
+    kb: KnowledgeBase, tmp_path: Path, spelled: str
 ) -> None:
     facts = facts_from_data(
         {
@@ -30,7 +30,7 @@ def test_a_kept_value_spelled_otherwise_is_still_accepted(
         }
     )
     plan = build_plan(kb, facts, "mongodb")
-    out = workdir / "out.conf"
+    out = tmp_path / "out.conf"
     out.write_text(Renderer(kb.catalog).render(plan, "conf", "test"))
     assert "\nvm.swappiness = 0\n" in out.read_text()
     report = check_paths(Checker(kb, kb.check_rules, host_context(kb, facts, "mongodb")), [out])

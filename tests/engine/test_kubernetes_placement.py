@@ -1,4 +1,4 @@
-"""kernel-facts §11: a fresh network namespace's tcp_max_syn_backlog and tcp_max_tw_buckets
+"""A fresh network namespace's tcp_max_syn_backlog and tcp_max_tw_buckets
 come from the global established hash (tcp_sk_init(), 4.11-5.15), and from 6.1 from a hash
 table of its own when the namespace that creates it (the node's, for a pod) has
 tcp_child_ehash_entries set (tcp_set_hashinfo()). The pod's plan starts from those values."""

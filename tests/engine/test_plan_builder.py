@@ -28,15 +28,15 @@ rules: [site.conntrack]
 
 
 def test_a_module_key_is_not_emitted_where_the_facts_do_not_show_the_module(
-    workdir: Path,
+    tmp_path: Path,
 ) -> None:
     """A line for a key whose module is not loaded fails at boot: the plan leaves it out, with
     a note, whatever rule asks for it."""
-    (workdir / "rules").mkdir()
-    (workdir / "rules" / "site.yaml").write_text(MODULE_RULE)
-    (workdir / "profiles").mkdir()
-    (workdir / "profiles" / "site.yaml").write_text(PROFILE)
-    kb = KnowledgeBase.load([workdir / "rules"], [workdir / "profiles"])
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "site.yaml").write_text(MODULE_RULE)
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "site.yaml").write_text(PROFILE)
+    kb = KnowledgeBase.load([tmp_path / "rules"], [tmp_path / "profiles"])
     host = {"kernel": "6.1.0", "memory": {"total": "8 GiB"}}
     plan = build_plan(kb, facts_from_data(host), "site")
     assert [s.key for s in plan.settings] == []
@@ -77,7 +77,7 @@ def test_a_cap_binds_a_value_a_sysctl_file_sets_within_the_model_tolerance() -> 
 def test_a_value_in_force_the_key_cannot_hold_is_said_and_not_kept(
     kb: KnowledgeBase, key: str, text: str, valid: str | None, profile: str
 ) -> None:
-    """Issue 32, item 9: such a value was kept as in force, or dropped without a word; rules
+    """A value the key cannot hold was kept as in force, or dropped without a word; rules
     take it as not known (`current.<alias>` is none), a note names it, and the plan says
     nothing of the key: the model or the facts are wrong, and no advice moves the value in
     force on the model's word. With a value the key holds (or none), the profile sets it."""

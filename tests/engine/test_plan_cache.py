@@ -181,7 +181,7 @@ def test_a_shapes_body_is_read_back_once_and_a_body_that_would_set_more_is_refus
 def test_kernel_defaults_shared_by_hardware_give_each_hosts_own_plan(
     kb: KnowledgeBase, host: str, profile: str
 ) -> None:
-    """Issue 19: hosts of one kernel and hardware share the kernel model's results; a host
+    """Hosts of one kernel and hardware share the kernel model's results; a host
     whose values in force differ (which replace modelled defaults in its own plan) neither
     gets another host's nor changes what the next host gets."""
     from sysctl_advisor.engine.plan_cache import KernelDefaultsMemo

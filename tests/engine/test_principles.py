@@ -1,4 +1,4 @@
-"""The three principles of the advice, as properties over arbitrary hosts (issue 12).
+"""The three principles of the advice, as properties over arbitrary hosts.
 
 1. No move in the wrong direction without evidence: an element of a value in force only rises
    when a rule wants at least the new value, and only falls when a safety cap (or the kernel's
@@ -303,7 +303,7 @@ def test_no_cap_goes_below_observed_use_with_headroom(
     observed: dict[str, Any],
     data: st.DataObject,
 ) -> None:
-    """Issue 33, item 1: a cap (half of RAM, the 32-bit lowmem share) never takes tcp_mem max
+    """A cap (half of RAM, the 32-bit lowmem share) never takes tcp_mem max
     below the TCP memory the host was seen using with headroom, unless the value in force was
     already lower (a cap never raises). tcp_mem is the one key a cap holds that an observed
     peak measures: the other caps (the 16-bit backlog, per-socket buffer shares) bound a
@@ -336,7 +336,7 @@ def test_the_advice_applied_asks_for_nothing_more(
     observed: dict[str, Any],
     data: st.DataObject,
 ) -> None:
-    """Issue 33, the fixed point: facts whose values in force are the plan's own values, with
+    """The fixed point: facts whose values in force are the plan's own values, with
     the same counters, give the same plan, and `diff` finds nothing to change. Evidence from
     cumulative counters is never applied again to a value already raised for it."""
     host = {**host, "sysctl": _in_force(data, kb), "observed": observed}

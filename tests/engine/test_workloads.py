@@ -123,9 +123,9 @@ def _overcommit_rule(name: str, value: int, why: str) -> dict[str, object]:
     }
 
 
-def test_workloads_that_want_different_modes_get_a_finding_not_a_pick(workdir: Path) -> None:
+def test_workloads_that_want_different_modes_get_a_finding_not_a_pick(tmp_path: Path) -> None:
     site = _knowledge(
-        workdir,
+        tmp_path,
         {
             "forker": {"summary": "forks", "extends": "base", "rules": ["site.forker"]},
             "strict": {"summary": "strict", "extends": "base", "rules": ["site.strict"]},
@@ -154,16 +154,16 @@ def test_workloads_that_want_different_modes_get_a_finding_not_a_pick(workdir: P
     assert build_plan(kb, facts, "role").profile.workloads == ["role", "forker", "strict"]
 
 
-def test_includes_are_checked_when_the_profiles_load(workdir: Path) -> None:
-    site = _knowledge(workdir, {"role": {"summary": "r", "includes": ["nowhere"]}}, {})
+def test_includes_are_checked_when_the_profiles_load(tmp_path: Path) -> None:
+    site = _knowledge(tmp_path, {"role": {"summary": "r", "includes": ["nowhere"]}}, {})
     with pytest.raises(InputError, match="includes unknown profile 'nowhere'") as caught:
         KnowledgeBase.load(None, [site / "profiles"])
     assert caught.value.field == "includes[0]"
 
 
-def test_an_includes_loop_is_one_line(workdir: Path) -> None:
+def test_an_includes_loop_is_one_line(tmp_path: Path) -> None:
     site = _knowledge(
-        workdir,
+        tmp_path,
         {"a": {"summary": "a", "includes": ["b"]}, "b": {"summary": "b", "includes": ["a"]}},
         {},
     )
@@ -172,7 +172,7 @@ def test_an_includes_loop_is_one_line(workdir: Path) -> None:
         build_plan(kb, load_facts(FRONTEND), "a")
 
 
-def test_a_parameter_two_profiles_declare_apart_runs_the_rule_for_each(workdir: Path) -> None:
+def test_a_parameter_two_profiles_declare_apart_runs_the_rule_for_each(tmp_path: Path) -> None:
     """Without a merge policy a parameter is each workload's own: the plan shows it as
     PROFILE.NAME, the rule runs once per value, and the wants merge by the key's policy."""
 
@@ -180,7 +180,7 @@ def test_a_parameter_two_profiles_declare_apart_runs_the_rule_for_each(workdir: 
         return {"type": "int", "default": default, "description": "queue"}
 
     site = _knowledge(
-        workdir,
+        tmp_path,
         {
             name: {
                 "summary": name,

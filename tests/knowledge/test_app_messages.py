@@ -16,7 +16,7 @@ from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.resources import data_dir
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.sources.app_log import wanted
-from tests.knowledge.test_kernel_messages import assert_one_line
+from tests.conftest import one_line_message
 
 SHIPPED = data_dir("rules") / "catalog" / "app-messages.yaml"
 
@@ -257,9 +257,9 @@ GOOD: dict[str, Any] = {
 }
 
 
-def write_family(workdir: Path, **changes: object) -> Path:
+def write_family(tmp_path: Path, **changes: object) -> Path:
     family = {**GOOD, "id": "c.d", **changes}
-    path = workdir / "app-messages.yaml"
+    path = tmp_path / "app-messages.yaml"
     path.write_text(yaml.safe_dump({"families": [GOOD, family]}, sort_keys=False))
     return path
 
@@ -283,16 +283,18 @@ def write_family(workdir: Path, **changes: object) -> Path:
     ],
 )
 def test_bad_family_is_one_line_naming_file_and_field(
-    workdir: Path, changes: dict[str, object], field: str, words: str
+    tmp_path: Path, changes: dict[str, object], field: str, words: str
 ) -> None:
-    path = write_family(workdir, **changes)
+    path = write_family(tmp_path, **changes)
     with pytest.raises(InputError) as caught:
         load_app_families(path)
-    assert_one_line(caught.value, path, field, words)
+    one_line_message(caught.value, str(path))
+    assert (caught.value.path, caught.value.field) == (str(path), field)
+    assert words in caught.value.message
 
 
-def test_duplicate_id_names_its_line(workdir: Path) -> None:
-    path = write_family(workdir, id="a.b")
+def test_duplicate_id_names_its_line(tmp_path: Path) -> None:
+    path = write_family(tmp_path, id="a.b")
     with pytest.raises(InputError) as caught:
         load_app_families(path)
     assert caught.value.field == "families.1.id"

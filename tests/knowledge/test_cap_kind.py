@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from tests.conftest import Cli
 
 
 def _rules_dir(tmp: Path, **fields: Any) -> Path:
@@ -38,9 +37,9 @@ def _rules_dir(tmp: Path, **fields: Any) -> Path:
     ],
 )
 def test_a_cap_kind_that_says_nothing_true_is_one_line_exit_2(
-    fields: dict[str, Any], words: str, workdir: Path
+    cli: Cli, fields: dict[str, Any], words: str, tmp_path: Path
 ) -> None:
-    result = CliRunner().invoke(app, ["rules", "--rules-dir", str(_rules_dir(workdir, **fields))])
+    result = cli("rules", "--rules-dir", str(_rules_dir(tmp_path, **fields)))
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0] and "caps.yaml" in lines[0], lines

@@ -1,4 +1,5 @@
-"""Kernel boot defaults from the catalog against the worked examples in kernel-facts.md."""
+"""Kernel boot defaults from the catalog against worked examples: hosts whose
+boot defaults were read on the kernel named, and the kernels' own formulas."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def test_tcp_mem_eras(kb: KnowledgeBase, kernel: str, total: int, expected: str)
 
 
 def test_reference_host_618(kb: KnowledgeBase) -> None:
-    """kernel-facts §12: the 6.18 reference host (MemTotal 24684084 kB)."""
+    """The 6.18 reference host (MemTotal 24684084 kB)."""
     d = defaults(kb, "6.18.44", 24684084 * 1024)
     assert close(d["net.ipv4.tcp_mem"], "287898 383867 575796", 0.005)
     assert d["net.ipv4.tcp_rmem"] == "4096 131072 33554432"
@@ -89,9 +90,9 @@ def test_a_distribution_backport_is_a_key_of_that_kernel_only(kb: KnowledgeBase)
     assert key not in defaults(kb, "2.6.32.28", 4 * GiB)
 
 
-def _edited_catalog(workdir: Path, name: str, old: str, new: str) -> Path:
+def _edited_catalog(tmp_path: Path, name: str, old: str, new: str) -> Path:
     """A copy of the shipped catalog with one text replaced in one of its files."""
-    catalog = workdir / "catalog"
+    catalog = tmp_path / "catalog"
     shutil.copytree(ROOT / "rules" / "catalog", catalog)
     path = catalog / name
     assert old in path.read_text()
@@ -99,9 +100,9 @@ def _edited_catalog(workdir: Path, name: str, old: str, new: str) -> Path:
     return catalog
 
 
-def test_a_backport_of_an_unknown_key_is_refused(workdir: Path) -> None:
+def test_a_backport_of_an_unknown_key_is_refused(tmp_path: Path) -> None:
     catalog = _edited_catalog(
-        workdir,
+        tmp_path,
         "kernel-model.yaml",
         "backports: [net.ipv4.ip_local_reserved_ports]",
         "backports: [net.ipv4.no_such_key]",
@@ -110,9 +111,9 @@ def test_a_backport_of_an_unknown_key_is_refused(workdir: Path) -> None:
         Catalog(catalog, Compiler(), SpecCache())
 
 
-def test_a_key_acting_only_with_an_unknown_key_is_refused(workdir: Path) -> None:
+def test_a_key_acting_only_with_an_unknown_key_is_refused(tmp_path: Path) -> None:
     catalog = _edited_catalog(
-        workdir,
+        tmp_path,
         "keys.yaml",
         "acts_only_with: {key: vm.overcommit_memory,",
         "acts_only_with: {key: vm.no_such,",
@@ -152,7 +153,7 @@ def test_unknown_kernel_is_newest_and_said(kb: KnowledgeBase) -> None:
     assert any("assuming the newest" in n for n in notes)
 
 
-# --- eras and distributions the review found mis-modelled (issue 12) --------------------------
+# --- eras and distributions a review found mis-modelled -------------------------------------
 
 
 def test_2618_bind_hash_order_on_64bit(kb: KnowledgeBase) -> None:
@@ -296,7 +297,7 @@ def test_ram_within_lowmem_has_no_highmem() -> None:
 
 
 def test_eras_worked_out_per_kernel_give_what_a_fresh_catalog_gives() -> None:
-    """Issue 19: the catalog keeps, per kernel version, which eras' ranges hold (bounded); a
+    """The catalog keeps, per kernel version, which eras' ranges hold (bounded); a
     catalog that has seen many versions computes the same defaults as a fresh one."""
     from sysctl_advisor.knowledge import catalog as catalog_module
 

@@ -22,16 +22,14 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import facts_from_data, interface_name
 from sysctl_advisor.model.model_base import plain_data
 from sysctl_advisor.model.plan import Plan
 from sysctl_advisor.outputs.advice_rules_reference import case_facts, case_params
-from tests.conftest import TESTS
+from tests.conftest import TESTS, Cli
 
 PLAIN = "nicplain0"  # a name the shell reads as itself
 KERNEL_REFUSED = frozenset(b"/:\t\n\v\f\r \xa0")
@@ -223,18 +221,16 @@ def test_any_name_the_kernel_accepts_stays_one_word(name: str) -> None:
         _same_words(case, name)
 
 
-def test_the_json_plan_carries_the_name_as_one_word(workdir: Path) -> None:
+def test_the_json_plan_carries_the_name_as_one_word(cli: Cli, tmp_path: Path) -> None:
     """The payload of the review: `tc qdisc replace dev $(reboot) root …` in the JSON plan."""
     name = "$(reboot)"
-    facts = workdir / "facts.yaml"
+    facts = tmp_path / "facts.yaml"
     nics = [{"name": name, "driver": "mlx5_core", "speed_mbps": 100000, "mtu": 9000}]
     data = {"memory": {"total": "256 GiB", "numa_nodes": 2}, "kernel": "6.1.0", "nics": nics}
     data["observed"] = {"rx_overruns": 5000}
     data["sysctl"] = {"net.core.default_qdisc": "pfifo_fast"}
     facts.write_text(yaml.safe_dump(data))
-    result = CliRunner().invoke(
-        app, ["recommend", "--facts", str(facts), "-p", "gridftp", "-f", "json"]
-    )
+    result = cli("recommend", "--facts", str(facts), "-p", "gridftp", "-f", "json")
     assert result.exit_code == 0, result.output
     settings_ = [c["setting"] for c in json.loads(result.stdout)["companions"]]
     commands = [s for s in settings_ if "reboot" in s]

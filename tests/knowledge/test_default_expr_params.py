@@ -10,10 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, invoke
 
 FACTS = str(EXAMPLES / "app-node.yaml")
 
@@ -22,13 +20,13 @@ def _param(expr: str) -> dict[str, Any]:
     return {"type": "int", "description": "d", "default_expr": expr}
 
 
-def _recommend(workdir: Path, profile: dict[str, Any], run: str = "base") -> tuple[int, str]:
-    directory = workdir / "profiles"
+def _recommend(tmp_path: Path, profile: dict[str, Any], run: str = "base") -> tuple[int, str]:
+    directory = tmp_path / "profiles"
     directory.mkdir()
     body = {"summary": "s", "description": "d", **profile}
     (directory / f"{profile['name']}.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
-    result = CliRunner().invoke(
-        app, ["recommend", "--facts", FACTS, "-p", run, "--profiles-dir", str(directory), "-q"]
+    result = invoke(
+        "recommend", "--facts", FACTS, "-p", run, "--profiles-dir", str(directory), "-q"
     )
     return result.exit_code, result.stderr
 
@@ -45,17 +43,17 @@ def _recommend(workdir: Path, profile: dict[str, Any], run: str = "base") -> tup
     ],
 )
 def test_a_default_reading_no_earlier_parameter_fails_at_load(
-    workdir: Path, parameters: dict[str, Any], field: str, said: str
+    tmp_path: Path, parameters: dict[str, Any], field: str, said: str
 ) -> None:
     profile = {"name": "colleague", "extends": "base", "parameters": parameters}
-    code, stderr = _recommend(workdir, profile)
+    code, stderr = _recommend(tmp_path, profile)
     lines = stderr.strip().splitlines()
     assert code == 2 and len(lines) == 1, stderr
     assert "colleague.yaml" in lines[0] and f"{field}.default_expr" in lines[0], lines[0]
     assert said in lines[0], lines[0]
 
 
-def test_a_default_reading_an_earlier_or_inherited_parameter_loads(workdir: Path) -> None:
+def test_a_default_reading_an_earlier_or_inherited_parameter_loads(tmp_path: Path) -> None:
     profile = {
         "name": "pg-colleague",
         "extends": "postgresql",
@@ -65,5 +63,5 @@ def test_a_default_reading_an_earlier_or_inherited_parameter_loads(workdir: Path
             "mine": _param("params.listen_backlog + params.max_connections"),
         },
     }
-    code, stderr = _recommend(workdir, profile, run="pg-colleague")
+    code, stderr = _recommend(tmp_path, profile, run="pg-colleague")
     assert code == 0, stderr

@@ -1,4 +1,4 @@
-"""Rule expressions and templates are a trust boundary (issue 13, items 1 and 8).
+"""Rule expressions and templates are a trust boundary.
 
 A rule directory from a colleague may only produce wrong numbers: it cannot reach Python
 objects, call anything the project did not put there, or hang or exhaust the machine. Payloads
@@ -14,16 +14,14 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.engine.plan_builder import host_variables
 from sysctl_advisor.knowledge.expression_budget import MAX_BUILD, new_budget, weight
 from sysctl_advisor.knowledge.expression_sandbox import KernelData
 from sysctl_advisor.knowledge.expressions import Compiler, ExpressionError
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import facts_from_data
-from tests.conftest import EXAMPLES, HANG_SECONDS
+from tests.conftest import EXAMPLES, HANG_SECONDS, Cli, invoke
 
 DCACHE = str(EXAMPLES / "dcache-32bit.yaml")
 
@@ -120,7 +118,7 @@ BOMBS = [
     "'abc' | dictsort",
     "[1] | map('dictsort') | list",
     " + ".join(["1"] * 2000),
-    # Third hunt (issue 16): the project's own filters pay for their input and output.
+    # Third hunt: the project's own filters pay for their input and output.
     "('{a}' * 250) | fill(a=(10 ** 1000) ** 4)",
     "['{a}{a}{a}{a}'] * 99999 | map('fill', a=10 ** 19) | list | length",
     "['1' * 490000] * 9 | map('address') | list | length",
@@ -194,12 +192,12 @@ def _refused(
 
 
 @pytest.mark.parametrize("payload", ESCAPES)
-def test_escape_is_refused(payload: str, variables: dict[str, Any], workdir: Path) -> None:
+def test_escape_is_refused(payload: str, variables: dict[str, Any], tmp_path: Path) -> None:
     message = _refused(payload, variables)
     assert "refused by the sandbox" in message or "not safely callable" in message, message
     message = _refused("{{ " + payload + " }}", variables, template=True)
     assert "refused by the sandbox" in message or "not safely callable" in message, message
-    assert not (workdir / "MARKER").exists() and not Path("MARKER").exists()
+    assert not (tmp_path / "MARKER").exists() and not Path("MARKER").exists()
 
 
 @pytest.mark.parametrize("payload", GONE)
@@ -339,41 +337,38 @@ def _profiles_dir(tmp: Path, default_expr: str | None = None) -> Path:
     ],
 )
 def test_rules_dir_payload_exits_2_with_one_line(
-    where: str, payload: str, workdir: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Cli, where: str, payload: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(workdir)
-    rules = _rules_dir(workdir, where, payload)
-    profiles = _profiles_dir(workdir)
+    monkeypatch.chdir(tmp_path)
+    rules = _rules_dir(tmp_path, where, payload)
+    profiles = _profiles_dir(tmp_path)
     started = time.monotonic()
-    result = CliRunner().invoke(
-        app,
-        [
-            *["recommend", "--facts", DCACHE, "-p", "evil", "--rules-dir", str(rules)],
-            *["--profiles-dir", str(profiles)],
-        ],
+    result = cli(
+        *["recommend", "--facts", DCACHE, "-p", "evil", "--rules-dir", str(rules)],
+        *["--profiles-dir", str(profiles)],
     )
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "refused by the sandbox" in lines[0], lines
     assert "payload.yaml" in lines[0]
-    assert not (workdir / "MARKER").exists()
+    assert not (tmp_path / "MARKER").exists()
     assert time.monotonic() - started < HANG_SECONDS
 
 
-def test_profile_default_expr_payload(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(workdir)
-    profiles = _profiles_dir(workdir, "facts.__class__.parse_raw('x')")
-    result = CliRunner().invoke(
-        app, ["recommend", "--facts", DCACHE, "-p", "evil", "--profiles-dir", str(profiles)]
-    )
+def test_profile_default_expr_payload(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    profiles = _profiles_dir(tmp_path, "facts.__class__.parse_raw('x')")
+    result = cli("recommend", "--facts", DCACHE, "-p", "evil", "--profiles-dir", str(profiles))
     assert result.exit_code == 2
     assert "refused by the sandbox" in result.stderr and "default_expr" in result.stderr
 
 
-def _run_rule(workdir: Path, extra: dict[str, Any]) -> tuple[int, list[str], float]:
+def _run_rule(tmp_path: Path, extra: dict[str, Any]) -> tuple[int, list[str], float]:
     """recommend with a rules dir holding one rule built from `extra`; exit code, stderr lines
     and seconds taken."""
-    directory = workdir / "rules" / "evil"
+    directory = tmp_path / "rules" / "evil"
     directory.mkdir(parents=True)
     rule: dict[str, Any] = {
         "id": "evil.payload",
@@ -385,24 +380,21 @@ def _run_rule(workdir: Path, extra: dict[str, Any]) -> tuple[int, list[str], flo
         **extra,
     }
     (directory / "payload.yaml").write_text(yaml.safe_dump(rule))
-    profiles = _profiles_dir(workdir)
+    profiles = _profiles_dir(tmp_path)
     started = time.monotonic()
-    result = CliRunner().invoke(
-        app,
-        [
-            *["recommend", "--facts", DCACHE, "-p", "evil"],
-            *["--rules-dir", str(workdir / "rules"), "--profiles-dir", str(profiles)],
-        ],
+    result = invoke(
+        *["recommend", "--facts", DCACHE, "-p", "evil"],
+        *["--rules-dir", str(tmp_path / "rules"), "--profiles-dir", str(profiles)],
     )
     return result.exit_code, result.stderr.strip().splitlines(), time.monotonic() - started
 
 
-def test_companion_renders_share_the_hosts_budget(workdir: Path) -> None:
+def test_companion_renders_share_the_hosts_budget(tmp_path: Path) -> None:
     """Each for_each item used to get a fresh loop budget: 100,000 items of a 441,000-iteration
     template was about 8 hours. Now all of a host's loops share one budget."""
     loops = "{% for i in range(49000) %}{% for j in range(9) %}{% endfor %}{% endfor %}x"
     companion = {"target": "nginx", "for_each": "[1] * 100000", "setting": loops}
-    code, lines, seconds = _run_rule(workdir, {"companions": [companion]})
+    code, lines, seconds = _run_rule(tmp_path, {"companions": [companion]})
     assert code == 2 and len(lines) == 1, lines
     assert "more work than one host may take" in lines[0] and "payload.yaml" in lines[0]
     assert seconds < HANG_SECONDS
@@ -410,22 +402,22 @@ def test_companion_renders_share_the_hosts_budget(workdir: Path) -> None:
 
 @pytest.mark.parametrize("for_each", ["5", "'text'", "none"])
 def test_a_companion_for_each_that_is_not_a_list_is_one_line_exit_2(
-    for_each: str, workdir: Path
+    for_each: str, tmp_path: Path
 ) -> None:
-    """Issue 32, item 7: it exited 3 (an internal error) for a number."""
+    """A number there exited 3 (an internal error)."""
     companion = {"target": "nginx", "for_each": for_each, "setting": "x"}
-    code, lines, _ = _run_rule(workdir, {"companions": [companion]})
+    code, lines, _ = _run_rule(tmp_path, {"companions": [companion]})
     assert code == 2 and len(lines) == 1, lines
     assert "payload.yaml" in lines[0] and "companions[0]" in lines[0], lines[0]
     assert "for_each must give a list" in lines[0]
 
 
-def test_lets_cannot_double_a_value_into_a_bomb(workdir: Path) -> None:
+def test_lets_cannot_double_a_value_into_a_bomb(tmp_path: Path) -> None:
     """Each `let` may reuse the last: [a, a, a, a] twelve times over is 4**12 copies, which a
     later `| string` or comparison would walk. Literals are weighed as they are built."""
     lets = {"a0": "'x' * 1000"} | {f"a{i}": f"[a{i - 1}] * 4" for i in range(1, 13)}
     lets["a13"] = "[a12, a12, a12, a12]"
-    code, lines, seconds = _run_rule(workdir, {"let": lets, "rationale": "{{ a13 }}"})
+    code, lines, seconds = _run_rule(tmp_path, {"let": lets, "rationale": "{{ a13 }}"})
     assert code == 2 and len(lines) == 1 and "refused by the sandbox" in lines[0], lines
     assert seconds < HANG_SECONDS
 
@@ -439,8 +431,8 @@ def test_lets_cannot_double_a_value_into_a_bomb(workdir: Path) -> None:
         ("'x' | truncate(-1) | length", "AssertionError"),
     ],
 )
-def test_a_bad_value_expression_is_one_line_exit_2(value: str, says: str, workdir: Path) -> None:
-    code, lines, _ = _run_rule(workdir, {"set": {"net.core.somaxconn": value}})
+def test_a_bad_value_expression_is_one_line_exit_2(value: str, says: str, tmp_path: Path) -> None:
+    code, lines, _ = _run_rule(tmp_path, {"set": {"net.core.somaxconn": value}})
     assert code == 2 and len(lines) == 1, lines
     assert says in lines[0] and "payload.yaml" in lines[0], lines[0]
 
@@ -485,12 +477,12 @@ def test_reading_a_number_pays_for_its_digits(reader: str, variables: dict[str, 
 @pytest.mark.parametrize("character", ["\x1b", "\u202e", "\u2028", "\x85", "\r"])
 @pytest.mark.parametrize("where", ["rules", "profiles"])
 def test_rule_and_profile_text_holds_no_control_characters(
-    character: str, where: str, workdir: Path
+    cli: Cli, character: str, where: str, tmp_path: Path
 ) -> None:
     """A colleague's rules or profiles directory reaches terminals (`rules`, `explain`,
     `profiles`) and files: an ESC sequence, a bidi override or a line separator in a title or
     summary is refused at load with a one-line error, exit 2."""
-    rules = _rules_dir(workdir, "let", "1")
+    rules = _rules_dir(tmp_path, "let", "1")
     payload = f"looks harmless{character}[31m"
     rule_file = rules / "evil" / "payload.yaml"
     if where == "rules":
@@ -499,12 +491,12 @@ def test_rule_and_profile_text_holds_no_control_characters(
         rule_file.write_text(yaml.safe_dump(rule))
         args = ["rules", "--rules-dir", str(rules)]
     else:
-        profiles = _profiles_dir(workdir)
+        profiles = _profiles_dir(tmp_path)
         profile = yaml.safe_load((profiles / "evil.yaml").read_text())
         profile["summary"] = payload
         (profiles / "evil.yaml").write_text(yaml.safe_dump(profile))
         args = ["profiles", "--rules-dir", str(rules), "--profiles-dir", str(profiles)]
-    result = CliRunner().invoke(app, args)
+    result = cli(*args)
     assert result.exit_code == 2, result.output
     assert character not in result.stdout + result.stderr
     assert "control or separator character" in result.stderr
@@ -512,14 +504,14 @@ def test_rule_and_profile_text_holds_no_control_characters(
 
 
 def test_cached_code_runs_only_when_used_and_a_damaged_entry_is_rebuilt(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 19: code from the cache is unmarshalled when the expression first runs (a run
+    """Code from the cache is unmarshalled when the expression first runs (a run
     evaluates only its selected rules); an entry that no longer unmarshals is compiled again
     instead of failing, and a source new to the cache is compiled (and checked) at once."""
     from sysctl_advisor.cache import code
 
-    monkeypatch.setenv("SYSCTL_ADVISOR_CACHE", str(workdir / "cache"))
+    monkeypatch.setenv("SYSCTL_ADVISOR_CACHE", str(tmp_path / "cache"))
     first = Compiler()
     first.expression("x * 2")
     first.save()
@@ -547,31 +539,28 @@ def test_cached_code_runs_only_when_used_and_a_damaged_entry_is_rebuilt(
 
 
 def test_a_rationale_no_setting_shows_is_never_rendered(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 19: a rule's rationale is rendered when a setting it explains is shown. A rule
+    """A rule's rationale is rendered when a setting it explains is shown. A rule
     that wants less than the default (an unchanged key) never runs its rationale, so even a
     payload there does nothing and the plan is made."""
-    monkeypatch.chdir(workdir)
-    rules = _rules_dir(workdir, "rationale", "lipsum.__globals__['os'].system('touch MARKER')")
+    monkeypatch.chdir(tmp_path)
+    rules = _rules_dir(tmp_path, "rationale", "lipsum.__globals__['os'].system('touch MARKER')")
     payload = rules / "evil" / "payload.yaml"
     payload.write_text(payload.read_text().replace("'1024'", "'100'"))
     assert "'100'" in payload.read_text()
-    result = CliRunner().invoke(
-        app,
-        [
-            *["recommend", "--facts", DCACHE, "-p", "evil", "--rules-dir", str(rules)],
-            *["--profiles-dir", str(_profiles_dir(workdir)), "--format", "json"],
-        ],
+    result = cli(
+        *["recommend", "--facts", DCACHE, "-p", "evil", "--rules-dir", str(rules)],
+        *["--profiles-dir", str(_profiles_dir(tmp_path)), "--format", "json"],
     )
     assert result.exit_code == 0, result.output
-    assert "net.core.somaxconn" in result.stdout and not (workdir / "MARKER").exists()
+    assert "net.core.somaxconn" in result.stdout and not (tmp_path / "MARKER").exists()
 
 
 @pytest.mark.parametrize(
     ("value", "shown"),
     [
-        ("1512.4", "1,510"),  # issue 33: was "1.51e+03"
+        ("1512.4", "1,510"),  # not "1.51e+03"
         ("123456.7", "123,000"),
         ("-2048.5", "-2,050"),
         ("999.5", "1,000"),  # rounds to 3 significant digits first

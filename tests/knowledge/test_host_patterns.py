@@ -126,15 +126,15 @@ def test_huge_ranges_and_hostile_patterns_are_cheap() -> None:
     assert not ours("h[0:999999999999999999:2]", "h123456789012345677")
 
 
-def test_fleet_reads_ranges_as_ansible_does(workdir: Path) -> None:
+def test_fleet_reads_ranges_as_ansible_does(tmp_path: Path) -> None:
     import json
 
-    path = workdir / "profile-map.yaml"
+    path = tmp_path / "profile-map.yaml"
     path.write_text(
         "- {hosts: 'web-[02:09]', profile: gridftp}\n"  # web-01 is not in this range
         "- {hosts: ['web-[00:01]', 'd[o:t]*'], profile: frontend-proxy}\n"
     )
-    out = workdir / "out"
+    out = tmp_path / "out"
     code, err = fleet(
         "--ansible-facts", TREE, "--profile", "base", "--out", out, "--profile-map", path,
         "--inventory", FIXTURES / "inventory.json",
@@ -148,10 +148,10 @@ def test_fleet_reads_ranges_as_ansible_does(workdir: Path) -> None:
     }
 
 
-def test_fleet_refuses_a_character_class_with_file_and_field(workdir: Path) -> None:
-    path = workdir / "profile-map.yaml"
+def test_fleet_refuses_a_character_class_with_file_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "profile-map.yaml"
     path.write_text("- {hosts: '*', profile: base}\n- {hosts: ['x', 'web[12]'], profile: base}\n")
-    code, err = fleet("--ansible-facts", TREE, "--out", workdir / "out", "--profile-map", path)
+    code, err = fleet("--ansible-facts", TREE, "--out", tmp_path / "out", "--profile-map", path)
     assert code == 2
     assert len(err.strip().splitlines()) == 1
     assert "profile-map.yaml" in err and "[1].hosts[1]" in err and "[01:03]" in err

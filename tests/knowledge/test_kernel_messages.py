@@ -16,6 +16,7 @@ from sysctl_advisor.knowledge.kernel_messages import (
 )
 from sysctl_advisor.knowledge.resources import data_dir
 from sysctl_advisor.model.errors import InputError
+from tests.conftest import one_line_message
 
 SHIPPED = data_dir("rules") / "catalog" / "kernel-messages.yaml"
 
@@ -165,8 +166,8 @@ def test_matchers_are_lowercase_and_deduplicated() -> None:
     assert matchers([family]) == {"x.y": ("possible syn", "other text")}
 
 
-def test_substrings_are_plain_text_not_patterns(workdir: Path) -> None:
-    path = workdir / "k.yaml"
+def test_substrings_are_plain_text_not_patterns(tmp_path: Path) -> None:
+    path = tmp_path / "k.yaml"
     path.write_text(
         "families:\n  - id: a.b\n    title: T\n    match: ['(a+)+$ .*']\n    kernels: k\n"
         "    means: m\n    references: [r]\n"
@@ -190,11 +191,11 @@ GOOD = {
 }
 
 
-def write_family(workdir: Path, **changes: object) -> Path:
+def write_family(tmp_path: Path, **changes: object) -> Path:
     import yaml
 
     family = {**GOOD, **changes}
-    path = workdir / "kernel-messages.yaml"
+    path = tmp_path / "kernel-messages.yaml"
     path.write_text(yaml.safe_dump({"families": [GOOD, family]}, sort_keys=False))
     return path
 
@@ -216,26 +217,20 @@ def write_family(workdir: Path, **changes: object) -> Path:
     ],
 )
 def test_bad_family_is_one_line_naming_file_and_field(
-    workdir: Path, changes: dict[str, object], field: str, words: str
+    tmp_path: Path, changes: dict[str, object], field: str, words: str
 ) -> None:
     if "id" not in changes:
         changes = {**changes, "id": "c.d"}
-    path = write_family(workdir, **changes)
+    path = write_family(tmp_path, **changes)
     with pytest.raises(InputError) as caught:
         load_message_families(path)
-    assert_one_line(caught.value, path, field, words)
+    one_line_message(caught.value, str(path))
+    assert (caught.value.path, caught.value.field) == (str(path), field)
+    assert words in caught.value.message
 
 
-def assert_one_line(error: InputError, path: Path, field: str, words: str) -> None:
-    """A catalog's error: one line naming the file and the field, with these words."""
-    assert error.field == field
-    assert error.path == str(path)
-    assert words in error.message
-    assert "\n" not in str(error) and str(path) in str(error)
-
-
-def test_duplicate_id_names_its_line(workdir: Path) -> None:
-    path = write_family(workdir)  # GOOD twice
+def test_duplicate_id_names_its_line(tmp_path: Path) -> None:
+    path = write_family(tmp_path)  # GOOD twice
     with pytest.raises(InputError) as caught:
         load_message_families(path)
     assert caught.value.field == "families.1.id"
@@ -253,18 +248,18 @@ def test_duplicate_id_names_its_line(workdir: Path) -> None:
         ("families: [" * 200, "nested more than"),
     ],
 )
-def test_bad_document(workdir: Path, text: str, words: str) -> None:
-    path = workdir / "k.yaml"
+def test_bad_document(tmp_path: Path, text: str, words: str) -> None:
+    path = tmp_path / "k.yaml"
     path.write_text(text)
     with pytest.raises(InputError) as caught:
         load_message_families(path)
     assert words in str(caught.value) and "\n" not in str(caught.value)
 
 
-def test_a_fifo_is_refused_without_blocking(workdir: Path) -> None:
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     import os
 
-    path = workdir / "fifo.yaml"
+    path = tmp_path / "fifo.yaml"
     os.mkfifo(path)
     with pytest.raises(InputError, match="not a regular file"):
         load_message_families(path)

@@ -51,10 +51,10 @@ def _modules(cache: Path, *argv: str) -> set[str]:
     return set(json.loads(done.stdout.splitlines()[-1]))
 
 
-def test_check_neither_defines_nor_caches_the_advice_knowledge(workdir: Path) -> None:
-    cache = workdir / "cache"
+def test_check_neither_defines_nor_caches_the_advice_knowledge(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
     for _ in range(2):  # cold, then warm
-        modules = _modules(cache, "check", "-o", str(workdir / "out"), str(DUMP))
+        modules = _modules(cache, "check", "-o", str(tmp_path / "out"), str(DUMP))
         unused = {
             "sysctl_advisor.knowledge.kubernetes",
             "sysctl_advisor.knowledge.app_messages",
@@ -79,9 +79,9 @@ def _site(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_recommend_loads_only_the_rules_its_profile_runs(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SYSCTL_ADVISOR_CACHE", str(workdir / "cache"))
+    monkeypatch.setenv("SYSCTL_ADVISOR_CACHE", str(tmp_path / "cache"))
     facts = load_facts(DCACHE)
     whole = KnowledgeBase.lazy()
     expected = build_plan(whole, facts, "gridftp")  # checks the files whole
@@ -118,10 +118,14 @@ def _reads_a_parameter(rules: Path) -> Path:
     ],
 )
 def test_a_changed_rule_file_is_checked_against_the_others_again(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch, file: Callable[[Path], Path], old: str, new: str
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    file: Callable[[Path], Path],
+    old: str,
+    new: str,
 ) -> None:
-    monkeypatch.setenv("SYSCTL_ADVISOR_CACHE", str(workdir / "cache"))
-    rules, profiles = _site(workdir)
+    monkeypatch.setenv("SYSCTL_ADVISOR_CACHE", str(tmp_path / "cache"))
+    rules, profiles = _site(tmp_path)
     KnowledgeBase.lazy([rules], [profiles]).workload("gridftp")  # checked whole, index kept
     assert isinstance(KnowledgeBase.lazy([rules], [profiles]).rules, OnDemand)  # from it
     target = file(rules)

@@ -12,16 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.commands.facts import facts
 from sysctl_advisor.engine.plan_builder import host_variables
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import HostFacts, facts_from_data
 from sysctl_advisor.sources.ansible_facts import host_facts_from_document
 from sysctl_advisor.sources.local_host import collect_data
-from tests.conftest import load_facts
+from tests.conftest import Cli, load_facts
 
 MEMORY = {"total": "16 GiB"}
 KERNEL = "6.1.0-18-amd64"
@@ -328,6 +326,7 @@ def test_a_copied_tree_counts_only_regular_files_inside_it(tmp_path: Path) -> No
 
 
 def test_fleet_of_a_calico_node_from_ansible_facts_reserves_the_node_ports(
+    cli: Cli,
     tmp_path: Path,
 ) -> None:
     """End to end: `fleet --ansible-facts` of a Calico node with the frontend-proxy profile,
@@ -337,9 +336,8 @@ def test_fleet_of_a_calico_node_from_ansible_facts_reserves_the_node_ports(
     (tree / "node-1").write_text(json.dumps(_setup(CALICO)))
     (tree / "web-1").write_text(json.dumps(_setup(PLAIN)))
     out = tmp_path / "out"
-    result = CliRunner().invoke(
-        app,
-        ["fleet", "--ansible-facts", str(tree), "--profile", "frontend-proxy", "--out", str(out)],
+    result = cli(
+        "fleet", "--ansible-facts", str(tree), "--profile", "frontend-proxy", "--out", str(out)
     )
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())

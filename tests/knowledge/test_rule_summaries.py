@@ -1,4 +1,4 @@
-"""Issue 34, item 3: every shipped advice rule that sets or caps a key says its reason in one
+"""Every shipped advice rule that sets or caps a key says its reason in one
 sentence, its `summary`, which the annotated sysctl.conf prints instead of the rationale.
 
 Each summary is rendered as the plan renders it (RuleResult.summary_for, recorded while the

@@ -10,18 +10,16 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.sources import citation_parts
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, invoke
 
 ROOT = Path(__file__).resolve().parents[2]
-runner = CliRunner()
 
-# what a reference to this project's own tooling looks like: the seed documents by file name,
-# the internal notes on kernel facts, the tool citing itself, a path of this repository
+# what a reference to this project's own tooling looks like: the source documents it began
+# from, by file name, the internal notes on kernel facts, the tool citing itself, a path of
+# this repository
 TOOLING = re.compile(
     r"seed:|\b\d{3}_[0-9a-f]{16}\.txt|kernel-facts|§|sysctl-advisor:|\.\./shared/|"
     r"\brules/catalog/|\btests/",
@@ -132,17 +130,14 @@ def _rules_dir(tmp_path: Path, references: str, sources: str | None = None) -> P
 
 
 def _recommend(rules: Path) -> Any:
-    return runner.invoke(
-        app,
-        [
-            "recommend",
-            "--facts",
-            str(EXAMPLES / "dtn-10g.yaml"),
-            "-p",
-            "base",
-            "--rules-dir",
-            str(rules),
-        ],
+    return invoke(
+        "recommend",
+        "--facts",
+        str(EXAMPLES / "dtn-10g.yaml"),
+        "-p",
+        "base",
+        "--rules-dir",
+        str(rules),
     )
 
 

@@ -1,5 +1,5 @@
 """nic.fast-path's txqueuelen companion states how long pfifo_fast's queue lasts at the NIC's
-speed and MTU (issue 33 item 9: 1,000 packets are 123 µs at 100 Gbit/s and 1,500 bytes, not
+speed and MTU (1,000 packets are 123 µs at 100 Gbit/s and 1,500 bytes, not
 'a few microseconds'), and only where the facts show a qdisc that reads txqueuelen."""
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def test_no_txqueuelen_unless_the_facts_show_pfifo(kb: KnowledgeBase, qdisc: str
 def test_irq_companion_fits_the_profile_and_the_driver(
     kb: KnowledgeBase, profile: str, driver: str
 ) -> None:
-    """Issue 33 review item 2: the IRQ/NUMA companion spoke of transfers on every profile, told
+    """The IRQ/NUMA companion spoke of transfers on every profile, told
     a frontend to stop irqbalance (which nic.softnet-per-cpu and evidence.rx-overruns spread
     interrupts with) and offered Mellanox's script for any NIC."""
     data: dict[str, Any] = {

@@ -1,14 +1,12 @@
-"""Issue 35, item 5: a --rules-dir also brings check rules (its check/ folder), under the same
+"""A --rules-dir also brings check rules (its check/ folder), under the same
 strict schema and sandbox as the shipped ones; a colleague's rule cannot shadow a shipped one."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from sysctl_advisor.cli import app
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from tests.conftest import Cli
 
 RULE = """id: check.site-somaxconn-floor
 severity: warning
@@ -34,59 +32,57 @@ def _dir(tmp_path: Path, name: str, text: str) -> Path:
     return rules
 
 
-def test_a_rules_dir_check_rule_is_loaded_beside_the_shipped_ones(tmp_path: Path) -> None:
+def test_a_rules_dir_check_rule_is_loaded_beside_the_shipped_ones(cli: Cli, tmp_path: Path) -> None:
     rules = _dir(tmp_path, "site-somaxconn-floor.yaml", RULE)
     kb = KnowledgeBase.load([rules])
     assert "check.site-somaxconn-floor" in kb.check_rules
     assert "check.tw-recycle-enabled" in kb.check_rules
-    listed = CliRunner().invoke(app, ["rules", "--rules-dir", str(rules)])
+    listed = cli("rules", "--rules-dir", str(rules))
     assert listed.exit_code == 0 and "check.site-somaxconn-floor" in listed.stdout
 
 
-def test_a_rules_dir_cannot_shadow_a_shipped_check_rule(tmp_path: Path) -> None:
+def test_a_rules_dir_cannot_shadow_a_shipped_check_rule(cli: Cli, tmp_path: Path) -> None:
     text = RULE.replace("check.site-somaxconn-floor", "check.tw-recycle-enabled")
     rules = _dir(tmp_path, "tw-recycle-enabled.yaml", text)
-    result = CliRunner().invoke(app, ["rules", "--rules-dir", str(rules)])
+    result = cli("rules", "--rules-dir", str(rules))
     assert result.exit_code == 2
     assert "duplicate check rule id 'check.tw-recycle-enabled'" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_a_user_check_rule_meets_the_same_schema(tmp_path: Path) -> None:
+def test_a_user_check_rule_meets_the_same_schema(cli: Cli, tmp_path: Path) -> None:
     for bad, words in (
         (RULE.replace("severity: warning", "severity: fatal"), "severity"),
         (RULE + "extra: 1\n", "extra"),
         (RULE.replace("check.site-somaxconn-floor", "site.floor"), "family"),
     ):
         rules = _dir(tmp_path / words, "rule.yaml", bad)
-        result = CliRunner().invoke(app, ["rules", "--rules-dir", str(rules)])
+        result = cli("rules", "--rules-dir", str(rules))
         assert result.exit_code == 2, (words, result.stdout)
         assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
-def test_check_runs_a_rules_dir_check_rule_on_the_files(tmp_path: Path) -> None:
+def test_check_runs_a_rules_dir_check_rule_on_the_files(cli: Cli, tmp_path: Path) -> None:
     rules = _dir(tmp_path, "site-somaxconn-floor.yaml", RULE)
     conf = tmp_path / "90-site.conf"
     conf.write_text("net.core.somaxconn = 128\n")
-    found = CliRunner().invoke(app, ["check", str(conf), "--rules-dir", str(rules)])
+    found = cli("check", str(conf), "--rules-dir", str(rules))
     assert "check.site-somaxconn-floor" in found.stdout and found.exit_code == 0  # a warning
-    failed = CliRunner().invoke(
-        app, ["check", str(conf), "--rules-dir", str(rules), "--fail-on", "warning"]
-    )
+    failed = cli("check", str(conf), "--rules-dir", str(rules), "--fail-on", "warning")
     assert failed.exit_code == 1
     conf.write_text("net.core.somaxconn = 4096\n")
-    quiet = CliRunner().invoke(app, ["check", str(conf), "--rules-dir", str(rules)])
+    quiet = cli("check", str(conf), "--rules-dir", str(rules))
     assert quiet.exit_code == 0 and "check.site-somaxconn-floor" not in quiet.stdout
 
 
-def test_a_user_check_rule_runs_in_the_sandbox(tmp_path: Path) -> None:
+def test_a_user_check_rule_runs_in_the_sandbox(cli: Cli, tmp_path: Path) -> None:
     """An expression reaching for Python internals is refused when it runs: one line, exit 2,
     naming the line checked and the rule, never a traceback."""
     escape = RULE.replace('numbers[0] < 4096"', 'numbers.__class__.__mro__"')
     rules = _dir(tmp_path, "escape.yaml", escape)
     conf = tmp_path / "90-site.conf"
     conf.write_text("net.core.somaxconn = 128\n")
-    result = CliRunner().invoke(app, ["check", str(conf), "--rules-dir", str(rules)])
+    result = cli("check", str(conf), "--rules-dir", str(rules))
     assert result.exit_code == 2, result.stdout
     assert (
         "check.site-somaxconn-floor" in result.stderr and "refused by the sandbox" in result.stderr
@@ -95,7 +91,7 @@ def test_a_user_check_rule_runs_in_the_sandbox(tmp_path: Path) -> None:
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_a_user_check_rule_title_holds_no_terminal_escape(tmp_path: Path) -> None:
+def test_a_user_check_rule_title_holds_no_terminal_escape(cli: Cli, tmp_path: Path) -> None:
     """A colleague's check rule reaches terminals (`rules`, `check`): an ESC sequence in its
     title is refused at load, as in every knowledge file, with one line naming the file, the
     line and the field, exit 2."""
@@ -111,7 +107,7 @@ def test_a_user_check_rule_title_holds_no_terminal_escape(tmp_path: Path) -> Non
         if text.startswith("title:")
     )
     for args in (["rules"], ["check", str(tmp_path / "none.conf")]):
-        result = CliRunner().invoke(app, [*args, "--rules-dir", str(rules)])
+        result = cli(*args, "--rules-dir", str(rules))
         assert result.exit_code == 2, result.stdout
         assert escape not in result.stdout + result.stderr
         assert f"escape.yaml:{line}: title: " in result.stderr, result.stderr

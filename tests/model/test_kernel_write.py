@@ -1,4 +1,4 @@
-"""`check` says what the kernel does with each value (issue 14, items 1 and 2).
+"""`check` says what the kernel does with each value.
 
 Every case is written with procps `sysctl -p` inside a fresh network namespace (per-namespace
 keys only, each first set to a known baseline) and read back. What the kernel did decides
@@ -22,11 +22,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.kernel_write import kernel_write
+from tests.conftest import Cli, invoke
 from tests.namespaces import in_namespace, needs_netns
 
 pytestmark = [
@@ -97,15 +96,15 @@ done
 
 
 def _measure(
-    workdir: Path, cases: list[tuple[str, str]]
+    tmp_path: Path, cases: list[tuple[str, str]]
 ) -> list[tuple[int, list[int], tuple[int, list[int]] | None]]:
     """(procps exit status, value in force after it, the same through systemd-sysctl)."""
     names = []
     for number, (key, value) in enumerate(cases):
-        case = workdir / f"case{number}.conf"
+        case = tmp_path / f"case{number}.conf"
         case.write_bytes(f"{key} = {value}\n".encode())
-        (workdir / f"case{number}.conf.key").write_text(key + "\n")
-        (workdir / f"case{number}.conf.baseline").write_text(BASELINE[key])
+        (tmp_path / f"case{number}.conf.key").write_text(key + "\n")
+        (tmp_path / f"case{number}.conf.baseline").write_text(BASELINE[key])
         names.append(str(case))
     result = in_namespace(APPLY, SYSTEMD_SYSCTL, *names)
     assert result.returncode == 0, result.stderr
@@ -119,7 +118,7 @@ def _measure(
 
 
 def _check_verdict(path: Path) -> tuple[str, list[str]]:
-    result = CliRunner().invoke(app, ["check", str(path), "--format", "json"])
+    result = invoke("check", str(path), "--format", "json")
     assert result.exit_code in (0, 1), result.output
     found = [f for f in json.loads(result.stdout)["findings"] if f["id"] in SYNTAX_RULES]
     ids = sorted(f["id"] for f in found)
@@ -128,8 +127,8 @@ def _check_verdict(path: Path) -> tuple[str, list[str]]:
     return ("not what it says" if found else "accepted"), ids
 
 
-def test_check_agrees_with_the_kernel(workdir: Path, kb: KnowledgeBase) -> None:
-    outcomes = _measure(workdir, CASES)
+def test_check_agrees_with_the_kernel(tmp_path: Path, kb: KnowledgeBase) -> None:
+    outcomes = _measure(tmp_path, CASES)
     disagreements = []
     for number, ((key, value), (rc, after, by_systemd)) in enumerate(
         zip(CASES, outcomes, strict=True)
@@ -144,7 +143,7 @@ def test_check_agrees_with_the_kernel(workdir: Path, kb: KnowledgeBase) -> None:
             kernel = "accepted"
         else:
             kernel = "not what it says"
-        verdict, ids = _check_verdict(workdir / f"case{number}.conf")
+        verdict, ids = _check_verdict(tmp_path / f"case{number}.conf")
         spec = kb.catalog.keys[key]
         model = kernel_write(value, spec.length)
         if model.refused != (rc != 0):
@@ -162,10 +161,10 @@ def test_check_agrees_with_the_kernel(workdir: Path, kb: KnowledgeBase) -> None:
     assert not disagreements, "\n".join(disagreements)
 
 
-def test_a_byte_order_mark_before_a_key_fails_and_check_says_so(workdir: Path) -> None:
+def test_a_byte_order_mark_before_a_key_fails_and_check_says_so(tmp_path: Path) -> None:
     """procps reads the BOM as part of the key, which then does not exist: the line fails
     at boot. check calls it an error."""
-    conf = workdir / "bom.conf"
+    conf = tmp_path / "bom.conf"
     conf.write_bytes(b"\xef\xbb\xbfnet.ipv4.tcp_fin_timeout = 33\n")
     result = in_namespace(
         'sysctl -q -w net.ipv4.tcp_fin_timeout=41 >/dev/null\nrc=0\nsysctl -p "$1" '
@@ -178,12 +177,12 @@ def test_a_byte_order_mark_before_a_key_fails_and_check_says_so(workdir: Path) -
     assert verdict == "rejected" and "check.byte-order-mark" in ids
 
 
-def test_globs_are_expanded_as_check_says(workdir: Path) -> None:
-    """Issue 14, item 3: procps 4 and systemd-sysctl expand key globs; an unclosed '[' is
+def test_globs_are_expanded_as_check_says(tmp_path: Path) -> None:
+    """procps 4 and systemd-sysctl expand key globs; an unclosed '[' is
     matched literally and sets nothing. check describes the first and warns about the second."""
-    glob = workdir / "glob.conf"
+    glob = tmp_path / "glob.conf"
     glob.write_text("net.ipv4.tcp_*_timeout = 7\n")
-    unclosed = workdir / "unclosed.conf"
+    unclosed = tmp_path / "unclosed.conf"
     unclosed.write_text("net.ipv4.tcp_fin_[timeout = 8\n")
     script = (
         "sysctl -q -w net.ipv4.tcp_fin_timeout=41 >/dev/null\n"
@@ -204,7 +203,7 @@ def test_globs_are_expanded_as_check_says(workdir: Path) -> None:
 
 
 def _findings(path: Path) -> list[dict[str, object]]:
-    result = CliRunner().invoke(app, ["check", str(path), "--format", "json"])
+    result = invoke("check", str(path), "--format", "json")
     found: list[dict[str, object]] = json.loads(result.stdout)["findings"]
     return found
 
@@ -225,7 +224,7 @@ done
 """
 
 
-def test_check_reports_what_the_running_kernel_refuses(workdir: Path) -> None:
+def test_check_reports_what_the_running_kernel_refuses(cli: Cli, tmp_path: Path) -> None:
     """check, told the running kernel's release, never stays silent on a value that kernel
     refuses, and never calls refused (check.out-of-bounds) a value it takes. Holds on every
     kernel: upstream 3.10 to 6.18 take a tcp_rmem min from 1, this machine's 6.18.44 build
@@ -238,9 +237,9 @@ def test_check_reports_what_the_running_kernel_refuses(workdir: Path) -> None:
     release = Path("/proc/sys/kernel/osrelease").read_text().strip()
     wrong = []
     for number, ((key, value), was_refused) in enumerate(zip(cases, refused, strict=True)):
-        conf = workdir / f"edge{number}.conf"
+        conf = tmp_path / f"edge{number}.conf"
         conf.write_text(f"{key} = {value}\n")
-        run = CliRunner().invoke(app, ["check", str(conf), "--kernel", release, "-f", "json"])
+        run = cli("check", str(conf), "--kernel", release, "-f", "json")
         assert run.exit_code in (0, 1), run.output
         found = json.loads(run.stdout)["findings"]
         said = {f["id"] for f in found if f["severity"] in ("error", "warning")}

@@ -17,18 +17,16 @@ from typing import Any
 from urllib.parse import unquote_to_bytes, urlsplit
 
 import pytest
-from typer.testing import CliRunner
 
 import sysctl_advisor.outputs.check_report as check_render
 from sysctl_advisor import __version__
-from sysctl_advisor.cli import app
 from sysctl_advisor.engine.check.findings import CheckReport
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.text_escape import one_line
 from sysctl_advisor.outputs.check_document import CheckDocument
 from sysctl_advisor.outputs.json_schemas import model_schema
 from tests.check_paths import check_paths
-from tests.conftest import TESTS
+from tests.conftest import TESTS, Cli, invoke
 from tests.sarif.validate import (
     CHECK_SCHEMA,
     SARIF_SCHEMA,
@@ -40,7 +38,6 @@ from tests.sarif.validate import (
 
 __all__ = ["validate_check_outputs"]  # every SARIF and JSON rendered here is validated
 
-runner = CliRunner()
 FIXTURES = TESTS / "fixtures" / "check"
 ANNOTATED = FIXTURES / "annotated.conf"
 ESC = "\x1b"
@@ -66,7 +63,7 @@ def _plain_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _check(*args: str | Path) -> str:
-    result = runner.invoke(app, ["check", *map(str, args)])
+    result = invoke("check", *map(str, args))
     assert result.exit_code in (0, 1), result.stderr or result.stdout
     return result.stdout
 
@@ -435,26 +432,26 @@ def test_colour_never_reaches_other_formats(
     assert ESC in check_render.render_check(report, "text", rules, color=None)  # FORCE_COLOR
 
 
-def test_annotation_messages_show_control_characters_escaped(tmp_path: Path) -> None:
+def test_annotation_messages_show_control_characters_escaped(cli: Cli, tmp_path: Path) -> None:
     """A value in a pull request's file is quoted in the message: an ESC sequence in it must
     not reach the CI log raw (it would restyle or hide log lines)."""
     conf = tmp_path / "esc.conf"
     conf.write_text("net.core.somaxconn = 4\x1b[31mk\n")
-    out = CliRunner().invoke(app, ["check", str(conf), "--format", "github"]).stdout
+    out = cli("check", str(conf), "--format", "github").stdout
     assert "\x1b" not in out and "\\x1b[31mk" in out
 
 
-def test_text_summary_counts_in_words(tmp_path: Path) -> None:
+def test_text_summary_counts_in_words(cli: Cli, tmp_path: Path) -> None:
     """`1 file checked: 1 error`, `2 files checked: 2 errors, 2 warnings`: counted as said."""
     conf = tmp_path / "a.conf"
     conf.write_text("net.ipv4.tcp_tw_recycle = 1\nnet.ipv4.tcp_mem = 1 2\n")
-    one = runner.invoke(app, ["check", str(conf)])
+    one = cli("check", str(conf))
     assert one.stdout.splitlines()[-1] == "1 file checked: 1 error, 1 warning."
-    two = runner.invoke(app, ["check", str(conf), str(conf)])
+    two = cli("check", str(conf), str(conf))
     assert two.stdout.splitlines()[-1] == "2 files checked: 2 errors, 2 warnings."
     clean = tmp_path / "b.conf"
     clean.write_text("")
-    none = runner.invoke(app, ["check", str(clean)])
+    none = cli("check", str(clean))
     assert none.exit_code == 0 and none.stdout.splitlines()[-1] == "1 file checked: no findings."
 
 
@@ -480,23 +477,23 @@ def test_markdown_shows_hostile_names_as_text(
 
 
 def test_markdown_links_rules_only_on_the_web(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     conf = tmp_path / "a.conf"
     conf.write_text(TW_RECYCLE)
-    local = runner.invoke(app, ["check", str(conf), "-f", "markdown"]).stdout
+    local = cli("check", str(conf), "-f", "markdown").stdout
     assert "file:" not in local and "| `check.tw-recycle-enabled` |" in local
     monkeypatch.setenv("SYSCTL_ADVISOR_DOCS_URL", "https://example.com/rules.md")
-    web = runner.invoke(app, ["check", str(conf), "-f", "markdown"]).stdout
+    web = cli("check", str(conf), "-f", "markdown").stdout
     link = "[check.tw-recycle-enabled](<https://example.com/rules.md#checktw-recycle-enabled>)"
     assert link in web
 
 
-def test_markdown_fits_a_comment_with_many_findings(tmp_path: Path) -> None:
+def test_markdown_fits_a_comment_with_many_findings(cli: Cli, tmp_path: Path) -> None:
     from sysctl_advisor.outputs.markdown_text import BUDGET, md_length
 
     conf = tmp_path / "many.conf"
     conf.write_text(TW_RECYCLE * 3000)
-    text = runner.invoke(app, ["check", str(conf), "-f", "markdown"]).stdout
+    text = cli("check", str(conf), "-f", "markdown").stdout
     assert md_length(text) <= BUDGET
     assert "more findings: `--format json` lists them all." in text

@@ -39,7 +39,7 @@ def test_host_vars_pass_yamllint_default(kb: KnowledgeBase, host: str, profile: 
     assert "ansible.posix collection" in text and "must be installed" in text
 
 
-def test_long_hostnames_and_commands_still_pass(kb: KnowledgeBase, workdir: Path) -> None:
+def test_long_hostnames_and_commands_still_pass(kb: KnowledgeBase, tmp_path: Path) -> None:
     """The longest hostname the facts accept (253 characters, 63-character labels) and a
     rebuild command with a long unbreakable path: every line within 80 characters, or a single
     word after "# " (yamllint's allow-non-breakable-words)."""
@@ -47,7 +47,7 @@ def test_long_hostnames_and_commands_still_pass(kb: KnowledgeBase, workdir: Path
     hostname = ".".join([label, label, label, "h" * 61])
     assert len(hostname) == 253
     source = (EXAMPLES / "ec2-nginx-frontend.yaml").read_text()
-    facts = workdir / "facts.yaml"
+    facts = tmp_path / "facts.yaml"
     facts.write_text(source.replace("hostname: ping-frontend-03", f"hostname: {hostname}"))
     command = f"sysctl-advisor recommend --facts /{'d' * 150}/facts.yaml --profile frontend-proxy"
     text = render_ansible(kb, facts, "frontend-proxy", command)
@@ -66,11 +66,11 @@ def test_read_back_is_the_document_after_the_comments(kb: KnowledgeBase) -> None
     assert rendered_settings("ansible", text) == {s.key: s.value for s in plan.settings}
 
 
-def _ansible_env(workdir: Path) -> dict[str, str]:
+def _ansible_env(tmp_path: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
-        ANSIBLE_HOME=str(workdir / "ansible-home"),
-        ANSIBLE_LOCAL_TEMP=str(workdir / "ansible-tmp"),
+        ANSIBLE_HOME=str(tmp_path / "ansible-home"),
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
         ANSIBLE_NOCOLOR="1",
         NO_COLOR="1",
     )
@@ -109,12 +109,12 @@ def test_playbook_needs_only_ansible_core(fleet_out: Path) -> None:
 
 
 def test_ansible_lint_accepts_fleet_and_recommend_output(
-    kb: KnowledgeBase, fleet_out: Path, workdir: Path
+    kb: KnowledgeBase, fleet_out: Path, tmp_path: Path
 ) -> None:
     lint = _tool("ansible-lint")
     if lint is None:
         pytest.skip("ansible-lint not installed (pip install '.[test]')")
-    project = workdir / "project"
+    project = tmp_path / "project"
     shutil.copytree(fleet_out, project, ignore=shutil.ignore_patterns(".*"))
     for host, profile in sorted(EXAMPLE_PROFILES.items()):
         text = render_ansible(kb, EXAMPLES / f"{host}.yaml", profile, "sysctl-advisor recommend")
@@ -125,7 +125,7 @@ def test_ansible_lint_accepts_fleet_and_recommend_output(
     result = subprocess.run(
         [lint, "--offline", "--nocolor", "-p", "."],
         cwd=project,
-        env=_ansible_env(workdir),
+        env=_ansible_env(tmp_path),
         capture_output=True,
         text=True,
         timeout=600,
@@ -136,7 +136,7 @@ def test_ansible_lint_accepts_fleet_and_recommend_output(
         checked = subprocess.run(
             [syntax, "--syntax-check", "-i", "localhost,", "playbook.yml"],
             cwd=project,
-            env=_ansible_env(workdir),
+            env=_ansible_env(tmp_path),
             capture_output=True,
             text=True,
             timeout=300,

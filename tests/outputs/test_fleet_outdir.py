@@ -1,4 +1,4 @@
-"""Issue 13 items 10 and 11: fleet --out never destroys what it did not write, publishes a
+"""`fleet --out` never destroys what it did not write, publishes a
 whole run at once, runs one at a time, and stops on Ctrl-C with one line."""
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ def _fleet_process(tree: Path, out: Path, profile: str) -> subprocess.Popen[str]
     )
 
 
-def test_an_ansible_project_is_never_touched(workdir: Path) -> None:
-    project = workdir / "site"
+def test_an_ansible_project_is_never_touched(tmp_path: Path) -> None:
+    project = tmp_path / "site"
     (project / "host_vars").mkdir(parents=True)
     (project / "host_vars" / "web-01.yml").write_text("ntp_server: 10.0.0.1\n")
     (project / "playbook.yml").write_text("- hosts: all\n")
@@ -43,9 +43,9 @@ def test_an_ansible_project_is_never_touched(workdir: Path) -> None:
     assert snapshot(project) == before
 
 
-def test_a_file_added_to_a_previous_output_stops_the_next_run(workdir: Path) -> None:
-    out = workdir / "out"
-    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+def test_a_file_added_to_a_previous_output_stops_the_next_run(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert fleet("--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", out)[0] == 0
     (out / "host_vars" / "extra.yml").write_text("mine: true\n")
     before = snapshot(out)
     code, err = fleet("--ansible-facts", TREE, "-p", "frontend-proxy", "--out", out)
@@ -53,23 +53,23 @@ def test_a_file_added_to_a_previous_output_stops_the_next_run(workdir: Path) -> 
     assert snapshot(out) == before
 
 
-def test_a_previous_output_is_replaced_whole(workdir: Path) -> None:
-    out = workdir / "out"
-    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
-    one = workdir / "one"
+def test_a_previous_output_is_replaced_whole(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert fleet("--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", out)[0] == 0
+    one = tmp_path / "one"
     one.mkdir()
     shutil.copy(TREE / GOOD[0], one / GOOD[0])
     assert fleet("--ansible-facts", one, "-p", "base", "--out", out)[0] == 0
     assert sorted(p.name for p in (out / "host_files").iterdir()) == [f"{GOOD[0]}.conf"]
-    leftovers = [p.name for p in workdir.iterdir() if p.name.startswith(".out.")]
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")]
     assert leftovers == [".out.sysctl-advisor.lock"]
 
 
-def test_host_names_that_are_not_file_names_are_skipped(workdir: Path) -> None:
-    tree = tree_of(workdir, GOOD[:1])
+def test_host_names_that_are_not_file_names_are_skipped(tmp_path: Path) -> None:
+    tree = tree_of(tmp_path, GOOD[:1])
     for bad in ("..", "a b", "x\ny", "-rf", "é"):
         shutil.copy(TREE / GOOD[0], tree / bad)
-    out = workdir / "out"
+    out = tmp_path / "out"
     code, err = fleet("--ansible-facts", tree, "-p", "base", "--out", out)
     assert code == 1 and "not an inventory host name" in err
     assert sorted(p.name for p in (out / "host_files").iterdir()) == [f"{GOOD[0]}.conf"]
@@ -88,9 +88,9 @@ def _consistent(out: Path) -> str:
 
 
 @pytest.mark.parametrize("trial", range(3))
-def test_sigkill_never_leaves_a_mix_of_two_runs(workdir: Path, trial: int) -> None:
-    tree = tree_of(workdir, GOOD, copies=600)
-    out = workdir / "out"
+def test_sigkill_never_leaves_a_mix_of_two_runs(tmp_path: Path, trial: int) -> None:
+    tree = tree_of(tmp_path, GOOD, copies=600)
+    out = tmp_path / "out"
     assert fleet("--ansible-facts", tree, "-p", "base", "--out", out)[0] == 0
     process = _fleet_process(tree, out, "frontend-proxy")
     time.sleep(random.Random(trial).uniform(0.3, 2.5))
@@ -99,15 +99,15 @@ def test_sigkill_never_leaves_a_mix_of_two_runs(workdir: Path, trial: int) -> No
     assert _consistent(out) in ("base", "frontend-proxy")
 
 
-def test_concurrent_runs_are_serialized(workdir: Path) -> None:
-    tree = tree_of(workdir, GOOD, copies=600)
-    out = workdir / "out"
+def test_concurrent_runs_are_serialized(tmp_path: Path) -> None:
+    tree = tree_of(tmp_path, GOOD, copies=600)
+    out = tmp_path / "out"
     first = _fleet_process(tree, out, "base")
     try:
         # the first run holds the lock once its staging directory is there (on a busy
         # machine that can take more than a second)
         deadline = time.monotonic() + 60
-        while not list(workdir.glob(".out.staging-*")) and first.poll() is None:
+        while not list(tmp_path.glob(".out.staging-*")) and first.poll() is None:
             assert time.monotonic() < deadline
             time.sleep(0.05)
         code, err = fleet("--ansible-facts", TREE, "-p", "base", "--out", out)
@@ -119,14 +119,14 @@ def test_concurrent_runs_are_serialized(workdir: Path) -> None:
     _consistent(out)
 
 
-def test_ctrl_c_is_one_line_and_exit_130(workdir: Path) -> None:
-    tree = tree_of(workdir, GOOD, copies=4000)
-    out = workdir / "out"
+def test_ctrl_c_is_one_line_and_exit_130(tmp_path: Path) -> None:
+    tree = tree_of(tmp_path, GOOD, copies=4000)
+    out = tmp_path / "out"
     process = _fleet_process(tree, out, "base")
     # interrupt once hosts are being written (a fleet of one shape runs ~2,000 hosts/s, so a
     # fixed delay could miss the run on a quiet machine)
     deadline = time.monotonic() + 30
-    while not list(workdir.glob(".out.staging-*/*")) and time.monotonic() < deadline:
+    while not list(tmp_path.glob(".out.staging-*/*")) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert process.poll() is None, "the run ended before it could be interrupted"
     process.send_signal(signal.SIGINT)
@@ -134,7 +134,7 @@ def test_ctrl_c_is_one_line_and_exit_130(workdir: Path) -> None:
     assert process.returncode == 130, err
     assert "Traceback" not in err and err.strip().splitlines()[-1] == "sysctl-advisor: interrupted"
     assert not out.exists() or (out / ".sysctl-advisor-fleet").exists()
-    assert not list(workdir.glob(".out.staging-*"))
+    assert not list(tmp_path.glob(".out.staging-*"))
 
 
 # Ctrl-C lands inside Pool() just before the pool registers its own termination (simulated by
@@ -187,63 +187,63 @@ def test_ctrl_c_while_the_pool_is_built_ends_the_run() -> None:
     assert result.stderr.strip().splitlines()[-1] == "interrupted"
 
 
-def test_the_lock_file_is_private(workdir: Path) -> None:
-    out = workdir / "out"
-    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
-    lock = workdir / ".out.sysctl-advisor.lock"
+def test_the_lock_file_is_private(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert fleet("--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", out)[0] == 0
+    lock = tmp_path / ".out.sysctl-advisor.lock"
     assert oct(lock.stat().st_mode & 0o777) == "0o600"
     assert os.stat(lock).st_uid == os.geteuid()
 
 
 @pytest.mark.parametrize("made", ["emptydir", "d1/d2"])
-def test_an_empty_directory_of_the_users_stops_the_next_run(made: str, workdir: Path) -> None:
+def test_an_empty_directory_of_the_users_stops_the_next_run(made: str, tmp_path: Path) -> None:
     """Empty directories were not counted and were deleted with the previous run."""
-    out = workdir / "out"
-    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    out = tmp_path / "out"
+    assert fleet("--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", out)[0] == 0
     (out / made).mkdir(parents=True)
     code, err = fleet("--ansible-facts", TREE, "-p", "base", "--out", out)
     assert code == 2 and f"{made.split('/')[0]}/" in err
     assert (out / made).is_dir()
 
 
-def test_the_output_directory_keeps_its_mode_and_group(workdir: Path) -> None:
-    out = workdir / "out"
+def test_the_output_directory_keeps_its_mode_and_group(tmp_path: Path) -> None:
+    out = tmp_path / "out"
     out.mkdir()
     os.chmod(out, 0o2775)  # a group-shared directory
     expected = "0o2755" if os.geteuid() == 0 else "0o2775"  # root's output: no group write
-    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    assert fleet("--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", out)[0] == 0
     assert oct(out.stat().st_mode & 0o7777) == expected
-    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    assert fleet("--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", out)[0] == 0
     assert oct(out.stat().st_mode & 0o7777) == expected
-    fresh = workdir / "fresh"
+    fresh = tmp_path / "fresh"
     umask = os.umask(0o027)
     try:
         assert (
-            fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", fresh)[0] == 0
+            fleet("--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", fresh)[0] == 0
         )
     finally:
         os.umask(umask)
     assert oct(fresh.stat().st_mode & 0o777) == "0o750"
 
 
-def test_a_doctored_marker_deletes_nothing_outside(workdir: Path) -> None:
+def test_a_doctored_marker_deletes_nothing_outside(tmp_path: Path) -> None:
     """The marker is in a directory others may write: a listed `../victim` or a listed file
     under a directory that has become a link must not delete anything outside OUTDIR."""
     from sysctl_advisor.outputs.fleet_outdir import MARKER, MARKER_HEADER, OutDir
 
-    victim = workdir / "victim"
+    victim = tmp_path / "victim"
     victim.write_text("keep me\n")
-    elsewhere = workdir / "elsewhere"
+    elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "a.conf").write_text("keep me too\n")
-    previous = workdir / "previous"
+    previous = tmp_path / "previous"
     previous.mkdir()
     (previous / "host_files").symlink_to(elsewhere)
     (previous / "playbook.yml").write_text("x\n")
     (previous / MARKER).write_text(
         MARKER_HEADER + "../victim\nhost_files/a.conf\n/etc/hostname\nplaybook.yml\n"
     )
-    with OutDir(workdir / "out") as out:
+    with OutDir(tmp_path / "out") as out:
         kept = out._remove_run(previous.name)
     assert victim.read_text() == "keep me\n"
     assert (elsewhere / "a.conf").read_text() == "keep me too\n"
@@ -252,14 +252,14 @@ def test_a_doctored_marker_deletes_nothing_outside(workdir: Path) -> None:
 
 
 def test_a_file_that_appears_during_publishing_is_kept(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Between the last check and the swap a user adds a file: the previous run is kept, with
     it, and the run says where."""
     from sysctl_advisor.outputs.fleet_outdir import OutDir
 
-    out = workdir / "out"
-    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    out = tmp_path / "out"
+    assert fleet("--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", out)[0] == 0
     real_check = OutDir.check
 
     def check_then_race(self: OutDir) -> None:
@@ -295,49 +295,49 @@ def test_ctrl_c_while_loading_is_one_line(
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to hand the directory to nobody")
-def test_an_outdir_of_another_user_does_not_lend_its_mode(workdir: Path) -> None:
+def test_an_outdir_of_another_user_does_not_lend_its_mode(tmp_path: Path) -> None:
     """An empty --out owned by nobody with mode 0777 used to come back 0777 owned by root:
     anyone could have swapped host_vars for a link before root applied the playbook."""
-    out = workdir / "out"
+    out = tmp_path / "out"
     out.mkdir()
     os.chown(out, 65534, 65534)
     os.chmod(out, 0o777)
-    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    assert fleet("--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", out)[0] == 0
     info = out.stat()
     assert info.st_uid == 0 and info.st_mode & 0o022 == 0
-    assert not [p for p in workdir.iterdir() if ".staging-" in p.name]  # no leftover
+    assert not [p for p in tmp_path.iterdir() if ".staging-" in p.name]  # no leftover
 
 
-def test_a_users_directory_that_looks_like_staging_is_not_removed(workdir: Path) -> None:
+def test_a_users_directory_that_looks_like_staging_is_not_removed(tmp_path: Path) -> None:
     """Only a staging directory marked by the advisor is cleaned up: `.out.staging-mine` with
     an empty (or linked) `.staging` is the user's."""
-    out = workdir / "out"
-    mine = workdir / ".out.staging-mine"
+    out = tmp_path / "out"
+    mine = tmp_path / ".out.staging-mine"
     mine.mkdir()
     (mine / ".staging").write_text("")
     (mine / "data").write_text("keep\n")
-    linked = workdir / ".out.staging-linked"
+    linked = tmp_path / ".out.staging-linked"
     linked.mkdir()
-    real_mark = workdir / "mark"
+    real_mark = tmp_path / "mark"
     real_mark.write_text("sysctl-advisor fleet staging directory: the next run removes it\n")
     (linked / ".staging").symlink_to(real_mark)
-    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    assert fleet("--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", out)[0] == 0
     assert (mine / "data").read_text() == "keep\n" and linked.is_dir()
 
 
-def test_a_run_killed_while_publishing_is_cleaned_by_the_next(workdir: Path) -> None:
-    """Issue 32, item 12: killed between dropping the staging mark and the exchange, a run
+def test_a_run_killed_while_publishing_is_cleaned_by_the_next(tmp_path: Path) -> None:
+    """Killed between dropping the staging mark and the exchange, a run
     left its complete output (with its marker) beside OUTDIR, which nothing removed; killed
     after the exchange, the previous run it swapped out. The next run removes exactly what
     their markers list: a file someone added in the meantime stays."""
-    out = workdir / "out"
-    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
-    unpublished = workdir / ".out.staging-killed1"
+    out = tmp_path / "out"
+    assert fleet("--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", out)[0] == 0
+    unpublished = tmp_path / ".out.staging-killed1"
     shutil.copytree(out, unpublished)
-    swapped_out = workdir / ".out.staging-killed2"
+    swapped_out = tmp_path / ".out.staging-killed2"
     shutil.copytree(out, swapped_out)
     (swapped_out / "added-meanwhile.txt").write_text("keep\n")
-    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", out)[0] == 0
+    assert fleet("--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", out)[0] == 0
     assert not unpublished.exists()
     assert sorted(p.name for p in swapped_out.iterdir()) == ["added-meanwhile.txt"]
 
@@ -350,13 +350,13 @@ def test_the_root_is_refused_at_once(root: str) -> None:
 
 
 def test_a_full_directory_is_refused_from_its_top_level(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A directory that is not empty and has no marker is refused without looking below its
     top level; a previous run is read only where its marker says it wrote."""
     from sysctl_advisor.outputs.fleet_outdir import OutDir
 
-    full = workdir / "full"
+    full = tmp_path / "full"
     for i in range(50):
         (full / f"d{i}" / "deeper").mkdir(parents=True)
     listed: list[object] = []
@@ -372,8 +372,10 @@ def test_a_full_directory_is_refused_from_its_top_level(
     assert len(listed) == 1
     monkeypatch.undo()
 
-    previous = workdir / "out"
-    assert fleet("--ansible-facts", tree_of(workdir, GOOD), "-p", "base", "--out", previous)[0] == 0
+    previous = tmp_path / "out"
+    assert (
+        fleet("--ansible-facts", tree_of(tmp_path, GOOD), "-p", "base", "--out", previous)[0] == 0
+    )
     (previous / "host_files" / "nested" / "deeper").mkdir(parents=True)
     listed.clear()
     monkeypatch.setattr(os, "listdir", counting)
@@ -383,13 +385,13 @@ def test_a_full_directory_is_refused_from_its_top_level(
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to plant a file as nobody")
-def test_a_lock_file_someone_else_planted_is_refused(workdir: Path) -> None:
+def test_a_lock_file_someone_else_planted_is_refused(tmp_path: Path) -> None:
     """In a sticky directory another user can create the lock file's name first: it is not
     taken as a lock (they could hold it, or it could be a link)."""
-    os.chmod(workdir, 0o1777)
-    lock = workdir / ".out.sysctl-advisor.lock"
+    os.chmod(tmp_path, 0o1777)
+    lock = tmp_path / ".out.sysctl-advisor.lock"
     lock.write_text("")
     os.chown(lock, 65534, 65534)
-    code, err = fleet("--ansible-facts", TREE, "-p", "base", "--out", workdir / "out")
+    code, err = fleet("--ansible-facts", TREE, "-p", "base", "--out", tmp_path / "out")
     assert code == 2 and "not a lock file of yours" in err
-    assert not (workdir / "out").exists()
+    assert not (tmp_path / "out").exists()

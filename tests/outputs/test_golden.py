@@ -21,6 +21,7 @@ from tests.conftest import (
     EXAMPLE_WORKLOADS,
     EXAMPLES,
     TESTS,
+    Cli,
     load_facts,
 )
 from tests.golden_files import GOLDEN, assert_golden
@@ -143,15 +144,12 @@ TUNED_HOST = TESTS / "fixtures" / "tuned" / "dtn-network-throughput.yaml"
 
 
 @pytest.mark.parametrize("command", ["recommend", "diff"])
-def test_golden_host_defaults(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 33 item 12: the conf file and the diff table for a host whose tcp_rmem/tcp_wmem
+def test_golden_host_defaults(cli: Cli, command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The conf file and the diff table for a host whose tcp_rmem/tcp_wmem
     tuned's network-throughput set, as a reader sees them (host default, set by tuned)."""
-    from typer.testing import CliRunner
-
-    from sysctl_advisor.cli import app
 
     monkeypatch.chdir(TESTS.parent)  # the facts path, as the outputs name it
     facts = str(TUNED_HOST.relative_to(TESTS.parent))
-    result = CliRunner().invoke(app, [command, "--facts", facts, "-p", "gridftp"])
+    result = cli(command, "--facts", facts, "-p", "gridftp")
     assert result.exit_code in (0, 1), result.stderr
     assert_golden(GOLDEN / f"tuned-network-throughput.gridftp.{command}.txt", result.stdout)

@@ -7,11 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from sysctl_advisor.cli import app
-
-runner = CliRunner()
+from tests.conftest import invoke
 
 # 256 MiB: a sixteenth holds 4,934 queued connections at about 3.4 KB each, so somaxconn is
 # held to 4,096, 5.4's own default
@@ -27,9 +23,7 @@ cpu: {threads: 2}
 def _plan(tmp_path: Path, fmt: str) -> str:
     facts = tmp_path / "facts.yaml"
     facts.write_text(SMALL, encoding="utf-8")
-    result = runner.invoke(
-        app, ["recommend", "--facts", str(facts), "--profile", "frontend-proxy", "-f", fmt]
-    )
+    result = invoke("recommend", "--facts", str(facts), "--profile", "frontend-proxy", "-f", fmt)
     assert result.exit_code in (0, 1), result.stderr
     return result.stdout
 

@@ -1,4 +1,4 @@
-"""Issue 33 item 12: a value in force that a tuning daemon (tuned's network-throughput) or a
+"""A value in force that a tuning daemon (tuned's network-throughput) or a
 file set is this host's default, not the kernel's: every output says who set it and gives the
 kernel's own (modelled) default beside it."""
 
@@ -7,21 +7,18 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.engine.plan_builder import build_plan, host_defaults
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import facts_from_data
-from tests.conftest import TESTS, load_facts
+from tests.conftest import TESTS, invoke, load_facts
 
 FACTS = TESTS / "fixtures" / "tuned" / "dtn-network-throughput.yaml"
 TUNED_FILE = "/usr/lib/tuned/network-throughput/tuned.conf"
-runner = CliRunner()
 
 
 def _run(*args: str) -> str:
-    result = runner.invoke(app, list(args))
+    result = invoke(*args)
     assert result.exit_code in (0, 1), result.stderr
     return result.stdout
 

@@ -1,4 +1,4 @@
-"""Issue 14 item 9: versioned JSON Schemas for every JSON output, generated from their models,
+"""Versioned JSON Schemas for every JSON output, generated from their models,
 shipped in the package, and every JSON output validated against them with jsonschema (Draft
 2020-12, format checking on). Each document carries the tool version."""
 
@@ -16,10 +16,8 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 import sysctl_advisor
-from sysctl_advisor.cli import app
 from sysctl_advisor.model.check_config import BASELINE_SCHEMA, CONFIG_SCHEMA
 from sysctl_advisor.model.diff import DIFF_SCHEMA
 from sysctl_advisor.model.plan import PLAN_SCHEMA
@@ -28,7 +26,7 @@ from sysctl_advisor.outputs.check_document import CHECK_SCHEMA
 from sysctl_advisor.outputs.fleet_document import FLEET_SCHEMA
 from sysctl_advisor.outputs.fleet_summary import HostOutcome
 from sysctl_advisor.outputs.json_schemas import SCHEMAS, schema_path
-from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, ROOT, TESTS
+from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, ROOT, TESTS, invoke
 from tests.model.test_model_base import all_models
 
 FIXTURES = TESTS / "fixtures"
@@ -39,7 +37,6 @@ CURRENT = [
     FIXTURES / "dumps" / "sysctl-a-6.18.txt",
     FIXTURES / "check" / "annotated.conf",
 ]
-runner = CliRunner()
 
 
 def load_schema(name: str) -> dict[str, Any]:
@@ -87,7 +84,7 @@ def _out_of_order(
 
 
 def cli_json(*args: str | Path) -> Any:
-    result = runner.invoke(app, [str(a) for a in args])
+    result = invoke(*args)
     assert result.exit_code in (0, 1), result.stderr
     return json.loads(result.stdout)
 
@@ -135,7 +132,7 @@ def test_every_plan_is_schema_valid(host: str, profile: str) -> None:
         "recommend", "--facts", EXAMPLES / f"{host}.yaml", "-p", profile, "-f", "json"
     )
     validate("plan", document)
-    # the DESIGN.md contract: these fields, in this order, after the additions
+    # the plan document's contract: these fields first, in this order
     assert list(document)[:7] == [
         "schema", "version", "host", "profile", "settings", "findings", "companions",
     ]  # fmt: skip
@@ -167,32 +164,32 @@ def test_every_check_report_is_schema_valid(paths: list[Path]) -> None:
     validate("check", cli_json("check", *paths, "--format", "json"))
 
 
-def _fleet_summaries(workdir: Path) -> Iterator[Any]:
+def _fleet_summaries(tmp_path: Path) -> Iterator[Any]:
     tree = FIXTURES / "ansible" / "tree"
-    out = workdir / "by-profile"
-    result = runner.invoke(
-        app, ["fleet", "--ansible-facts", str(tree), "--profile", "gridftp", "--out", str(out)]
+    out = tmp_path / "by-profile"
+    result = invoke(
+        "fleet", "--ansible-facts", str(tree), "--profile", "gridftp", "--out", str(out)
     )
     assert result.exit_code in (0, 1), result.stderr
     yield json.loads((out / "summary.json").read_text())
-    out = workdir / "by-map"
+    out = tmp_path / "by-map"
     mapping = FIXTURES / "ansible" / "profile-map.yaml"
     inventory = FIXTURES / "ansible" / "inventory.json"
     args = ["fleet", "--ansible-facts", tree, "--profile-map", mapping, "--inventory", inventory]
-    result = runner.invoke(app, [*map(str, args), "--out", str(out)])
+    result = invoke(*map(str, args), "--out", str(out))
     assert result.exit_code in (0, 1), result.stderr
     yield json.loads((out / "summary.json").read_text())
 
 
-def test_fleet_summaries_are_schema_valid(workdir: Path) -> None:
-    summaries = list(_fleet_summaries(workdir))
+def test_fleet_summaries_are_schema_valid(tmp_path: Path) -> None:
+    summaries = list(_fleet_summaries(tmp_path))
     for summary in summaries:
         validate("fleet-summary", summary)
     skipped = [row for summary in summaries for row in summary["skipped"]]
     assert skipped and all(set(row) == {"host", "facts_file", "reason"} for row in skipped)
 
 
-def test_hostile_fleet_summary_is_schema_valid(workdir: Path) -> None:
+def test_hostile_fleet_summary_is_schema_valid(tmp_path: Path) -> None:
     """Texts the JSON must carry as they are: control characters, quotes, separators."""
     text = 'x"\\\n\u2028\x00<!--|`'
     outcomes = [
@@ -200,7 +197,7 @@ def test_hostile_fleet_summary_is_schema_valid(workdir: Path) -> None:
                     findings=((text, "error"), (text, "info"))),
         HostOutcome(host=text, source=text, error=text),
     ]  # fmt: skip
-    staging = workdir / "staging"
+    staging = tmp_path / "staging"
     staging.mkdir()
     from sysctl_advisor.model.directories import Directory
 
@@ -212,20 +209,20 @@ def test_hostile_fleet_summary_is_schema_valid(workdir: Path) -> None:
     assert summary["skipped"] == [{"host": text, "facts_file": text, "reason": text}]
 
 
-def test_schemas_ship_in_the_wheel(workdir: Path) -> None:
+def test_schemas_ship_in_the_wheel(tmp_path: Path) -> None:
     """hatch puts every file inside sysctl_advisor/ into the wheel: the schemas are found beside the
     module installed, not only in a checkout."""
     if shutil.which("pip") is None and not _has_pip():
         pytest.skip("pip is not available to build the wheel")
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "-w", str(workdir), "--no-deps",
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "-w", str(tmp_path), "--no-deps",
          "--no-build-isolation", "-q"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     if build.returncode != 0 and "hatchling" in build.stderr:
         pytest.skip("hatchling is not installed for an offline wheel build")
     assert build.returncode == 0, build.stderr
-    (wheel,) = workdir.glob("sysctl_advisor-*.whl")
+    (wheel,) = tmp_path.glob("sysctl_advisor-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in SCHEMAS:
         assert f"sysctl_advisor/schemas/{name}.schema.json" in names

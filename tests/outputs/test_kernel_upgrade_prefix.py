@@ -16,14 +16,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.kernel_version import KernelRange, KernelVersion
 from sysctl_advisor.outputs.plan_render import Renderer, removed_in, rendered_settings
-from tests.conftest import EXAMPLES, load_facts
+from tests.conftest import EXAMPLES, Cli, load_facts
 from tests.namespaces import in_namespace, needs_netns
 
 HOST, PROFILE = "ec2-nginx-frontend", "frontend-proxy"  # kernel 3.2, tcp_tw_recycle on
@@ -54,15 +52,14 @@ def test_gone_keys_are_plain_lines_with_the_upgrade_note(kb: KnowledgeBase) -> N
     assert rendered_settings("conf", text) == {s.key: s.value for s in plan.settings}
 
 
-def test_check_is_clean_now_and_names_the_line_after_an_upgrade(workdir: Path) -> None:
-    runner = CliRunner()
+def test_check_is_clean_now_and_names_the_line_after_an_upgrade(cli: Cli, tmp_path: Path) -> None:
     facts = str(EXAMPLES / f"{HOST}.yaml")
-    conf = workdir / "90-sysctl-advisor.conf"
-    made = runner.invoke(app, ["recommend", "--facts", facts, "-p", PROFILE, "-o", str(conf)])
+    conf = tmp_path / "90-sysctl-advisor.conf"
+    made = cli("recommend", "--facts", facts, "-p", PROFILE, "-o", str(conf))
     assert made.exit_code == 0, made.stderr
-    now = runner.invoke(app, ["check", str(conf), "--kernel", "3.2.0-58-virtual"])
+    now = cli("check", str(conf), "--kernel", "3.2.0-58-virtual")
     assert now.exit_code == 0, now.stdout
-    later = runner.invoke(app, ["check", str(conf), "--kernel", "4.12.0", "-f", "json"])
+    later = cli("check", str(conf), "--kernel", "4.12.0", "-f", "json")
     assert "check.key-not-in-kernel" in later.stdout
     assert "net.ipv4.tcp_tw_recycle" in later.stdout
 
@@ -70,11 +67,11 @@ def test_check_is_clean_now_and_names_the_line_after_an_upgrade(workdir: Path) -
 @needs_netns
 @pytest.mark.skipif(shutil.which("sysctl") is None, reason="needs procps sysctl")
 def test_procps_dash_prefix_applies_a_present_key_but_fails_on_a_missing_one(
-    workdir: Path,
+    tmp_path: Path,
 ) -> None:
-    present = workdir / "present.conf"
+    present = tmp_path / "present.conf"
     present.write_text("-net.ipv4.tcp_fin_timeout = 23\n")
-    missing = workdir / "missing.conf"
+    missing = tmp_path / "missing.conf"
     missing.write_text("-net.ipv4.no_such_key_for_the_test = 1\n")
     applied = in_namespace('sysctl -p "$1"; sysctl -n net.ipv4.tcp_fin_timeout', str(present))
     assert applied.returncode == 0, applied.stderr
@@ -96,11 +93,11 @@ SYSTEMD_SYSCTL = next(
 
 @needs_netns
 @pytest.mark.skipif(SYSTEMD_SYSCTL is None, reason="needs systemd-sysctl")
-def test_systemd_sysctl_ignores_a_missing_dash_key_even_when_strict(workdir: Path) -> None:
+def test_systemd_sysctl_ignores_a_missing_dash_key_even_when_strict(tmp_path: Path) -> None:
     assert SYSTEMD_SYSCTL is not None
-    dashed = workdir / "dashed.conf"
+    dashed = tmp_path / "dashed.conf"
     dashed.write_text("-net.ipv4.no_such_key_for_the_test = 1\n")
-    plain = workdir / "plain.conf"
+    plain = tmp_path / "plain.conf"
     plain.write_text("net.ipv4.no_such_key_for_the_test = 1\n")
     ignored = in_namespace('"$1" --strict "$2"', SYSTEMD_SYSCTL, str(dashed))
     assert ignored.returncode == 0, ignored.stderr

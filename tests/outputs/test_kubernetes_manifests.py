@@ -54,6 +54,7 @@ from tests.conftest import (
     EXAMPLES,
     HANG_SECONDS,
     TESTS,
+    Cli,
     load_facts,
 )
 
@@ -449,18 +450,12 @@ def test_manifests_are_deterministic(kb: KnowledgeBase) -> None:
     )
 
 
-def test_cli(tmp_path: Path) -> None:
-    from typer.testing import CliRunner
+def test_cli(cli: Cli, tmp_path: Path) -> None:
 
-    from sysctl_advisor.cli import app
-
-    runner = CliRunner()
     facts = str(EXAMPLES / "c1m-server.yaml")
     base = ["recommend", "--facts", facts, "--profile", "c1m-server"]
     out = tmp_path / "k8s.yaml"
-    ok = runner.invoke(
-        app, [*base, "-f", "kubernetes", "--kubernetes-version", "v1.29.4", "-o", str(out)]
-    )
+    ok = cli(*base, "-f", "kubernetes", "--kubernetes-version", "v1.29.4", "-o", str(out))
     assert ok.exit_code == 0, ok.stderr
     assert "--kubernetes-version 1.29" in out.read_text()
     for args, message in [
@@ -468,6 +463,6 @@ def test_cli(tmp_path: Path) -> None:
         (["-f", "kubernetes", "--kubernetes-version", "latest"], "not a Kubernetes version"),
         (["-f", "conf", "--kubernetes-version", "1.30"], "needs --format kubernetes"),
     ]:
-        bad = runner.invoke(app, [*base, *args])
+        bad = cli(*base, *args)
         assert bad.exit_code == 2 and message in bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1

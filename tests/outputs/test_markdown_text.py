@@ -1,4 +1,4 @@
-"""Issue 14 item 8: Markdown for pull-request comments, read by GitHub's own renderer.
+"""Markdown for pull-request comments, read by GitHub's own renderer.
 
 Every Markdown output (recommend, diff, fleet summary.md) is rendered with cmark-gfm (the
 `cmarkgfm` package: GitHub's fork of cmark with its table, autolink, strikethrough and tagfilter
@@ -244,8 +244,8 @@ def test_diff_markdown_cells_are_the_values(kb: KnowledgeBase, value: str) -> No
     assert shown(f"error {c}: {v}") in lis
 
 
-def _summary(workdir: Path, outcomes: list[HostOutcome], facts: str = "facts") -> tuple[str, dict]:  # type: ignore[type-arg]
-    staging = workdir / "staging"
+def _summary(tmp_path: Path, outcomes: list[HostOutcome], facts: str = "facts") -> tuple[str, dict]:  # type: ignore[type-arg]
+    staging = tmp_path / "staging"
     staging.mkdir()
     directory = Directory.at(staging)
     SummaryWriter(Path(facts), None, "base")(directory, iter(outcomes))
@@ -254,13 +254,13 @@ def _summary(workdir: Path, outcomes: list[HostOutcome], facts: str = "facts") -
 
 
 @pytest.mark.parametrize("value", PAYLOADS[::3])
-def test_fleet_summary_cells_are_the_values(workdir: Path, value: str) -> None:
+def test_fleet_summary_cells_are_the_values(tmp_path: Path, value: str) -> None:
     outcomes = [
         HostOutcome(host=value, source=value, profile=value, kernel=value, changes=(value,),
                     findings=((value, "error"),)),
         HostOutcome(host=value, source=value, error=value),
     ]  # fmt: skip
-    markdown, _ = _summary(workdir, outcomes, facts=value or "facts")
+    markdown, _ = _summary(tmp_path, outcomes, facts=value or "facts")
     page = github(markdown)
     v = shown(value)
     skipped, findings, changes, hosts = ([[c.strip() for c in r] for r in t] for t in page.tables)
@@ -270,7 +270,7 @@ def test_fleet_summary_cells_are_the_values(workdir: Path, value: str) -> None:
     assert hosts[1:] == [[v, v, v or "unknown", "1", "1", "0", "0"]]
 
 
-def _nginx_facts(workdir: Path, sockets: int) -> Path:
+def _nginx_facts(tmp_path: Path, sockets: int) -> Path:
     """The example frontend, its nginx listening on `sockets` addresses on the default
     backlog: one companion setting per socket."""
     lines = ["events {}", "http {"]
@@ -278,10 +278,10 @@ def _nginx_facts(workdir: Path, sockets: int) -> Path:
         f"  server {{ listen 10.0.{i // 250}.{i % 250 + 1}:{8000 + i}; server_name s{i}; }}"
         for i in range(sockets)
     ]
-    (workdir / "nginx.conf").write_text("\n".join([*lines, "}"]) + "\n")
+    (tmp_path / "nginx.conf").write_text("\n".join([*lines, "}"]) + "\n")
     facts = yaml.safe_load((EXAMPLES / "ec2-nginx-frontend.yaml").read_text())
     facts["services"] = {"nginx": {"config": "nginx.conf"}}
-    path = workdir / "facts.yaml"
+    path = tmp_path / "facts.yaml"
     path.write_text(yaml.safe_dump(facts))
     return path
 
@@ -294,8 +294,8 @@ def _more(page_text: str) -> dict[str, int]:
     }
 
 
-def test_a_host_with_200_nginx_sockets_fits_a_comment(kb: KnowledgeBase, workdir: Path) -> None:
-    path = _nginx_facts(workdir, 200)
+def test_a_host_with_200_nginx_sockets_fits_a_comment(kb: KnowledgeBase, tmp_path: Path) -> None:
+    path = _nginx_facts(tmp_path, 200)
     plan = build_plan(kb, with_service_configs(load_facts(path), path.parent), "frontend-proxy")
     assert len(plan.companions) > 200
     markdown = Renderer(kb.catalog).render(plan, "markdown", "cmd")
@@ -341,7 +341,7 @@ def test_any_diff_fits_a_comment(kb: KnowledgeBase) -> None:
     assert more["problems"] > 0
 
 
-def test_a_2000_host_fleet_summary_fits_a_comment(workdir: Path) -> None:
+def test_a_2000_host_fleet_summary_fits_a_comment(tmp_path: Path) -> None:
     outcomes = [
         HostOutcome(host=f"web-{i:04d}", source=f"tree/web-{i:04d}", profile="frontend-proxy",
                     kernel="5.15.0-91-generic", changes=("net.core.somaxconn",),
@@ -349,7 +349,7 @@ def test_a_2000_host_fleet_summary_fits_a_comment(workdir: Path) -> None:
         for i in range(2_000)
     ] + [HostOutcome(host=f"db-{i:03d}", source=f"tree/db-{i:03d}", error="facts: no memory")
          for i in range(300)]  # fmt: skip
-    markdown, summary = _summary(workdir, outcomes)
+    markdown, summary = _summary(tmp_path, outcomes)
     assert md_length(markdown) < COMMENT_LIMIT
     page = github(markdown)
     skipped, _findings, _changes, hosts = page.tables

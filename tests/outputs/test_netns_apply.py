@@ -35,7 +35,7 @@ def host_facts(kb: KnowledgeBase) -> object:
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_per_namespace_values_are_held_exactly(
-    kb: KnowledgeBase, host_facts: object, workdir: Path, profile: str
+    kb: KnowledgeBase, host_facts: object, tmp_path: Path, profile: str
 ) -> None:
     from sysctl_advisor.model.host_facts import HostFacts
 
@@ -55,7 +55,7 @@ def test_per_namespace_values_are_held_exactly(
     ]
     if profile != "base":
         assert kept, f"{profile} writes no per-namespace key on this host: nothing to prove"
-    path = workdir / "90-sysctl-advisor.conf"
+    path = tmp_path / "90-sysctl-advisor.conf"
     path.write_text("".join(f"{a.key} = {a.value}\n" for a in kept))
 
     before = host_sysctls()

@@ -1,4 +1,4 @@
-"""`--format aks` and `--format gke` (issue 36): the node's keys in each platform's own file,
+"""`--format aks` and `--format gke`: the node's keys in each platform's own file,
 under its own names and types, with the keys the platform refuses listed with the reason.
 
 AKS: the Linux OS configuration file validates against the AKS REST API's `LinuxOSConfig` and

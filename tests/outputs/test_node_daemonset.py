@@ -1,4 +1,4 @@
-"""`--format daemonset` (issue 36): the ConfigMap and DaemonSet validate against every
+"""`--format daemonset`: the ConfigMap and DaemonSet validate against every
 Kubernetes release's API schema (kubernetes-validate, strict: no unknown field), read back as
 the node plan, and the script they carry does what it says inside `unshare -n`: installs the
 file, applies it, reads every value back, and `--check` fails when a value did not hold; a

@@ -1,4 +1,4 @@
-"""`--format talos|bottlerocket|eks` (issue 36): each platform's document holds the node plan's
+"""`--format talos|bottlerocket|eks`: each platform's document holds the node plan's
 keys where the platform reads them, checked with the platform's own schema where one exists
 (Talos: its published JSON schema) and by reading it back as the platform does (Bottlerocket:
 TOML; EKS: the MIME document and the sysctl.d file its script installs, which also runs inside

@@ -1,4 +1,4 @@
-"""Issue 13 item 2: no text that reaches a rendered file can become a setting or break its
+"""No text that reaches a rendered file can become a setting or break its
 syntax. Every renderer is fed a plan whose every text field holds arbitrary text (control
 characters, line and paragraph separators, markdown and ini syntax), and what the consumer
 reads back must be exactly the plan's keys and values."""
@@ -26,7 +26,7 @@ from sysctl_advisor.outputs.plan_render import (
     check_rendered,
     rendered_settings,
 )
-from tests.conftest import EXAMPLES, load_facts
+from tests.conftest import EXAMPLES, Cli, load_facts
 
 _PIECES = [
     "\n", "\r", "\x0b", "\x0c", "\x85", "\u2028", "\u2029", "\x00", "\x1b", "\u202e",
@@ -134,14 +134,13 @@ def test_hostile_facts_text_is_refused_or_harmless(
         ("kernel", "5.15.0\nkernel.core_pattern=|/x"),
     ],
 )
-def test_injection_through_facts_is_exit_2(field: str, value: str, workdir: Path) -> None:
-    from typer.testing import CliRunner
+def test_injection_through_facts_is_exit_2(
+    cli: Cli, field: str, value: str, tmp_path: Path
+) -> None:
 
-    from sysctl_advisor.cli import app
-
-    facts = workdir / "facts.yaml"
+    facts = tmp_path / "facts.yaml"
     facts.write_text(yaml.safe_dump({"memory": {"total": "8 GiB"}, field: value}))
-    result = CliRunner().invoke(app, ["recommend", "--facts", str(facts), "-p", "base"])
+    result = cli("recommend", "--facts", str(facts), "-p", "base")
     assert result.exit_code == 2, result.output
     assert len(result.stderr.strip().splitlines()) == 1 and field in result.stderr
     assert result.stdout == ""
@@ -157,7 +156,7 @@ def test_nic_name_injection_is_refused() -> None:
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.data())
-def test_fleet_summaries_hold_one_row_per_host(data: st.DataObject, workdir: Path) -> None:
+def test_fleet_summaries_hold_one_row_per_host(data: st.DataObject, tmp_path: Path) -> None:
     """summary.md keeps its tables whatever the hosts' texts hold; summary.json stays JSON."""
     import json
 
@@ -176,7 +175,7 @@ def test_fleet_summaries_hold_one_row_per_host(data: st.DataObject, workdir: Pat
     ]
     import tempfile
 
-    staging = Path(tempfile.mkdtemp(dir=workdir))
+    staging = Path(tempfile.mkdtemp(dir=tmp_path))
     from sysctl_advisor.model.directories import Directory
 
     directory = Directory.at(staging)

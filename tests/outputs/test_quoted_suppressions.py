@@ -52,7 +52,7 @@ def _facts(command: str) -> dict[str, object]:
     }
 
 
-def test_a_process_name_never_becomes_a_suppression(kb: KnowledgeBase, workdir: Path) -> None:
+def test_a_process_name_never_becomes_a_suppression(kb: KnowledgeBase, tmp_path: Path) -> None:
     landed = 0
     for pad in range(1, 64 - len(DIRECTIVE)):
         facts = facts_from_data(_facts("x" * pad + " " + DIRECTIVE))
@@ -60,7 +60,7 @@ def test_a_process_name_never_becomes_a_suppression(kb: KnowledgeBase, workdir: 
         text = Renderer(kb.catalog).render(plan, "conf", "test")
         landed += bool(LANDED.search(text))
         assert READ.findall(text) == [], pad
-        out = workdir / "out.conf"
+        out = tmp_path / "out.conf"
         out.write_text(text)
         report = check_paths(
             Checker(kb, kb.check_rules, host_context(kb, facts, "frontend-proxy")), [out]

@@ -76,14 +76,14 @@ def tuned_loader() -> Any:
 
 @pytest.mark.parametrize(("host", "profile"), sorted(EXAMPLE_PROFILES.items()))
 def test_tuned_loads_every_value_as_written(
-    kb: KnowledgeBase, tuned_loader: Any, workdir: Path, host: str, profile: str
+    kb: KnowledgeBase, tuned_loader: Any, tmp_path: Path, host: str, profile: str
 ) -> None:
     load, unquote = tuned_loader
     plan = build_plan(kb, load_facts(EXAMPLES / f"{host}.yaml"), profile)
     text = Renderer(kb.catalog).render(plan, "tuned", "cmd")
-    (workdir / "sysctl-advisor").mkdir()
-    (workdir / "sysctl-advisor" / "tuned.conf").write_text(text)
-    loaded = load(workdir, ["sysctl-advisor"])
+    (tmp_path / "sysctl-advisor").mkdir()
+    (tmp_path / "sysctl-advisor" / "tuned.conf").write_text(text)
+    loaded = load(tmp_path, ["sysctl-advisor"])
     assert loaded.options["summary"].startswith(f"sysctl-advisor {profile} for ")
     options = dict(loaded.units["sysctl"].options) if plan.settings else {}
     # what tuned's sysctl plugin writes: the value with one pair of quotes removed, and for a
@@ -100,15 +100,15 @@ def test_tuned_loads_every_value_as_written(
 
 
 def test_stacked_on_a_shipped_profile_our_values_win(
-    kb: KnowledgeBase, tuned_loader: Any, workdir: Path
+    kb: KnowledgeBase, tuned_loader: Any, tmp_path: Path
 ) -> None:
     load, unquote = tuned_loader
     plan = build_plan(kb, load_facts(EXAMPLES / "ec2-nginx-frontend.yaml"), "frontend-proxy")
-    (workdir / "sysctl-advisor").mkdir()
-    (workdir / "sysctl-advisor" / "tuned.conf").write_text(
+    (tmp_path / "sysctl-advisor").mkdir()
+    (tmp_path / "sysctl-advisor" / "tuned.conf").write_text(
         Renderer(kb.catalog).render(plan, "tuned", "cmd")
     )
-    merged = load(workdir, ["throughput-performance", "sysctl-advisor"])
+    merged = load(tmp_path, ["throughput-performance", "sysctl-advisor"])
     options = {k: unquote(v) for k, v in merged.units["sysctl"].options.items()}
     # ours, not throughput-performance's ">2048" (plain: the 16-bit backlog cap governs it)
     assert options["net.core.somaxconn"] == "16384"
@@ -129,16 +129,16 @@ def _plugin_modifiers() -> Any:
 
 @pytest.mark.parametrize(("host", "profile"), sorted(EXAMPLE_PROFILES.items()))
 def test_capacities_keep_a_higher_value_in_force(
-    kb: KnowledgeBase, tuned_loader: Any, workdir: Path, host: str, profile: str
+    kb: KnowledgeBase, tuned_loader: Any, tmp_path: Path, host: str, profile: str
 ) -> None:
     load, unquote = tuned_loader
     modifiers = _plugin_modifiers()
     plan = build_plan(kb, load_facts(EXAMPLES / f"{host}.yaml"), profile)
-    (workdir / "sysctl-advisor").mkdir()
-    (workdir / "sysctl-advisor" / "tuned.conf").write_text(
+    (tmp_path / "sysctl-advisor").mkdir()
+    (tmp_path / "sysctl-advisor" / "tuned.conf").write_text(
         Renderer(kb.catalog).render(plan, "tuned", "cmd")
     )
-    options = dict(load(workdir, ["sysctl-advisor"]).units["sysctl"].options)
+    options = dict(load(tmp_path, ["sysctl-advisor"]).units["sysctl"].options)
     for setting in plan.settings:
         raw = unquote(options[setting.key])
         if raw.startswith(">"):
@@ -157,7 +157,9 @@ def test_at_least_on_a_vector_would_reach_the_kernel() -> None:
 
 
 @needs_netns
-def test_at_least_applied_by_tuned_in_a_network_namespace(kb: KnowledgeBase, workdir: Path) -> None:
+def test_at_least_applied_by_tuned_in_a_network_namespace(
+    kb: KnowledgeBase, tmp_path: Path
+) -> None:
     """tuned's own sysctl reader and writer (plugin_sysctl._read_sysctl/_write_sysctl) with its
     modifiers, on the real kernel, in a private network namespace (per-namespace key only)."""
     plan = build_plan(kb, load_facts(EXAMPLES / "ec2-nginx-frontend.yaml"), "frontend-proxy")

@@ -1,4 +1,4 @@
-"""Issue 33's "done when": varied hosts the examples do not cover (clouds and their NIC drivers,
+"""Varied hosts the examples do not cover (clouds and their NIC drivers,
 aarch64 with 4 KiB and 64 KiB pages, 32-bit i686 and armv7l with lowmem, distribution kernels
 from RHEL 8 to 6.9 upstream, 512 MiB to 1.5 TiB, a Kubernetes node, operators' own values above
 and below the advice, hosts already in trouble) each planned with `recommend` and the file it
@@ -16,14 +16,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.engine.plan_builder import build_plan
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.kernel_version import KernelVersion
-from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, TESTS, load_facts
+from tests.conftest import EXAMPLE_PARAMS, EXAMPLE_PROFILES, EXAMPLES, TESTS, Cli, load_facts
 
 HOSTS = TESTS / "fixtures" / "hosts-varied"
 
@@ -112,8 +110,6 @@ TABLE: list[tuple[str, str, str]] = [
 # Cases the advisor cannot pass today, each naming the bug (the facts are right).
 KNOWN_BUGS: dict[str, str] = {}  # host stem -> the advisor bug it shows (strict xfail)
 
-runner = CliRunner()
-
 
 def profiles_of(profile: str) -> str | list[str]:
     """A TABLE row's profile column: one profile, or several joined by `+`."""
@@ -149,18 +145,16 @@ def _case(stem: str, profile: str, params: str) -> object:
 
 @pytest.mark.parametrize(("stem", "profile", "params"), [_case(*row) for row in TABLE])
 def test_recommend_then_check_is_clean(
-    stem: str, profile: str, params: str, tmp_path: Path
+    cli: Cli, stem: str, profile: str, params: str, tmp_path: Path
 ) -> None:
     facts = str(HOSTS / f"{stem}.yaml")
     sets = _sets(params)
     chosen = _profile_args(profile)
-    made = runner.invoke(app, ["recommend", "--facts", facts, *chosen, *sets, "-f", "conf"])
+    made = cli("recommend", "--facts", facts, *chosen, *sets, "-f", "conf")
     assert made.exit_code == 0, made.stdout + made.stderr
     conf = tmp_path / f"{stem}.conf"
     conf.write_text(made.stdout)
-    checked = runner.invoke(
-        app, ["check", str(conf), "--facts", facts, *chosen, *sets, "--fail-on", "info"]
-    )
+    checked = cli("check", str(conf), "--facts", facts, *chosen, *sets, "--fail-on", "info")
     assert checked.exit_code == 0, checked.stdout + checked.stderr
 
 
@@ -264,22 +258,19 @@ def test_observed_use_is_held_against_the_plan_on_many_hosts(kb: KnowledgeBase) 
     assert compared >= 10, compared
 
 
-def test_saturated_haproxy_is_told_to_raise_maxconn_first() -> None:
+def test_saturated_haproxy_is_told_to_raise_maxconn_first(cli: Cli) -> None:
     """The saturated HAProxy row: its full accept queue is its maxconn's evidence, and the plan
     says to raise maxconn before the deeper backlog it plans."""
     facts = str(HOSTS / "ec2-c6i-haproxy-saturated.yaml")
-    made = runner.invoke(
-        app,
-        [
-            "recommend",
-            "--facts",
-            facts,
-            "-p",
-            "frontend-proxy",
-            *_sets("listen_backlog=20000"),
-            "-f",
-            "markdown",
-        ],
+    made = cli(
+        "recommend",
+        "--facts",
+        facts,
+        "-p",
+        "frontend-proxy",
+        *_sets("listen_backlog=20000"),
+        "-f",
+        "markdown",
     )
     assert made.exit_code == 0, made.stdout + made.stderr
     assert "listen-backlog.server-saturated" in made.stdout

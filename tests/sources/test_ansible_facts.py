@@ -13,12 +13,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.sources.ansible_facts import host_facts_from_document, load_ansible_facts
-from tests.conftest import ROOT, TESTS, load_facts
+from tests.conftest import ROOT, TESTS, Cli, load_facts
 
 TREE = TESTS / "fixtures" / "ansible" / "tree"
 MIB = 1024 * 1024
@@ -81,10 +79,8 @@ def test_bad_values_name_the_field() -> None:
         host_facts_from_document([1, 2], "h2")
 
 
-def test_recommend_reads_one_hosts_setup_file() -> None:
-    result = CliRunner().invoke(
-        app, ["recommend", "--facts", str(TREE / "dtn-01"), "-p", "gridftp", "-f", "json"]
-    )
+def test_recommend_reads_one_hosts_setup_file(cli: Cli) -> None:
+    result = cli("recommend", "--facts", str(TREE / "dtn-01"), "-p", "gridftp", "-f", "json")
     assert result.exit_code == 0, result.output
     plan = json.loads(result.stdout)
     assert plan["host"]["hostname"] == "dtn-01"

@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.sources.app_configs import (
     MAX_CONFIG_BYTES,
@@ -19,6 +17,7 @@ from sysctl_advisor.sources.app_configs import (
 )
 from sysctl_advisor.sources.facts_file import facts_from_text
 from sysctl_advisor.sources.service_configs import with_service_configs
+from tests.conftest import Cli
 
 SECRET = "token=ghp_s3cr3t_value_that_must_not_leak"
 
@@ -27,24 +26,24 @@ def _load(facts: Path) -> HostFacts:
     return with_service_configs(facts_from_text(facts, facts.read_text()), facts.parent)
 
 
-def _facts(workdir: Path, services: dict[str, object]) -> Path:
-    path = workdir / "facts.yaml"
+def _facts(tmp_path: Path, services: dict[str, object]) -> Path:
+    path = tmp_path / "facts.yaml"
     data = {"memory": {"total": "16 GiB"}, "kernel": "6.1.0", "services": services}
     path.write_text(yaml.safe_dump(data))
     return path
 
 
-def test_redis_tcp_backlog_last_one_wins(workdir: Path) -> None:
-    conf = workdir / "redis.conf"
+def test_redis_tcp_backlog_last_one_wins(tmp_path: Path) -> None:
+    conf = tmp_path / "redis.conf"
     conf.write_text("# tcp-backlog 9\nbind 0.0.0.0\ntcp-backlog 1024\nTCP-BACKLOG 2048\n")
     assert read_redis(conf).values == {"listen_backlog": 2048}
-    facts = _load(_facts(workdir, {"redis": {"config": "redis.conf", "listen_backlog": 511}}))
+    facts = _load(_facts(tmp_path, {"redis": {"config": "redis.conf", "listen_backlog": 511}}))
     assert facts.services["redis"].listen_backlog == 2048  # the config the server reads wins
     assert facts.services["redis"].config_error is None
 
 
-def test_postgresql_settings_and_units(workdir: Path) -> None:
-    conf = workdir / "postgresql.conf"
+def test_postgresql_settings_and_units(tmp_path: Path) -> None:
+    conf = tmp_path / "postgresql.conf"
     conf.write_text(
         "max_connections = 100\n"
         "max_connections=300   # raised\n"
@@ -59,12 +58,10 @@ def test_postgresql_settings_and_units(workdir: Path) -> None:
     assert read_postgresql(conf).values == {"shared_buffers": 16384 * 8192}
 
 
-def test_the_profile_takes_the_configs_figures(workdir: Path) -> None:
-    (workdir / "postgresql.conf").write_text("max_connections = 300\nshared_buffers = 8GB\n")
-    facts = _facts(workdir, {"postgresql": {"config": "postgresql.conf"}})
-    result = CliRunner().invoke(
-        app, ["recommend", "--facts", str(facts), "-p", "postgresql", "--set", "huge_pages=true"]
-    )
+def test_the_profile_takes_the_configs_figures(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "postgresql.conf").write_text("max_connections = 300\nshared_buffers = 8GB\n")
+    facts = _facts(tmp_path, {"postgresql": {"config": "postgresql.conf"}})
+    result = cli("recommend", "--facts", str(facts), "-p", "postgresql", "--set", "huge_pages=true")
     assert result.exit_code == 0, result.output
     assert "listen_backlog=600" in result.stdout and "max_connections=300" in result.stdout
     assert "shared_buffers=8589934592" in result.stdout
@@ -84,8 +81,8 @@ def test_the_profile_takes_the_configs_figures(workdir: Path) -> None:
         "tcp-backlog 12 34\n",
     ],
 )
-def test_redis_numbers_are_bounded(workdir: Path, payload: str) -> None:
-    conf = workdir / "redis.conf"
+def test_redis_numbers_are_bounded(tmp_path: Path, payload: str) -> None:
+    conf = tmp_path / "redis.conf"
     conf.write_text("tcp-backlog 1024\n" + payload)
     settings = read_redis(conf)
     assert "listen_backlog" not in settings.values  # the server would refuse: no figure
@@ -102,19 +99,19 @@ def test_redis_numbers_are_bounded(workdir: Path, payload: str) -> None:
         "shared_buffers = '8 gb'\n",  # units are case-sensitive
     ],
 )
-def test_postgresql_numbers_are_bounded(workdir: Path, payload: str) -> None:
-    conf = workdir / "postgresql.conf"
+def test_postgresql_numbers_are_bounded(tmp_path: Path, payload: str) -> None:
+    conf = tmp_path / "postgresql.conf"
     conf.write_text(payload)
     settings = read_postgresql(conf)
     assert settings.values == {}
     assert settings.error is not None
 
 
-def test_a_config_outside_the_facts_directory_is_not_read(workdir: Path) -> None:
-    outside = workdir / "outside"
+def test_a_config_outside_the_facts_directory_is_not_read(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "redis.conf").write_text(f"tcp-backlog 4096\n# {SECRET}\n")
-    inner = workdir / "inner"
+    inner = tmp_path / "inner"
     inner.mkdir()
     (inner / "link.conf").symlink_to(outside / "redis.conf")
     for config in (str(outside / "redis.conf"), "../outside/redis.conf", "link.conf"):
@@ -125,34 +122,34 @@ def test_a_config_outside_the_facts_directory_is_not_read(workdir: Path) -> None
         assert SECRET not in service.config_error
 
 
-def test_special_files_and_oversized_files_are_refused(workdir: Path) -> None:
-    fifo = workdir / "fifo.conf"
+def test_special_files_and_oversized_files_are_refused(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.conf"
     os.mkfifo(fifo)  # opening it for reading would block: it must never be opened
-    facts = _load(_facts(workdir, {"redis": {"config": "fifo.conf"}}))
+    facts = _load(_facts(tmp_path, {"redis": {"config": "fifo.conf"}}))
     assert "not a regular file" in (facts.services["redis"].config_error or "")
-    (workdir / "dir.conf").mkdir()
-    facts = _load(_facts(workdir, {"postgresql": {"config": "dir.conf"}}))
+    (tmp_path / "dir.conf").mkdir()
+    facts = _load(_facts(tmp_path, {"postgresql": {"config": "dir.conf"}}))
     assert "directory" in (facts.services["postgresql"].config_error or "")
-    big = workdir / "big.conf"
+    big = tmp_path / "big.conf"
     big.write_bytes(b"#" * MAX_CONFIG_BYTES + b"\ntcp-backlog 4096\n")
-    facts = _load(_facts(workdir, {"redis": {"config": "big.conf"}}))
+    facts = _load(_facts(tmp_path, {"redis": {"config": "big.conf"}}))
     assert facts.services["redis"].listen_backlog is None
     assert "larger than" in (facts.services["redis"].config_error or "")
 
 
-def test_config_text_reaches_the_facts_as_one_escaped_line(workdir: Path) -> None:
-    conf = workdir / "redis.conf"
+def test_config_text_reaches_the_facts_as_one_escaped_line(tmp_path: Path) -> None:
+    conf = tmp_path / "redis.conf"
     # a control character, an escape sequence and a line separator in what is quoted back
     conf.write_bytes(b"include /etc/\x1b[31mred\x07\xe2\x80\xa8x.conf\n" + b"include y\n" * 50)
-    facts = _load(_facts(workdir, {"redis": {"config": "redis.conf"}}))
+    facts = _load(_facts(tmp_path, {"redis": {"config": "redis.conf"}}))
     error = facts.services["redis"].config_error or ""
     assert "include not followed" in error and "(and 48 more)" in error
     assert "\x1b" not in error and "\x07" not in error and "\u2028" not in error
     assert "\n" not in error
 
 
-def test_invalid_utf8_does_not_stop_the_run(workdir: Path) -> None:
-    conf = workdir / "postgresql.conf"
+def test_invalid_utf8_does_not_stop_the_run(tmp_path: Path) -> None:
+    conf = tmp_path / "postgresql.conf"
     conf.write_bytes(b"\xff\xfe max_connections = 50\nmax_connections = 40\n")
     assert read_postgresql(conf).values == {"max_connections": 40}
 
@@ -168,10 +165,10 @@ def test_invalid_utf8_does_not_stop_the_run(workdir: Path) -> None:
     ],
 )
 def test_a_facts_file_with_a_figure_out_of_bounds_is_refused(
-    workdir: Path, service: dict[str, object], field: str
+    cli: Cli, tmp_path: Path, service: dict[str, object], field: str
 ) -> None:
-    facts = _facts(workdir, {"postgresql": service})
-    result = CliRunner().invoke(app, ["recommend", "--facts", str(facts), "-p", "postgresql"])
+    facts = _facts(tmp_path, {"postgresql": service})
+    result = cli("recommend", "--facts", str(facts), "-p", "postgresql")
     assert result.exit_code == 2, result.output
     assert field in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1, result.output
@@ -181,10 +178,10 @@ REFUSAL = ": outside the facts file's directory; not read"
 FS_CALLS = ("open", "stat", "lstat", "readlink", "scandir", "listdir", "access")
 
 
-def _outside_names(workdir: Path) -> tuple[Path, list[str]]:
+def _outside_names(tmp_path: Path) -> tuple[Path, list[str]]:
     """Names a hostile facts file gives for a service's config, each outside its directory:
     an existing file, a missing one, a directory, absolute or climbing up with `..`."""
-    outside = workdir / "outside"
+    outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.conf").write_text(f"tcp-backlog 4096\n# {SECRET}\n")
     (outside / "a-directory").mkdir()
@@ -196,13 +193,13 @@ def _outside_names(workdir: Path) -> tuple[Path, list[str]]:
 
 @pytest.mark.parametrize("service", ["redis", "valkey", "postgresql", "nginx"])
 def test_a_config_named_outside_the_facts_directory_is_refused_unlooked_at(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch, service: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, service: str
 ) -> None:
     """An absolute name, or one whose `..` leaves the facts file's directory, is refused on
     its text: nothing there is opened or looked at, and the refusal is the same words whether
     the file exists, is missing or is a directory (no oracle for the facts file's author)."""
-    outside, names = _outside_names(workdir)
-    facts_dir = workdir / "facts"
+    outside, names = _outside_names(tmp_path)
+    facts_dir = tmp_path / "facts"
     facts_dir.mkdir()
     touched: list[str] = []
     for call in FS_CALLS:
@@ -210,7 +207,7 @@ def test_a_config_named_outside_the_facts_directory_is_refused_unlooked_at(
 
         def spy(path: object = ".", *args: object, _real: object = real, **kw: object) -> object:
             shown = os.fsdecode(path) if isinstance(path, str | bytes | os.PathLike) else ""
-            if shown.startswith((str(outside), "/etc/shadow")) or shown in ("/", str(workdir)):
+            if shown.startswith((str(outside), "/etc/shadow")) or shown in ("/", str(tmp_path)):
                 touched.append(shown)
             return _real(path, *args, **kw)  # type: ignore[operator]
 
@@ -225,12 +222,12 @@ def test_a_config_named_outside_the_facts_directory_is_refused_unlooked_at(
 
 @pytest.mark.parametrize("service", ["redis", "postgresql", "nginx"])
 def test_a_link_out_of_the_facts_directory_gets_the_same_refusal(
-    workdir: Path, service: str
+    tmp_path: Path, service: str
 ) -> None:
     """A name beneath the directory that a link there leads outside of: refused with the same
     words, whatever lies outside (a file, nothing, a directory)."""
-    outside, _ = _outside_names(workdir)
-    facts_dir = workdir / "facts"
+    outside, _ = _outside_names(tmp_path)
+    facts_dir = tmp_path / "facts"
     facts_dir.mkdir()
     (facts_dir / "out").symlink_to(outside)
     for target in ("secret.conf", "missing.conf", "a-directory"):
@@ -242,10 +239,10 @@ def test_a_link_out_of_the_facts_directory_gets_the_same_refusal(
             assert SECRET not in str(facts)
 
 
-def test_a_name_that_stays_beneath_the_directory_is_read(workdir: Path) -> None:
-    (workdir / "conf").mkdir()
-    (workdir / "conf" / "redis.conf").write_text("tcp-backlog 1024\n")
+def test_a_name_that_stays_beneath_the_directory_is_read(tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "redis.conf").write_text("tcp-backlog 1024\n")
     for name in ("conf/redis.conf", "./conf//redis.conf", "other/../conf/redis.conf"):
-        facts = _load(_facts(workdir, {"redis": {"config": name}}))
+        facts = _load(_facts(tmp_path, {"redis": {"config": name}}))
         assert facts.services["redis"].listen_backlog == 1024, name
         assert facts.services["redis"].config_error is None

@@ -29,8 +29,8 @@ BACKLOG = (
 OVERCOMMIT = "1:M 15 Dec 2019 16:48:53.528 # WARNING overcommit_memory is set to 0! Background"
 
 
-def tree(workdir: Path, files: dict[str, bytes]) -> Path:
-    root = workdir / "root"
+def tree(tmp_path: Path, files: dict[str, bytes]) -> Path:
+    root = tmp_path / "root"
     root.mkdir(exist_ok=True)
     for name, data in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -45,9 +45,9 @@ def read(root: Path) -> dict[str, dict[str, Any]]:
     return {e["family"]: e for e in found}
 
 
-def test_a_copied_trees_redis_log(workdir: Path) -> None:
+def test_a_copied_trees_redis_log(tmp_path: Path) -> None:
     text = f"{BACKLOG}\n# Server initialized\n{OVERCOMMIT}\n{OVERCOMMIT}\n"
-    events = read(tree(workdir, {REDIS_LOG: text.encode()}))
+    events = read(tree(tmp_path, {REDIS_LOG: text.encode()}))
     assert events["redis.tcp-backlog"] == {
         "family": "redis.tcp-backlog",
         "count": 1,
@@ -60,62 +60,62 @@ def test_a_copied_trees_redis_log(workdir: Path) -> None:
     assert "first_seen" not in events["redis.overcommit-memory"]  # a file's lines: no time
 
 
-def test_nothing_to_read_is_none_and_a_quiet_log_is_empty(workdir: Path) -> None:
-    assert read_app_log(READERS, root=tree(workdir, {})) is None
-    root = tree(workdir, {"var/log/elasticsearch/elasticsearch.log": b"started\n"})
+def test_nothing_to_read_is_none_and_a_quiet_log_is_empty(tmp_path: Path) -> None:
+    assert read_app_log(READERS, root=tree(tmp_path, {})) is None
+    root = tree(tmp_path, {"var/log/elasticsearch/elasticsearch.log": b"started\n"})
     assert read_app_log(READERS, root=root) == []
 
 
-def test_a_copied_tree_never_runs_commands(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_copied_tree_never_runs_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(argv: list[str]) -> bytes | None:
         raise AssertionError(f"ran {argv}")
 
     monkeypatch.setattr(kernel_log_input, "_run", refuse)
-    assert read_app_log(READERS, root=tree(workdir, {})) is None
+    assert read_app_log(READERS, root=tree(tmp_path, {})) is None
 
 
-def test_a_huge_line_is_cut_before_matching(workdir: Path) -> None:
+def test_a_huge_line_is_cut_before_matching(tmp_path: Path) -> None:
     huge = b"x" * (kernel_log_input.MAX_RAW_LINE * 3) + BACKLOG.encode()
     line = b"y" * 5000 + b" " + BACKLOG.encode()  # the match lies past MAX_LINE characters
-    root = tree(workdir, {REDIS_LOG: huge + b"\n" + line + b"\n" + OVERCOMMIT.encode() * 40})
+    root = tree(tmp_path, {REDIS_LOG: huge + b"\n" + line + b"\n" + OVERCOMMIT.encode() * 40})
     events = read(root)
     assert set(events) == {"redis.overcommit-memory"}
     assert len(events["redis.overcommit-memory"]["example"]) <= 512
 
 
-def test_nul_bytes_and_non_utf8_do_not_reach_the_example(workdir: Path) -> None:
+def test_nul_bytes_and_non_utf8_do_not_reach_the_example(tmp_path: Path) -> None:
     line = b"\x00\xff\xfe\x1b[31m" + BACKLOG.encode() + b"\x00\x85\xe2\x80\xae tail\r\n"
-    events = read(tree(workdir, {REDIS_LOG: line}))
+    events = read(tree(tmp_path, {REDIS_LOG: line}))
     example = events["redis.tcp-backlog"]["example"]
     assert "\x00" not in example and "\x1b" not in example and "\u202e" not in example
     assert "\r" not in example and "\ufffd" in example  # invalid UTF-8, replaced and visible
     assert events["redis.tcp-backlog"]["wants"] == 511
 
 
-def test_a_symlink_out_of_a_copied_tree_is_not_followed(workdir: Path) -> None:
-    outside = workdir / "outside.log"
+def test_a_symlink_out_of_a_copied_tree_is_not_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.log"
     outside.write_text(BACKLOG + "\n")
-    root = tree(workdir, {})
+    root = tree(tmp_path, {})
     (root / "var/log/redis").mkdir(parents=True)
     (root / REDIS_LOG).symlink_to(outside)
     (root / "var/log/redis/redis.log").symlink_to("../../../../outside.log")
     assert read_app_log(READERS, root=root) is None
 
 
-def test_a_symlink_inside_the_tree_is_read(workdir: Path) -> None:
-    root = tree(workdir, {"var/log/redis/real.log": (BACKLOG + "\n").encode()})
+def test_a_symlink_inside_the_tree_is_read(tmp_path: Path) -> None:
+    root = tree(tmp_path, {"var/log/redis/real.log": (BACKLOG + "\n").encode()})
     (root / REDIS_LOG).symlink_to("real.log")
     assert read(root)["redis.tcp-backlog"]["count"] == 1
 
 
-def test_a_fifo_is_skipped_without_blocking(workdir: Path) -> None:
-    root = tree(workdir, {"var/log/redis/redis.log": (OVERCOMMIT + "\n").encode()})
+def test_a_fifo_is_skipped_without_blocking(tmp_path: Path) -> None:
+    root = tree(tmp_path, {"var/log/redis/redis.log": (OVERCOMMIT + "\n").encode()})
     os.mkfifo(root / REDIS_LOG)  # nothing ever writes to it: opening it to read would block
     assert set(read(root)) == {"redis.overcommit-memory"}
 
 
-def test_a_directory_where_the_log_should_be_is_skipped(workdir: Path) -> None:
-    root = tree(workdir, {})
+def test_a_directory_where_the_log_should_be_is_skipped(tmp_path: Path) -> None:
+    root = tree(tmp_path, {})
     (root / REDIS_LOG).mkdir(parents=True)
     assert read_app_log(READERS, root=root) is None
 
@@ -240,17 +240,17 @@ def test_the_facts_round_trip() -> None:
     assert facts_to_data(facts_from_data(data)) == data
 
 
-def test_the_facts_command_writes_the_events(workdir: Path) -> None:
+def test_the_facts_command_writes_the_events(tmp_path: Path) -> None:
     from sysctl_advisor.commands.facts import facts as facts_command
 
     root = tree(
-        workdir,
+        tmp_path,
         {
             "proc/meminfo": b"MemTotal: 8000000 kB\n",
             REDIS_LOG: (BACKLOG + "\n").encode(),
         },
     )
-    out = workdir / "facts.yaml"
+    out = tmp_path / "facts.yaml"
     assert facts_command(root=root, output=out) == 0
     written = facts_from_text(out, out.read_text())
     assert written.observed.app_events is not None
@@ -280,10 +280,10 @@ def test_the_facts_command_writes_the_events(workdir: Path) -> None:
     ],
 )
 def test_a_bad_event_in_a_facts_file_is_one_line(
-    workdir: Path, event: dict[str, Any], field: str
+    tmp_path: Path, event: dict[str, Any], field: str
 ) -> None:
     good = {"family": "redis.tcp-backlog", "count": 1, "example": "x"}
-    path = workdir / "facts.yaml"
+    path = tmp_path / "facts.yaml"
     text = json.dumps({"memory": {"total": 1 << 30}, "observed": {"app_events": [good | event]}})
     path.write_text(text)
     with pytest.raises(InputError) as caught:

@@ -142,8 +142,8 @@ def test_dmesg_t_times_are_local_wall_clock(monkeypatch: pytest.MonkeyPatch) -> 
     assert found["tcp.syn-flood"]["last_seen"] == "2026-11-22T09:30:00Z"
 
 
-def test_further_lines_of_a_message_take_its_time(workdir: Path) -> None:
-    path = workdir / "dmesg-T.txt"
+def test_further_lines_of_a_message_take_its_time(tmp_path: Path) -> None:
+    path = tmp_path / "dmesg-T.txt"
     path.write_text(
         "[Sun Nov 22 10:00:00 2026] swapper/0: page allocation failure: order:0, mode:0x20\n"
         "[Sun Nov 22 10:05:00 2026] BUG: something\n"
@@ -156,8 +156,8 @@ def test_further_lines_of_a_message_take_its_time(workdir: Path) -> None:
     assert result["kernel_log"]["since"] == "2026-11-22T00:00:00Z"
 
 
-def test_dmesg_iso_time_format(workdir: Path) -> None:
-    path = workdir / "dmesg-iso.txt"
+def test_dmesg_iso_time_format(tmp_path: Path) -> None:
+    path = tmp_path / "dmesg-iso.txt"
     path.write_text(
         "2026-11-21T20:25:57,000000+00:00 Linux version 6.18.44\n"
         "2026-11-22T10:00:00,123456+01:00 TCP: out of memory -- consider tuning tcp_mem\n"
@@ -204,8 +204,8 @@ def test_since_keeps_the_window() -> None:
     assert result["kernel_log"]["lines"] == 7  # the kernel lines of Nov 21
 
 
-def test_a_syslog_year_is_the_latest_not_in_the_future(workdir: Path) -> None:
-    path = workdir / "kern.log"
+def test_a_syslog_year_is_the_latest_not_in_the_future(tmp_path: Path) -> None:
+    path = tmp_path / "kern.log"
     path.write_text(
         "Dec 31 23:59:00 h kernel: TCP: too many orphaned sockets\n"
         "Jan  1 00:10:00 h kernel: TCP: too many orphaned sockets\n"
@@ -239,8 +239,8 @@ def test_syslog_times_are_local(monkeypatch: pytest.MonkeyPatch) -> None:
 # --- hostile input -------------------------------------------------------------------------
 
 
-def test_a_fifo_is_refused_without_blocking(workdir: Path) -> None:
-    fifo = workdir / "fifo"
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     started = time.monotonic()
     with pytest.raises(InputError) as caught:
@@ -258,32 +258,32 @@ def test_a_fifo_is_refused_without_blocking(workdir: Path) -> None:
         (lambda d: Path("/dev/zero"), "not a regular file"),
     ],
 )
-def test_an_unreadable_kernel_log_is_one_line(workdir: Path, make: Any, words: str) -> None:
+def test_an_unreadable_kernel_log_is_one_line(tmp_path: Path, make: Any, words: str) -> None:
     with pytest.raises(InputError) as caught:
-        read_kernel_log(MATCHERS, path=make(workdir))
+        read_kernel_log(MATCHERS, path=make(tmp_path))
     assert caught.value.field == "--kernel-log"
     assert words in str(caught.value) and "\n" not in str(caught.value)
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode")
-def test_a_file_without_read_permission(workdir: Path) -> None:
-    path = workdir / "secret.log"
+def test_a_file_without_read_permission(tmp_path: Path) -> None:
+    path = tmp_path / "secret.log"
     path.write_text("Out of socket memory\n")
     path.chmod(0)
     with pytest.raises(InputError, match="cannot read: Permission denied"):
         read_kernel_log(MATCHERS, path=path)
 
 
-def test_an_empty_file_is_read_with_nothing_found(workdir: Path) -> None:
-    path = workdir / "empty.log"
+def test_an_empty_file_is_read_with_nothing_found(tmp_path: Path) -> None:
+    path = tmp_path / "empty.log"
     path.write_bytes(b"")
     result = read(path)
     assert result["kernel_events"] == [] and result["kernel_messages"] == []
     assert result["kernel_log"]["lines"] == 0
 
 
-def test_control_characters_do_not_reach_the_example(workdir: Path) -> None:
-    path = workdir / "dmesg.txt"
+def test_control_characters_do_not_reach_the_example(tmp_path: Path) -> None:
+    path = tmp_path / "dmesg.txt"
     path.write_bytes(
         b"[1.0] \x1b[31mOut of socket memory\x1b[0m\x07\x00 \xe2\x80\xae evil\r\tend\n"
         b"[2.0] TCP: too many orphaned sockets\x85\xff\n"
@@ -295,8 +295,8 @@ def test_control_characters_do_not_reach_the_example(workdir: Path) -> None:
     assert found["tcp.too-many-orphans"]["example"].isprintable()
 
 
-def test_a_huge_line_is_cut_before_matching(workdir: Path) -> None:
-    path = workdir / "huge.log"
+def test_a_huge_line_is_cut_before_matching(tmp_path: Path) -> None:
+    path = tmp_path / "huge.log"
     with path.open("wb") as out:
         out.write(b"[1.0] page allocation failure " + b"A" * (20 * 1024 * 1024) + b"\n")
         out.write(b"[2.0] " + b"B" * 5000 + b" Out of socket memory\n")  # past MAX_LINE
@@ -312,11 +312,11 @@ def test_a_huge_line_is_cut_before_matching(workdir: Path) -> None:
     assert result["kernel_log"]["lines"] == 3
 
 
-def test_counting_is_linear_in_near_misses(workdir: Path) -> None:
+def test_counting_is_linear_in_near_misses(tmp_path: Path) -> None:
     """Lines built to make a naive matcher backtrack: prefixes of every substring repeated."""
     prefixes = " ".join(s[:-1] for subs in MATCHERS.values() for s in subs)
     line = (prefixes + " ") * (kernel_log_lines.MAX_LINE // len(prefixes) + 1)
-    path = workdir / "near.log"
+    path = tmp_path / "near.log"
     path.write_text(("[1.0] " + line[: kernel_log_lines.MAX_LINE] + "\n") * 10_000)
     started = time.monotonic()
     result = read(path)
@@ -326,11 +326,11 @@ def test_counting_is_linear_in_near_misses(workdir: Path) -> None:
 
 
 def test_only_the_newest_lines_of_a_log_of_many_short_lines_are_kept(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """66 MB of `ab` lines once took two minutes and 1.3 GB: the line count is bounded too."""
     monkeypatch.setattr(kernel_log_input, "MAX_LOG_LINES", 1000)
-    path = workdir / "short-lines.log"
+    path = tmp_path / "short-lines.log"
     path.write_text(
         "[1.0] Out of socket memory\n" * 5
         + "ab\n" * 5000
@@ -343,9 +343,11 @@ def test_only_the_newest_lines_of_a_log_of_many_short_lines_are_kept(
     assert set(found) == {"tcp.too-many-orphans"}
 
 
-def test_only_the_end_of_a_long_log_is_read(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_only_the_end_of_a_long_log_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(kernel_log_input, "MAX_LOG_BYTES", 200)
-    path = workdir / "long.log"
+    path = tmp_path / "long.log"
     old = "[1.0] Out of socket memory\n" * 20
     path.write_text(old + "[2.0] TCP: too many orphaned sockets\n" * 3)
     result = read(path)
@@ -371,8 +373,8 @@ def test_only_the_end_of_a_long_log_is_read(workdir: Path, monkeypatch: pytest.M
         "[1, 2, 3]",
     ],
 )
-def test_hostile_journal_lines(workdir: Path, line: str) -> None:
-    path = workdir / "journal.json"
+def test_hostile_journal_lines(tmp_path: Path, line: str) -> None:
+    path = tmp_path / "journal.json"
     path.write_text('{"MESSAGE": "start", "_TRANSPORT": "kernel"}\n' + line + "\n")
     result = read(path)
     for event in result["kernel_events"]:
@@ -388,15 +390,15 @@ def test_hostile_journal_lines(workdir: Path, line: str) -> None:
         "2026-11-22T10:00:00+99:00 h kernel: Out of socket memory",
     ],
 )
-def test_times_out_of_range_are_dropped(workdir: Path, line: str) -> None:
-    path = workdir / "kern.log"
+def test_times_out_of_range_are_dropped(tmp_path: Path, line: str) -> None:
+    path = tmp_path / "kern.log"
     path.write_text(line + "\n")
     event = events(read(path))["tcp.out-of-socket-memory"]
     assert event["count"] == 1 and "first_seen" not in event
 
 
-def test_printk_caller_ids_are_not_part_of_the_message(workdir: Path) -> None:
-    path = workdir / "dmesg.txt"
+def test_printk_caller_ids_are_not_part_of_the_message(tmp_path: Path) -> None:
+    path = tmp_path / "dmesg.txt"
     path.write_text(
         "[  601.749973][T19113] TCP: request_sock_TCP: Possible SYN flooding on port "
         "127.0.0.1:23456. Sending cookies.\n[  602.1][    C2] Out of socket memory\n"
@@ -406,9 +408,9 @@ def test_printk_caller_ids_are_not_part_of_the_message(workdir: Path) -> None:
     assert found["tcp.out-of-socket-memory"]["example"] == "Out of socket memory"
 
 
-def test_a_family_list_from_a_hostile_rules_dir(workdir: Path) -> None:
+def test_a_family_list_from_a_hostile_rules_dir(tmp_path: Path) -> None:
     """Empty substrings would match every line; family ids reach the facts as given."""
-    path = workdir / "k.log"
+    path = tmp_path / "k.log"
     path.write_text("[1.0] hello\n")
     result = read_kernel_log({"x.y": ["", "HELLO"]}, path=path, now=NOW)
     assert result is not None and events(result)["x.y"]["count"] == 1
@@ -419,8 +421,8 @@ def test_a_family_list_from_a_hostile_rules_dir(workdir: Path) -> None:
 # --- sources on a copied tree and on the live host -----------------------------------------
 
 
-def tree(workdir: Path, files: dict[str, str]) -> Path:
-    root = workdir / "root"
+def tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "root"
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
@@ -428,9 +430,9 @@ def tree(workdir: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def test_a_copied_tree_reads_kern_log(workdir: Path) -> None:
+def test_a_copied_tree_reads_kern_log(tmp_path: Path) -> None:
     root = tree(
-        workdir,
+        tmp_path,
         {
             "var/log/kern.log": (FIXTURES / "syslog-2.6.log").read_text(),
             "var/log/messages": "Nov 20 03:14:07 h kernel: TCP: too many orphaned sockets\n",
@@ -442,9 +444,9 @@ def test_a_copied_tree_reads_kern_log(workdir: Path) -> None:
     assert events(result)["tcp.syn-flood"]["count"] == 3
 
 
-def test_messages_counts_only_kernel_lines(workdir: Path) -> None:
+def test_messages_counts_only_kernel_lines(tmp_path: Path) -> None:
     root = tree(
-        workdir,
+        tmp_path,
         {
             "var/log/messages": "Nov 20 03:14:07 h kernel: TCP: too many orphaned sockets\n"
             "Nov 20 03:14:08 h app[1]: TCP: too many orphaned sockets\n"
@@ -457,42 +459,42 @@ def test_messages_counts_only_kernel_lines(workdir: Path) -> None:
     assert events(result)["tcp.too-many-orphans"]["count"] == 1
 
 
-def test_links_out_of_a_copied_tree_are_not_followed(workdir: Path) -> None:
-    outside = workdir / "outside.log"
+def test_links_out_of_a_copied_tree_are_not_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.log"
     outside.write_text("[1.0] Out of socket memory\n")
-    root = tree(workdir, {})
+    root = tree(tmp_path, {})
     (root / "var/log").mkdir(parents=True)
     (root / "var/log/kern.log").symlink_to(outside)
     (root / "var/log/messages").symlink_to("../../../outside.log")
     assert read_kernel_log(MATCHERS, root=root, now=NOW) is None
 
 
-def test_a_fifo_in_a_copied_tree_is_skipped(workdir: Path) -> None:
-    root = tree(workdir, {"var/log/messages": "Nov 20 03:14:07 h kernel: Out of socket memory\n"})
+def test_a_fifo_in_a_copied_tree_is_skipped(tmp_path: Path) -> None:
+    root = tree(tmp_path, {"var/log/messages": "Nov 20 03:14:07 h kernel: Out of socket memory\n"})
     os.mkfifo(root / "var/log/kern.log")
     result = read_kernel_log(MATCHERS, root=root, now=NOW)
     assert result is not None
     assert result["kernel_log"]["source"] == str(root / "var/log/messages")
 
 
-def test_a_copied_tree_never_runs_commands(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_copied_tree_never_runs_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(argv: list[str]) -> bytes | None:
         raise AssertionError(f"ran {argv}")
 
     monkeypatch.setattr(kernel_log_input, "_run", refuse)
-    assert read_kernel_log(MATCHERS, root=tree(workdir, {}), now=NOW) is None
+    assert read_kernel_log(MATCHERS, root=tree(tmp_path, {}), now=NOW) is None
 
 
 class FakeHost:
     """The live host's commands and files, faked: what each command prints (None: missing or
     refused), and kern.log/messages redirected into a temporary directory."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, workdir: Path) -> None:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         self.outputs: dict[str, bytes | None] = {"journalctl": None, "dmesg": None}
         self.calls: list[list[str]] = []
         monkeypatch.setattr(kernel_log_input, "_run", self.run)
-        self.kern_log = workdir / "kern.log"
-        self.messages = workdir / "messages"
+        self.kern_log = tmp_path / "kern.log"
+        self.messages = tmp_path / "messages"
         monkeypatch.setattr(kernel_log, "KERN_LOG", str(self.kern_log).lstrip("/"))
         monkeypatch.setattr(kernel_log, "MESSAGES", str(self.messages).lstrip("/"))
 
@@ -507,8 +509,8 @@ def journal_line(message: str, when: str) -> bytes:
     return json.dumps(entry).encode() + b"\n"
 
 
-def test_live_host_prefers_the_journal(monkeypatch: pytest.MonkeyPatch, workdir: Path) -> None:
-    host = FakeHost(monkeypatch, workdir)
+def test_live_host_prefers_the_journal(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    host = FakeHost(monkeypatch, tmp_path)
     host.outputs["journalctl"] = journal_line("Out of socket memory", "2026-11-22T08:00:00")
     host.outputs["dmesg"] = b"[1.0] TCP: too many orphaned sockets\n"
     host.kern_log.write_text("Nov 20 03:14:07 h kernel: TCP: too many orphaned sockets\n")
@@ -522,9 +524,9 @@ def test_live_host_prefers_the_journal(monkeypatch: pytest.MonkeyPatch, workdir:
 
 
 def test_live_journal_with_a_window_covers_every_boot(
-    monkeypatch: pytest.MonkeyPatch, workdir: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    host = FakeHost(monkeypatch, workdir)
+    host = FakeHost(monkeypatch, tmp_path)
     host.outputs["journalctl"] = journal_line(
         "Out of socket memory", "2026-11-22T08:00:00"
     ) + journal_line("Out of socket memory", "2026-11-01T08:00:00")
@@ -541,9 +543,9 @@ def test_live_journal_with_a_window_covers_every_boot(
 
 
 def test_live_host_falls_back_to_kern_log_then_messages_then_dmesg(
-    monkeypatch: pytest.MonkeyPatch, workdir: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    host = FakeHost(monkeypatch, workdir)
+    host = FakeHost(monkeypatch, tmp_path)
     host.outputs["journalctl"] = b""  # runs, but holds no kernel line (a container)
     host.outputs["dmesg"] = b"[1.0] TCP: too many orphaned sockets\n"
     host.messages.write_text("Nov 20 03:14:07 h kernel: Out of socket memory\n")
@@ -570,9 +572,9 @@ def test_live_host_falls_back_to_kern_log_then_messages_then_dmesg(
 
 
 def test_live_dmesg_window_uses_the_monotonic_clock(
-    monkeypatch: pytest.MonkeyPatch, workdir: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    host = FakeHost(monkeypatch, workdir)
+    host = FakeHost(monkeypatch, tmp_path)
     monkeypatch.setattr(kernel_log.time, "monotonic", lambda: 10_000.0)
     host.outputs["dmesg"] = (
         b"[ 5000.000000] Out of socket memory\n"

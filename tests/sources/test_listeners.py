@@ -42,8 +42,8 @@ def _fake_process(proc: Path, pid: int, comm: str, exe: str, fds: dict[str, str]
         os.symlink(target, directory / "fd" / fd)
 
 
-def test_owner_is_the_lowest_pid_holding_the_socket(workdir: Path) -> None:
-    proc = workdir / "proc"
+def test_owner_is_the_lowest_pid_holding_the_socket(tmp_path: Path) -> None:
+    proc = tmp_path / "proc"
     _fake_process(proc, 120, "nginx", "/usr/sbin/nginx", {"6": "socket:[5001]"})  # a worker
     _fake_process(proc, 100, "nginx", "/usr/sbin/nginx", {"6": "socket:[5001]", "7": "pipe:[9]"})
     _fake_process(proc, 300, "redis-server", "/usr/bin/redis-server", {"3": "socket:[5002]"})
@@ -52,12 +52,12 @@ def test_owner_is_the_lowest_pid_holding_the_socket(workdir: Path) -> None:
 
 
 def test_owners_stop_reading_descriptors_once_every_listener_is_found(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A server holding thousands of connections besides its listener: once every listener's
     owner is known no other descriptor is read, so `facts` on a namespace full of connections
     takes what it takes on an idle one (benchmarks/facts_many_sockets.py)."""
-    proc = workdir / "proc"
+    proc = tmp_path / "proc"
     connections = {str(fd): f"socket:[{9000 + fd}]" for fd in range(4, 2004)}
     _fake_process(proc, 100, "nginx", "/usr/sbin/nginx", {"3": "socket:[5001]", **connections})
     _fake_process(proc, 200, "redis-server", "/usr/bin/redis-server", connections)
@@ -73,8 +73,8 @@ def test_owners_stop_reading_descriptors_once_every_listener_is_found(
     assert read[-1] == "socket:[5001]"
 
 
-def test_process_description_keeps_no_arguments(workdir: Path) -> None:
-    proc = workdir / "proc"
+def test_process_description_keeps_no_arguments(tmp_path: Path) -> None:
+    proc = tmp_path / "proc"
     _fake_process(proc, 7, "redis-server", "/usr/bin/redis-server (deleted)", {})
     (proc / "7" / "cmdline").write_bytes(b"redis-server\0--requirepass\0s3cret\0")
     described = describe_process(proc / "7", 7)
@@ -82,8 +82,8 @@ def test_process_description_keeps_no_arguments(workdir: Path) -> None:
     assert "s3cret" not in json.dumps(described)
 
 
-def test_hostile_process_names_are_made_printable(workdir: Path) -> None:
-    proc = workdir / "proc"
+def test_hostile_process_names_are_made_printable(tmp_path: Path) -> None:
+    proc = tmp_path / "proc"
     hostile = "evil\x1b[2J\nname"
     _fake_process(proc, 9, "x", "/tmp/" + hostile.replace("/", ""), {})
     (proc / "9" / "comm").write_text(hostile)
@@ -98,13 +98,13 @@ def test_hostile_process_names_are_made_printable(workdir: Path) -> None:
     )  # fmt: skip
 
 
-def _elf_with_section(workdir: Path, section: str | None) -> Path:
-    source = workdir / "main.c"
+def _elf_with_section(tmp_path: Path, section: str | None) -> Path:
+    source = tmp_path / "main.c"
     source.write_text("int main(void) { return 0; }\n")
-    binary = workdir / f"prog-{section or 'plain'}".replace(".", "_")
+    binary = tmp_path / f"prog-{section or 'plain'}".replace(".", "_")
     subprocess.run(["gcc", "-o", str(binary), str(source)], check=True)
     if section:
-        payload = workdir / "payload"
+        payload = tmp_path / "payload"
         payload.write_bytes(b"\xff Go buildinf:" + bytes(16))
         subprocess.run(
             ["objcopy", "--add-section", f"{section}={payload}", str(binary)], check=True
@@ -115,14 +115,14 @@ def _elf_with_section(workdir: Path, section: str | None) -> Path:
 @pytest.mark.skipif(
     not (shutil.which("gcc") and shutil.which("objcopy")), reason="needs gcc and objcopy"
 )
-def test_go_binaries_are_told_by_their_sections(workdir: Path) -> None:
-    assert is_go_binary(_elf_with_section(workdir, ".go.buildinfo"))
-    assert is_go_binary(_elf_with_section(workdir, ".note.go.buildid"))
-    assert not is_go_binary(_elf_with_section(workdir, None))
+def test_go_binaries_are_told_by_their_sections(tmp_path: Path) -> None:
+    assert is_go_binary(_elf_with_section(tmp_path, ".go.buildinfo"))
+    assert is_go_binary(_elf_with_section(tmp_path, ".note.go.buildid"))
+    assert not is_go_binary(_elf_with_section(tmp_path, None))
     assert not is_go_binary(Path(sys.executable))
 
 
-def test_truncated_or_hostile_elf_files_are_not_go(workdir: Path) -> None:
+def test_truncated_or_hostile_elf_files_are_not_go(tmp_path: Path) -> None:
     cases = {
         "empty": b"",
         "magic only": b"\x7fELF",
@@ -135,13 +135,13 @@ def test_truncated_or_hostile_elf_files_are_not_go(workdir: Path) -> None:
         "random": os.urandom(4096),
     }  # fmt: skip
     for name, data in cases.items():
-        path = workdir / name.replace(" ", "-")
+        path = tmp_path / name.replace(" ", "-")
         path.write_bytes(data)
         assert not is_go_binary(path), name
-    fifo = workdir / "fifo"
+    fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     assert not is_go_binary(fifo)  # not opened for reading: it would block
-    assert not is_go_binary(workdir / "missing")
+    assert not is_go_binary(tmp_path / "missing")
 
 
 # A server with two listeners and one waiting connection; the reader and `ss -ltn` must agree.
@@ -166,8 +166,8 @@ print(json.dumps(read_listeners()))'
 
 @needs_netns
 @pytest.mark.skipif(shutil.which("ss") is None, reason="needs iproute2 ss")
-def test_listeners_match_ss_in_a_private_namespace(workdir: Path) -> None:
-    script = SCRIPT.format(ready=workdir / "ready", root=ROOT, python=sys.executable)
+def test_listeners_match_ss_in_a_private_namespace(tmp_path: Path) -> None:
+    script = SCRIPT.format(ready=tmp_path / "ready", root=ROOT, python=sys.executable)
     result = in_namespace(script, timeout=60)
     assert result.returncode == 0, result.stderr
     ss_part, advisor_part = result.stdout.split("== advisor\n")
@@ -279,13 +279,13 @@ class _CountingReader:
     ],
 )
 def test_a_crafted_section_table_is_refused_before_it_is_read(
-    workdir: Path, shoff: int, shentsize: int, shnum: int, why: str
+    tmp_path: Path, shoff: int, shentsize: int, shnum: int, why: str
 ) -> None:
     """The Go check reads at most the 64-byte ELF header of a crafted executable (an
     unprivileged user's listener could otherwise make root's `facts` read megabytes)."""
     from sysctl_advisor.sources.listeners import _has_go_section
 
-    path = workdir / "crafted"
+    path = tmp_path / "crafted"
     _crafted_elf(path, shoff, shentsize, shnum, size=8 * 1024 * 1024)
     reader = _CountingReader(path)
     try:

@@ -9,9 +9,7 @@ import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import facts_from_data
 from sysctl_advisor.sources.local_host import collect, collect_data
@@ -23,10 +21,9 @@ from sysctl_advisor.sources.proc_readers import (
     parse_sockstat,
     selected_mode,
 )
-from tests.conftest import TESTS
+from tests.conftest import TESTS, Cli
 
 HOSTS = TESTS / "fixtures" / "hosts"
-runner = CliRunner()
 
 
 def facts_of(kb: KnowledgeBase, name: str) -> dict[str, object]:
@@ -105,29 +102,29 @@ def test_dtn_overruns_give_ring_companion(kb: KnowledgeBase) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in HOSTS.iterdir()))
-def test_facts_command_output_loads_back(name: str, tmp_path: Path) -> None:
-    result = runner.invoke(app, ["facts", "--root", str(HOSTS / name)])
+def test_facts_command_output_loads_back(cli: Cli, name: str, tmp_path: Path) -> None:
+    result = cli("facts", "--root", str(HOSTS / name))
     assert result.exit_code == 0, result.stderr
     host = tmp_path / "host.yaml"
     host.write_text(result.stdout)
     assert yaml.safe_load(result.stdout)["memory"]["total"] > 0
-    again = runner.invoke(app, ["recommend", "--facts", str(host), "--profile", "base"])
+    again = cli("recommend", "--facts", str(host), "--profile", "base")
     assert again.exit_code == 0, again.stderr
-    as_json = runner.invoke(app, ["facts", "--root", str(HOSTS / name), "--format", "json"])
+    as_json = cli("facts", "--root", str(HOSTS / name), "--format", "json")
     assert as_json.exit_code == 0 and as_json.stdout.startswith("{")
 
 
-def test_facts_command_bad_root(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["facts", "--root", str(tmp_path)])
+def test_facts_command_bad_root(cli: Cli, tmp_path: Path) -> None:
+    result = cli("facts", "--root", str(tmp_path))
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1 and "meminfo" in result.stderr
-    missing = runner.invoke(app, ["facts", "--root", str(tmp_path / "nope")])
+    missing = cli("facts", "--root", str(tmp_path / "nope"))
     assert missing.exit_code == 2 and "not a directory" in missing.stderr
 
 
 @pytest.mark.skipif(not Path("/proc/meminfo").exists(), reason="needs a Linux /proc")
-def test_facts_of_this_machine(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["facts"])
+def test_facts_of_this_machine(cli: Cli, tmp_path: Path) -> None:
+    result = cli("facts")
     assert result.exit_code == 0, result.stderr
     data = yaml.safe_load(result.stdout)
     assert data["kernel"] and data["memory"]["total"] > 0

@@ -90,9 +90,9 @@ def queue_limits(output: str, section: str) -> dict[str, int]:
 
 
 @pytest.fixture
-def advised(kb: KnowledgeBase, workdir: Path) -> tuple[int, str, str]:
+def advised(kb: KnowledgeBase, tmp_path: Path) -> tuple[int, str, str]:
     """somaxconn and the nginx directive the advisor recommends for a config on port 8080."""
-    prefix = workdir / "nginx"
+    prefix = tmp_path / "nginx"
     prefix.mkdir()
     config = prefix / "nginx.conf"
     config.write_text(CONFIG.format(prefix=prefix, above=1))

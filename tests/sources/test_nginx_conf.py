@@ -7,20 +7,17 @@ import threading
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.sources.nginx_conf import (
     MAX_CONFIG_BYTES,
     NginxListens,
     read_nginx,
     socket_address,
 )
-from tests.conftest import EXAMPLES, HANG_SECONDS, TESTS
+from tests.conftest import EXAMPLES, HANG_SECONDS, TESTS, Cli
 
 FIXTURES = TESTS / "fixtures"
 FRONTEND = FIXTURES / "hosts" / "busy-frontend"
-runner = CliRunner()
 
 
 def test_sockets_from_a_debian_layout_in_a_copied_tree() -> None:
@@ -54,20 +51,17 @@ def test_missing_config_is_an_error_not_a_crash(tmp_path: Path) -> None:
     assert parsed.listens == [] and parsed.error is not None
 
 
-def test_nginx_conf_option_names_the_lines_to_change() -> None:
-    result = runner.invoke(
-        app,
-        [
-            "recommend",
-            "--facts",
-            str(EXAMPLES / "ec2-nginx-frontend.yaml"),
-            "--profile",
-            "frontend-proxy",
-            "--nginx-conf",
-            str(FIXTURES / "nginx/broken/nginx.conf"),
-            "--format",
-            "json",
-        ],
+def test_nginx_conf_option_names_the_lines_to_change(cli: Cli) -> None:
+    result = cli(
+        "recommend",
+        "--facts",
+        str(EXAMPLES / "ec2-nginx-frontend.yaml"),
+        "--profile",
+        "frontend-proxy",
+        "--nginx-conf",
+        str(FIXTURES / "nginx/broken/nginx.conf"),
+        "--format",
+        "json",
     )
     assert result.exit_code == 0, result.stderr
     import json
@@ -92,7 +86,7 @@ def _config_including(tmp_path: Path, target: str) -> Path:
 
 
 def test_an_included_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
-    """Issue 32, item 2: an include names a FIFO (in the config's own directory): refused on
+    """An include names a FIFO (in the config's own directory): refused on
     its descriptor, never read (opening it would wait for a writer forever)."""
     import os
 
@@ -130,8 +124,8 @@ def test_an_include_swapped_for_a_link_outside_is_judged_by_what_was_opened(
     assert parsed.error is not None and "outside" in parsed.error
 
 
-def test_thousands_of_sockets_are_summarised_not_an_error(tmp_path: Path) -> None:
-    """Issue 32, item 8: 5,000 listen blocks, or 20,000 included files, made a shipped rule
+def test_thousands_of_sockets_are_summarised_not_an_error(cli: Cli, tmp_path: Path) -> None:
+    """5,000 listen blocks, or 20,000 included files, made a shipped rule
     exceed its rendering or work budget (exit 2 naming the rule); the rules look at the 1,000
     shortest backlogs, say so, and their messages count instead of listing every socket."""
     many = tmp_path / "many.conf"
@@ -146,12 +140,9 @@ def test_thousands_of_sockets_are_summarised_not_an_error(tmp_path: Path) -> Non
     included = tmp_path / "included.conf"
     included.write_text("events {}\nhttp {\n include conf.d/*.conf;\n}\n")
     for config, count in ((many, 5000), (included, 20000)):
-        result = runner.invoke(
-            app,
-            [
-                *["recommend", "--facts", str(EXAMPLES / "ec2-nginx-frontend.yaml")],
-                *["-p", "frontend-proxy", "--nginx-conf", str(config), "-f", "json"],
-            ],
+        result = cli(
+            *["recommend", "--facts", str(EXAMPLES / "ec2-nginx-frontend.yaml")],
+            *["-p", "frontend-proxy", "--nginx-conf", str(config), "-f", "json"],
         )
         assert result.exit_code == 0, result.stderr
         import json
@@ -163,11 +154,11 @@ def test_thousands_of_sockets_are_summarised_not_an_error(tmp_path: Path) -> Non
         assert len([c for c in plan["companions"] if c["target"] == "nginx"]) <= 1001
 
 
-def test_a_long_comment_line_is_checked_not_refused(tmp_path: Path) -> None:
-    """Issue 32, item 8: a 3 MB comment line before a setting (valid input) is read."""
+def test_a_long_comment_line_is_checked_not_refused(cli: Cli, tmp_path: Path) -> None:
+    """A 3 MB comment line before a setting (valid input) is read."""
     conf = tmp_path / "99-long.conf"
     conf.write_text("# " + "x" * 3_000_000 + "\nnet.core.somaxconn = 4096\n")
-    result = runner.invoke(app, ["check", str(conf)])
+    result = cli("check", str(conf))
     assert result.exit_code == 0, result.stderr
 
 

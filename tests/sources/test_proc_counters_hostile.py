@@ -8,12 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.sources.proc_readers import parse_netstat, parse_sockstat
+from tests.conftest import invoke
 
-runner = CliRunner()
 HEADER = (
     "Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors "
     "IgnoredMulti MemErrors\n"
@@ -28,7 +26,7 @@ def facts_of(tmp_path: Path, files: dict[str, str]) -> dict:
     for name, text in {"proc/meminfo": "MemTotal: 8000000 kB\n", **files}.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
-    result = runner.invoke(app, ["facts", "--root", str(root), "-f", "json"])
+    result = invoke("facts", "--root", str(root), "-f", "json")
     assert result.exit_code == 0, result.stderr
     assert "internal error" not in result.stderr and "Traceback" not in result.stderr
     return json.loads(result.stdout)

@@ -43,7 +43,7 @@ from sysctl_advisor.sources.prometheus import (
     read_history,
     regex_literal,
 )
-from tests.conftest import HANG_SECONDS, ROOT
+from tests.conftest import HANG_SECONDS, ROOT, Cli, one_line_message
 from tests.namespaces import in_namespace, needs_netns, processes_with
 
 NOW = datetime(2026, 11, 22, 10, 0, 0, tzinfo=timezone.utc).timestamp()
@@ -193,36 +193,25 @@ def add(fake: FakePrometheus, series: dict[str, dict[str, str]]) -> None:
         fake.series.setdefault(metric, {}).update(by_instance)
 
 
-def one_line(error: InputError) -> str:
-    text = str(error)
-    assert "\n" not in text and "\r" not in text and text.isprintable(), text
-    return text
-
-
 # --- fleet ---------------------------------------------------------------------------------
 
 
 def test_fleet_takes_each_hosts_peaks_by_its_instance_label(
-    fake: FakePrometheus, workdir: Path
+    cli: Cli, fake: FakePrometheus, tmp_path: Path
 ) -> None:
     """`fleet --prometheus URL --instance {host}:9100`: each host's plan uses its own peaks
     (an orphan peak that only one host saw sets tcp_max_orphans only there)."""
-    from typer.testing import CliRunner
-
-    from sysctl_advisor.cli import app
     from tests.commands.test_fleet import TREE
 
-    tree = workdir / "tree"
+    tree = tmp_path / "tree"
     tree.mkdir()
     for name in ("web-01", "dtn-01"):
         shutil.copy(TREE / name, tree / name)
     add(fake, full_series("web-01:9100", orphans_peak="90000"))
     add(fake, full_series("dtn-01:9100", orphans_peak="10"))
-    out = workdir / "out"
+    out = tmp_path / "out"
     args = ["fleet", "--ansible-facts", str(tree), "--profile", "base", "--out", str(out)]
-    result = CliRunner().invoke(
-        app, [*args, "--prometheus", fake.url, "--instance", "{host}:9100", "--since", "7d"]
-    )
+    result = cli(*args, "--prometheus", fake.url, "--instance", "{host}:9100", "--since", "7d")
     assert result.exit_code == 0, result.stderr
     web = (out / "host_files" / "web-01.conf").read_text()
     dtn = (out / "host_files" / "dtn-01.conf").read_text()
@@ -232,21 +221,18 @@ def test_fleet_takes_each_hosts_peaks_by_its_instance_label(
     instances = {q["query"].split('instance="', 1)[1].split('"')[0] for q in fake.queries[1:]}
     assert instances == {"web-01:9100", "dtn-01:9100"}
     # with --detail, the rebuild line is still a command, the note after it
-    brief = workdir / "brief"
+    brief = tmp_path / "brief"
     args[-1] = str(brief)
-    result = CliRunner().invoke(
-        app,
-        [
-            *args,
-            "--prometheus",
-            fake.url,
-            "--instance",
-            "{host}:9100",
-            "--since",
-            "7d",
-            "--detail",
-            "brief",
-        ],
+    result = cli(
+        *args,
+        "--prometheus",
+        fake.url,
+        "--instance",
+        "{host}:9100",
+        "--since",
+        "7d",
+        "--detail",
+        "brief",
     )
     assert result.exit_code == 0, result.stderr
     rebuild = next(
@@ -260,46 +246,38 @@ def test_fleet_takes_each_hosts_peaks_by_its_instance_label(
 
 
 def test_fleet_matches_the_inventory_name_not_the_hostname_a_host_reports(
-    fake: FakePrometheus, workdir: Path
+    cli: Cli, fake: FakePrometheus, tmp_path: Path
 ) -> None:
     """A compromised host that calls itself db-01 still gets its own figures."""
-    from typer.testing import CliRunner
-
-    from sysctl_advisor.cli import app
     from tests.commands.test_fleet import TREE
 
-    tree = workdir / "tree"
+    tree = tmp_path / "tree"
     tree.mkdir()
     facts = json.loads((TREE / "web-01").read_text())
     facts["ansible_facts"]["ansible_hostname"] = "db-01"
     (tree / "evil-07").write_text(json.dumps(facts))
     add(fake, full_series("evil-07:9100", orphans_peak="10"))
     add(fake, full_series("db-01:9100", orphans_peak="90000"))
-    out = workdir / "out"
+    out = tmp_path / "out"
     args = ["fleet", "--ansible-facts", str(tree), "--profile", "base", "--out", str(out)]
-    result = CliRunner().invoke(app, [*args, "--prometheus", fake.url])
+    result = cli(*args, "--prometheus", fake.url)
     assert result.exit_code == 0, result.stderr
     conf = (out / "host_files" / "evil-07.conf").read_text()
     assert "(wanted 40; orphans.headroom)" in conf  # 4 x its own peak of 10
     assert "360000" not in conf
 
 
-def test_fleet_stops_once_when_the_server_is_down(workdir: Path) -> None:
-    from typer.testing import CliRunner
-
-    from sysctl_advisor.cli import app
+def test_fleet_stops_once_when_the_server_is_down(cli: Cli, tmp_path: Path) -> None:
     from tests.commands.test_fleet import TREE
 
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     args = ["fleet", "--ansible-facts", str(TREE), "--profile", "base"]
-    result = CliRunner().invoke(
-        app, [*args, "--out", str(workdir / "out"), "--prometheus", f"http://127.0.0.1:{port}"]
-    )
+    result = cli(*args, "--out", str(tmp_path / "out"), "--prometheus", f"http://127.0.0.1:{port}")
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1 and "connection refused" in result.stderr
-    assert not (workdir / "out").exists()
+    assert not (tmp_path / "out").exists()
 
 
 # --- answers ---------------------------------------------------------------------------------
@@ -384,7 +362,7 @@ def test_a_hostname_matching_several_instances_asks_for_instance(fake: FakeProme
     add(fake, {"node_sockstat_TCP_inuse": {"web-01:9200": "5"}})  # only one metric: still found
     with pytest.raises(InputError) as caught:
         read_history(fake.url, instance=None, hostname="web-01", since="7d", now=NOW)
-    text = one_line(caught.value)
+    text = one_line_message(caught.value)
     assert caught.value.field == "--instance"
     assert "web-01:9100, web-01:9200" in text and "pass --instance" in text
 
@@ -393,10 +371,10 @@ def test_no_series_for_the_host_is_an_error_not_nine_gaps(fake: FakePrometheus) 
     add(fake, full_series("db-01:9100"))
     with pytest.raises(InputError) as caught:
         read_history(fake.url, instance=None, hostname="web-01", since="7d", now=NOW)
-    assert "found no instance: pass --instance" in one_line(caught.value)
+    one_line_message(caught.value, "found no instance: pass --instance")
     with pytest.raises(InputError) as caught:
         read_history(fake.url, instance="web-01", hostname=None, since="7d", now=NOW)
-    assert 'instance="web-01"' in one_line(caught.value)
+    one_line_message(caught.value, 'instance="web-01"')
     assert "host:9100" in str(caught.value)
 
 
@@ -404,7 +382,9 @@ def test_neither_instance_nor_hostname(fake: FakePrometheus) -> None:
     for hostname in (None, ""):
         with pytest.raises(InputError) as caught:
             read_history(fake.url, instance=None, hostname=hostname, since="7d")
-        assert caught.value.field == "--instance" and "pass --instance" in one_line(caught.value)
+        assert caught.value.field == "--instance" and "pass --instance" in one_line_message(
+            caught.value
+        )
     assert fake.requests == []
 
 
@@ -491,13 +471,15 @@ def test_label_values_that_are_not_text_are_refused(fake: FakePrometheus) -> Non
     for value, why in refused:
         with pytest.raises(InputError) as caught:
             read_history(fake.url, instance=value, hostname=None, since="7d")
-        assert caught.value.field == "--instance" and f"the instance is {why}" in one_line(
+        assert caught.value.field == "--instance" and f"the instance is {why}" in one_line_message(
             caught.value
         )
         if value:  # an empty hostname is an unknown one
             with pytest.raises(InputError) as caught:
                 read_history(fake.url, instance=None, hostname=value, since="7d")
-            assert f"the host's hostname (pass --instance) is {why}" in one_line(caught.value)
+            assert f"the host's hostname (pass --instance) is {why}" in one_line_message(
+                caught.value
+            )
     assert fake.requests == []
 
 
@@ -536,7 +518,7 @@ def test_since_refused_on_one_line(text: str) -> None:
     with pytest.raises(InputError) as caught:
         parse_duration(text)
     assert caught.value.field == "--since"
-    assert "e.g. 14d, 36h" in one_line(caught.value)
+    one_line_message(caught.value, "e.g. 14d, 36h")
 
 
 def test_since_is_checked_before_any_query(fake: FakePrometheus) -> None:
@@ -568,7 +550,7 @@ def test_only_http_and_https_urls(url: str) -> None:
     with pytest.raises(InputError) as caught:
         read_history(url, instance="web-01:9100", hostname=None, since="7d", timeout=0.5)
     assert caught.value.field == "--prometheus"
-    one_line(caught.value)
+    one_line_message(caught.value)
 
 
 def prometheus_error(handler: BaseHTTPRequestHandler) -> None:
@@ -633,7 +615,7 @@ def test_a_failing_server_is_one_line_naming_the_url(
     fake.reply = reply
     with pytest.raises(InputError) as caught:
         read_history(fake.url, instance="web-01:9100", hostname=None, since="7d", now=NOW)
-    text = one_line(caught.value)
+    text = one_line_message(caught.value)
     assert caught.value.field == "--prometheus"
     assert f"Prometheus at {fake.url}: " in text and reason in text
     assert len(fake.requests) == 1  # the first failure ends the reading
@@ -644,7 +626,7 @@ def test_redirects_are_not_followed(fake: FakePrometheus) -> None:
     fake.reply = lambda h: send(h, 302, b"", Location=target)
     with pytest.raises(InputError) as caught:
         read_history(fake.url, instance="web-01:9100", hostname=None, since="7d")
-    assert f"HTTP 302 Found: redirects to {target} (not followed)" in one_line(caught.value)
+    one_line_message(caught.value, f"HTTP 302 Found: redirects to {target} (not followed)")
     assert [path for path, _ in fake.requests] == ["/api/v1/query"]
 
 
@@ -667,7 +649,7 @@ def test_the_answer_is_bounded(
     fake.reply = big
     with pytest.raises(InputError) as caught:
         read_history(fake.url, instance="web-01:9100", hostname=None, since="7d")
-    assert "the answer is larger than 100,000 bytes" in one_line(caught.value)
+    one_line_message(caught.value, "the answer is larger than 100,000 bytes")
 
 
 @contextlib.contextmanager
@@ -703,7 +685,7 @@ def _timed_out(url: str) -> tuple[str, float]:
     started = time.monotonic()
     with pytest.raises(InputError) as caught:
         read_history(url, instance="web-01:9100", hostname=None, since="7d", timeout=0.5)
-    return one_line(caught.value), time.monotonic() - started
+    return one_line_message(caught.value), time.monotonic() - started
 
 
 def test_a_server_that_never_answers_times_out() -> None:
@@ -732,11 +714,11 @@ def test_a_slow_trickle_is_bounded_by_the_timeout(fake: FakePrometheus) -> None:
     with pytest.raises(InputError) as caught:
         read_history(fake.url, instance="web-01:9100", hostname=None, since="7d", timeout=0.5)
     assert time.monotonic() - started < HANG_SECONDS  # the 0.5 s timeout, not the trickle
-    assert "no complete answer within 0.5 s" in one_line(caught.value)
+    one_line_message(caught.value, "no complete answer within 0.5 s")
 
 
 def test_only_series_of_exactly_the_instance_asked_for_are_taken(fake: FakePrometheus) -> None:
-    """Issue 32, item 10: a server (or a proxy before it) that answers `instance="web-01:9100"`
+    """A server (or a proxy before it) that answers `instance="web-01:9100"`
     with the series of `web-01:9100-canary` or `web-01:91000`: those are not this host's."""
     original = fake.answer
 
@@ -751,23 +733,23 @@ def test_only_series_of_exactly_the_instance_asked_for_are_taken(fake: FakeProme
     fake.answer = prefixed  # type: ignore[method-assign]
     with pytest.raises(InputError) as caught:
         read_history(fake.url, instance="web-01:9100", hostname=None, since="7d")
-    assert "no node_exporter series" in one_line(caught.value)
+    one_line_message(caught.value, "no node_exporter series")
     with pytest.raises(InputError) as caught:
         read_history(fake.url, instance=None, hostname="web-01", since="7d")
-    assert "found no instance" in one_line(caught.value)
+    one_line_message(caught.value, "found no instance")
 
 
 def test_an_error_answer_nested_deep_is_one_error(fake: FakePrometheus) -> None:
-    """Issue 32, item 7: an HTTP error whose body nests 200,000 levels was a RecursionError
+    """An HTTP error whose body nests 200,000 levels was a RecursionError
     (exit 3); it is the HTTP error, in one line."""
     fake.reply = lambda handler: send(handler, 400, b"[" * 200_000 + b"]" * 200_000)
     with pytest.raises(InputError) as caught:
         read_history(fake.url, instance="web-01:9100", hostname=None, since="7d")
-    assert "HTTP 400" in one_line(caught.value)
+    one_line_message(caught.value, "HTTP 400")
 
 
 def test_trickled_headers_are_bounded_by_the_timeout() -> None:
-    """Issue 32, item 3: a server that sends its headers a byte at a time, never idle for the
+    """A server that sends its headers a byte at a time, never idle for the
     socket timeout, is cut off at --query-timeout: the timeout bounds the whole request."""
 
     def trickle(connection: socket.socket, stop: threading.Event) -> None:
@@ -790,7 +772,7 @@ def test_connection_refused() -> None:
     probe.close()  # nothing listens there now
     with pytest.raises(InputError) as caught:
         read_history(url, instance="web-01:9100", hostname=None, since="7d")
-    assert one_line(caught.value).startswith(
+    assert one_line_message(caught.value).startswith(
         f"--prometheus: Prometheus at {url.rstrip('/')}: connection refused"
     )
     # as the command prints it: one line, exit 2

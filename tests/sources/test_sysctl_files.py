@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.sysctl_conf import C_SPACE, parse_conf_lines
 from sysctl_advisor.sources.sysctl_files import read_current, read_file, read_tree
-from tests.conftest import HANG_SECONDS, TESTS
+from tests.conftest import HANG_SECONDS, TESTS, Cli
 
 FIXTURES = TESTS / "fixtures"
 LAYERED = FIXTURES / "sysctl-trees" / "layered"
@@ -103,7 +103,7 @@ def _outside_links(config: object) -> list[str]:
 def test_a_sysctl_d_directory_alone_follows_links_into_its_configuration_root(
     tmp_path: Path,
 ) -> None:
-    """Issue 34: stock Debian's /etc/sysctl.d/99-sysctl.conf -> ../sysctl.conf was refused as
+    """Stock Debian's /etc/sysctl.d/99-sysctl.conf -> ../sysctl.conf was refused as
     out of the tree when the directory was checked alone. A directory whose path ends in
     etc/sysctl.d (usr/lib/sysctl.d, ...) names its tree: links into that tree's configuration
     roots are followed; absolute targets resolve in it too."""
@@ -302,15 +302,12 @@ def test_a_link_swapped_after_the_check_is_judged_by_what_was_opened(tmp_path: P
 
 
 def test_a_file_of_more_lines_than_the_cap_is_not_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fourth review: a file at the 16 MiB cap holds about a million short lines, and
     every line is held while it is judged (a gigabyte). A sysctl file or dump holds at most
     one line per 128 bytes of the input cap: past that it is not read, and says which limit
     (counted before anything is parsed); at the limit it is read."""
-    from typer.testing import CliRunner
-
-    from sysctl_advisor.cli import app
     from sysctl_advisor.sources.sysctl_files import max_lines
 
     monkeypatch.setenv("SYSCTL_ADVISOR_MAX_INPUT", str(128 * 1024))
@@ -325,6 +322,6 @@ def test_a_file_of_more_lines_than_the_cap_is_not_read(
     assert [(p.code, p.message) for p in config.problems] == [
         ("unreadable", f"more than {limit:,} lines (set SYSCTL_ADVISOR_MAX_INPUT to allow more)")
     ]
-    result = CliRunner().invoke(app, ["check", str(over)])
+    result = cli("check", str(over))
     assert result.exit_code == 2 and f"more than {limit:,} lines" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

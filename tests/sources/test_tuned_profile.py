@@ -1,17 +1,14 @@
-"""tuned's active profile in the facts: which keys it sets, and where (issue 33, item 12)."""
+"""tuned's active profile in the facts: which keys it sets, and where."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from sysctl_advisor.cli import app
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.sources.local_host import collect_data
 from sysctl_advisor.sources.tuned_profile import tuned_sysctls
-from tests.conftest import TESTS
+from tests.conftest import TESTS, Cli
 
 HOSTS = TESTS / "fixtures" / "hosts"
 RMEM, WMEM, SOMAXCONN = "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.core.somaxconn"
@@ -163,15 +160,14 @@ def test_hostile_profile_names_and_include_loops_stay_bounded(tmp_path: Path) ->
     assert found == {SOMAXCONN: "/usr/lib/tuned/a/tuned.conf:4"}
 
 
-def test_recommend_says_tuned_set_the_default(tmp_path: Path) -> None:
+def test_recommend_says_tuned_set_the_default(cli: Cli, tmp_path: Path) -> None:
     """End to end: `facts --root` of a tuned host, then `recommend`: tcp_rmem's 16 MiB maximum
     is the host's default, set by tuned, with the kernel's own beside it."""
     root = _tuned_tree(tmp_path)
     facts = tmp_path / "facts.yaml"
-    runner = CliRunner()
-    made = runner.invoke(app, ["facts", "--root", str(root), "-o", str(facts)])
+    made = cli("facts", "--root", str(root), "-o", str(facts))
     assert made.exit_code == 0, made.stderr
-    result = runner.invoke(app, ["recommend", "--facts", str(facts), "-p", "gridftp"])
+    result = cli("recommend", "--facts", str(facts), "-p", "gridftp")
     assert result.exit_code == 0, result.stderr
     said = " ".join(line.lstrip("#").strip() for line in result.stdout.splitlines())
     assert "set by tuned from /usr/lib/tuned/network-throughput/tuned.conf:7" in said

@@ -10,18 +10,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.engine.check.findings import CheckContext
 from sysctl_advisor.engine.check.judge import Checker
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.kernel_version import KernelVersion
 from tests.check_paths import check_paths
-from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, TESTS
+from tests.conftest import EXAMPLE_PROFILES, EXAMPLES, TESTS, Cli
 
 FIXTURES = TESTS / "fixtures" / "check"
-runner = CliRunner()
 EXPECT = re.compile(r"#\s*expect:\s*(.+)$")
 
 
@@ -55,44 +52,41 @@ def test_annotated_fixtures(kb: KnowledgeBase) -> None:
         assert got == expected, path.name
 
 
-def test_text_format_and_exit_codes() -> None:
+def test_text_format_and_exit_codes(cli: Cli) -> None:
     conf = str(FIXTURES / "annotated.conf")
-    result = runner.invoke(app, ["check", conf, "--kernel", "5.15.0-91-generic"])
+    result = cli("check", conf, "--kernel", "5.15.0-91-generic")
     assert result.exit_code == 1
     assert re.search(
         r"annotated\.conf:5:1: \[error\] .* \(check\.tw-recycle-enabled\)", result.stdout
     )
     clean = FIXTURES / "sysctl.d" / "99-vendor.conf"
-    assert runner.invoke(app, ["check", str(clean)]).exit_code == 0
-    info_only = runner.invoke(app, ["check", conf, "--fail-on", "info"])
+    assert cli("check", str(clean)).exit_code == 0
+    info_only = cli("check", conf, "--fail-on", "info")
     assert info_only.exit_code == 1
     # Warnings and infos only: clean at the default --fail-on error.
-    warn = runner.invoke(app, ["check", str(FIXTURES / "sysctl.d")])
+    warn = cli("check", str(FIXTURES / "sysctl.d"))
     assert warn.exit_code == 0 and "check.overridden" in warn.stdout
-    assert (
-        runner.invoke(app, ["check", str(FIXTURES / "sysctl.d"), "--fail-on", "warning"]).exit_code
-        == 1
-    )
+    assert cli("check", str(FIXTURES / "sysctl.d"), "--fail-on", "warning").exit_code == 1
 
 
-def test_json_format() -> None:
-    result = runner.invoke(app, ["check", str(FIXTURES / "annotated.conf"), "-f", "json"])
+def test_json_format(cli: Cli) -> None:
+    result = cli("check", str(FIXTURES / "annotated.conf"), "-f", "json")
     doc = json.loads(result.stdout)
     assert doc["schema"] == "sysctl-advisor/check/v1"
     for finding in doc["findings"]:
         assert {"id", "severity", "file", "line", "key", "message"} <= set(finding)
 
 
-def test_github_format() -> None:
-    result = runner.invoke(app, ["check", str(FIXTURES / "annotated.conf"), "-f", "github"])
+def test_github_format(cli: Cli) -> None:
+    result = cli("check", str(FIXTURES / "annotated.conf"), "-f", "github")
     lines = result.stdout.splitlines()
     assert lines and all(
         re.match(r"^::(error|warning|notice) file=[^,]+,line=\d+,", x) for x in lines
     )
 
 
-def test_sarif_has_every_field_code_scanning_needs() -> None:
-    result = runner.invoke(app, ["check", str(FIXTURES / "annotated.conf"), "-f", "sarif"])
+def test_sarif_has_every_field_code_scanning_needs(cli: Cli) -> None:
+    result = cli("check", str(FIXTURES / "annotated.conf"), "-f", "sarif")
     sarif = json.loads(result.stdout)
     assert sarif["version"] == "2.1.0" and "$schema" in sarif
     run = sarif["runs"][0]
@@ -113,34 +107,34 @@ def test_sarif_has_every_field_code_scanning_needs() -> None:
         assert location["region"]["startLine"] >= 1
 
 
-def test_bad_input(tmp_path: Path) -> None:
-    missing = runner.invoke(app, ["check", str(tmp_path / "nope.conf")])
+def test_bad_input(cli: Cli, tmp_path: Path) -> None:
+    missing = cli("check", str(tmp_path / "nope.conf"))
     assert missing.exit_code == 2 and missing.stderr.count("\n") == 1
     binary = tmp_path / "x.conf"
     binary.write_bytes(b"\x00\x01\x02")
-    result = runner.invoke(app, ["check", str(binary)])
+    result = cli("check", str(binary))
     assert result.exit_code == 2 and "binary" in result.stderr
     # One bad path among good ones is a finding, not an abort.
-    mixed = runner.invoke(app, ["check", str(binary), str(FIXTURES / "sysctl.d")])
+    mixed = cli("check", str(binary), str(FIXTURES / "sysctl.d"))
     assert mixed.exit_code == 1 and "check.unreadable" in mixed.stdout
-    bad_fmt = runner.invoke(app, ["check", str(FIXTURES / "sysctl.d"), "-f", "xml"])
+    bad_fmt = cli("check", str(FIXTURES / "sysctl.d"), "-f", "xml")
     assert bad_fmt.exit_code == 2
 
 
 @pytest.mark.parametrize(("host", "profile"), sorted(EXAMPLE_PROFILES.items()))
-def test_advisor_passes_its_own_check(host: str, profile: str, tmp_path: Path) -> None:
+def test_advisor_passes_its_own_check(cli: Cli, host: str, profile: str, tmp_path: Path) -> None:
     facts = str(EXAMPLES / f"{host}.yaml")
     conf = tmp_path / "90-sysctl-advisor.conf"
-    made = runner.invoke(app, ["recommend", "--facts", facts, "-p", profile, "-o", str(conf)])
+    made = cli("recommend", "--facts", facts, "-p", profile, "-o", str(conf))
     assert made.exit_code == 0, made.stderr
-    result = runner.invoke(app, ["check", str(conf), "--facts", facts, "-p", profile])
+    result = cli("check", str(conf), "--facts", facts, "-p", profile)
     assert result.exit_code == 0, result.stdout
     assert "[error]" not in result.stdout
 
 
-def test_tree_findings_point_at_real_paths() -> None:
+def test_tree_findings_point_at_real_paths(cli: Cli) -> None:
     tree = TESTS / "fixtures" / "sysctl-trees" / "layered"
-    result = runner.invoke(app, ["check", str(tree), "--kernel", "6.1", "-f", "json"])
+    result = cli("check", str(tree), "--kernel", "6.1", "-f", "json")
     files = {f["file"] for f in json.loads(result.stdout)["findings"]}
     assert files and all(Path(f).exists() or Path(f).is_symlink() for f in files), files
 
@@ -164,30 +158,30 @@ def test_numbers_are_read_as_proc_get_long_reads_them(field: str, kernel_reads: 
     assert _kernel_int(field) == kernel_reads
 
 
-def test_fields_are_separated_by_spaces_and_tabs_only(workdir: Path) -> None:
+def test_fields_are_separated_by_spaces_and_tabs_only(cli: Cli, tmp_path: Path) -> None:
     """A unit separator (\\x1f) or vertical tab between numbers is not a separator to the
     kernel: the write fails, so check says so; and a \\v does not start a new line (every
     later line number would be wrong)."""
-    conf = workdir / "x.conf"
+    conf = tmp_path / "x.conf"
     conf.write_text(
         "net.ipv4.tcp_rmem = 4096\x1f87380\x1f6291456\n"
         "net.core.somaxconn = 1\v2\n"
         "net.ipv4.tcp_wmem = 4096\t16384 \t4194304\n"
         "net.ipv4.tcp_syncookies = 3\n"
     )
-    result = CliRunner().invoke(app, ["check", str(conf), "--format", "json"])
+    result = cli("check", str(conf), "--format", "json")
     findings = json.loads(result.stdout)["findings"]
     found = {(f["line"], f["id"]) for f in findings}
     assert (1, "check.not-a-number") in found and (2, "check.not-a-number") in found
     assert not any(line == 3 for line, _ in found)
     assert (4, "check.stored-out-of-range") in found  # stored, and treated as 1
     assert "4096\x1f87380" in findings[0]["message"]  # the cause is shown, not hidden
-    text = CliRunner().invoke(app, ["check", str(conf)]).stdout
+    text = cli("check", str(conf)).stdout
     assert "4096\\x1f87380" in text and "\x1f" not in text  # escaped in text output
 
 
-def test_a_sysctl_a_dump_is_judged_by_its_values_only(workdir: Path) -> None:
-    """Issue 14, item 4: `sysctl -a` prints read-only informational keys (kernel.version with
+def test_a_sysctl_a_dump_is_judged_by_its_values_only(cli: Cli, tmp_path: Path) -> None:
+    """`sysctl -a` prints read-only informational keys (kernel.version with
     its '#1 SMP'), multi-line values and hundreds of keys outside the catalog; none of that is
     a finding. A value in force that is wrong still is."""
     lines = [
@@ -200,15 +194,15 @@ def test_a_sysctl_a_dump_is_judged_by_its_values_only(workdir: Path) -> None:
         "net.ipv4.tcp_tw_recycle = 1",
         "net.ipv4.tcp_fin_timeout = 60",
     ] + [f"net.ipv6.conf.eth{i}.hop_limit = 64" for i in range(120)]
-    dump = workdir / "dump.txt"
+    dump = tmp_path / "dump.txt"
     dump.write_text("\n".join(lines) + "\n")
-    result = CliRunner().invoke(app, ["check", str(dump), "--format", "json", "--kernel", "4.4"])
+    result = cli("check", str(dump), "--format", "json", "--kernel", "4.4")
     ids = [f["id"] for f in json.loads(result.stdout)["findings"]]
     assert ids == ["check.tw-recycle-enabled"], ids
     if shutil.which("sysctl") and Path("/proc/sys/kernel/version").exists():
-        real = workdir / "real.txt"  # this machine's own dump: nothing to say about it
+        real = tmp_path / "real.txt"  # this machine's own dump: nothing to say about it
         real.write_text(subprocess.run(["sysctl", "-a"], capture_output=True, text=True).stdout)
-        result = CliRunner().invoke(app, ["check", str(real), "--format", "json"])
+        result = cli("check", str(real), "--format", "json")
         assert result.exit_code == 0 and json.loads(result.stdout)["findings"] == [], result.stdout
 
 
@@ -256,8 +250,8 @@ def test_rules_marked_catalog_keys_never_fire_on_other_keys(kb: KnowledgeBase, v
         assert rule.when is not None and not rule.when.run(ctx), rule.id
 
 
-def test_a_file_at_the_input_cap_is_judged_line_by_line(tmp_path: Path) -> None:
-    """Issue 32, item 14: every rule's work budget is one line's, so a file of many distinct
+def test_a_file_at_the_input_cap_is_judged_line_by_line(cli: Cli, tmp_path: Path) -> None:
+    """Every rule's work budget is one line's, so a file of many distinct
     lines (here 30,000, each value different) is judged whole instead of running out of the
     one budget a file had and failing with an error that named a shipped rule. The first
     MAX_LISTED overridden lines are listed, the rest said in one finding with their count."""
@@ -267,44 +261,43 @@ def test_a_file_at_the_input_cap_is_judged_line_by_line(tmp_path: Path) -> None:
     conf.write_text(
         "".join(f"net.ipv4.tcp_rmem = 4096 131072 {200000 + i}\n" for i in range(30000))
     )
-    result = runner.invoke(app, ["check", str(conf), "--kernel", "5.15.0", "--fail-on", "warning"])
+    result = cli("check", str(conf), "--kernel", "5.15.0", "--fail-on", "warning")
     assert result.exit_code == 1, result.stderr  # warnings for the overridden lines
     assert result.stdout.count("(check.duplicate-key)") == MAX_LISTED + 1
     assert f"and {29999 - MAX_LISTED - 1:,} more lines" in result.stdout
     assert "error" not in result.stderr
 
 
-def test_also_writes_each_format_as_its_own_run_would(tmp_path: Path) -> None:
+def test_also_writes_each_format_as_its_own_run_would(cli: Cli, tmp_path: Path) -> None:
     conf = str(FIXTURES / "annotated.conf")
     base = ["check", conf, "--kernel", "5.15.0-91-generic"]
     also = [f"--also={fmt}={tmp_path / fmt}" for fmt in ("sarif", "markdown", "github")]
-    together = runner.invoke(
-        app, [*base, "--format", "json", *[a for p in also for a in p.split("=", 1)]]
-    )
+    together = cli(*base, "--format", "json", *[a for p in also for a in p.split("=", 1)])
     assert together.exit_code == 1, together.stderr
     for fmt in ("sarif", "markdown", "github"):
-        alone = runner.invoke(app, [*base, "--format", fmt])
+        alone = cli(*base, "--format", fmt)
         assert (tmp_path / fmt).read_text() == alone.stdout, fmt
-    bad = runner.invoke(app, [*base, "--also", "xml=out.xml"])
+    bad = cli(*base, "--also", "xml=out.xml")
     assert bad.exit_code == 2 and "--also" in bad.stderr
 
 
 def test_also_refuses_two_reports_in_one_file_and_checks_every_target_first(
+    cli: Cli,
     tmp_path: Path,
 ) -> None:
     """The fourth review: `-o r.txt --also sarif=r.txt` left SARIF in r.txt with exit 1, and a
     missing directory for an --also file was found only after the others were written."""
     conf = str(FIXTURES / "annotated.conf")
     out = tmp_path / "r.txt"
-    same = runner.invoke(app, ["check", conf, "-o", str(out), "--also", f"sarif={out}"])
+    same = cli("check", conf, "-o", str(out), "--also", f"sarif={out}")
     assert same.exit_code == 2 and "two reports" in same.stderr and not out.exists()
-    missing = runner.invoke(
-        app, ["check", conf, "-o", str(out), "--also", f"json={tmp_path / 'nowhere' / 'x'}"]
-    )
+    missing = cli("check", conf, "-o", str(out), "--also", f"json={tmp_path / 'nowhere' / 'x'}")
     assert missing.exit_code == 2 and "nowhere" in missing.stderr and not out.exists()
 
 
-def test_also_knows_one_file_by_any_name_and_checks_each_target_itself(tmp_path: Path) -> None:
+def test_also_knows_one_file_by_any_name_and_checks_each_target_itself(
+    cli: Cli, tmp_path: Path
+) -> None:
     """A later review: a directory link made one file two targets (`-o real/r --also
     json=alias/r` left only the JSON), and a target that is a directory or a link was refused
     only after the reports before it were written."""
@@ -312,21 +305,19 @@ def test_also_knows_one_file_by_any_name_and_checks_each_target_itself(tmp_path:
     (tmp_path / "real").mkdir()
     (tmp_path / "alias").symlink_to("real")
     out = tmp_path / "real" / "r"
-    aliased = runner.invoke(
-        app, ["check", conf, "-o", str(out), "--also", f"json={tmp_path / 'alias' / 'r'}"]
-    )
+    aliased = cli("check", conf, "-o", str(out), "--also", f"json={tmp_path / 'alias' / 'r'}")
     assert aliased.exit_code == 2 and "two reports" in aliased.stderr and not out.exists()
     (tmp_path / "adir").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
     for target, words in (("adir", "not a regular file"), ("link", "symbolic link")):
-        refused = runner.invoke(
-            app, ["check", conf, "-o", str(out), "--also", f"json={tmp_path / target}"]
-        )
+        refused = cli("check", conf, "-o", str(out), "--also", f"json={tmp_path / target}")
         assert refused.exit_code == 2 and words in refused.stderr, refused.stderr
         assert not out.exists() and not (tmp_path / "elsewhere").exists()
 
 
-def test_a_verdict_that_reads_other_lines_is_not_carried_to_another_file(tmp_path: Path) -> None:
+def test_a_verdict_that_reads_other_lines_is_not_carried_to_another_file(
+    cli: Cli, tmp_path: Path
+) -> None:
     """check.backlog-limit-wraps reads tcp_wmem where it judges tcp_rmem (`final`): the same
     tcp_rmem line in two files is judged with each file's own tcp_wmem, not the first one's,
     while lines of rules that read no other line are still judged once for every file."""
@@ -340,7 +331,7 @@ def test_a_verdict_that_reads_other_lines_is_not_carried_to_another_file(tmp_pat
     one.write_text(
         "net.ipv4.tcp_rmem = 4096 131072 2147483647\nnet.ipv4.tcp_wmem = 4096 16384 4194304\n"
     )
-    result = runner.invoke(app, ["check", str(both), str(one), "--facts", str(facts), "-f", "json"])
+    result = cli("check", str(both), str(one), "--facts", str(facts), "-f", "json")
     assert result.exit_code in (0, 1), result.stderr
     wraps = {
         Path(f["file"]).name
@@ -351,7 +342,7 @@ def test_a_verdict_that_reads_other_lines_is_not_carried_to_another_file(tmp_pat
 
 
 def test_a_misspelt_key_gets_the_key_the_kernel_has(kb: KnowledgeBase) -> None:
-    """Issue 34: one slip from a key of the target kernel (catalog or known:) is a warning
+    """One slip from a key of the target kernel (catalog or known:) is a warning
     naming that key; a real key further away, or one the host's facts show in force, is not
     taken for a slip."""
     from sysctl_advisor.engine.check.near_keys import nearest_key
@@ -380,41 +371,41 @@ def test_a_misspelt_key_gets_the_key_the_kernel_has(kb: KnowledgeBase) -> None:
     assert nearest_key("fs.protected_regula", names) == "fs.protected_regular"
 
 
-def test_misspelt_and_unknown_keys_are_told_apart(workdir: Path) -> None:
-    conf = workdir / "x.conf"
+def test_misspelt_and_unknown_keys_are_told_apart(cli: Cli, tmp_path: Path) -> None:
+    conf = tmp_path / "x.conf"
     conf.write_text(
         "net.ipv4.tcp_keepalive_tim = 600\nkernel.msgmax = 65536\nkernel.pid_max = 4194304\n"
         "net.ipv4.conf.eth0.rp_filter = 2\n"
     )
-    result = runner.invoke(app, ["check", str(conf), "-f", "json", "--fail-on", "info"])
+    result = cli("check", str(conf), "-f", "json", "--fail-on", "info")
     found = {(f["line"], f["id"]) for f in json.loads(result.stdout)["findings"]}
     assert found == {(1, "check.misspelt-key"), (2, "check.unknown-key")}
     # a key the facts show in force on the host is the host's own, not a slip
-    facts = workdir / "facts.yaml"
+    facts = tmp_path / "facts.yaml"
     facts.write_text(
         "kernel: 6.8.0-45-generic\nmemory: {total: 8 GiB}\n"
         "sysctl: {net.ipv4.tcp_keepalive_tim: '1'}\n"
     )
-    result = runner.invoke(app, ["check", str(conf), "-f", "json", "--facts", str(facts)])
+    result = cli("check", str(conf), "-f", "json", "--facts", str(facts))
     ids = {f["id"] for f in json.loads(result.stdout)["findings"]}
     assert "check.misspelt-key" not in ids
 
 
-def test_a_congestion_control_the_facts_do_not_offer(workdir: Path) -> None:
-    conf = workdir / "cc.conf"
+def test_a_congestion_control_the_facts_do_not_offer(cli: Cli, tmp_path: Path) -> None:
+    conf = tmp_path / "cc.conf"
     conf.write_text("net.ipv4.tcp_congestion_control = htpc\n")
-    facts = workdir / "facts.yaml"
+    facts = tmp_path / "facts.yaml"
     facts.write_text(
         "kernel: 6.8.0-45-generic\nmemory: {total: 8 GiB}\n"
         "sysctl: {net.ipv4.tcp_available_congestion_control: reno cubic bbr htcp}\n"
     )
-    result = runner.invoke(app, ["check", str(conf), "-f", "json", "--facts", str(facts)])
+    result = cli("check", str(conf), "-f", "json", "--facts", str(facts))
     assert result.exit_code == 1
     (finding,) = json.loads(result.stdout)["findings"]
     assert finding["id"] == "check.name-not-offered" and finding["severity"] == "error"
     assert "did you mean htcp?" in finding["message"]
     # without facts nothing is said: what a kernel offers is the host's
-    result = runner.invoke(app, ["check", str(conf), "-f", "json"])
+    result = cli("check", str(conf), "-f", "json")
     assert result.exit_code == 0 and not json.loads(result.stdout)["findings"]
     # a module on disk is loaded by the write itself
     facts.write_text(
@@ -422,7 +413,7 @@ def test_a_congestion_control_the_facts_do_not_offer(workdir: Path) -> None:
         "sysctl: {net.ipv4.tcp_available_congestion_control: reno cubic}\n"
         "kernel_modules: {loadable: [tcp_htpc], builtin: []}\n"
     )
-    result = runner.invoke(app, ["check", str(conf), "-f", "json", "--facts", str(facts)])
+    result = cli("check", str(conf), "-f", "json", "--facts", str(facts))
     assert result.exit_code == 0, result.stdout
 
 
@@ -458,12 +449,12 @@ def test_the_known_list_names_no_modelled_key_and_a_star_is_one_field(kb: Knowle
         validate(CatalogFile, data)
 
 
-def test_a_capacity_set_below_its_floor_is_reported(tmp_path: Path) -> None:
+def test_a_capacity_set_below_its_floor_is_reported(cli: Cli, tmp_path: Path) -> None:
     """What a forged undo file (or a hand edit) sets: values the kernel takes that break the
     host. Each is an error naming the key, the floor and why."""
     conf = tmp_path / "undo.conf"
     conf.write_text("fs.file-max = 1\nnet.core.somaxconn = 0\nnet.core.rmem_max = 1\n")
-    result = runner.invoke(app, ["check", str(conf), "-f", "json"])
+    result = cli("check", str(conf), "-f", "json")
     assert result.exit_code == 1, result.stderr
     found = [f for f in json.loads(result.stdout)["findings"] if f["id"] == "check.below-floor"]
     assert {(f["key"], f["line"], f["severity"]) for f in found} == {
@@ -472,7 +463,7 @@ def test_a_capacity_set_below_its_floor_is_reported(tmp_path: Path) -> None:
     }
     by_key = {f["key"]: f["message"] for f in found}
     assert "8192" in by_key["fs.file-max"] and "128" in by_key["net.core.somaxconn"]
-    text = runner.invoke(app, ["check", str(conf)])
+    text = cli("check", str(conf))
     assert text.exit_code == 1 and text.stdout.count("(check.below-floor)") == 2
 
 
@@ -497,7 +488,7 @@ def test_every_floor_is_reported_below_and_quiet_at_it(kb: KnowledgeBase, key: s
 
 
 def test_a_flood_of_unknown_keys_is_listed_then_counted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fourth review: a file at the input cap of distinct keys made a million findings and
     a gigabyte. A rule's findings in one file are listed up to MAX_LISTED; the rest are one
@@ -517,7 +508,7 @@ def test_a_flood_of_unknown_keys_is_listed_then_counted(
     lines = 3 * MAX_LISTED
     conf = tmp_path / "99-flood.conf"
     conf.write_text("".join(f"net.ipv4.foo{i} = 1\n" for i in range(lines)))
-    result = runner.invoke(app, ["check", str(conf), "-f", "json"])
+    result = cli("check", str(conf), "-f", "json")
     assert result.exit_code == 0, result.stderr
     found = json.loads(result.stdout)["findings"]
     assert [f["id"] for f in found] == ["check.unknown-key"] * (MAX_LISTED + 1)
@@ -527,7 +518,7 @@ def test_a_flood_of_unknown_keys_is_listed_then_counted(
     assert len(rendered) <= MAX_LISTED + 1
 
 
-def test_a_comment_finds_its_line_past_the_listed_findings(tmp_path: Path) -> None:
+def test_a_comment_finds_its_line_past_the_listed_findings(cli: Cli, tmp_path: Path) -> None:
     """A line a suppression comment addresses keeps its finding whatever its place, so the
     comment accepts it (and is not reported unused); the others past MAX_LISTED are counted."""
     from sysctl_advisor.engine.check.listing import MAX_LISTED
@@ -536,7 +527,7 @@ def test_a_comment_finds_its_line_past_the_listed_findings(tmp_path: Path) -> No
     lines.insert(MAX_LISTED + 100, "# sysctl-advisor: ignore[check.unknown-key] a lab key\n")
     conf = tmp_path / "99-flood.conf"
     conf.write_text("".join(lines))
-    result = runner.invoke(app, ["check", str(conf), "-f", "json"])
+    result = cli("check", str(conf), "-f", "json")
     assert result.exit_code == 0, result.stderr
     document = json.loads(result.stdout)
     found = document["findings"]
@@ -544,5 +535,5 @@ def test_a_comment_finds_its_line_past_the_listed_findings(tmp_path: Path) -> No
     assert len(found) == MAX_LISTED + 1
     assert "and 498 more lines of this file" in found[-1]["message"]  # 500 - 1 said - 1 accepted
     assert all(f["key"] != f"net.ipv4.foo{MAX_LISTED + 100}" for f in found)
-    text = runner.invoke(app, ["check", str(conf)])
+    text = cli("check", str(conf))
     assert "suppressed: 1 by comments" in text.stdout and "remove it" not in text.stdout

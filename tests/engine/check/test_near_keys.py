@@ -10,15 +10,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from sysctl_advisor.cli import app
 from sysctl_advisor.engine.check import near_keys
 from sysctl_advisor.engine.check.judge import NEAR_BUDGET
 from sysctl_advisor.engine.check.near_keys import NearKeys, _edits
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-
-runner = CliRunner()
+from tests.conftest import Cli
 
 
 def _alignment(a: str, b: str) -> int:
@@ -95,7 +92,7 @@ def test_the_index_finds_what_every_name_would(names: list[str]) -> None:
 
 
 def test_a_flood_of_keys_is_compared_within_a_budget(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fourth review: 100,000 near-miss keys cost 22 s, each aligned with the whole
     catalog. At most NEAR_BUDGET distinct keys are looked up in one check; the rest are
@@ -111,7 +108,7 @@ def test_a_flood_of_keys_is_compared_within_a_budget(
     extra = 1500
     conf = tmp_path / "99-flood.conf"
     conf.write_text("".join(f"net.ipv4.tcp_rmen{i} = 1\n" for i in range(NEAR_BUDGET + extra)))
-    result = runner.invoke(app, ["check", str(conf), "--kernel", "6.1.0"])
+    result = cli("check", str(conf), "--kernel", "6.1.0")
     assert result.exit_code == 0, result.stderr
     assert len(looked_up) == NEAR_BUDGET
     assert f"{extra:,} more keys not in the catalog were not compared" in result.stderr
