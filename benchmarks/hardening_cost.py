@@ -1,4 +1,4 @@
-"""What the input hardening (issue 13) costs: `recommend` and `fleet`, this tree against a
+"""What the input hardening costs: `recommend` and `fleet`, this tree against a
 baseline commit, in alternating runs on the same machine.
 
     python benchmarks/hardening_cost.py                      # against the commit before it

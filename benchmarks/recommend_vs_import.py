@@ -2,7 +2,7 @@
 
     python benchmarks/recommend_vs_import.py [--runs 15] [--breakdown]
 
-Target (issues 19 and 31): ratio <= 1.3. Both sides are whole interpreter processes, so
+Target: ratio <= 1.3. Both sides are whole interpreter processes, so
 startup counts on both. The first recommend run (which fills the caches) is reported
 separately, and so is a run on a facts file the advisor has not seen before (the knowledge
 cached, the facts validated: that imports pydantic and builds the facts model's schema).

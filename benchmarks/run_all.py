@@ -1,4 +1,4 @@
-"""Every performance figure (issues 19 and 31), each as a ratio with its peer or its target.
+"""Every performance figure, each as a ratio with its peer or its target.
 
     python benchmarks/run_all.py [--runs 15] [--quick]
 
@@ -14,7 +14,8 @@ machine falls on both sides), on the package byte-compiled as `pip install` leav
 2. `check` of this machine's `sysctl -a` dump against its own floor, `import jinja2.sandbox,
    yaml` (target <= 2); `check` and `diff` of it against kernel-hardening-checker on the
    same dump, wall time and peak RSS (target <= 2 each). The peer is installed from
-   ../shared/peers/kernel-hardening-checker into a throwaway venv; without it the line says so;
+   a checkout of github.com/a13xp0p0v/kernel-hardening-checker (`--peer DIR`) into a throwaway
+   venv; without it the line says so;
 3. `check` of 1,000 sysctl.d files (target <= 0.5 s), of one 100,000-line file (<= 1.5 s) and
    of 100,000 lines of one key, one value and each value different (<= 1.5 s);
 4. `fleet` with 2 workers: benchmarks/fleet_throughput.py on 10,000 distinct hosts (target
@@ -42,7 +43,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PEER = ROOT.parent / "shared" / "peers" / "kernel-hardening-checker"
 ADVISOR = [sys.executable, "-m", "sysctl_advisor"]
 IMPORTS = [sys.executable, "-c", "import pydantic, jinja2, yaml, typer"]
 # What a warm run imports of its libraries: the Jinja2 sandbox (rule expressions) and PyYAML.
@@ -101,14 +101,15 @@ def line(label: str, value: float, peer: float, target: float, unit: str = "ms")
     )
 
 
-def peer_command(work: Path, dump: Path) -> list[str] | None:
-    if not PEER.is_dir():
+def peer_command(peer: Path | None, work: Path, dump: Path) -> list[str] | None:
+    """kernel-hardening-checker, installed from a checkout of it into a throwaway venv."""
+    if peer is None or not peer.is_dir():
         return None
     venv = work / "khc-venv"
     if not venv.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         installed = subprocess.run(
-            [str(venv / "bin" / "pip"), "install", "-q", str(PEER)], capture_output=True
+            [str(venv / "bin" / "pip"), "install", "-q", str(peer)], capture_output=True
         )
         if installed.returncode != 0:
             return None
@@ -147,6 +148,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--quick", action="store_true", help="5 runs, no fleet")
+    parser.add_argument("--peer", type=Path, help="a checkout of kernel-hardening-checker")
     args = parser.parse_args()
     runs = 5 if args.quick else args.runs
     compileall.compile_dir(ROOT / "sysctl_advisor", quiet=1)
@@ -180,13 +182,13 @@ def main() -> None:
         dump = work / "sysctl-a.txt"
         with dump.open("w") as out:
             subprocess.run(["sysctl", "-a"], stdout=out, stderr=subprocess.DEVNULL)
-        peer = peer_command(work, dump)
+        peer = peer_command(args.peer, work, dump)
         check = [*ADVISOR, "check", str(dump)]
         diff = [*ADVISOR, "diff", "--profile", "base", "--current", str(dump)]
-        ours, floor = pairs(check, NO_PYDANTIC, runs, env)  # issue 32: within 2x its floor
+        ours, floor = pairs(check, NO_PYDANTIC, runs, env)  # within 2x its floor
         print(line("check of sysctl -a vs the warm floor", median(ours, 0), median(floor, 0), 2.0))
         if peer is None:
-            print("check/diff vs kernel-hardening-checker: the peer is not in ../shared/peers")
+            print("check/diff vs kernel-hardening-checker: no checkout given (--peer)")
         else:
             for label, command in (("check", check), ("diff", diff)):
                 ours, theirs = pairs(command, peer, runs, env)
@@ -199,7 +201,7 @@ def main() -> None:
         synthetic_files(many, 1000)
         big = work / "big.conf"
         big_file(big, 100_000)
-        one_key, distinct = work / "one-key.conf", work / "distinct.conf"  # issue 32, item 14
+        one_key, distinct = work / "one-key.conf", work / "distinct.conf"
         one_key.write_text("net.core.somaxconn = 4096\n" * 100_000)
         distinct.write_text("".join(f"net.core.somaxconn = {4096 + i}\n" for i in range(100_000)))
         for label, command, target in (

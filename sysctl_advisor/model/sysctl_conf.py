@@ -1,4 +1,4 @@
-"""Read sysctl.conf text as procps and systemd-sysctl do (kernel-facts §10).
+"""Read sysctl.conf text as procps and systemd-sysctl do.
 
 Comments are lines whose first non-blank character is `#` or `;`; there are no inline
 comments (a `#` after the value is part of the value). Keys may use `/` as separator; a

@@ -1,6 +1,6 @@
 """What configuration is in force: a `sysctl -a` dump, one sysctl.conf, or a sysctl.d tree.
 
-A tree is resolved as systemd-sysctl does at boot (kernel-facts §10):
+A tree is resolved as systemd-sysctl does at boot:
 
 * `*.conf` files in etc/sysctl.d, run/sysctl.d, usr/local/lib/sysctl.d, usr/lib/sysctl.d and
   lib/sysctl.d; a file name found in an earlier directory hides the same name in later ones,
