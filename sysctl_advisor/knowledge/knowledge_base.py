@@ -101,6 +101,10 @@ class KnowledgeBase:
         self.catalog_dir = self.rules_dirs[0] / "catalog"
         self._specs: dict[str, SpecCache] = {}
         self._workloads: dict[tuple[str, ...], Workload] = {}
+        # The index key of the rule and profile files as they were before a whole load read
+        # them (`_index`): a file changed while it ran changes its stat, so no later run
+        # takes the index for a check of files that were not the ones checked.
+        self._key_before: str | None = None
 
     @classmethod
     def lazy(
@@ -251,7 +255,7 @@ class KnowledgeBase:
             lambda specs: load_profiles(self.profiles_dirs, rules, self.compiler, specs),
         )
         self._check_servers(profiles)
-        key = self._index_key()
+        key = self._key_before
         if key is not None:  # rules and profiles checked whole: the next run may load parts
             kept = ([(i, str(r.path)) for i, r in rules.items()], list(profiles))
             self._specs["rules"].remember(key, marshal.dumps(kept))
@@ -313,7 +317,7 @@ class KnowledgeBase:
         if not self.catalog.keys:  # loaded first: the index covers the catalog the rules read
             return None
         specs = self._specs["rules"] = SpecCache("rules")
-        key = self._index_key()
+        key = self._key_before = self._index_key()
         raw = specs.recall(key) if key is not None else None
         if not raw:
             return None
