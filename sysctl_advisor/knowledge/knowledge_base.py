@@ -67,6 +67,12 @@ def _numbered(items: Iterable[Any]) -> dict[str, Any]:
     return {str(i): item for i, item in enumerate(items)}
 
 
+def _stat_line(path: Path) -> str:
+    """A file's path, size, times and inode, as a .pyc is checked against its source."""
+    st = path.stat()
+    return f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}"
+
+
 class OnDemand(Mapping[str, V]):
     """Knowledge by name, in the order of a whole load, each item loaded when first read."""
 
@@ -101,6 +107,11 @@ class KnowledgeBase:
         self.catalog_dir = self.rules_dirs[0] / "catalog"
         self._specs: dict[str, SpecCache] = {}
         self._workloads: dict[tuple[str, ...], Workload] = {}
+        # The index key of the rule and profile files as they were before a whole load read
+        # them (`_index`): a file changed while it ran changes its stat, so no later run
+        # takes the index for a check of files that were not the ones checked.
+        self._key_before: str | None = None
+        self._stats: dict[Path, str] = {}  # each rule and profile file's stat in that key
 
     @classmethod
     def lazy(
@@ -229,13 +240,18 @@ class KnowledgeBase:
         if index is not None:
             paths = {rule_id: Path(path) for rule_id, path in index[0]}
             found = self._loaded("profiles", lambda s: profile_specs(self.profiles_dirs, s))
+            self._unchanged(*(path for _, path in found.values()))
             selected: dict[str, list[str]] = {}
-            return OnDemand(
-                list(paths),
-                lambda rule_id: self._part(
-                    "rules", lambda s: load_rule(paths[rule_id], self.compiler, self.catalog, s)
-                ),
-            ), OnDemand(
+
+            def rule(rule_id: str) -> Rule:
+                path = paths[rule_id]
+                loaded: Rule = self._part(
+                    "rules", lambda s: load_rule(path, self.compiler, self.catalog, s)
+                )
+                self._unchanged(path)
+                return loaded
+
+            return OnDemand(list(paths), rule), OnDemand(
                 index[1],
                 lambda name: self._part(
                     "profiles",
@@ -251,7 +267,7 @@ class KnowledgeBase:
             lambda specs: load_profiles(self.profiles_dirs, rules, self.compiler, specs),
         )
         self._check_servers(profiles)
-        key = self._index_key()
+        key = self._key_before
         if key is not None:  # rules and profiles checked whole: the next run may load parts
             kept = ([(i, str(r.path)) for i, r in rules.items()], list(profiles))
             self._specs["rules"].remember(key, marshal.dumps(kept))
@@ -292,14 +308,11 @@ class KnowledgeBase:
             *(p for d in self.rules_dirs for p in rule_files(d)),
             *(p for d in self.profiles_dirs for p in profile_files(d)),
         ]
-        stats = []
-        for path in files:
-            st = path.stat()
-            stats.append(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}")
+        self._stats = {path: _stat_line(path) for path in files}
         return content_key(
             "index",
             validating_code(),
-            *stats,
+            *self._stats.values(),
             *self._specs["catalog"].used(),
             file_key(self.catalog_dir / SERVER_TABLE, ServerTableSpec),
             *self._sources_keys,
@@ -313,7 +326,7 @@ class KnowledgeBase:
         if not self.catalog.keys:  # loaded first: the index covers the catalog the rules read
             return None
         specs = self._specs["rules"] = SpecCache("rules")
-        key = self._index_key()
+        key = self._key_before = self._index_key()
         raw = specs.recall(key) if key is not None else None
         if not raw:
             return None
@@ -322,6 +335,17 @@ class KnowledgeBase:
             return [(str(i), str(p)) for i, p in rules], [str(n) for n in profiles]
         except (ValueError, EOFError, TypeError):
             return None
+
+    def _unchanged(self, *paths: Path) -> None:
+        """Files read on the index's word are those it was taken over: a file whose stat
+        changed since (edited while this run read it) was not checked against the others."""
+        for path in paths:
+            if _stat_line(path) != self._stats.get(path):
+                raise InputError(
+                    "changed while this run read it (it was not checked against the other "
+                    "rule and profile files): run again",
+                    path=path,
+                )
 
     def _part(self, kind: str, load: Callable[[SpecCache], Any]) -> Any:
         """One item of a kind loaded in part: the caches keep the entries this run did not
