@@ -58,23 +58,25 @@ def _run(runs: list[tuple[Path, list[str]]]) -> list[object]:
     return codes
 
 
-def test_a_warm_lazy_run_writes_what_a_run_with_an_empty_cache_writes(workdir: Path) -> None:
+def test_a_warm_lazy_run_writes_what_a_run_with_an_empty_cache_writes(tmp_path: Path) -> None:
     lines = [
         ["recommend", "--facts", str(example), "-p", profile, "-f", FORMATS[i % len(FORMATS)]]
         for i, (example, profile) in enumerate(_pairs())
     ]
     cold = _run(
         [
-            (workdir / f"cold-cache-{i}", [*a, "-o", str(workdir / f"cold-{i}")])
+            (tmp_path / f"cold-cache-{i}", [*a, "-o", str(tmp_path / f"cold-{i}")])
             for i, a in enumerate(lines)
         ]
     )
-    warm_cache = workdir / "warm-cache"
-    _run([(warm_cache, [*lines[0], "-o", str(workdir / "fill")])])  # the whole load, once
-    warm = _run([(warm_cache, [*a, "-o", str(workdir / f"warm-{i}")]) for i, a in enumerate(lines)])
+    warm_cache = tmp_path / "warm-cache"
+    _run([(warm_cache, [*lines[0], "-o", str(tmp_path / "fill")])])  # the whole load, once
+    warm = _run(
+        [(warm_cache, [*a, "-o", str(tmp_path / f"warm-{i}")]) for i, a in enumerate(lines)]
+    )
     assert warm == cold
     for i, argv in enumerate(lines):
-        cold_out, warm_out = workdir / f"cold-{i}", workdir / f"warm-{i}"
+        cold_out, warm_out = tmp_path / f"cold-{i}", tmp_path / f"warm-{i}"
         assert cold_out.exists() == warm_out.exists(), argv
         if cold_out.exists():
             assert warm_out.read_bytes() == cold_out.read_bytes(), argv
