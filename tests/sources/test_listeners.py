@@ -15,7 +15,13 @@ import pytest
 
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.model_base import validate
-from sysctl_advisor.sources.listeners import _owners, describe_process, is_go_binary, java_main
+from sysctl_advisor.sources.listeners import (
+    FIRST_FDS,
+    _owners,
+    describe_process,
+    is_go_binary,
+    java_main,
+)
 from tests.conftest import ROOT
 from tests.namespaces import in_namespace, needs_netns
 
@@ -51,16 +57,9 @@ def test_owner_is_the_lowest_pid_holding_the_socket(tmp_path: Path) -> None:
     assert _owners({5001, 5002, 5003}, proc) == {5001: 100, 5002: 300}
 
 
-def test_owners_stop_reading_descriptors_once_every_listener_is_found(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A server holding thousands of connections besides its listener: once every listener's
-    owner is known no other descriptor is read, so `facts` on a namespace full of connections
-    takes what it takes on an idle one (benchmarks/facts_many_sockets.py)."""
-    proc = tmp_path / "proc"
-    connections = {str(fd): f"socket:[{9000 + fd}]" for fd in range(4, 2004)}
-    _fake_process(proc, 100, "nginx", "/usr/sbin/nginx", {"3": "socket:[5001]", **connections})
-    _fake_process(proc, 200, "redis-server", "/usr/bin/redis-server", connections)
+@pytest.fixture
+def readlinks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every descriptor target read, in order."""
     read: list[str] = []
     real = os.readlink
 
@@ -69,8 +68,48 @@ def test_owners_stop_reading_descriptors_once_every_listener_is_found(
         return target
 
     monkeypatch.setattr(os, "readlink", counted)
+    return read
+
+
+def test_owners_stop_reading_descriptors_once_every_listener_is_found(
+    tmp_path: Path, readlinks: list[str]
+) -> None:
+    """A server holding thousands of connections besides its listener: once every listener's
+    owner is known no other descriptor is read, so `facts` on a namespace full of connections
+    takes what it takes on an idle one (benchmarks/facts_many_sockets.py)."""
+    proc = tmp_path / "proc"
+    connections = {str(fd): f"socket:[{9000 + fd}]" for fd in range(4, 2004)}
+    _fake_process(proc, 100, "nginx", "/usr/sbin/nginx", {"3": "socket:[5001]", **connections})
+    _fake_process(proc, 200, "redis-server", "/usr/bin/redis-server", connections)
     assert _owners({5001}, proc) == {5001: 100}
-    assert read[-1] == "socket:[5001]"
+    assert readlinks[-1] == "socket:[5001]"
+
+
+def test_servers_full_of_connections_are_read_only_to_their_first_descriptors(
+    tmp_path: Path, readlinks: list[str]
+) -> None:
+    """Three servers, each its listener at fd 3 and 1,000 connections after it: the owners are
+    found without reading one connection past each server's first descriptors, where servers
+    open their listeners."""
+    proc = tmp_path / "proc"
+    for pid, inode in ((100, 5001), (200, 5002), (300, 5003)):
+        connections = {str(fd): f"socket:[{pid * 10_000 + fd}]" for fd in range(4, 1004)}
+        _fake_process(
+            proc, pid, "server", "/usr/sbin/server", {"3": f"socket:[{inode}]", **connections}
+        )
+    assert _owners({5001, 5002, 5003}, proc) == {5001: 100, 5002: 200, 5003: 300}
+    read = [int(target[8:-1]) % 10_000 for target in readlinks if int(target[8:-1]) > 9_999]
+    assert read and max(read) < FIRST_FDS
+
+
+def test_a_listener_opened_late_is_still_found_and_the_lowest_pid_owns_a_shared_one(
+    tmp_path: Path, readlinks: list[str]
+) -> None:
+    proc = tmp_path / "proc"
+    # socket 8 opened after many others; pid 11 a worker sharing its master's listener
+    _fake_process(proc, 10, "server", "/usr/sbin/server", {"3": "socket:[7]", "5000": "socket:[8]"})
+    _fake_process(proc, 11, "server", "/usr/sbin/server", {"3": "socket:[7]"})
+    assert _owners({7, 8}, proc) == {7: 10, 8: 10}
 
 
 def test_process_description_keeps_no_arguments(tmp_path: Path) -> None:
