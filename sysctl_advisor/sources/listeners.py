@@ -152,13 +152,13 @@ def _owners(inodes: set[int], proc: Path) -> dict[int, int]:
     wanted = {f"socket:[{inode}]": inode for inode in inodes}
     pids = sorted(_pids(proc))
     scanned = 0
-    for first in (True, False):
+    for first in (True, False):  # /proc lists a process's descriptors in order
         for pid in pids:
             try:
                 with os.scandir(proc / str(pid) / "fd") as entries:
                     for entry in entries:
-                        if (int(entry.name) < FIRST_FDS) != first:
-                            continue
+                        if first and int(entry.name) >= FIRST_FDS:
+                            break  # the rest in the second pass, which reads them all
                         scanned += 1
                         try:
                             target = os.readlink(entry.path)

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,7 +60,7 @@ def test_owner_is_the_lowest_pid_holding_the_socket(tmp_path: Path) -> None:
 
 @pytest.fixture
 def readlinks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every descriptor target read, in order."""
+    """Every descriptor target read, in order, from directories listed as /proc lists them."""
     read: list[str] = []
     real = os.readlink
 
@@ -68,6 +69,22 @@ def readlinks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return target
 
     monkeypatch.setattr(os, "readlink", counted)
+    real_scandir = os.scandir
+
+    class InOrder:  # /proc lists a process's descriptors in order (proc_readfd_common)
+        def __init__(self, path: Any) -> None:
+            with real_scandir(path) as entries:
+                self.entries = sorted(
+                    entries, key=lambda e: int(e.name) if e.name.isdigit() else -1
+                )
+
+        def __enter__(self) -> list[os.DirEntry[str]]:
+            return self.entries
+
+        def __exit__(self, *_: object) -> None:
+            return None
+
+    monkeypatch.setattr(os, "scandir", InOrder)
     return read
 
 
