@@ -15,6 +15,7 @@ from sysctl_advisor.knowledge.rules import FindingResult
 from sysctl_advisor.knowledge.values import Value, conf_text, numbers, parse_current
 from sysctl_advisor.knowledge.workloads import RuleRun, Workload
 from sysctl_advisor.model.host_facts import HostFacts
+from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.model.text_escape import one_line
 
 
@@ -138,16 +139,18 @@ def _values_in_force(
     current: dict[str, Value | None] = {}
     current_text: dict[str, str] = {}
     unmodelled: set[str] = set()
+    version = _release(facts.kernel)
     for name, spec in catalog.keys.items():
         text = facts.sysctl.get(name)
         value = None
         if text is not None:
             current_text[name] = text
             value = parse_current(text, spec)
-            if value is None or not _in_bounds(value, spec):
+            low, high = _held_range(catalog, name, spec, version, facts.bits)
+            if value is None or not _in_bounds(value, low, high):
                 holds = (
                     f" ({spec.length} number{'s' if spec.length > 1 else ''} in "
-                    f"{spec.min}..{spec.max})"
+                    f"{low}..{high})"
                     if not spec.is_text
                     else ""
                 )
@@ -284,9 +287,30 @@ def _within(held: Value, modelled: Value, tolerance: float) -> bool:
     return all(abs(x - y) <= tolerance * abs(y) for x, y in zip(a, b, strict=True))
 
 
-def _in_bounds(value: Value, spec: CatalogKey) -> bool:
-    """Whether a number value lies in the key's bounds (a text key's parse said already)."""
-    return isinstance(value, str) or all(spec.min <= v <= spec.max for v in numbers(value))
+def _release(kernel: str | None) -> KernelVersion | None:
+    try:
+        return KernelVersion.parse(kernel) if kernel else None
+    except ValueError:
+        return None
+
+
+def _held_range(
+    catalog: Catalog, name: str, spec: CatalogKey, version: KernelVersion | None, bits: int
+) -> tuple[int, int]:
+    """The values in force the plan takes as known: the key's own min..max, widened to the
+    range its `bounds:` give at the facts' release (upstream 3.10 and later hold a tcp_rmem
+    field from 1, below the 4096 the advisor writes: such a value is the host's, not noise)."""
+    found = catalog.bounds(name, version, bits) or {}
+    low, high = found.get("min"), found.get("max")
+    return (
+        spec.min if low is None else min(spec.min, low),
+        spec.max if high is None else max(spec.max, high),
+    )
+
+
+def _in_bounds(value: Value, low: int, high: int) -> bool:
+    """Whether a number value lies in the range (a text key's parse said already)."""
+    return isinstance(value, str) or all(low <= v <= high for v in numbers(value))
 
 
 def _mark_wants(
