@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from tests.conftest import Cli
+from tests.conftest import Cli, assert_one_line_error
 
 
 def _rules_dir(tmp: Path, **fields: Any) -> Path:
@@ -40,9 +40,7 @@ def test_a_cap_kind_that_says_nothing_true_is_one_line_exit_2(
     cli: Cli, fields: dict[str, Any], words: str, tmp_path: Path
 ) -> None:
     result = cli("rules", "--rules-dir", str(_rules_dir(tmp_path, **fields)))
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and words in lines[0] and "caps.yaml" in lines[0], lines
+    assert_one_line_error(result.exit_code, result.stderr, words, "caps.yaml")
 
 
 def test_caps_are_safety_limits_unless_declared(kb: KnowledgeBase) -> None:

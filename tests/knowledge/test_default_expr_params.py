@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import EXAMPLES, invoke
+from tests.conftest import EXAMPLES, assert_one_line_error, invoke
 
 FACTS = str(EXAMPLES / "app-node.yaml")
 
@@ -47,10 +47,7 @@ def test_a_default_reading_no_earlier_parameter_fails_at_load(
 ) -> None:
     profile = {"name": "colleague", "extends": "base", "parameters": parameters}
     code, stderr = _recommend(tmp_path, profile)
-    lines = stderr.strip().splitlines()
-    assert code == 2 and len(lines) == 1, stderr
-    assert "colleague.yaml" in lines[0] and f"{field}.default_expr" in lines[0], lines[0]
-    assert said in lines[0], lines[0]
+    assert_one_line_error(code, stderr, "colleague.yaml", f"{field}.default_expr", said)
 
 
 def test_a_default_reading_an_earlier_or_inherited_parameter_loads(tmp_path: Path) -> None:

@@ -59,6 +59,13 @@ def test_check_neither_defines_nor_caches_the_advice_knowledge(tmp_path: Path) -
             "sysctl_advisor.knowledge.kubernetes",
             "sysctl_advisor.knowledge.app_messages",
             "sysctl_advisor.knowledge.node_platforms",
+            "sysctl_advisor.knowledge.rules",
+            "sysctl_advisor.knowledge.profiles",
+            "sysctl_advisor.knowledge.workloads",
+            "sysctl_advisor.knowledge.servers",
+            "sysctl_advisor.knowledge.writers",
+            "sysctl_advisor.knowledge.kernel_messages",
+            "sysctl_advisor.engine.plan_builder",
         }
         assert modules & unused == set()
     kinds = {p.name.split("-")[-1].split(".")[0] for p in (cache / "private").glob("specs-*")}

@@ -15,6 +15,7 @@ from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.check_input import CheckInput
 from sysctl_advisor.sources.sysctl_files import read_file
 from tests.commands.check_repo import make_repo, run_in
+from tests.conftest import assert_one_line_error
 
 TW = "check.tw-recycle-enabled"
 
@@ -74,6 +75,5 @@ def test_a_bad_baseline_fails_before_any_file_is_read(tmp_path: Path) -> None:
     first), in one line, with exit 2."""
     repo = make_repo(tmp_path, None, {"base.json": "not json"})
     code, _, err = run_in(repo, "check", "--baseline", "base.json", "missing.conf")
-    lines = err.strip().splitlines()
-    assert code == 2 and len(lines) == 1, err
-    assert "base.json" in lines[0] and "not JSON" in lines[0] and "missing.conf" not in err
+    assert_one_line_error(code, err, "base.json", "not JSON")
+    assert "missing.conf" not in err
