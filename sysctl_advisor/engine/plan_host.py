@@ -149,8 +149,7 @@ def _values_in_force(
             low, high = _held_range(catalog, name, spec, version, facts.bits)
             if value is None or not _in_bounds(value, low, high):
                 holds = (
-                    f" ({spec.length} number{'s' if spec.length > 1 else ''} in "
-                    f"{low}..{high})"
+                    f" ({spec.length} number{'s' if spec.length > 1 else ''} in {low}..{high})"
                     if not spec.is_text
                     else ""
                 )

@@ -4,7 +4,8 @@ compiled when a run first reads it.
 A kind is imported, loaded (from its own spec and code cache files: cache/specs.py,
 cache/code.py), cross-checked and cited against the sources when it is first read, so `check`
 never defines or loads the advice rules, the profiles, the Kubernetes table or the message
-families, and `recommend` never loads the check rules. `KnowledgeBase.load` loads every kind at
+families, and `recommend` loads the check rules only when its plan keeps a value in force
+(engine/kept_values.py judges it as `check` would). `KnowledgeBase.load` loads every kind at
 once (the reference generators and the tests: every file is checked); `KnowledgeBase.lazy` is
 what the commands use.
 """

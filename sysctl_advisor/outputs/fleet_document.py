@@ -1,7 +1,7 @@
 """summary.json, the "sysctl-advisor/fleet/v1" document `fleet --out DIR` writes, defined once:
 `fleet_summary.SummaryWriter` streams these models (`plain_data`), and the published schema
 (sysctl_advisor/schemas/fleet-summary.schema.json) is generated from them (`python -m
-sysctl_advisor.outputs.json_schemas`). `node_format` and `node_pools` are written only with
+tests.regenerate`). `node_format` and `node_pools` are written only with
 --node-pools: absent from the summaries of other runs (and of earlier versions), which stay
 valid.
 """

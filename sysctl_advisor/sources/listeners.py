@@ -143,9 +143,10 @@ def _listener(payload: bytes) -> tuple[int, dict[str, Any]] | None:
 
 
 def _owners(inodes: set[int], proc: Path) -> dict[int, int]:
-    """Socket inode -> the lowest pid holding it (nginx's master before its workers), read
-    first among every process's first descriptors, where a server opens its listeners: only a
-    listener not found there costs reading the rest of each process's connections."""
+    """Socket inode -> the lowest pid holding it among every process's first descriptors,
+    where a server opens its listeners (nginx's master before its workers), else the lowest
+    pid holding it past them: only a listener not found among the first costs reading the rest
+    of each process's connections."""
     owners: dict[int, int] = {}
     if not inodes:
         return owners
@@ -157,8 +158,11 @@ def _owners(inodes: set[int], proc: Path) -> dict[int, int]:
             try:
                 with os.scandir(proc / str(pid) / "fd") as entries:
                     for entry in entries:
-                        if first and int(entry.name) >= FIRST_FDS:
-                            break  # the rest in the second pass, which reads them all
+                        low = int(entry.name) < FIRST_FDS
+                        if first and not low:
+                            break  # the rest in the second pass
+                        if low and not first:
+                            continue  # read in the first pass
                         scanned += 1
                         try:
                             target = os.readlink(entry.path)
