@@ -32,7 +32,9 @@ def unused_knowledge(directory: Path, rules: int, profiles: int) -> tuple[Path, 
     """A rules directory of `rules` advice rules and a profiles directory of `profiles`
     profiles, none of which a run of the shipped profiles uses."""
     shipped = sorted(
-        p for p in (ROOT / "rules").rglob("*.yaml") if not {"catalog", "check"} & set(p.parts)
+        p
+        for p in (ROOT / "rules").rglob("*.yaml")
+        if not {"catalog", "check"} & set(p.relative_to(ROOT / "rules").parts)
     )
     rules_dir, profiles_dir = directory / "rules", directory / "profiles"
     profiles_dir.mkdir(parents=True)

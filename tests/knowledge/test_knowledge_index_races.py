@@ -22,7 +22,10 @@ def _site(tmp_path: Path) -> tuple[Path, Path, Path]:
     rules, profiles = tmp_path / "rules", tmp_path / "profiles"
     shipped = sorted((ROOT / "rules").rglob("*.yaml"))
     source = next(
-        p for p in shipped if "params." in p.read_text() and not {"catalog", "check"} & set(p.parts)
+        p
+        for p in shipped
+        if "params." in p.read_text()
+        and not {"catalog", "check"} & set(p.relative_to(ROOT / "rules").parts)
     )
     family = rules / f"site-{source.parent.name}"
     family.mkdir(parents=True)
