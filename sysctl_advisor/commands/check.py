@@ -100,6 +100,7 @@ def check(
     files = report_files(output, [path for _, path in extra], write_baseline)
     try:
         kb = load_knowledge(rules_dir, profiles_dir)
+        target = check_settings.target_kernel(found, paths, kb.catalog.model.newest_verified)
         policy = _policy(kb, found)
         accepted = _baseline(found) if write_baseline is None else None
         stdin = sys.stdin.buffer if sys.stdin is not None else None
@@ -116,6 +117,8 @@ def check(
                 "it again with --write-baseline to keep it small"
             )
         not_over_inputs(files, found, report.files, write_baseline is not None)
+        if target is not None:  # after every refusal: a report's, never an error's, line
+            note(target)
         if write_baseline is not None:
             write_baseline_of(report.findings, files[0], write_baseline)
             return 0

@@ -9,7 +9,8 @@ configuration's; --set parameters replace the configuration's one by one.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import platform
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,10 +20,14 @@ from sysctl_advisor.engine.check.selection import Given
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.sources.check_config import ConfigFile, config_for, read_config
+from sysctl_advisor.sources.sysctl_files import SYSCTL_CONF, SYSCTL_D_DIRS
 
 T = TypeVar("T")
 COMMAND_LINE = "command line"
 DEFAULT = "default"
+RUNNING = "the running kernel"
+# The host whose own sysctl files `check` may be given: its running kernel is their target.
+HOST_ROOT = Path("/")
 # Each setting: its key in the configuration, and the option that wins over it.
 OPTIONS = {
     "select": "--select",
@@ -205,6 +210,44 @@ def needs(found: CheckSettings) -> None:
                 path=None if command_line else where,
                 field="--kernel" if command_line else "kernel",
             ) from None
+
+
+def target_kernel(found: CheckSettings, paths: Sequence[Path], newest: str) -> str | None:
+    """The kernel the lines are judged for, when neither --kernel, --facts nor the
+    configuration names one: the running kernel for this host's own sysctl files
+    (/etc/sysctl.conf, /etc/sysctl.d, /run/sysctl.d, /usr/lib/sysctl.d, ..., or `/`).
+    Returns the note that says which kernel the lines are judged for, or which era they are
+    held to, the report's first line on standard error (None: the operator named it)."""
+    if found["kernel"] is not None or found["facts"] is not None:
+        return None
+    release = platform.release() if platform.system() == "Linux" else ""
+    if release and paths and all(_on_host(path) for path in paths):
+        try:
+            KernelVersion.parse(release)
+        except ValueError:
+            pass
+        else:
+            found.values["kernel"] = Setting(release, RUNNING)
+            return (
+                f"judging for Linux {release}, the running kernel, as these are this host's "
+                "own sysctl files (--kernel or `kernel` in the configuration names another)"
+            )
+    return (
+        f"no target kernel (--kernel, --facts or `kernel` in the configuration): judging by "
+        f"Linux {newest}, the newest the catalog verified, on a 64-bit host, and reporting "
+        "no key as missing"
+    )
+
+
+def _on_host(path: Path) -> bool:
+    """Whether the path is this host's own sysctl configuration (`/`, /etc, /etc/sysctl.conf
+    or inside a sysctl.d directory systemd-sysctl reads), as given (links not followed)."""
+    if str(path) == "-":
+        return False
+    where = os.path.relpath(os.path.abspath(path), os.path.abspath(HOST_ROOT))
+    if where in (os.curdir, "etc", SYSCTL_CONF):
+        return True
+    return any(where == d or where.startswith(d + os.sep) for d in SYSCTL_D_DIRS)
 
 
 def shown(found: CheckSettings, as_json: bool) -> dict[str, Setting]:
