@@ -44,6 +44,9 @@ Literal_ = int | float | bool | list[int] | None
 ExprOrLiteral = str | int | float | bool | list[int] | None
 
 
+_INT_MAX = 2**31 - 1
+
+
 def _check_range(text: str) -> str:
     KernelRange.parse(text)
     return text
@@ -75,6 +78,12 @@ class Bounds(SpecModel):
     bits: Literal[32, 64] | None = None
     min: int | None = None
     max: int | None = None
+    jiffies: bool = Field(
+        default=False,
+        description="the handler stores seconds times HZ in an int (proc_dointvec_jiffies): "
+        "min and max are the range at HZ=100, the widest any build takes; a kernel built "
+        "with HZ=N refuses beyond INT_MAX / N either side",
+    )
     note: str | None = Field(
         default=None,
         max_length=400,
@@ -588,14 +597,15 @@ class Catalog:
         return key in self.keys or key in self._bounds
 
     def bounds(
-        self, key: str, version: KernelVersion | None, bits: int | None
+        self, key: str, version: KernelVersion | None, bits: int | None, hz: int | None = None
     ) -> dict[str, Any] | None:
         """The range the kernel accepts for the key on the target (`min`, `max`, the values
         a line holds, `length`; `note`, why it is other there; `below` and `above`, what the
         kernel does with a value it stores beyond the key's own min..max; `outside`, what the
         handler does with one beyond the range where it does not refuse it; each None where
         not given), or None when the catalog does not know one. An unknown kernel is taken as
-        the newest verified, an unknown word size as 64 bits."""
+        the newest verified, an unknown word size as 64 bits; a handler in jiffies has the
+        range of the build's `hz` where it is given, else the widest (HZ=100)."""
         spec = self.keys.get(key)
         eras = self._bounds.get(key, [])
         if spec is None and not eras:
@@ -603,9 +613,13 @@ class Catalog:
         target, width = version or self.newest, bits or 64
         for kernels, bound in eras:
             if (bound.bits is None or bound.bits == width) and kernels.contains(target):
+                low = bound.min if bound.min is not None else spec.min if spec else None
+                high = bound.max if bound.max is not None else spec.max if spec else None
+                if bound.jiffies and hz:
+                    low, high = -(_INT_MAX // hz), _INT_MAX // hz
                 return {
-                    "min": bound.min if bound.min is not None else spec.min if spec else None,
-                    "max": bound.max if bound.max is not None else spec.max if spec else None,
+                    "min": low,
+                    "max": high,
                     "length": spec.length if spec else 1,
                     "note": bound.note,
                     "below": bound.below,

@@ -49,6 +49,18 @@ def _kubernetes(kb: KnowledgeBase, name: str) -> str:
     return f"{where}; a safe sysctl from Kubernetes {safe.since}{kernel}"
 
 
+def _accepted(kb: KnowledgeBase, name: str) -> str:
+    """The range a number key is meant for, and the one the newest verified kernel's handler
+    takes where that is another (a write outside it fails with EINVAL there)."""
+    spec, newest = kb.catalog.keys[name], kb.catalog.model.newest_verified
+    found = kb.catalog.bounds(name, None, None) or {}
+    low, high = found.get("min", spec.min), found.get("max", spec.max)
+    if (low, high) == (spec.min, spec.max):
+        return f"accepted {low}..{high}"
+    why = f": {found['note']}" if found.get("note") else ""
+    return f"meant for {spec.min}..{spec.max}; Linux {newest} takes {low}..{high}{why}"
+
+
 def explain_key(
     kb: KnowledgeBase,
     key: str,
@@ -63,7 +75,7 @@ def explain_key(
     accepted = {
         "name": f"a kernel name of {spec.min}..{spec.max} characters",
         "ports": f"ports and first-last ranges within {spec.min}..{spec.max}, comma-separated",
-    }.get(spec.unit, f"accepted {spec.min}..{spec.max}")
+    }.get(spec.unit) or _accepted(kb, name)
     out.append(f"  unit:      {spec.unit}, {shape}, {accepted}")
     out.append(
         f"  exists:    {('kernels ' + spec.exists) if spec.exists else 'all modelled kernels'}"
