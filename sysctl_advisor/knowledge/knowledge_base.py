@@ -540,10 +540,9 @@ class KnowledgeBase:
         try:
             return self.profiles[name]
         except KeyError:
-            known = ", ".join(sorted(self.profiles))
-            raise InputError(
-                f"unknown profile {name!r} (profiles: {known})", field="--profile"
-            ) from None
+            from sysctl_advisor.knowledge.workloads import unknown_profile
+
+            raise unknown_profile(name, self.profiles) from None
 
     def workload(self, names: str | Sequence[str]) -> Workload:
         """The profiles a host runs (one name or several, each with its includes)."""
