@@ -78,6 +78,16 @@ def explain_key(
             if spec.netns_copies_init_since
             else "; a new namespace starts from the kernel default"
         )
+    cited = list(spec.references)
+    shown = spec.netns_reads_init
+    if shown:
+        cited += shown.references
+        marks = f"[{len(spec.references) + 1}-{len(cited)}]"
+        scope += (
+            f"; from {shown.since} another network namespace (a pod, a container) shows the "
+            "initial namespace's value in force, read-only; before, the key is absent there "
+            + marks
+        )
     out.append(f"  scope:     {scope}")
     out.append(f"  pods:      {_kubernetes(kb, name)}")
     policy = {
@@ -104,6 +114,8 @@ def explain_key(
     out.append("  kernel default by version:")
     for era in spec.default:
         value = " ".join(str(era.value).split()) if era.value is not None else "not modelled"
+        if spec.unlimited is not None and era.value == spec.unlimited:
+            value += " (unlimited)"
         applies = era.kernels or "all"
         if era.when:
             applies += f" when {era.when}"
@@ -117,7 +129,7 @@ def explain_key(
         out.append(f"    {rule.id} ({role}): {rule.spec.title}")
     if not setters:
         out.append("    none")
-    out += _references(kb, spec.references)
+    out += _references(kb, cited)
     if facts is not None:
         version = kb.catalog.kernel_for(facts)[0]
         out.append("")
