@@ -85,7 +85,7 @@ def test_same_input_same_bytes() -> None:
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [
-        (["--profile", "nope"], ["unknown profile 'nope'", "gridftp"]),
+        (["--profile", "gridtfp"], ["unknown profile 'gridtfp' (did you mean gridftp?)"]),
         (["--profile", "gridftp", "--set", "streams=many"], ["--set streams", "integer"]),
         (["--profile", "gridftp", "--set", "streams=0"], ["--set streams", "below the minimum"]),
         (["--profile", "gridftp", "--set", "bogus=1"], ["unknown parameter 'bogus'"]),

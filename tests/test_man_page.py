@@ -76,6 +76,58 @@ def test_man_reads_the_committed_page() -> None:
     assert "--fail-on" in shown.stdout.replace("\u2010", "-")
 
 
+# The variables the package reads: os.environ.get("NAME"), os.environ["NAME"], os.getenv("NAME"),
+# or the same through a module constant NAME_VARIABLE = "NAME".
+_READ = re.compile(r"""(?:environ\.get|environ\[|getenv)\(?\s*(["'][A-Z_]+["']|[A-Z_]+)""")
+_CONSTANT = re.compile(r"""^([A-Z_]+) = ["']([A-Z_]+)["']""", re.MULTILINE)
+
+
+def _variables_read() -> set[str]:
+    names: set[str] = set()
+    for path in (ROOT / "sysctl_advisor").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        constants = dict(_CONSTANT.findall(text))
+        for word in _READ.findall(text):
+            names.add(word.strip("\"'") if word[0] in "\"'" else constants.get(word, word))
+    return names
+
+
+def _section(page: str, title: str) -> str:
+    return page.split(f".SH {title}\n")[1].split("\n.SH ")[0]
+
+
+def test_the_page_lists_every_variable_the_advisor_reads() -> None:
+    """ENVIRONMENT names every SYSCTL_ADVISOR_* variable the package reads, and names none it
+    does not: a variable added to the code without a word on the page fails here."""
+    read = {name for name in _variables_read() if name.startswith("SYSCTL_ADVISOR_")}
+    assert {"SYSCTL_ADVISOR_CACHE", "SYSCTL_ADVISOR_DOCS_URL", "SYSCTL_ADVISOR_DEBUG"} <= read
+    environment = _section(man_page(), "ENVIRONMENT").replace("\\-", "-")
+    listed = set(re.findall(r"\\fB([A-Z_]+)\\fR", environment))
+    assert read <= listed, read - listed
+    assert listed <= _variables_read(), listed - _variables_read()
+
+
+def test_the_page_has_exit_status_files_and_examples() -> None:
+    from tests.test_readme_commands import undeclared
+
+    page = man_page()
+    sections = re.findall(r"^\.SH (.+)$", page, re.MULTILINE)
+    assert sections == [
+        "NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "COMMANDS", "EXIT STATUS", "ENVIRONMENT",
+        "FILES", "EXAMPLES", "SEE ALSO",
+    ]  # fmt: skip
+    codes = re.findall(r"^\.TP\n\\fB(\d+)\\fR$", _section(page, "EXIT STATUS"), re.MULTILINE)
+    assert codes == ["0", "1", "2", "3", "130"]
+    files = _section(page, "FILES").replace("\\-", "-")
+    for name in (".sysctl-advisor.toml", "pyproject.toml", "[tool.sysctl-advisor]", "cache"):
+        assert name in files, name
+    examples = re.findall(r"^\\fB(sysctl.+)\\fR$", _section(page, "EXAMPLES"), re.MULTILINE)
+    assert len(examples) >= 4
+    for example in examples:  # each runs as the command line declares it
+        argv = example.replace("\\-", "-").split()
+        assert argv[0] == "sysctl-advisor" and undeclared(argv[1:]) is None, example
+
+
 HOSTILE = st.text(
     st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=80
 ).filter(lambda t: t.strip() != "")
@@ -107,7 +159,19 @@ def test_help_text_is_escaped_whatever_it_holds(table: tuple[Command, ...], summ
     page = man_page(table, summary)
     assert page.isascii()
     requests = {line.split()[0] for line in page.splitlines() if line.startswith((".", "'"))}
-    assert requests <= {'.\\"', ".TH", ".SH", ".SS", ".TP", ".PP", ".br"}, requests
+    assert requests <= {
+        '.\\"',
+        ".TH",
+        ".SH",
+        ".SS",
+        ".TP",
+        ".PP",
+        ".br",
+        ".RS",
+        ".RE",
+        ".nf",
+        ".fi",
+    }, requests
     for line in page.splitlines():
         assert all(" " <= c <= "~" for c in line), line
         # a backslash only as an escape the generator writes

@@ -143,6 +143,15 @@ class Floor(SpecModel):
 
 
 @model
+class InitValueShown(SpecModel):
+    """From `since` on, a network namespace other than the initial one shows this global key
+    read-only: the initial namespace's value in force (a write there is refused)."""
+
+    since: str = Field(pattern=r"^[0-9]+\.[0-9]+$")
+    references: list[str] = Field(min_length=1)
+
+
+@model
 class ActsOnlyWith(SpecModel):
     """Another key whose values alone give this one an effect (vm.overcommit_ratio counts only
     under vm.overcommit_memory = 2): where the plan ends with the other key elsewhere, the
@@ -181,6 +190,12 @@ class CatalogKey(SpecModel):
         "namespace's value in force, copied when it is created (tcp_sk_init), not from the "
         "kernel default",
     )
+    netns_reads_init: InitValueShown | None = Field(
+        default=None,
+        description="a global key that a network namespace other than the initial one shows "
+        "read-only from a release on: the initial namespace's value in force, the one value "
+        "there is (before, the key is absent there)",
+    )
     netns_restricted: str | None = Field(
         default=None,
         max_length=600,
@@ -206,6 +221,11 @@ class CatalogKey(SpecModel):
     # An unsigned int that older handlers printed signed (tcp_notsent_lowat read -1 before
     # 4.10): a negative number read from the host is the value plus 2**32.
     unsigned32: bool = False
+    unlimited: int | None = Field(
+        default=None,
+        description="the value that means no limit (UINT_MAX for tcp_notsent_lowat): shown as "
+        "`unlimited`, never as the size it would be",
+    )
     summary: str
     references: list[str] = Field(min_length=1)
     default: list[Era] = Field(min_length=1)

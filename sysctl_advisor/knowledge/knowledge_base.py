@@ -205,11 +205,17 @@ class KnowledgeBase:
             if k.bounds
         )
         floors = {f"{n}.floor": k.floor for n, k in catalog.keys.items() if k.floor}
+        shown = {
+            f"{n}.netns_reads_init": k.netns_reads_init
+            for n, k in catalog.keys.items()
+            if k.netns_reads_init
+        }
         self._cite(
             "catalog",
             [
                 (catalog.path, "keys", catalog.keys),
                 (catalog.path, "keys", floors),
+                (catalog.path, "keys", shown),
                 (catalog.path, "readable", catalog.readable),
                 (catalog.path, "tuning_daemons", catalog.tuning_daemons),
                 (catalog.path, "known", catalog.known),
@@ -540,10 +546,9 @@ class KnowledgeBase:
         try:
             return self.profiles[name]
         except KeyError:
-            known = ", ".join(sorted(self.profiles))
-            raise InputError(
-                f"unknown profile {name!r} (profiles: {known})", field="--profile"
-            ) from None
+            from sysctl_advisor.knowledge.workloads import unknown_profile
+
+            raise unknown_profile(name, self.profiles) from None
 
     def workload(self, names: str | Sequence[str]) -> Workload:
         """The profiles a host runs (one name or several, each with its includes)."""

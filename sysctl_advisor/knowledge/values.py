@@ -68,6 +68,8 @@ def human(value: Value, key: CatalogKey, page_size: int) -> str:
 
 def _one(v: int, key: CatalogKey, page_size: int) -> str:
     unit = key.unit
+    if v == key.unlimited:
+        return "unlimited"
     if unit == "bytes":
         return human_bytes(v)
     if unit == "pages":

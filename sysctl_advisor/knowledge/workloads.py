@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from sysctl_advisor.knowledge.profiles import Profile
 from sysctl_advisor.knowledge.rules import Rule
 from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.near_names import unknown_name
 
 SEPARATOR = "+"  # in a workload's name: frontend-proxy+redis
 MAX_WORKLOADS = 32  # profiles one host runs, includes and all
@@ -29,6 +30,13 @@ def workload_names(names: str | Sequence[str]) -> tuple[str, ...]:
     profile name holds a +."""
     given = [names] if isinstance(names, str) else list(names)
     return tuple(dict.fromkeys(n for name in given for n in name.split(SEPARATOR)))
+
+
+def unknown_profile(name: str, profiles: Mapping[str, Profile]) -> InputError:
+    """`-p` naming no profile: the closest names, not all of them."""
+    return unknown_name(
+        "profile", name, list(profiles), "--profile", "`sysctl-advisor profiles` lists them"
+    )
 
 
 class RuleRun(NamedTuple):
@@ -66,8 +74,7 @@ class Workload:
 
         for name in given:
             if name not in profiles:
-                known = ", ".join(sorted(profiles))
-                raise InputError(f"unknown profile {name!r} (profiles: {known})", field="--profile")
+                raise unknown_profile(name, profiles)
             add(name, ())
         self.profiles = list(expanded.values())
         self.names = [p.name for p in self.profiles]

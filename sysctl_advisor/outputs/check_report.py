@@ -20,7 +20,6 @@ from sysctl_advisor import __version__
 from sysctl_advisor.engine.check.baseline import fingerprints
 from sysctl_advisor.engine.check.findings import CheckFinding, CheckReport, Suppressed
 from sysctl_advisor.knowledge.check_rules import CheckRule
-from sysctl_advisor.knowledge.resources import data_dir
 from sysctl_advisor.model.documents import dump_json, read_bytes
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.severity import SEVERITY_ORDER, Severity
@@ -49,32 +48,54 @@ __all__ = [
 SARIF_LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 # GitHub code scanning's problem.severity words for ours.
 _PROBLEM_SEVERITY = {"error": "error", "warning": "warning", "info": "recommendation"}
-# Where the project is published (e.g. "https://github.com/ORG/sysctl-advisor"). While unset,
-# help links point at the rules reference shipped with the installed package (a file: URI).
-PROJECT_URL: str | None = None
 # Characters RFC 3986 allows in a URI as they are; anything else in a configured URL is
 # percent-encoded so the SARIF stays valid.
 _URI_CHARACTERS = ":/?#[]@!$&'()*+,;=%~"
 SRCROOT = "%SRCROOT%"
+# The one setting for a fork's or a mirror's rules reference.
+DOCS_URL_VARIABLE = "SYSCTL_ADVISOR_DOCS_URL"
 FINGERPRINT = "sysctlAdvisorFinding/v1"
 
 
 # --- help links -------------------------------------------------------------------------------
 
 
+def project_url() -> str | None:
+    """Where the project is published: the `Repository` of pyproject.toml's [project.urls], as
+    the installed distribution's metadata holds it (None when it is not installed)."""
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    try:
+        urls: list[str] = metadata("sysctl-advisor").get_all("Project-URL") or []
+    except PackageNotFoundError:
+        return None
+    for entry in urls:
+        label, _, url = entry.partition(",")
+        if label.strip() == "Repository" and url.strip().startswith("https://"):
+            return url.strip()
+    return None
+
+
 def docs_url() -> str:
-    """The rules reference (docs/rules.md): $SYSCTL_ADVISOR_DOCS_URL, else the published
-    copy of this version (PROJECT_URL), else the copy shipped with the package."""
-    configured = os.environ.get("SYSCTL_ADVISOR_DOCS_URL")
-    if configured:  # spaces, non-ASCII and a stray % (not an escape) made valid
+    """The rules reference (docs/rules.md): $SYSCTL_ADVISOR_DOCS_URL (a fork's or a mirror's,
+    https only), else the published copy at this version's tag, else (not installed) its path
+    in the repository, a text link only. Never a local file: a code-scanning reader cannot
+    open one."""
+    configured = os.environ.get(DOCS_URL_VARIABLE)
+    if configured:
+        try:
+            parts = urlsplit(configured)
+        except ValueError:  # an unclosed [ of an IPv6 host
+            parts = urlsplit("")
+        if parts.scheme != "https" or not parts.netloc:
+            raise InputError(f"{configured!r} is not an https URL", field=DOCS_URL_VARIABLE)
+        # spaces, non-ASCII and a stray % (not an escape) made valid
         quoted = quote(configured, safe=_URI_CHARACTERS)
         return re.sub("%(?![0-9A-Fa-f]{2})", "%25", quoted)
-    if PROJECT_URL:
-        return f"{PROJECT_URL}/blob/v{__version__}/docs/rules.md"
-    try:
-        return _file_uri(str(data_dir("docs") / "rules.md"))
-    except FileNotFoundError:
-        return "docs/rules.md"
+    published = project_url()
+    if published:
+        return f"{published}/blob/v{__version__}/docs/rules.md"
+    return "docs/rules.md"
 
 
 def _anchor(rule_id: str) -> str:
@@ -442,8 +463,9 @@ def sarif_log(report: CheckReport, rules: dict[str, CheckRule]) -> dict[str, Any
         "version": __version__,
         "semanticVersion": __version__,
     }
-    if _absolute(base):
-        driver["informationUri"] = PROJECT_URL or base
+    if _absolute(base):  # the project, or the fork or mirror whose reference links point at
+        configured = os.environ.get(DOCS_URL_VARIABLE)
+        driver["informationUri"] = (not configured and project_url()) or base
     driver["rules"] = [_sarif_rule(rule_id, rules.get(rule_id), base) for rule_id in used]
     return {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",

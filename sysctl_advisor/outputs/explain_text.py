@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from sysctl_advisor.engine.plan_builder import build_plan, host_defaults
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import HostFacts
+from sysctl_advisor.model.near_names import unknown_name
 from sysctl_advisor.model.text_escape import one_line
 from sysctl_advisor.outputs.plan_render import default_origin
 
@@ -27,7 +27,9 @@ def resolve_key(kb: KnowledgeBase, key: str) -> str:
     alias = key.replace("-", "_")
     if alias in kb.catalog.by_alias:
         return str(kb.catalog.by_alias[alias])
-    raise InputError(f"unknown key {key!r}; known keys: {', '.join(kb.catalog.keys)}", field="KEY")
+    # a typo of a key or of its short name: the keys meant, by their full names
+    names = {**{str(name): str(name) for name in kb.catalog.keys}, **kb.catalog.by_alias}
+    raise unknown_name("key", key, names, "KEY", "rules/catalog/keys.yaml lists the keys")
 
 
 def _kubernetes(kb: KnowledgeBase, name: str) -> str:
@@ -88,6 +90,16 @@ def explain_key(
             if spec.netns_copies_init_since
             else "; a new namespace starts from the kernel default"
         )
+    cited = list(spec.references)
+    shown = spec.netns_reads_init
+    if shown:
+        cited += shown.references
+        marks = f"[{len(spec.references) + 1}-{len(cited)}]"
+        scope += (
+            f"; from {shown.since} another network namespace (a pod, a container) shows the "
+            "initial namespace's value in force, read-only; before, the key is absent there "
+            + marks
+        )
     out.append(f"  scope:     {scope}")
     out.append(f"  pods:      {_kubernetes(kb, name)}")
     policy = {
@@ -114,6 +126,8 @@ def explain_key(
     out.append("  kernel default by version:")
     for era in spec.default:
         value = " ".join(str(era.value).split()) if era.value is not None else "not modelled"
+        if spec.unlimited is not None and era.value == spec.unlimited:
+            value += " (unlimited)"
         applies = era.kernels or "all"
         if era.when:
             applies += f" when {era.when}"
@@ -127,7 +141,7 @@ def explain_key(
         out.append(f"    {rule.id} ({role}): {rule.spec.title}")
     if not setters:
         out.append("    none")
-    out += _references(kb, spec.references)
+    out += _references(kb, cited)
     if facts is not None:
         version = kb.catalog.kernel_for(facts)[0]
         out.append("")
@@ -224,7 +238,8 @@ def describe_rules(kb: KnowledgeBase, rule_id: str | None) -> str:
     if rule_id in kb.check_rules:
         return _describe_check_rule(kb, rule_id)
     if rule_id not in kb.rules:
-        raise InputError(f"unknown rule {rule_id!r} (see `sysctl-advisor rules`)", field="RULE_ID")
+        known = [*kb.rules, *kb.check_rules]
+        raise unknown_name("rule", rule_id, known, "RULE_ID", "`sysctl-advisor rules` lists them")
     rule = kb.rules[rule_id]
     spec = rule.spec
     profiles = [p.name for p in kb.profiles.values() if rule_id in p.rule_ids]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sysctl_advisor import __version__
+from sysctl_advisor.model.documents import DEFAULT_MAX_INPUT
 
 
 class ManOption(Protocol):
@@ -118,6 +119,76 @@ def _default(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+# What the exit code says, for every command.
+EXIT_STATUS: tuple[tuple[str, str], ...] = (
+    ("0", "Success: for `diff`, no drift; for `check`, nothing at `--fail-on` or worse; for "
+     "`fleet`, every host written."),
+    ("1", "For `diff`, drift (with `--undo`: the undo changes keys); for `check`, findings at "
+     "`--fail-on` or worse; for `fleet`, some hosts skipped."),
+    ("2", "Bad input or usage, with one line on standard error naming the file, line or "
+     "field; for `fleet`, nothing could be done."),
+    ("3", "An internal error, with one line on standard error (`SYSCTL_ADVISOR_DEBUG=1` "
+     "shows the traceback)."),
+    ("130", "Interrupted."),
+)  # fmt: skip
+# Every variable the advisor reads (tests/test_man_page.py finds each one the package reads).
+ENVIRONMENT: tuple[tuple[str, str], ...] = (
+    ("SYSCTL_ADVISOR_CACHE", "The cache directory, an absolute path; `off`, `0`, `no` or "
+     "`false`: no cache."),
+    ("XDG_CACHE_HOME", "The caches are in its `sysctl-advisor` directory when it is absolute "
+     "and `SYSCTL_ADVISOR_CACHE` is unset."),
+    ("SYSCTL_ADVISOR_MAX_INPUT", "The largest input file read, in bytes (default "
+     f"{DEFAULT_MAX_INPUT}, at least 1024); knowledge files keep their own bounds."),
+    ("SYSCTL_ADVISOR_DOCS_URL", "The https address of the rules reference (`docs/rules.md`) "
+     "that `check`'s help links point at, for a fork or a mirror; by default the project's "
+     "repository at the installed version's tag."),
+    ("SYSCTL_ADVISOR_DEBUG", "When set, an internal error shows its traceback."),
+    ("NO_COLOR, FORCE_COLOR, TERM", "`check`'s text in colour: never with `NO_COLOR` or "
+     "`TERM=dumb`, always with `FORCE_COLOR`, else on a terminal."),
+    ("COLUMNS", "The width of `diff`'s text table (100 when unset and not a terminal)."),
+)  # fmt: skip
+FILES: tuple[tuple[str, str], ...] = (
+    (".sysctl-advisor.toml", "`check`'s configuration for a repository, looked for from each "
+     "file checked upward to the repository's top."),
+    ("pyproject.toml", "Its `[tool.sysctl-advisor]` table, when no `.sysctl-advisor.toml` "
+     "stands beside it."),
+    ("$XDG_CACHE_HOME/sysctl-advisor/private/", "The caches (else under "
+     "`~/.cache/sysctl-advisor`): compiled expressions, template bytecode, validated knowledge "
+     "files, facts files, configurations and baselines; `sysctl-advisor cache` lists them, "
+     "`sysctl-advisor cache --clear` removes them."),
+)  # fmt: skip
+EXAMPLES: tuple[tuple[str, str], ...] = (
+    ("Collect this host's facts, then recommend for a reverse proxy:",
+     "sysctl-advisor facts -o host.yaml"),
+    ("", "sysctl-advisor recommend --facts host.yaml -p frontend-proxy -o 90-tuning.conf"),
+    ("How far the values in force are from the recommendation:",
+     "sysctl-advisor diff --facts host.yaml -p frontend-proxy"),
+    ("Lint a sysctl.d directory for code scanning:",
+     "sysctl-advisor check etc/sysctl.d -f sarif -o check.sarif"),
+    ("Why a key gets its value:", "sysctl-advisor explain net.core.somaxconn"),
+)  # fmt: skip
+
+
+def _tagged(entries: Sequence[tuple[str, str]]) -> list[str]:
+    lines: list[str] = []
+    for tag, text in entries:
+        lines += [
+            ".TP",
+            _line(", ".join(_bold(word) for word in tag.split(", "))),
+            _line(_prose(text)),
+        ]
+    return lines
+
+
+def _examples() -> list[str]:
+    lines: list[str] = []
+    for said, command in EXAMPLES:
+        if said:
+            lines += [".PP", _line(_prose(said))]
+        lines += [".RS", ".nf", _line(_bold(command)), ".fi", ".RE"]
+    return lines
+
+
 def _option_entry(option: ManOption, required: object) -> list[str]:
     """One option as a tagged paragraph: its names and value, then its help, its bounds, its
     default, and whether it may be given again."""
@@ -185,6 +256,10 @@ def render_man_page(
         lines += [".PP", *_paragraphs(command.help)]
         for option in command.options.values():
             lines += _option_entry(option, required)
+    lines += [".SH EXIT STATUS", *_tagged(EXIT_STATUS)]
+    lines += [".SH ENVIRONMENT", *_tagged(ENVIRONMENT)]
+    lines += [".SH FILES", *_tagged(FILES)]
+    lines += [".SH EXAMPLES", *_examples()]
     lines += [
         ".SH SEE ALSO",
         ", ".join(

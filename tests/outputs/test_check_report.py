@@ -26,7 +26,7 @@ from sysctl_advisor.model.text_escape import one_line
 from sysctl_advisor.outputs.check_document import CheckDocument
 from sysctl_advisor.outputs.json_schemas import model_schema
 from tests.check_paths import check_paths
-from tests.conftest import TESTS, Cli, invoke
+from tests.conftest import ROOT, TESTS, Cli, assert_one_line_error, invoke
 from tests.sarif.validate import (
     CHECK_SCHEMA,
     SARIF_SCHEMA,
@@ -198,10 +198,20 @@ def test_partial_fingerprints_survive_line_shifts(tmp_path: Path) -> None:
     assert prints(before) == first
 
 
+def _published() -> str:
+    """The project's address, from its one place: pyproject.toml's [project.urls]."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    url: str = project["urls"]["Repository"]
+    return url
+
+
 def test_sarif_rules_help_and_properties(monkeypatch: pytest.MonkeyPatch) -> None:
     sarif = assert_valid_sarif(_check(ANNOTATED, "--kernel", "5.15", "-f", "sarif"))
     driver = sarif["runs"][0]["tool"]["driver"]
-    assert urlsplit(driver["informationUri"]).scheme
     kb = KnowledgeBase.load()
     assert {r["id"] for r in driver["rules"]} == set(kb.check_rules)
     for rule in driver["rules"]:
@@ -210,20 +220,17 @@ def test_sarif_rules_help_and_properties(monkeypatch: pytest.MonkeyPatch) -> Non
         assert properties["tags"] and "sysctl" in properties["tags"]
         assert properties["precision"] in {"very-high", "high", "medium", "low"}
         assert properties["problem.severity"] in {"error", "warning", "recommendation"}
-    # The rules reference the default helpUri names exists and has each rule's heading.
-    reference = Path(unquote_to_bytes(urlsplit(driver["informationUri"]).path).decode())
-    headings = reference.read_text(encoding="utf-8")
+    # The rules reference the helpUri names (docs/rules.md) has each rule's heading.
+    headings = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
     assert all(f"\n## {rule_id}\n" in headings for rule_id in kb.check_rules)
 
     monkeypatch.setenv("SYSCTL_ADVISOR_DOCS_URL", "https://example.org/a b/100%/r%C3%BCles.md")
     custom = assert_valid_sarif(_check(ANNOTATED, "-f", "sarif"))
-    rule = custom["runs"][0]["tool"]["driver"]["rules"][0]
-    assert rule["helpUri"].startswith("https://example.org/a%20b/100%25/r%C3%BCles.md#")
-
-    monkeypatch.setenv("SYSCTL_ADVISOR_DOCS_URL", "docs/rules.md")  # relative: text link only
-    relative = assert_valid_sarif(_check(ANNOTATED, "-f", "sarif"))
-    driver = relative["runs"][0]["tool"]["driver"]
-    assert "informationUri" not in driver and all("helpUri" not in r for r in driver["rules"])
+    driver = custom["runs"][0]["tool"]["driver"]
+    assert driver["rules"][0]["helpUri"].startswith(
+        "https://example.org/a%20b/100%25/r%C3%BCles.md#"
+    )
+    assert driver["informationUri"] == "https://example.org/a%20b/100%25/r%C3%BCles.md"
 
 
 def test_sarif_help_shows_a_rules_dir_rationale_as_text(tmp_path: Path) -> None:
@@ -258,14 +265,35 @@ def test_sarif_help_shows_a_rules_dir_rationale_as_text(tmp_path: Path) -> None:
     assert html_unescape(words) == rationale  # the reader sees the rationale as written
 
 
-def test_project_url_gives_versioned_links(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(check_render, "PROJECT_URL", "https://example.org/org/sysctl-advisor")
-    sarif = assert_valid_sarif(_check(ANNOTATED, "-f", "sarif"))
+def test_help_links_point_at_the_published_reference_of_this_version(cli: Cli) -> None:
+    """Code scanning and a JSON reader open the project's docs/rules.md at the installed
+    version's tag, over https: never a file of the machine that ran the check."""
+    reference = f"{_published()}/blob/v{__version__}/docs/rules.md"
+    assert reference.startswith("https://")
+    sarif = assert_valid_sarif(cli("check", str(ANNOTATED), "-f", "sarif").stdout)
     driver = sarif["runs"][0]["tool"]["driver"]
-    assert driver["informationUri"] == "https://example.org/org/sysctl-advisor"
-    assert driver["rules"][0]["helpUri"].startswith(
-        f"https://example.org/org/sysctl-advisor/blob/v{__version__}/docs/rules.md#"
-    )
+    assert driver["informationUri"] == _published()
+    for rule in driver["rules"]:
+        assert rule["helpUri"] == f"{reference}#{rule['id'].replace('.', '')}"
+        assert f"(<{rule['helpUri']}>)" in rule["help"]["markdown"]
+    document = json.loads(cli("check", str(ANNOTATED), "-f", "json").stdout)
+    assert document["findings"]
+    for finding in document["findings"]:
+        assert finding["help"] == f"{reference}#{finding['id'].replace('.', '')}"
+    assert "file:" not in json.dumps(driver) + json.dumps(document)
+
+
+@pytest.mark.parametrize(
+    "setting", ["docs/rules.md", "file:///usr/share/doc/rules.md", "http://mirror/rules.md",
+                "https://", "https://[::1/rules.md", "javascript:alert(1)"],
+)  # fmt: skip
+@pytest.mark.parametrize("fmt", ["sarif", "json", "markdown"])
+def test_a_docs_url_that_is_not_https_is_refused(
+    setting: str, fmt: str, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SYSCTL_ADVISOR_DOCS_URL", setting)
+    result = cli("check", str(ANNOTATED), "-f", fmt)
+    assert_one_line_error(result.exit_code, result.stderr, "SYSCTL_ADVISOR_DOCS_URL")
 
 
 # --- GitHub workflow commands ---------------------------------------------------------------
@@ -476,13 +504,15 @@ def test_markdown_shows_hostile_names_as_text(
     assert "1 error" in text and "check.tw-recycle-enabled" in text
 
 
-def test_markdown_links_rules_only_on_the_web(
+def test_markdown_links_rules_on_the_web(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     conf = tmp_path / "a.conf"
     conf.write_text(TW_RECYCLE)
-    local = cli("check", str(conf), "-f", "markdown").stdout
-    assert "file:" not in local and "| `check.tw-recycle-enabled` |" in local
+    published = cli("check", str(conf), "-f", "markdown").stdout
+    reference = f"{_published()}/blob/v{__version__}/docs/rules.md#checktw-recycle-enabled"
+    assert "file:" not in published
+    assert f"[check.tw-recycle-enabled](<{reference}>)" in published
     monkeypatch.setenv("SYSCTL_ADVISOR_DOCS_URL", "https://example.com/rules.md")
     web = cli("check", str(conf), "-f", "markdown").stdout
     link = "[check.tw-recycle-enabled](<https://example.com/rules.md#checktw-recycle-enabled>)"

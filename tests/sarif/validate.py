@@ -2,7 +2,8 @@
 
 SARIF against the official OASIS SARIF 2.1.0 schema vendored beside this file (README.md),
 check JSON against the schema the package ships (sysctl_advisor/schemas/check.schema.json),
-both with format checking on: `uri` and `uri-reference` are checked by rfc3987 (jsonschema[format]).
+both with format checking on: `uri` and `uri-reference` are checked by rfc3987 (jsonschema[format]);
+help links (SARIF's informationUri and helpUri, JSON's help) are https.
 
 `validate_check_outputs` wraps sysctl_advisor.outputs.check_report.render_check so that every
 SARIF and JSON document rendered while it is active (CLI runs included) is validated;
@@ -61,6 +62,10 @@ def assert_valid_sarif(text: str) -> dict[str, Any]:
     document: dict[str, Any] = json.loads(text)
     errors = _errors(sarif_validator(), document)
     assert not errors, "SARIF invalid against the SARIF 2.1.0 schema:\n" + "\n".join(errors)
+    for run in document["runs"]:  # help a code-scanning reader can open: the web, never a file
+        driver = run["tool"]["driver"]
+        links = [driver.get("informationUri"), *(r.get("helpUri") for r in driver["rules"])]
+        assert all(link.startswith("https://") for link in links if link), links
     return document
 
 
@@ -68,6 +73,8 @@ def assert_valid_check_json(text: str) -> dict[str, Any]:
     document: dict[str, Any] = json.loads(text)
     errors = _errors(check_json_validator(), document)
     assert not errors, "check JSON invalid against check.schema.json:\n" + "\n".join(errors)
+    helps = [finding["help"] for finding in document["findings"]]
+    assert all(link.startswith("https://") for link in helps), helps
     return document
 
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from sysctl_advisor.engine.check.findings import CheckFinding, Suppressed
 from sysctl_advisor.engine.check.listing import Listing
-from sysctl_advisor.engine.check.selection import did_you_mean
+from sysctl_advisor.model.near_names import did_you_mean
 
 if TYPE_CHECKING:
     from sysctl_advisor.knowledge.check_rules import CheckRule

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from sysctl_advisor.engine.check.findings import CheckContext, CheckFinding
 from sysctl_advisor.engine.check.listing import Listing
 from sysctl_advisor.engine.check.near_keys import NearKeys
-from sysctl_advisor.engine.check.selection import nearest_name
 from sysctl_advisor.engine.check.structural import structural
 from sysctl_advisor.engine.check.values import Final, fields, numbers
 from sysctl_advisor.knowledge.catalog import KernelContext
@@ -32,6 +31,7 @@ from sysctl_advisor.knowledge.values import parse_text
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_write import kernel_write
 from sysctl_advisor.model.model_base import plain_data
+from sysctl_advisor.model.near_names import nearest_name
 from sysctl_advisor.model.sysctl_conf import Assignment
 from sysctl_advisor.model.vocabulary import key_matches
 

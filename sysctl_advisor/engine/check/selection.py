@@ -11,13 +11,13 @@ reads rule codes: `check.glob` names check.glob, check.glob-unclosed and check.g
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from sysctl_advisor.engine.check.findings import CheckReport, report_order
 from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.near_names import did_you_mean
 
 # A selector: an id or a prefix of one (ending at a boundary, or with `*` after it).
 _SELECTOR = re.compile(r"[a-z0-9]+(?:[.-][a-z0-9]+)*(?:[.-]\*?)?")
@@ -56,17 +56,6 @@ def _matches(selector: str, rule_id: str) -> bool:
     if selector.endswith((".", "-")):
         return rule_id.startswith(selector)
     return rule_id == selector or (rule_id.startswith(selector) and rule_id[len(selector)] in ".-")
-
-
-def nearest_name(word: str, names: list[str]) -> str | None:
-    """The name among `names` closest to `word` (difflib's ratio, at least 0.6), or None."""
-    found = difflib.get_close_matches(word, [str(n) for n in names], n=1)
-    return found[0] if found else None
-
-
-def did_you_mean(word: str, names: list[str]) -> str:
-    close = nearest_name(word, names)
-    return f" (did you mean {close}?)" if close else ""
 
 
 def _named(selector: str, ids: Iterable[str], where: Given) -> set[str]:
