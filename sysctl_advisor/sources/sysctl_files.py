@@ -72,8 +72,7 @@ class _Collector:
         if template:
             lines = template_lines(text)
             if lines.error is not None:
-                number, message = lines.error
-                reason = f"Jinja cannot read the template: {message}"
+                number, reason = lines.error
                 where = f"{display}:{number}"
                 self.config.problems.append(Problem(where, reason, "error", "syntax"))
                 self.config.documents.append((display, []))

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 # Statements that open a block, as Jinja names them; `end…` closes the innermost.
 _OPENS = frozenset({"if", "for", "macro", "call", "filter", "block", "with", "autoescape"})
 _EXPRESSION, _STATEMENT = "\x00{{", "\x00{%"  # what each Jinja part leaves in a line
+# Jinja tags one template may hold, at most: Jinja reads some 10,000 a second, and a role's
+# sysctl template holds a few dozen; a file of millions (16 MiB of `{{x}}`) is refused whole.
+MAX_TAGS = 10_000
 
 
 @dataclass(frozen=True)
@@ -28,7 +31,7 @@ class TemplateLines:
     text: str  # the template's lines, Jinja statements, comments and unjudgeable lines blank
     templated: frozenset[int]  # lines whose value holds Jinja
     conditional: frozenset[int]  # lines inside a statement block
-    error: tuple[int, str] | None = None  # (line, message) when Jinja cannot read it
+    error: tuple[int, str] | None = None  # (line, reason) when it is not read
 
 
 def template_lines(text: str) -> TemplateLines:
@@ -36,6 +39,10 @@ def template_lines(text: str) -> TemplateLines:
     import jinja2
 
     raw = text.split("\n")
+    tags = text.count("{{") + text.count("{%") + text.count("{#")
+    if tags > MAX_TAGS:
+        reason = f"more than {MAX_TAGS:,} Jinja tags ({tags:,}): not read as a template"
+        return TemplateLines("", frozenset(), frozenset(), (1, reason))
     parts: dict[int, list[str]] = {}
     conditional: set[int] = set()
     level = 0  # statement blocks open
@@ -65,7 +72,11 @@ def template_lines(text: str) -> TemplateLines:
                 statement = False
     except jinja2.TemplateSyntaxError as exc:
         where = exc.lineno if 1 <= exc.lineno <= len(raw) else 1
-        return TemplateLines("", frozenset(), frozenset(), (where, str(exc.message)))
+        reason = f"Jinja cannot read the template: {exc.message}"
+        return TemplateLines("", frozenset(), frozenset(), (where, reason))
+    except RecursionError:  # blocks or brackets nested thousands deep
+        reason = "Jinja cannot read the template: it nests too deep"
+        return TemplateLines("", frozenset(), frozenset(), (1, reason))
     lines: list[str] = []
     templated: set[int] = set()
     for number, original in enumerate(raw, start=1):

@@ -74,3 +74,19 @@ def test_a_template_jinja_cannot_read_is_one_finding(cli: Cli, tmp_path: Path) -
     template.write_text("vm.swappiness = 10\n{% if a %}\nnet.core.somaxconn = {{ b\n")
     code, found = _findings(cli, template)
     assert code == 1 and found == [("sysctl.conf.j2", 3, "check.syntax")], found
+
+
+def test_a_hostile_template_is_one_finding_not_a_crash_or_a_hang(cli: Cli, tmp_path: Path) -> None:
+    """Brackets or blocks nested thousands deep overflow Jinja's recursive parser; millions of
+    tags would take it minutes: each is one finding, at once."""
+    from sysctl_advisor.sources.sysctl_templates import MAX_TAGS
+
+    deep = tmp_path / "deep.conf.j2"
+    deep.write_text("vm.swappiness = {{ " + "(" * 5000 + "1" + ")" * 5000 + " }}\n")
+    nested = tmp_path / "nested.conf.j2"
+    nested.write_text("{% if a %}\n" * 3000 + "vm.swappiness = 1\n" + "{% endif %}\n" * 3000)
+    many = tmp_path / "many.conf.j2"
+    many.write_text("{{x}}" * (MAX_TAGS + 1) + "\n")
+    for template in (deep, nested, many):
+        code, found = _findings(cli, template)
+        assert code == 1 and found == [(template.name, 1, "check.syntax")], found
