@@ -42,6 +42,7 @@ from typing import Any
 
 # The advisor's own pieces (installed in the same environment, the action's venv): the
 # directories systemd-sysctl reads, and the escaping its outputs use.
+from sysctl_advisor.model.check_config import CONFIG_FILE, PYPROJECT
 from sysctl_advisor.model.text_escape import one_line
 from sysctl_advisor.outputs.check_report import escape_workflow_data
 from sysctl_advisor.outputs.markdown_text import md_text
@@ -50,12 +51,18 @@ from sysctl_advisor.sources.tree_paths import inside
 
 # The action's own modules, beside this file (python -I leaves its directory off the path).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from base_settings import BaseCommitError, Used, from_base
+from base_settings import BaseCommitError, Used, from_base, search_places
 
 MAX_EVENT_BYTES = 16 * 1024 * 1024
 MAX_TARGETS = 1000
 MAX_ARGUMENT_BYTES = 64 * 1024  # the advisor's command line stays far below ARG_MAX
-DEFAULT_PATHS = ("**/sysctl.d/*.conf", "**/sysctl.conf")
+# sysctl files, and the Jinja templates of them an Ansible role holds (checked as templates)
+DEFAULT_PATHS = (
+    "**/sysctl.d/*.conf",
+    "**/sysctl.conf",
+    "**/sysctl.d/*.conf.j2",
+    "**/*sysctl*.conf.j2",
+)
 FAIL_ON = ("error", "warning", "info", "never")
 MARKER = "<!-- sysctl-advisor diff -->"
 COMMENT_AUTHOR = "github-actions[bot]"
@@ -250,13 +257,14 @@ def targets(files: list[str], workspace: Path) -> list[str]:
     """What `check` reads for each changed file: the tree holding it when the file sits in one
     of systemd-sysctl's directories under a common root (etc/sysctl.d, usr/lib/sysctl.d, ...:
     a name in etc hides the same name in usr/lib), else its sysctl.d directory, else the file.
-    Only paths inside the workspace; a deleted file's directory is checked when it remains."""
+    Only paths inside the workspace; a deleted file's directory is checked when it remains.
+    A template (`*.j2`) is no file systemd-sysctl reads: it is checked on its own."""
     chosen: list[str] = []
     for name in files:
         path = PurePosixPath(name)
-        target: PurePosixPath | None = None
+        target: PurePosixPath | None = path if path.name.endswith(".j2") else None
         text = path.as_posix()
-        for directory in (*SYSCTL_D_DIRS, "etc"):
+        for directory in () if target is not None else (*SYSCTL_D_DIRS, "etc"):
             suffix = f"/{directory}/{path.name}"
             if ("/" + text).endswith(suffix) and (directory != "etc" or path.name == "sysctl.conf"):
                 root = ("/" + text)[: -len(suffix)].lstrip("/") or "."
@@ -380,27 +388,7 @@ def review(workspace: Path) -> int:
     if not explicit:
         changed, how = changed_files(os.environ.get("GITHUB_EVENT_NAME", ""), event, workspace)
     candidates = changed if changed is not None else tracked_files(workspace)
-    files = matching(candidates, patterns)
-    chosen = targets(files, workspace)
-    if len(chosen) > MAX_TARGETS or sum(len(c) + 1 for c in chosen) > MAX_ARGUMENT_BYTES:
-        raise ReviewError(
-            f"{len(chosen)} sysctl files and trees to review is more than one run takes; "
-            "narrow `paths` or review in several jobs"
-        )  # fail closed: a review cut short would pass what it never read
-    guard_links(chosen, workspace)
-    set_output("files", "\n".join(chosen))
-    if not chosen:
-        message = f"No sysctl files to review ({how}; paths: {', '.join(patterns)})."
-        notice("notice", message)
-        add_summary(f"### sysctl-advisor check\n\n{md_text(message)}\n")
-        for name, value in (("findings", "0"), ("worst", "none"), ("exit-code", "0")):
-            set_output(name, value)
-        set_output("sarif-file", "")
-        set_output("comment-file", "")
-        set_output("failed", "false")
-        return 0
-
-    work = temp_dir()
+    chosen = targets(matching(candidates, patterns), workspace)
     context = []  # which rules run and how; the settings files come from `settings_in_force`
     if profile:
         context += ["--profile", profile, *settings]
@@ -416,7 +404,39 @@ def review(workspace: Path) -> int:
     for name in ("CONFIG", "BASELINE", "RULES_DIR"):
         inputs[name.lower().replace("_", "-")] = _input_path(name, workspace)
     base = base_commit(os.environ.get("GITHUB_EVENT_NAME", ""), event, workspace)
-    used = settings_in_force(base, workspace, work, chosen, inputs, context, changed)
+    used: Used | None = None
+    if not chosen and changed and may_be_settings(changed, inputs):
+        # No sysctl file changed, but the settings they are judged by may have (a deleted
+        # configuration or baseline, an edited site rule): every matching file is reviewed,
+        # so a change that would turn a failing review into a passing one is seen and said.
+        whole = targets(matching(tracked_files(workspace), patterns), workspace)
+        _fits_one_run(whole)
+        guard_links(whole, workspace)
+        if whole:
+            used = settings_in_force(base, workspace, temp_dir(), whole, inputs, context, changed)
+            if used.changed:
+                chosen = whole
+                how += (
+                    "; it edits the settings the files are judged by, so every matching file "
+                    "was reviewed"
+                )
+    _fits_one_run(chosen)
+    guard_links(chosen, workspace)
+    set_output("files", "\n".join(chosen))
+    if not chosen:
+        message = f"No sysctl files to review ({how}; paths: {', '.join(patterns)})."
+        notice("notice", message)
+        add_summary(f"### sysctl-advisor check\n\n{md_text(message)}\n")
+        for name, value in (("findings", "0"), ("worst", "none"), ("exit-code", "0")):
+            set_output(name, value)
+        set_output("sarif-file", "")
+        set_output("comment-file", "")
+        set_output("failed", "false")
+        return 0
+
+    work = temp_dir()
+    if used is None:
+        used = settings_in_force(base, workspace, work, chosen, inputs, context, changed)
     sarif = work / "sysctl-advisor.sarif"
     annotations_file, summary_file = work / "annotations.txt", work / "summary.md"
     written = [f"sarif={sarif}", f"github={annotations_file}", f"markdown={summary_file}"]
@@ -436,7 +456,7 @@ def review(workspace: Path) -> int:
     sys.stdout.write(annotations_file.read_text(encoding="utf-8"))
     summary = summary_file.read_text(encoding="utf-8")
     add_summary(summary + f"\nReviewed: {md_text(how)}.\n\n{md_text(_settings_line(used, base))}\n")
-    for message in [*used.notes, *_edited_message(used)]:
+    for message in [*used.notes, *_edited_message(used, workspace)]:
         notice("warning", message)
         add_summary(f"\n{md_text(message)}\n")
     failed = fail_on != "never" and report.returncode == 1  # check applied fail-on
@@ -487,6 +507,36 @@ def review(workspace: Path) -> int:
     return 0
 
 
+def _fits_one_run(chosen: list[str]) -> None:
+    if len(chosen) > MAX_TARGETS or sum(len(c) + 1 for c in chosen) > MAX_ARGUMENT_BYTES:
+        raise ReviewError(
+            f"{len(chosen)} sysctl files and trees to review is more than one run takes; "
+            "narrow `paths` or review in several jobs"
+        )  # fail closed: a review cut short would pass what it never read
+
+
+# A file of these kinds may be a baseline or a facts file a configuration names.
+SETTINGS_SUFFIXES = (".json", ".yaml", ".yml", ".toml")
+
+
+def may_be_settings(changed: list[str], inputs: dict[str, str]) -> bool:
+    """Whether a changed file may be one the review's settings are made of: a configuration
+    (.sysctl-advisor.toml, pyproject.toml), an input, a file under `rules-dir`, or a file a
+    configuration may name (a baseline, facts). Which ones are is settings_in_force's word."""
+    named = {os.path.normpath(v) for v in inputs.values() if v}
+    tree = os.path.normpath(inputs["rules-dir"]) if inputs.get("rules-dir") else None
+    for name in changed:
+        normal = os.path.normpath(name)
+        if (
+            PurePosixPath(name).name in (CONFIG_FILE, PYPROJECT)
+            or name.endswith(SETTINGS_SUFFIXES)
+            or normal in named
+            or (tree is not None and normal.startswith(f"{tree}/"))
+        ):
+            return True
+    return False
+
+
 def settings_in_force(
     base: str | None,
     workspace: Path,
@@ -529,7 +579,15 @@ def settings_in_force(
         used.names[key] = used.name(entry.get("value") if isinstance(entry, dict) else None)
     used.names["rules-dir"] = inputs.get("rules-dir") or None
     files = {os.path.normpath(n) for k, n in used.names.items() if n and k != "rules-dir"}
-    used.changed = [name for name in changed or [] if os.path.normpath(name) in files]
+    # a configuration the change deletes where check searches is in force no more
+    files |= {os.path.join(p, CONFIG_FILE) for p in search_places(chosen, workspace)}
+    rules_dir = inputs.get("rules-dir")
+    used.changed = [
+        name
+        for name in changed or []
+        if os.path.normpath(name) in files
+        or (rules_dir and os.path.normpath(name).startswith(f"{os.path.normpath(rules_dir)}/"))
+    ]
     return used
 
 
@@ -549,21 +607,33 @@ def _settings_line(used: Used, base: str | None) -> str:
     )
 
 
-def _edited_message(used: Used) -> list[str]:
+def _edited_message(used: Used, workspace: Path) -> list[str]:
     """The warning for a change that edits the settings the review's are made of."""
     if not used.changed:
         return []
-    edited = ", ".join(used.changed)
+    edited = _what_it_does(used.changed, workspace)
     if used.commit is not None:
         return [
-            f"This change edits {edited}, which the review's settings are made of: the review "
+            f"This change {edited}, which the review's settings are made of: the review "
             f"used the base commit's ({used.commit[:12]}) instead. The change's own apply once "
             "it is merged; read that part of the change."
         ]
     return [
-        f"This change edits {edited}: the review ran with the check settings it proposes; "
+        f"This change {edited}: the review ran with the check settings it proposes; "
         "read that part of the change before trusting a clean review."
     ]
+
+
+def _what_it_does(names: list[str], workspace: Path) -> str:
+    """`deletes a, b and edits c`: a deleted file said as deleted, not as edited."""
+    deleted = [n for n in names if not os.path.lexists(workspace / n)]
+    edited = [n for n in names if n not in deleted]
+    said = [
+        f"{verb} {', '.join(group)}"
+        for verb, group in (("deletes", deleted), ("edits", edited))
+        if group
+    ]
+    return " and ".join(said)
 
 
 def _single_tree(chosen: list[str]) -> str:

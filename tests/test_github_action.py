@@ -781,3 +781,130 @@ def test_the_profile_runs_with_the_parameters_the_conf_was_made_with(tmp_path: P
     assert results == {"with": "none", "without": "info"}
     bad = review_alone(tmp_path, {"INPUT_SET": "rtt_ms=200"})
     assert bad.returncode == 2 and "set: needs profile" in bad.stderr
+
+
+# --- a change to what the review is judged by, and templates --------------------------------
+
+ACCEPTED_ERROR = "hosts/web/etc/sysctl.d/50-old.conf"
+WRITE = ("--write-baseline", "sysctl-baseline.json")
+
+
+def _warnings(run: Run) -> list[str]:
+    return [line for line in run.stdout.splitlines() if line.startswith("::warning::")]
+
+
+def test_the_documented_workflow_reviews_what_can_weaken_it() -> None:
+    """The documented `paths:` filter starts the review for a pull request that touches only
+    the settings (configuration, pyproject.toml, baseline, rules-dir) or a template."""
+    from action.review import glob_match
+
+    readme = (ROOT / "docs" / "github-action.md").read_text()
+    start = readme.index("```yaml\nname: sysctl review")
+    workflow = yaml.safe_load(readme[start + len("```yaml\n") : readme.index("```\n", start + 8)])
+    paths = workflow[True]["pull_request"]["paths"]  # YAML 1.1 reads `on` as true
+    for name in [
+        ".sysctl-advisor.toml",
+        "roles/net/.sysctl-advisor.toml",
+        "pyproject.toml",
+        "sysctl-baseline.json",
+        "site-rules/check/site-floor.yaml",
+        "roles/net/templates/sysctl.conf.j2",
+        "roles/net/templates/99-sysctl.conf.j2",
+        "hosts/web/etc/sysctl.d/10-web.conf",
+        "hosts/web/etc/sysctl.conf",
+    ]:
+        assert any(glob_match(p, name) for p in paths), name
+
+
+def _adopted(tmp_path: Path) -> dict[str, str]:
+    """A repository that adopted the linter: an old error, accepted by its baseline."""
+    scratch = tmp_path / "scratch"
+    (scratch / ".git").mkdir(parents=True)
+    (scratch / ".sysctl-advisor.toml").write_text('baseline = "sysctl-baseline.json"\n')
+    (scratch / ACCEPTED_ERROR).parent.mkdir(parents=True)
+    (scratch / ACCEPTED_ERROR).write_text("net.ipv4.tcp_tw_recycle = 1\n")
+    written = subprocess.run(
+        [sys.executable, "-m", "sysctl_advisor", "check", "hosts/web", *WRITE],
+        cwd=scratch, capture_output=True, text=True,
+    )  # fmt: skip
+    assert written.returncode == 0, written.stderr
+    return {
+        **BASE,
+        ".sysctl-advisor.toml": '# adopted\nbaseline = "sysctl-baseline.json"\n',
+        ACCEPTED_ERROR: "net.ipv4.tcp_tw_recycle = 1\n",
+        "sysctl-baseline.json": (scratch / "sysctl-baseline.json").read_text(),
+    }
+
+
+@pytest.mark.parametrize("removed", ["sysctl-baseline.json", ".sysctl-advisor.toml"])
+def test_a_pull_request_that_only_deletes_a_setting_is_reviewed_and_warned(
+    tmp_path: Path, removed: str
+) -> None:
+    """The change touches no sysctl file: without the baseline (or the configuration naming
+    it) the accepted error would fail every later review, or be accepted by nothing. The
+    review runs on every file with the base's settings, and says what the change deletes."""
+    workspace = tmp_path / "repo"
+    event = pull_request(workspace, _adopted(tmp_path), {"docs/notes.md": "x\n"}, (removed,))
+    run = run_action(workspace, tmp_path, {}, "pull_request", event)
+    assert run.outputs["review"]["files"] == "hosts/web", run.stdout
+    assert run.failed_step is None, run.stdout  # the base's baseline still accepts the error
+    (warning,) = _warnings(run)
+    assert f"This change deletes {removed}" in warning, warning
+    assert "the review used the base commit" in warning
+    assert "every matching file was reviewed" in run.summary
+
+
+def test_a_pull_request_that_only_edits_a_site_rule_is_warned(tmp_path: Path) -> None:
+    from tests.knowledge.test_user_check_rules import RULE
+
+    rule = "site-rules/check/site-somaxconn-floor.yaml"
+    workspace = tmp_path / "repo"
+    base = {**BASE, "hosts/web/etc/sysctl.d/10-web.conf": "net.core.somaxconn = 128\n"}
+    base[rule] = RULE
+    event = pull_request(workspace, base, {rule: RULE.replace("< 4096", "< 0")})
+    run = run_action(workspace, tmp_path, {"rules-dir": "site-rules"}, "pull_request", event)
+    assert run.outputs["review"]["files"] == "hosts/web", run.stdout
+    assert "check.site-somaxconn-floor" in run.summary  # the base's rule still judges
+    (warning,) = _warnings(run)
+    assert f"This change edits {rule}" in warning, warning
+
+
+def test_a_change_to_an_unrelated_settings_like_file_reviews_nothing(tmp_path: Path) -> None:
+    workspace = tmp_path / "repo"
+    event = pull_request(workspace, BASE, {"inventory/groups.yaml": "web: []\n"})
+    run = run_action(workspace, tmp_path, {}, "pull_request", event)
+    assert run.outputs["review"]["files"] == "" and _warnings(run) == []
+    assert "No sysctl files to review" in run.summary
+
+
+def test_a_push_that_deletes_the_configuration_is_warned(tmp_path: Path) -> None:
+    workspace = tmp_path / "repo"
+    (workspace / "sysctl.d").mkdir(parents=True)
+    (workspace / "sysctl.d" / "10-ok.conf").write_text("net.ipv4.tcp_timestamps = 0\n")
+    event = {
+        "before": "1" * 40,
+        "after": "2" * 40,
+        "commits": [{"added": [], "modified": ["sysctl.d/10-ok.conf"]}],
+    }
+    event["commits"][0]["removed"] = [".sysctl-advisor.toml"]
+    run = run_action(workspace, tmp_path, {}, "push", event)
+    (warning,) = _warnings(run)
+    assert "This change deletes .sysctl-advisor.toml" in warning, warning
+
+
+def test_a_templated_sysctl_file_is_reviewed_as_a_template(tmp_path: Path) -> None:
+    template = "roles/net/templates/sysctl.conf.j2"
+    text = "# {{ ansible_managed }}\nnet.core.somaxconn = {{ somaxconn }}\n{% if fwd %}\n"
+    text += "net.ipv4.ip_forward = 1\n{% endif %}\n"
+    workspace = tmp_path / "repo"
+    event = pull_request(workspace, BASE, {template: text})
+    run = run_action(workspace, tmp_path, {"fail-on": "warning"}, "pull_request", event)
+    assert run.outputs["review"]["files"] == template
+    assert run.failed_step is None and run.outputs["review"]["findings"] == "0", run.summary
+
+    workspace, tmp = tmp_path / "bad" / "repo", tmp_path / "bad"
+    tmp.mkdir()
+    event = pull_request(workspace, BASE, {template: text + "net.ipv4.tcp_tw_recycle = 1\n"})
+    run = run_action(workspace, tmp, {}, "pull_request", event)
+    assert run.failed_step == "Fail on findings at fail-on"
+    assert f"::error file={template},line=6" in run.stdout, run.stdout

@@ -22,6 +22,9 @@ class Assignment(NamedTuple):
     value: str
     line: int
     ignore_failure: bool = False
+    # a template's line whose value Jinja makes (`= {{ somaxconn }}`): its key is judged, its
+    # value is not (sources.sysctl_templates)
+    templated: bool = False
 
     @property
     def is_glob(self) -> bool:

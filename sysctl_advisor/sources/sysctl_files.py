@@ -43,6 +43,7 @@ from sysctl_advisor.model.sysctl_conf import (
     advisor_comment,
     parse_conf_lines,
 )
+from sysctl_advisor.sources.sysctl_templates import template_lines
 from sysctl_advisor.sources.tree_paths import inside, within
 
 SYSCTL_D_DIRS = (
@@ -66,8 +67,22 @@ class _Collector:
     globs: list[CurrentValue] = field(default_factory=list)
     excluded: set[str] = field(default_factory=set)
 
-    def add_text(self, text: str, display: str) -> None:
+    def add_text(self, text: str, display: str, template: bool = False) -> None:
+        conditional: frozenset[int] = frozenset()
+        if template:
+            lines = template_lines(text)
+            if lines.error is not None:
+                number, reason = lines.error
+                where = f"{display}:{number}"
+                self.config.problems.append(Problem(where, reason, "error", "syntax"))
+                self.config.documents.append((display, []))
+                return
+            text, conditional = lines.text, lines.conditional
         assignments, exclusions, bad = parse_conf_lines(text)
+        if template:
+            assignments = [
+                a._replace(templated=True) if a.line in lines.templated else a for a in assignments
+            ]
         self.config.documents.append((display, assignments))
         for line in bad:
             self.config.problems.append(
@@ -76,20 +91,26 @@ class _Collector:
         for exclusion in exclusions:
             self.excluded.add(exclusion.key)
         for item in assignments:
-            self._add(item, display)
+            self._add(item, display, conditional)
         if ADVISOR_MARK in text:  # rare: most files never address the advisor
             comments = _advisor_comments(text)
             if comments:
                 self.config.advisor_comments.append((display, comments))
 
-    def _add(self, item: Assignment, display: str) -> None:
+    def _add(self, item: Assignment, display: str, conditional: frozenset[int]) -> None:
         where = f"{display}:{item.line}"
         value = CurrentValue(item.key, item.value, where, item.ignore_failure, display, item.line)
         if item.is_glob:
             self.globs.append(value)
             return
         previous = self.explicit.get(item.key)
-        if previous is not None:
+        # a template sets a key in each branch of an `if`: no branch overrides another
+        branches = (
+            previous is not None
+            and previous.file == display
+            and (item.line in conditional or previous.line in conditional)
+        )
+        if previous is not None and not branches:
             self.config.overrides.append(Override(item.key, previous, value))
         self.explicit[item.key] = value
 
@@ -181,13 +202,18 @@ def _looks_like_dump(text: str) -> bool:
     return not comment and lines >= 100 and tab
 
 
+TEMPLATE_SUFFIX = ".j2"
+
+
 def read_file(
     path: Path, known_keys: Iterable[str] = (), display: str | None = None
 ) -> CurrentConfig:
-    """One sysctl.conf, or a `sysctl -a` dump (told apart by its content)."""
+    """One sysctl.conf, or a `sysctl -a` dump (told apart by its content); a `*.j2` file is a
+    Jinja template of a sysctl.conf (sources.sysctl_templates)."""
     shown = display or str(path)
     config = CurrentConfig("file", shown)
-    return _from_text(config, _read(path, shown, config), known_keys)
+    template = path.name.endswith(TEMPLATE_SUFFIX)
+    return _from_text(config, _read(path, shown, config), known_keys, template)
 
 
 STDIN_NAME = "<stdin>"
@@ -201,11 +227,13 @@ def read_stdin(stream: BinaryIO, known_keys: Iterable[str] = ()) -> CurrentConfi
     return _from_text(config, _decoded(data, STDIN_NAME, config.problems), known_keys)
 
 
-def _from_text(config: CurrentConfig, text: str | None, known_keys: Iterable[str]) -> CurrentConfig:
+def _from_text(
+    config: CurrentConfig, text: str | None, known_keys: Iterable[str], template: bool = False
+) -> CurrentConfig:
     shown = config.label
     collector = _Collector(config, tuple(known_keys))
     if text is not None:
-        if _looks_like_dump(text):
+        if not template and _looks_like_dump(text):
             config.kind = "dump"
             kept: list[str] = []
             for number, line in enumerate(text.splitlines(), start=1):
@@ -215,7 +243,7 @@ def _from_text(config: CurrentConfig, text: str | None, known_keys: Iterable[str
                 else:
                     kept.append(line)
             text = "\n".join(kept)
-        collector.add_text(text, shown)
+        collector.add_text(text, shown, template)
         config.files.append(shown)
     collector.finish()
     return config

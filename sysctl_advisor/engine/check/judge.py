@@ -54,6 +54,11 @@ _UNCLOSED_BRACKET = re.compile(r"\[[^\]]*$")
 _PROSE_SPACE = re.compile(r"[ \t\n\r]+")
 # A field a reader takes at face value: no leading zero (octal), no 0x (hex).
 _PLAIN_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)")
+# What a rule reads of a line's value (Checker._scope): a template's line whose value Jinja
+# makes is judged only by the rules that read none of it.
+_FROM_VALUE = frozenset(
+    {"value", "numbers", "text", "write", "decimal", "writers", "helper", "final"}
+)
 
 
 class _LineError(Exception):
@@ -101,11 +106,12 @@ class Checker:
         self._usable: RulesByKey | None = None
         # the rules for a key no rule names, by whether the catalog has it and a dump's
         self._rules_by_kind: dict[tuple[bool, bool], list[CheckRule]] = {}
+        self._key_rules: dict[str, bool] = {}  # rule id: whether it reads only the key
         self._globs: dict[str, dict[str, Any]] = {}  # what each glob pattern reaches, once
         self._bounds: dict[str, dict[str, Any] | None] = {}  # the range each key takes here
         # each line's verdicts, with the rules among them whose messages were not rendered
         self._memo: dict[
-            tuple[str, str, bool, bool, bool, int],
+            tuple[str, str, bool, bool, bool, int, bool],
             tuple[list[tuple[CheckRule, str]], frozenset[str]],
         ] = {}
         self._final_epoch = 1  # which `final` the memo's verdicts that read it were made with
@@ -287,6 +293,18 @@ class Checker:
             self._rules_by_key[(key, is_glob, dump)] = cached
         return cached
 
+    def _reads_only_key(self, rule: CheckRule) -> bool:
+        """Whether a rule decides without the line's value (its `when`, lets and suggestion
+        read none of _FROM_VALUE), worked out once per rule, for templates only."""
+        found = self._key_rules.get(rule.id)
+        if found is None:
+            spec = rule.spec
+            sources = [spec.when or "", spec.suggest or "", *spec.let.values()]
+            compiler = self.kb.compiler
+            found = not any(compiler.reads(s, "")[0] & _FROM_VALUE for s in sources if s)
+            self._key_rules[rule.id] = found
+        return found
+
     def _verdicts(
         self,
         key: str,
@@ -295,15 +313,18 @@ class Checker:
         is_glob: bool,
         dump: bool,
         unsaid: frozenset[str] = frozenset(),
+        templated: bool = False,
     ) -> list[tuple[CheckRule, str]]:
         """The rules a line breaks, with their messages; none for the rules in `unsaid`, whose
         findings are only counted. What a rule sees of a line is its key, value and prefix,
         never where it is: a line that recurs (the same setting in a thousand files) is judged
-        once."""
+        once. A `templated` line (a template's, its value Jinja's) is judged by its key alone."""
         rules = self._rules_for(key, is_glob, dump)
+        if templated:
+            rules = [rule for rule in rules if self._reads_only_key(rule)]
         # a line whose rules read other lines (`final`) is judged again for another config
         epoch = self._final_epoch if any(r.reads_final for r in rules) else 0
-        memo_key = (key, value, ignore_failure, is_glob, dump, epoch)
+        memo_key = (key, value, ignore_failure, is_glob, dump, epoch, templated)
         cached = self._memo.get(memo_key)
         if cached is not None and cached[1] <= unsaid:
             return cached[0]
@@ -360,7 +381,13 @@ class Checker:
                 unsaid = frozenset()
             try:
                 verdicts = self._verdicts(
-                    item.key, item.value, item.ignore_failure, item.is_glob, dump, unsaid
+                    item.key,
+                    item.value,
+                    item.ignore_failure,
+                    item.is_glob,
+                    dump,
+                    unsaid,
+                    item.templated,
                 )
             except _LineError as exc:  # the line drove a rule past what one line may cost
                 raise InputError(str(exc), path=display, line=item.line) from None
