@@ -828,6 +828,11 @@ class HostFacts(Record):
         default=None,
         description="the kubelet and CNI configuration files `facts` found; absent: not looked for",
     )
+    read_as_root: bool | None = Field(
+        default=None,
+        description="whether `facts` read this host (live, not a copied tree) as root, who "
+        "sees the owner of every listening socket in its PID namespace; absent: not known",
+    )
 
     def __post_init__(self) -> None:
         if self.sysctl_file_settings:
