@@ -210,3 +210,18 @@ def test_recorded_values_are_validated_as_facts(
     facts.write_text(yaml.safe_dump(data))
     result = cli("recommend", "--facts", str(facts), "-p", "frontend-proxy")
     assert_one_line_error(result.exit_code, result.stderr, str(facts), "services", *fragments)
+
+
+def test_facts_reads_a_copied_trees_config_only_inside_it(cli: Cli, tmp_path: Path) -> None:
+    """A copied /etc is hostile: an include whose link leads out of the tree is not read by
+    `facts --root`, and the facts record why."""
+    tree = tmp_path / "tree"
+    shutil.copytree(FRONTEND, tree, symlinks=True)
+    outside = tmp_path / "outside.conf"
+    outside.write_text("server { listen 9999 backlog=5; }\n")
+    (tree / "etc/nginx/conf.d/planted.conf").symlink_to(outside)
+    written = _facts_of_tree(cli, tree, tmp_path / "away")
+    nginx = yaml.safe_load(written.read_text())["services"]["nginx"]
+    assert "9999" not in str(nginx["listens"]), nginx["listens"]
+    assert "planted.conf" in nginx["config_error"] and "not read" in nginx["config_error"]
+    assert nginx["config_read_at"]
