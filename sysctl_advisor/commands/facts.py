@@ -36,6 +36,7 @@ def facts(
     from sysctl_advisor.outputs.facts_file import render_facts
     from sysctl_advisor.sources.local_host import collect_data
     from sysctl_advisor.sources.prometheus import parse_duration
+    from sysctl_advisor.sources.service_configs import with_service_configs
 
     choose(fmt, formats.FACTS, "--format")
     history = HistoryOptions(prometheus, instance, since, kernel_log, query_timeout)
@@ -53,9 +54,14 @@ def facts(
         kb.app_readers(),
         kb.kubernetes.node_places(),
     )
+    read_at = data["observed"]["period"]["at"]  # the snapshot's time, before any history
     if history.prometheus is not None:
         _add_history(data, history)
-    data = facts_to_data(facts_from_data(data, path=root))
+    host = facts_from_data(data, path=root)
+    # what the services' configs set, recorded with when it was read: the file is complete
+    # away from the host (a config path of the host is not read where the file is used)
+    tree = None if root.resolve() == Path("/") else root
+    data = facts_to_data(with_service_configs(host, tree=tree, read_at=read_at))
     emit(render_facts(data, fmt, root), output)
     return 0
 

@@ -384,6 +384,13 @@ class KernelModules(Record):
     builtin: list[ModuleName] = Field(default_factory=list, max_length=1024)
 
 
+_TIMESTAMP = re.compile(
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)?"
+    r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?$"
+)
+Timestamp = Annotated[str, _pattern(_TIMESTAMP, "timestamp (ISO 8601)")]
+
+
 @model
 class Service(Record):
     listen_backlog: int | None = Field(
@@ -421,9 +428,17 @@ class Service(Record):
     listens: list[Listen] = Field(
         default_factory=list,
         max_length=100_000,
-        description="filled from `config` when the facts are loaded",
+        description="nginx's listening sockets: filled from `config` when the facts are loaded, "
+        "or as `facts` read them (`config_read_at`)",
     )
     config_error: OneLine | None = Field(default=None, description="why `config` could not be read")
+    config_read_at: Timestamp | None = Field(
+        default=None,
+        description="when `facts` read `config` on the host (UTC, ISO 8601): `listens`, "
+        "`listen_backlog`, `max_connections`, `shared_buffers` and `config_error` are what it "
+        "read then, and `config` is not read again (--nginx-conf still is); absent: `config` "
+        "is read when the facts are loaded, and what it sets wins",
+    )
     max_connections: int | None = Field(
         default=None,
         ge=1,
@@ -447,14 +462,13 @@ class Service(Record):
         "default huge page size)",
     )
 
+    def __post_init__(self) -> None:
+        if self.config_read_at is not None and self.config is None:
+            raise ValueError("config_read_at: says when `config` was read, but no config is named")
+
 
 _FAMILY = re.compile(r"^[a-z0-9][a-z0-9.-]{0,63}$")
-_TIMESTAMP = re.compile(
-    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)?"
-    r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?$"
-)
 Family = Annotated[str, _pattern(_FAMILY, "message family id")]
-Timestamp = Annotated[str, _pattern(_TIMESTAMP, "timestamp (ISO 8601)")]
 MAX_WINDOW = 400 * 86400  # longer than any monitoring retention the peaks could come from
 
 
@@ -814,6 +828,11 @@ class HostFacts(Record):
         default=None,
         description="the kubelet and CNI configuration files `facts` found; absent: not looked for",
     )
+    read_as_root: bool | None = Field(
+        default=None,
+        description="whether `facts` read this host (live, not a copied tree) as root, who "
+        "sees the owner of every listening socket in its PID namespace; absent: not known",
+    )
 
     def __post_init__(self) -> None:
         if self.sysctl_file_settings:
@@ -941,12 +960,15 @@ def facts_from_data(data: Any, path: Path | None = None, text: str | None = None
 
 
 def facts_to_data(facts: HostFacts) -> dict[str, Any]:
-    """A facts-file mapping: unknowns and empty sections left out, derived fields (parsed
-    service configs) dropped so that loading the file parses the configs afresh."""
+    """A facts-file mapping: unknowns and empty sections left out. What a service's config
+    gave is kept where the facts say when it was read (`config_read_at`: the facts are
+    complete away from the host); elsewhere it is dropped, so that loading the file parses
+    the config afresh."""
     data: dict[str, Any] = _known(plain_data(facts))
     for service in data.get("services", {}).values():
-        service.pop("listens", None)
-        service.pop("config_error", None)
+        if "config_read_at" not in service:
+            service.pop("listens", None)
+            service.pop("config_error", None)
     return _prune(data)
 
 
@@ -971,6 +993,7 @@ _READ_AND_EMPTY = frozenset(
         "builtin",
         "kubernetes_files",
         "found",
+        "listens",  # kept only where the config was read (config_read_at): none found
     }
 )
 

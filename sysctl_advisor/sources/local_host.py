@@ -545,6 +545,8 @@ def collect_data(
         from sysctl_advisor.sources.listeners import read_listeners
 
         data["listeners"] = read_listeners(root / "proc")
+        # root sees every listener's owner: a hint to run as root is none for it
+        data["read_as_root"] = os.geteuid() == 0
     if message_matchers is not None:
         from sysctl_advisor.sources.kernel_log import read_kernel_log
 
