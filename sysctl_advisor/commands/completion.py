@@ -40,14 +40,11 @@ def check_rule_ids(incomplete: str) -> list[str]:
 
 
 def catalog_keys(incomplete: str) -> list[str]:
-    """The catalog's keys that start with `incomplete`, or whose last part does (`tcp_mem`
-    offers net.ipv4.tcp_mem, as explain reads it)."""
+    """The catalog's keys that start with `incomplete`."""
     try:
         from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 
         keys = list(KnowledgeBase.lazy().catalog.keys)
     except Exception:  # a completion offers nothing rather than fail the shell
         return []
-    if "." in incomplete:
-        return _matching(keys, incomplete)
-    return _matching((key for key in keys if key.rpartition(".")[2].startswith(incomplete)), "")
+    return _matching(keys, incomplete)
