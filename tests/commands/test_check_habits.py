@@ -119,6 +119,21 @@ def test_fix_keeps_what_a_suppression_comment_would_change(cli: Cli, tmp_path: P
     assert conf.read_text() == text
 
 
+def test_fix_keeps_a_line_the_last_one_does_not_wholly_replace(cli: Cli, tmp_path: Path) -> None:
+    """After a short or refused write the earlier line's elements are still in force: not
+    removed."""
+    text = (
+        "net.ipv4.tcp_rmem = 4096 131072 6291456\n"
+        "net.ipv4.tcp_rmem = 8192\n"
+        "net.core.somaxconn = 4096\n"
+        "net.core.somaxconn = 4k\n"
+    )
+    conf = tmp_path / "a.conf"
+    conf.write_text(text)
+    cli("check", conf, "--fix")
+    assert conf.read_text() == text
+
+
 def test_fix_refuses_what_it_did_not_open_as_a_file(cli: Cli, tmp_path: Path) -> None:
     conf = tmp_path / "sysctl.d" / "10-a.conf"
     conf.parent.mkdir()

@@ -9,9 +9,11 @@ since it was judged, or a line the fix cannot read the same way, is left as it i
   suppression (`# sysctl-advisor: ...`) is not moved.
 * `check.not-decimal`: each field the kernel stores, written as the decimal number it reads
   (`030` is 24, `0x10` is 16); the rest of the line as it was.
-* `check.duplicate-key`: the earlier line of a key set again later in the same file is
-  removed (the last assignment wins; the earlier never takes effect), unless a suppression
-  comment stands before it (removing the line would hand that comment to the next one).
+* `check.duplicate-key`: the earlier line of an integer key set again later in the same
+  file is removed (the last assignment wins; the earlier never takes effect), where the last
+  line sets every element and the kernel takes it (a refused or short write leaves the
+  earlier value, or some of its elements, in force), and unless a suppression comment stands
+  before it (removing the line would hand that comment to the next one).
 
 One fix per line per pass: `fix_text` is run again on its own output by the command until
 nothing more is fixed, so a line with two defects gets both fixes.
@@ -112,8 +114,12 @@ def _drop_earlier(line: Line) -> list[str] | None:
         return None
     later = "\n".join(line.lines[line.at + 1 :])
     assignments, _, _ = parse_conf_lines(later)
-    if not any(a.key == key for a in assignments):
+    last = next((a for a in reversed(assignments) if a.key == key), None)
+    if last is None:
         return None  # the line the finding named is set again no more
+    spec = line.catalog.keys.get(key)
+    if spec is None or spec.is_text or not kernel_write(last.value, spec.length).complete:
+        return None  # the last line may not set every element: this one may still count
     for before in reversed(line.lines[: line.at]):
         text = before.strip(C_SPACE)
         if text and text[0] not in "#;":
