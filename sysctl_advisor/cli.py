@@ -41,6 +41,8 @@ def _parameter(name: str, option: Option) -> inspect.Parameter:
     if option.default is None:
         kind = kind | None
     declared: dict[str, Any] = {"help": option.help, "metavar": option.metavar}
+    if option.complete is not None:
+        declared["autocompletion"] = option.complete
     if option.argument:
         info: Any = typer.Argument(**declared)
     else:

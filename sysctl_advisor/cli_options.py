@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sysctl_advisor.model.severity import SEVERITY_ORDER
+from sysctl_advisor.model.severity import FAIL_ON
 from sysctl_advisor.outputs import formats
 
 
@@ -34,6 +34,8 @@ class Option:
     many: bool = False  # repeatable option, or an argument taking several values
     min: float | None = None
     max: float | None = None
+    # shell completion's candidates for what is typed so far (commands/completion.py)
+    complete: Callable[[str], list[str]] | None = None
 
     @property
     def argument(self) -> bool:
@@ -124,6 +126,25 @@ def _rules() -> Callable[..., int]:
     return rules
 
 
+# Shell completion's candidates, each imported only when the shell asks.
+def _profile_names(incomplete: str) -> list[str]:
+    from sysctl_advisor.commands.completion import profile_names
+
+    return profile_names(incomplete)
+
+
+def _check_rule_ids(incomplete: str) -> list[str]:
+    from sysctl_advisor.commands.completion import check_rule_ids
+
+    return check_rule_ids(incomplete)
+
+
+def _catalog_keys(incomplete: str) -> list[str]:
+    from sysctl_advisor.commands.completion import catalog_keys
+
+    return catalog_keys(incomplete)
+
+
 def _format(choices: tuple[str, ...], default: str) -> Option:
     return Option(("--format", "-f"), "Output format.", default=default, choices=choices)
 
@@ -134,6 +155,7 @@ PROFILE = Option(
     default=REQUIRED,
     metavar="NAME",
     many=True,
+    complete=_profile_names,
 )
 FACTS = Option(("--facts",), "Host facts file (YAML or JSON). Default: read this host.", type=Path)
 SETTINGS = Option(
@@ -316,13 +338,15 @@ COMMANDS: tuple[Command, ...] = (
                 "With --facts: report departures from it (info); repeatable.",
                 metavar="NAME",
                 many=True,
+                complete=_profile_names,
             ),
             "settings": SETTINGS,
             "fmt": _format(formats.CHECK, "text"),
             "fail_on": Option(
                 ("--fail-on",),
-                "Exit 1 at this severity or worse (default: error, or the configuration's).",
-                choices=tuple(SEVERITY_ORDER),
+                "Exit 1 at this severity or worse (default: error, or the configuration's); "
+                "never: exit 0 whatever is found (ruff's and flake8's --exit-zero).",
+                choices=FAIL_ON,
             ),
             "whole_directory": Option(
                 ("--whole-directory",),
@@ -345,24 +369,28 @@ COMMANDS: tuple[Command, ...] = (
                 "check.glob-*; check.* every rule), comma-separated or repeated.",
                 metavar="RULES",
                 many=True,
+                complete=_check_rule_ids,
             ),
             "ignore": Option(
                 ("--ignore",),
                 "Do not run these rules (ids or prefixes, as --select); applied after --select.",
                 metavar="RULES",
                 many=True,
+                complete=_check_rule_ids,
             ),
             "warn": Option(
                 ("--warn",),
                 "Report these rules (ids or prefixes) as warnings, before --fail-on applies.",
                 metavar="RULES",
                 many=True,
+                complete=_check_rule_ids,
             ),
             "error": Option(
                 ("--error",),
                 "Report these rules (ids or prefixes) as errors, before --fail-on applies.",
                 metavar="RULES",
                 many=True,
+                complete=_check_rule_ids,
             ),
             "config": Option(
                 ("--config",),
@@ -404,6 +432,22 @@ COMMANDS: tuple[Command, ...] = (
                 type=Path,
                 metavar="FILE",
             ),
+            "fix": Option(
+                ("--fix",),
+                "Rewrite the files given (atomically) where a finding's fix is certain: a "
+                "comment after a value the kernel drops moves to its own line, an octal or hex "
+                "number is written in decimal, the earlier line of a key set twice in a file "
+                "goes; then report what is left. Files only: not standard input, a directory "
+                "or a link.",
+                type=bool,
+                default=False,
+            ),
+            "statistics": Option(
+                ("--statistics",),
+                "Print how many findings each rule has (text or json) instead of the findings.",
+                type=bool,
+                default=False,
+            ),
             **KNOWLEDGE_DIRS,  # a rules directory's check/ folder adds check rules
         },
         fast=FAST,
@@ -431,6 +475,7 @@ COMMANDS: tuple[Command, ...] = (
                 ("--profile", "-p"),
                 "Profile for hosts the --profile-map does not match.",
                 metavar="NAME",
+                complete=_profile_names,
             ),
             "profile_map": Option(
                 ("--profile-map",),
@@ -533,6 +578,7 @@ COMMANDS: tuple[Command, ...] = (
                 "A sysctl key, e.g. net.ipv4.tcp_mem (or tcp_mem).",
                 default=REQUIRED,
                 metavar="KEY",
+                complete=_catalog_keys,
             ),
             "facts": FACTS,
             "profile": Option(
@@ -540,6 +586,7 @@ COMMANDS: tuple[Command, ...] = (
                 "Also show this profile's recommendation; repeatable.",
                 metavar="NAME",
                 many=True,
+                complete=_profile_names,
             ),
             "settings": SETTINGS,
             "nginx_conf": NGINX_CONF,

@@ -214,6 +214,7 @@ def test_each_command_is_an_arrow_from_the_command_line(edges: dict[str, set[str
         "sysctl_advisor.commands.check_files",  # check's report and baseline files
         "sysctl_advisor.commands.check_settings",  # check's settings
         "sysctl_advisor.commands.common",  # what every command shares
+        "sysctl_advisor.commands.completion",  # shell completion's candidates
         "sysctl_advisor.commands.man_page",  # the man page, run as a module
     }
 

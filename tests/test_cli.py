@@ -291,10 +291,10 @@ def test_closed_choices_are_listed_and_refused_in_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--format and --fail-on offer exactly the renderers'
-    registry (outputs/formats.py) and the severities; help lists them, a wrong one is one line
-    and exit 2."""
+    registry (outputs/formats.py) and the severities (and never); help lists them, a wrong one
+    is one line and exit 2."""
     from sysctl_advisor.cli_options import command
-    from sysctl_advisor.model.severity import SEVERITY_ORDER
+    from sysctl_advisor.model.severity import NEVER, SEVERITY_ORDER
     from sysctl_advisor.outputs import formats
 
     registry = {"recommend": formats.RECOMMEND, "diff": formats.DIFF, "check": formats.CHECK}
@@ -303,10 +303,12 @@ def test_closed_choices_are_listed_and_refused_in_one_line(
         found = command(name)
         assert found is not None and found.options["fmt"].choices == choices
     found = command("check")
-    assert found is not None and set(found.options["fail_on"].choices) == set(SEVERITY_ORDER)
+    assert found is not None and set(found.options["fail_on"].choices) == {*SEVERITY_ORDER, NEVER}
     code, out, _ = _entry(monkeypatch, capsys, "check", "-h")
     assert (
-        code == 0 and "<text|json|github|sarif|markdown>" in out and "<error|warning|info>" in out
+        code == 0
+        and "<text|json|github|sarif|markdown>" in out
+        and "<error|warning|info|never>" in out
     )
     code, _, err = _entry(
         monkeypatch, capsys, "recommend", "--facts", DCACHE, "-p", "gridftp", "-f", "xml"

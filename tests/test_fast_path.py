@@ -96,7 +96,7 @@ REFUSED = [
     ["recommend", "-p", "gridftp", "--", "x"],
     ["recommend", "-p", "gridftp", "extra"],
     ["recommend", "-p", "-x"],
-    ["check", "a.conf", "--fail-on", "never"],
+    ["check", "a.conf", "--fail-on", "sometimes"],
     ["facts"],
     ["-V"],
     [],

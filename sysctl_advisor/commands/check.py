@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from sysctl_advisor.commands import check_settings
 from sysctl_advisor.commands.check_files import (
+    files_to_fix,
+    fix_files,
     format_and_file,
     not_over_inputs,
     report_files,
@@ -26,17 +28,18 @@ from sysctl_advisor.commands.common import (
     load_knowledge,
     note,
     read_facts,
+    say,
     shown_path,
 )
 from sysctl_advisor.engine.check.baseline import BaselineInForce
-from sysctl_advisor.engine.check.findings import CheckContext
+from sysctl_advisor.engine.check.findings import CheckContext, CheckReport
 from sysctl_advisor.engine.check.judge import NEAR_BUDGET
 from sysctl_advisor.engine.check.per_file import PerFileIgnores, ignore_patterns
 from sysctl_advisor.engine.check.pipeline import CheckPolicy, run
 from sysctl_advisor.engine.check.selection import tuning
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelVersion
-from sysctl_advisor.model.severity import SEVERITY_ORDER
+from sysctl_advisor.model.severity import FAIL_ON, NEVER, SEVERITY_ORDER
 from sysctl_advisor.sources.check_config import read_baseline
 from sysctl_advisor.sources.check_inputs import names_from, names_inside, read_inputs
 
@@ -70,13 +73,20 @@ def check(
     write_baseline: Path | None = None,
     rules_dir: list[Path] | None = None,
     profiles_dir: list[Path] | None = None,
+    fix: bool = False,
+    statistics: bool = False,
 ) -> int:
     from sysctl_advisor.outputs import formats
-    from sysctl_advisor.outputs.check_report import render_check, wants_color
+    from sysctl_advisor.outputs.check_report import render_check, render_statistics, wants_color
 
     choose(fmt, formats.CHECK, "--format")
     if fail_on is not None:
-        choose(fail_on, SEVERITY_ORDER, "--fail-on")
+        choose(fail_on, FAIL_ON, "--fail-on")
+    if statistics and fmt not in STATISTICS_FORMATS:
+        raise InputError(
+            f"--statistics prints text or json, not {fmt} (--also writes the findings in it)",
+            field="--statistics",
+        )
     paths = paths or []
     if not paths and not show_config:
         raise InputError("give the sysctl files or directories to check (- reads stdin)")
@@ -97,6 +107,7 @@ def check(
         emit(show_settings(where, values, found.parameters, as_json=fmt == "json"), output)
         return 0
     check_settings.needs(found)
+    targets = files_to_fix(paths, write_baseline) if fix else None
     files = report_files(output, [path for _, path in extra], write_baseline)
     try:
         kb = load_knowledge(rules_dir, profiles_dir)
@@ -106,6 +117,8 @@ def check(
         stdin = sys.stdin.buffer if sys.stdin is not None else None
         inputs = read_inputs(paths, kb.catalog.keys, stdin, shown_path, whole_directory)
         report = run(kb, policy, inputs, accepted)
+        if targets is not None:
+            report = _fixed(kb, policy, found, report, targets, whole_directory)
         if report.uncompared:
             note(
                 f"{report.uncompared:,} more keys not in the catalog were not compared with the "
@@ -123,7 +136,10 @@ def check(
             write_baseline_of(report.findings, files[0], write_baseline)
             return 0
         color = wants_color(sys.stdout) if files[0] is None and fmt == "text" else False
-        main = render_check(report, fmt, kb.check_rules, color=color)
+        if statistics:
+            main = render_statistics(report, fmt, kb.check_rules)
+        else:
+            main = render_check(report, fmt, kb.check_rules, color=color)
         if files[0] is None:
             emit(main, None)
         else:
@@ -136,7 +152,44 @@ def check(
             if file is not None:
                 file.close()
     worst = report.worst()
+    if found["fail-on"] == NEVER:
+        return 0
     return 1 if worst is not None and worst <= SEVERITY_ORDER[found["fail-on"]] else 0
+
+
+STATISTICS_FORMATS = ("text", "json")
+FIX_PASSES = 4  # one fix per line per pass: a line with every fixable defect needs three
+
+
+def _fixed(
+    kb: KnowledgeBase,
+    policy: CheckPolicy,
+    found: CheckSettings,
+    report: CheckReport,
+    targets: dict[str, Path],
+    whole_directory: bool,
+) -> CheckReport:
+    """--fix: the files given rewritten where a finding's fix is certain, and checked again
+    (each pass reads them afresh) until nothing more is fixed; the last report is what is
+    left."""
+    fixed = 0
+    files: set[str] = set()
+    for _ in range(FIX_PASSES):
+        done = fix_files(report.findings, targets, kb.catalog)
+        if not done:
+            break
+        fixed += len(done)
+        files.update(finding.file for finding in done)
+        inputs = read_inputs(
+            list(targets.values()), kb.catalog.keys, None, shown_path, whole_directory
+        )
+        report = run(kb, policy, inputs, _baseline(found))
+    if fixed:
+        say(
+            f"fixed {fixed} {'finding' if fixed == 1 else 'findings'} in {len(files)} "
+            f"{'file' if len(files) == 1 else 'files'}"
+        )
+    return report
 
 
 def _policy(kb: KnowledgeBase, found: CheckSettings) -> CheckPolicy:

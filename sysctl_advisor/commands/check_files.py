@@ -1,6 +1,7 @@
 """The files `check` writes: its reports (--output, --also FORMAT=FILE) and a baseline
 (--write-baseline), each made ready before anything is written, never one over a file the
-check reads, and a baseline only over a baseline."""
+check reads, and a baseline only over a baseline; and the files --fix rewrites, only those it
+was given as files."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from sysctl_advisor.model.errors import InputError
 
 if TYPE_CHECKING:
     from sysctl_advisor.engine.check.findings import CheckFinding
+    from sysctl_advisor.knowledge.catalog import Catalog
     from sysctl_advisor.outputs.files import OutputFile
 
 
@@ -136,3 +138,78 @@ def not_over_inputs(
                 "option go missing?)",
                 path=file.path,
             )
+
+
+def files_to_fix(paths: list[Path], write_baseline: Path | None) -> dict[str, Path]:
+    """--fix rewrites only the files it is given, each opened as a file: standard input, a
+    directory or tree (whose files it did not name) and a link are refused before anything is
+    read. The files by the name their findings carry."""
+    from sysctl_advisor.commands.common import shown_path
+
+    if write_baseline is not None:
+        raise InputError(
+            "--fix rewrites the files; --write-baseline records their findings: give one",
+            field="--fix",
+        )
+    targets: dict[str, Path] = {}
+    for path in paths:
+        if str(path) == "-":
+            raise InputError(
+                "--fix rewrites files it is given; standard input cannot be rewritten",
+                path="-",
+                field="--fix",
+            )
+        if path.is_symlink():
+            raise InputError(
+                "is a symbolic link; --fix rewrites the file it points to only when that "
+                "file is given (links are not followed when writing)",
+                path=path,
+                field="--fix",
+            )
+        if path.is_dir():
+            raise InputError(
+                "is a directory; --fix rewrites only files it is given by name (give the "
+                "files: sysctl.d/*.conf)",
+                path=path,
+                field="--fix",
+            )
+        targets[shown_path(path)] = path
+    return targets
+
+
+def fix_files(
+    findings: list[CheckFinding], targets: dict[str, Path], catalog: Catalog
+) -> list[CheckFinding]:
+    """Each file given with a finding `--fix` can fix, read again (never through a link, at
+    most the input cap) and replaced atomically where its text changes; the findings fixed.
+    A file that is not UTF-8, or has grown past the cap, is left as it is, with a note."""
+    from sysctl_advisor.commands.common import note
+    from sysctl_advisor.engine.check.fix import fix_text, fixable
+    from sysctl_advisor.model.documents import max_input_bytes
+    from sysctl_advisor.outputs.files import OutputFile
+
+    by_file: dict[str, list[CheckFinding]] = {}
+    for finding in findings:
+        if fixable(finding.id) and finding.file in targets:
+            by_file.setdefault(finding.file, []).append(finding)
+    fixed: list[CheckFinding] = []
+    for name, found in by_file.items():
+        file = OutputFile(targets[name])  # a link or a device now is refused
+        try:
+            limit = max_input_bytes()
+            data = file.head(limit + 1)
+            if data is None or len(data) > limit:
+                note(f"{name}: not fixed: no longer a regular file within the input cap")
+                continue
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                note(f"{name}: not fixed: not UTF-8 text")
+                continue
+            new, done = fix_text(text, found, catalog)
+            if new != text:
+                file.write(new)
+                fixed += done
+        finally:
+            file.close()
+    return fixed

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "escape_workflow_data",
     "render_check",
+    "render_statistics",
     "rule_url",
     "wants_color",
 ]
@@ -503,3 +504,50 @@ def render_check(
     if fmt == "markdown":
         return _markdown(report)
     return _text(report, wants_color(sys.stdout) if color is None else color)
+
+
+# --- --statistics -----------------------------------------------------------------------------
+
+
+_FIXABLE = {True: "[*]", False: "   "}  # ruff's mark of a rule --fix fixes
+
+
+def render_statistics(report: CheckReport, fmt: str, rules: dict[str, CheckRule]) -> str:
+    """How many findings each rule has, most first, as ruff's and flake8's `--statistics`:
+    text (count, rule, `[*]` where `--fix` fixes it, severity, title; then the counts line)
+    or JSON (a list of {rule, severity, count, fixable, title})."""
+    from collections import Counter
+
+    from sysctl_advisor.engine.check.fix import fixable
+
+    counted = Counter((f.id, f.severity) for f in report.findings)
+    rows = sorted(counted.items(), key=lambda item: (-item[1], item[0]))
+    titles = {
+        rule_id: rules[rule_id].spec.title if rule_id in rules else "" for rule_id, _ in counted
+    }
+    if fmt == "json":
+        return dump_json(
+            [
+                {
+                    "rule": rule_id,
+                    "severity": severity,
+                    "count": count,
+                    "fixable": fixable(rule_id),
+                    "title": titles[rule_id],
+                }
+                for (rule_id, severity), count in rows
+            ]
+        )
+    width = max((len(str(count)) for count in counted.values()), default=1)
+    id_width = max((len(one_line(rule_id)) for rule_id, _ in counted), default=0)
+    lines = [
+        f"{count:>{width}}  {one_line(rule_id):<{id_width}}  {_FIXABLE[fixable(rule_id)]} "
+        f"{severity:<7}  {one_line(titles[rule_id])}"
+        for (rule_id, severity), count in rows
+    ]
+    files = len(report.files)
+    lines.append(f"{files} {'file' if files == 1 else 'files'} checked: {_counts(report)}.")
+    fixes = sum(count for (rule_id, _), count in rows if fixable(rule_id))
+    if fixes:
+        lines.append(f"[*] {fixes} fixable with --fix.")
+    return "\n".join(lines) + "\n"

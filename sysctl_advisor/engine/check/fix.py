@@ -1,0 +1,173 @@
+"""`check --fix`: the mechanical fixes, as data. Each fixable rule names the one function that
+rewrites a line it reported; the function works from the line's own text again (never from
+the finding's words) and returns None wherever the fix is not certain, so a file changed
+since it was judged, or a line the fix cannot read the same way, is left as it is.
+
+* `check.inline-comment`: where the kernel already drops the text from the `#` on (every
+  field read, a blank before the `#`), the comment moves to its own line above: the kernel
+  is handed the same fields, and the file says so. A comment that would then read as a
+  suppression (`# sysctl-advisor: ...`) is not moved.
+* `check.not-decimal`: each field the kernel stores, written as the decimal number it reads
+  (`030` is 24, `0x10` is 16); the rest of the line as it was.
+* `check.duplicate-key`: the earlier line of an integer key set again later in the same
+  file is removed (the last assignment wins; the earlier never takes effect), where the last
+  line sets every element and the kernel takes it (a refused or short write leaves the
+  earlier value, or some of its elements, in force), and unless a suppression comment stands
+  before it (removing the line would hand that comment to the next one).
+
+One fix per line per pass: `fix_text` is run again on its own output by the command until
+nothing more is fixed, so a line with two defects gets both fixes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, NamedTuple
+
+from sysctl_advisor.model.kernel_write import kernel_write
+from sysctl_advisor.model.sysctl_conf import (
+    C_SPACE,
+    Assignment,
+    advisor_comment,
+    parse_conf_lines,
+)
+
+if TYPE_CHECKING:
+    from sysctl_advisor.engine.check.findings import CheckFinding
+    from sysctl_advisor.knowledge.catalog import Catalog
+
+# A field as the kernel reads it: after blanks, up to the next space, tab or newline.
+_FIELD = re.compile(r"[ \t\n\v\f\r]*([^ \t\n]+)")
+
+
+class Line(NamedTuple):
+    """One line of the file being fixed, as the fix sees it."""
+
+    lines: list[str]  # the whole file's lines (split at \n only), read-only
+    at: int  # this line's index in `lines`
+    assignment: Assignment
+    catalog: Catalog
+
+
+# A fix: the line's replacement lines (none: the line goes), or None when not certain.
+Fix = Callable[[Line], list[str] | None]
+
+
+def _value_start(raw: str) -> int:
+    """Where the value's text starts in a raw assignment line (after `=` and blanks)."""
+    equals = raw.index("=")
+    start = equals + 1
+    while start < len(raw) and raw[start] in C_SPACE:
+        start += 1
+    return start
+
+
+def _integer_write(line: Line) -> tuple[int, ...] | None:
+    """The fields the kernel stores for this line when every one is read and nothing is
+    refused; None for a key the catalog does not model as integers."""
+    spec = line.catalog.keys.get(line.assignment.key)
+    if spec is None or spec.is_text:
+        return None
+    write = kernel_write(line.assignment.value, spec.length)
+    return write.stored if write.complete else None
+
+
+def _move_comment(line: Line) -> list[str] | None:
+    spec = line.catalog.keys.get(line.assignment.key)
+    if spec is None or spec.is_text:
+        return None  # a name or a path: the `#` is part of what the kernel is given
+    write = kernel_write(line.assignment.value, spec.length)
+    if write.refused or not write.ignored.startswith("#"):
+        return None
+    raw = line.lines[line.at]
+    start = _value_start(raw)
+    hash_at = raw.find("#", start)
+    if hash_at <= start or raw[hash_at - 1] not in " \t":
+        return None
+    end = "\r" if raw.endswith("\r") else ""
+    comment = raw[hash_at:].rstrip(C_SPACE)
+    indent = raw[: len(raw) - len(raw.lstrip(" \t"))]
+    if advisor_comment(comment) is not None:
+        return None  # it would become a suppression
+    return [indent + comment + end, raw[:hash_at].rstrip(" \t") + end]
+
+
+def _decimal(line: Line) -> list[str] | None:
+    stored = _integer_write(line)
+    if stored is None:
+        return None
+    raw = line.lines[line.at]
+    start = _value_start(raw)
+    out, at = [raw[:start]], start
+    for number, match in zip(stored, _FIELD.finditer(raw, start), strict=False):
+        out += [raw[at : match.start(1)], str(number)]
+        at = match.end(1)
+    out.append(raw[at:])
+    fixed = "".join(out)
+    return None if fixed == raw else [fixed]
+
+
+def _drop_earlier(line: Line) -> list[str] | None:
+    key = line.assignment.key
+    if line.assignment.is_glob:
+        return None
+    later = "\n".join(line.lines[line.at + 1 :])
+    assignments, _, _ = parse_conf_lines(later)
+    last = next((a for a in reversed(assignments) if a.key == key), None)
+    if last is None:
+        return None  # the line the finding named is set again no more
+    spec = line.catalog.keys.get(key)
+    if spec is None or spec.is_text or not kernel_write(last.value, spec.length).complete:
+        return None  # the last line may not set every element: this one may still count
+    for before in reversed(line.lines[: line.at]):
+        text = before.strip(C_SPACE)
+        if text and text[0] not in "#;":
+            break  # the assignment before: comments above it are not this line's
+        if advisor_comment(before) is not None:
+            return None
+    return []
+
+
+FIXES: dict[str, Fix] = {
+    "check.inline-comment": _move_comment,
+    "check.not-decimal": _decimal,
+    "check.duplicate-key": _drop_earlier,
+}
+
+
+def fixable(rule_id: str) -> bool:
+    return rule_id in FIXES
+
+
+def fix_text(
+    text: str, findings: Iterable[CheckFinding], catalog: Catalog
+) -> tuple[str, list[CheckFinding]]:
+    """`text` with the fixable findings on its lines fixed (at most one per line), and the
+    findings fixed."""
+    lines = text.split("\n")
+    replaced: dict[int, list[str]] = {}
+    fixed: list[CheckFinding] = []
+    for finding in findings:
+        fix = FIXES.get(finding.id)
+        if fix is None or finding.line is None or not 1 <= finding.line <= len(lines):
+            continue
+        index = finding.line - 1
+        if index in replaced:
+            continue
+        assignments, _, _ = parse_conf_lines(lines[index])
+        if len(assignments) != 1 or assignments[0].key != finding.key:
+            continue
+        new = fix(Line(lines, index, assignments[0], catalog))
+        if new is not None:
+            replaced[index] = new
+            fixed.append(finding)
+    if not replaced:
+        return text, []
+    out: list[str] = []
+    for index, raw in enumerate(lines):
+        out.extend(replaced.get(index, [raw]))
+    return "\n".join(out), fixed
+
+
+__all__ = ["FIXES", "fix_text", "fixable"]
