@@ -130,9 +130,9 @@ def check(
                 "it again with --write-baseline to keep it small"
             )
         not_over_inputs(files, found, report.files, write_baseline is not None)
-        if target is not None:  # after every refusal: a report's, never an error's, line
-            note(target)
         if write_baseline is not None:
+            if target is not None:
+                note(target)
             write_baseline_of(report.findings, files[0], write_baseline)
             return 0
         color = wants_color(sys.stdout) if files[0] is None and fmt == "text" else False
@@ -140,13 +140,17 @@ def check(
             main = render_statistics(report, fmt, kb.check_rules)
         else:
             main = render_check(report, fmt, kb.check_rules, color=color)
+        # one check, many formats
+        others = [render_check(report, each, kb.check_rules, color=False) for each, _ in extra]
+        if target is not None:  # after every refusal (rendering's too): a report's line
+            note(target)
         if files[0] is None:
             emit(main, None)
         else:
             files[0].write(main)
-        for (extra_fmt, _), file in zip(extra, files[1:], strict=True):  # one check, many formats
+        for text, file in zip(others, files[1:], strict=True):
             assert file is not None
-            file.write(render_check(report, extra_fmt, kb.check_rules, color=False))
+            file.write(text)
     finally:
         for file in files:
             if file is not None:
