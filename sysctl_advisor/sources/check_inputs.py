@@ -102,15 +102,17 @@ def names_from(root: Path) -> Callable[[str], str]:
     the checkout); standard input as <stdin>."""
     base = os.path.realpath(root)
     shown: dict[str, str] = {}
+    real_parent: dict[str, str] = {}  # a tree's files share a few directories
 
     def name(file: str) -> str:
         if file not in shown:
             if file == STDIN_NAME:
                 shown[file] = file
             else:
-                absolute = os.path.abspath(file)
-                parent, own = os.path.split(absolute)
-                real = os.path.join(os.path.realpath(parent), own)
+                parent, own = os.path.split(os.path.abspath(file))
+                if parent not in real_parent:
+                    real_parent[parent] = os.path.realpath(parent)
+                real = os.path.join(real_parent[parent], own)
                 shown[file] = os.path.relpath(real, base).replace(os.sep, "/")
         return shown[file]
 
