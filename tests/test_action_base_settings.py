@@ -115,7 +115,7 @@ def test_the_facts_input_is_the_base_commit_s(tmp_path: Path) -> None:
 
 def test_editing_the_baseline_does_not_accept_the_change_s_own_finding(tmp_path: Path) -> None:
     config = 'baseline = "accepted.json"\n'
-    empty = '{"schema": "sysctl-advisor/baseline/v1", "findings": []}\n'
+    empty = '{"schema": "sysctl-advisor/baseline/v2", "findings": []}\n'
     # The baseline that accepts the change's own finding, written on a copy of the merge.
     scratch = tmp_path / "scratch"
     (scratch / ".git").mkdir(parents=True)

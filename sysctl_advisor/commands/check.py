@@ -30,6 +30,7 @@ from sysctl_advisor.commands.common import (
     read_facts,
     say,
     shown_path,
+    to_stdout,
 )
 from sysctl_advisor.engine.check.baseline import BaselineInForce
 from sysctl_advisor.engine.check.findings import CheckContext, CheckReport
@@ -41,7 +42,13 @@ from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.model.severity import FAIL_ON, NEVER, SEVERITY_ORDER
 from sysctl_advisor.sources.check_config import read_baseline
-from sysctl_advisor.sources.check_inputs import names_from, names_inside, read_inputs
+from sysctl_advisor.sources.check_inputs import (
+    baseline_root,
+    gone_files,
+    names_from,
+    names_inside,
+    read_inputs,
+)
 
 if TYPE_CHECKING:
     from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
@@ -133,7 +140,7 @@ def check(
         if write_baseline is not None:
             if target is not None:
                 note(target)
-            write_baseline_of(report.findings, files[0], write_baseline)
+            write_baseline_of(report, files[0], write_baseline, _root(found, write_baseline))
             return 0
         color = wants_color(sys.stdout) if files[0] is None and fmt == "text" else False
         if statistics:
@@ -227,7 +234,15 @@ def _baseline(found: CheckSettings) -> BaselineInForce | None:
     if path is None:
         return None
     read = read_baseline(path, check_settings.remember, _inside(found, "baseline"))
-    return BaselineInForce(read, names_from(found.standing(path)), f"in the baseline {path}")
+    root = _root(found, found.standing(path))
+    gone = gone_files(root, (e.file for e in read.findings))
+    return BaselineInForce(read, names_from(root), f"in the baseline {path}", gone)
+
+
+def _root(found: CheckSettings, baseline: Path | None) -> Path:
+    """The directory a baseline names files from (sources.check_inputs.baseline_root)."""
+    config = found.standing(found.config.directory) if found.config is not None else None
+    return baseline_root(config, None if baseline is None or to_stdout(baseline) else baseline)
 
 
 def _context(kb: KnowledgeBase, found: CheckSettings) -> CheckContext:

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING
 
 from sysctl_advisor.commands.check_settings import CheckSettings
 from sysctl_advisor.commands.common import choose, emit, say, to_stdout
-from sysctl_advisor.engine.check.baseline import baseline_of
+from sysctl_advisor.engine.check.baseline import baseline_of, outside, scope_of
+from sysctl_advisor.model.check_config import BASELINE_SCHEMA, BASELINE_SCHEMA_FAMILY
 from sysctl_advisor.model.errors import InputError
 
 if TYPE_CHECKING:
-    from sysctl_advisor.engine.check.findings import CheckFinding
+    from sysctl_advisor.engine.check.findings import CheckFinding, CheckReport
     from sysctl_advisor.knowledge.catalog import Catalog
     from sysctl_advisor.outputs.files import OutputFile
 
@@ -37,20 +38,30 @@ def report_files(
     return files
 
 
-def write_baseline_of(findings: list[CheckFinding], file: OutputFile | None, path: Path) -> None:
-    """The baseline that accepts `findings`, written to `file` (None: standard output),
-    each finding's file named from the baseline's directory."""
+def write_baseline_of(report: CheckReport, file: OutputFile | None, path: Path, root: Path) -> None:
+    """The baseline that accepts the report's findings, written to `file` (None: standard
+    output), each finding's file named from `root`; the entries of the baseline it replaces
+    that this run could not have found again (other files, rules that did not run) kept."""
     from sysctl_advisor.model.documents import dump_json
     from sysctl_advisor.model.model_base import plain_data
-    from sysctl_advisor.sources.check_inputs import names_from
+    from sysctl_advisor.sources.check_inputs import gone_files, names_from
 
-    name = names_from(path)
-    written = baseline_of(findings, [name(f.file) for f in findings])
-    if file is None:  # `--write-baseline -`: names from the working directory
+    name = names_from(root)
+    kept = []
+    if file is not None and f'"{BASELINE_SCHEMA}"'.encode() in (file.head() or b""):
+        from sysctl_advisor.sources.check_config import read_baseline
+
+        replaced = read_baseline(path)
+        gone = gone_files(root, (e.file for e in replaced.findings))
+        kept = outside(replaced, scope_of(report, name, gone))
+    findings = report.findings
+    written = baseline_of(findings, [name(f.file) for f in findings], kept)
+    if file is None:  # `--write-baseline -`
         emit(dump_json(plain_data(written)), None)
         return
     file.write(dump_json(plain_data(written)))
-    say(f"wrote {len(written.findings)} findings to the baseline {path}")
+    others = f" ({len(kept)} kept from what this check did not cover)" if kept else ""
+    say(f"wrote {len(written.findings)} findings to the baseline {path}{others}")
 
 
 def _output_files(output: Path | None, extra: list[Path]) -> list[OutputFile | None]:
@@ -92,10 +103,8 @@ def format_and_file(pair: str) -> tuple[str, Path]:
 def _only_a_baseline(file: OutputFile) -> None:
     """--write-baseline replaces a baseline, never another file (a forgotten FILE makes the
     next argument, a sysctl file, the target)."""
-    from sysctl_advisor.model.check_config import BASELINE_SCHEMA
-
     head = file.head()
-    if head is not None and f'"{BASELINE_SCHEMA}"'.encode() not in head:
+    if head is not None and f'"{BASELINE_SCHEMA_FAMILY}'.encode() not in head:
         file.close()
         raise InputError(
             "exists and is not a sysctl-advisor baseline: not replaced (did the file name "

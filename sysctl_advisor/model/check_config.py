@@ -3,7 +3,9 @@
 the baseline file `check --write-baseline` writes.
 
 Keys are spelt as on the command line (`fail-on`, `per-file-ignores`). Paths in either file
-are relative to the file's own directory and stay inside it. Rule ids and prefixes are read
+are relative to the file's own directory and stay inside it; the files a baseline's entries
+name are relative to its root (the configuration's directory, else the repository's top, else
+the baseline's directory). Rule ids and prefixes are read
 by `engine.check.selection`, which names the file and key of one that names no rule.
 """
 
@@ -22,7 +24,12 @@ CONFIG_FILE: Final = ".sysctl-advisor.toml"
 PYPROJECT: Final = "pyproject.toml"
 PYPROJECT_TABLE: Final = ("tool", "sysctl-advisor")
 CONFIG_SCHEMA: Final = "sysctl-advisor/config/v1"
-BASELINE_SCHEMA: Final = "sysctl-advisor/baseline/v1"
+BASELINE_SCHEMA: Final = "sysctl-advisor/baseline/v2"
+# What every baseline's `schema` starts with, this version's or an earlier one's.
+BASELINE_SCHEMA_FAMILY: Final = "sysctl-advisor/baseline/"
+# Earlier baselines, whose fingerprints hold the files' paths as the command line spelt them:
+# refused when read (write it again), replaced when written over.
+EARLIER_BASELINE_SCHEMAS: Final = frozenset({"sysctl-advisor/baseline/v1"})
 
 _MAX_TEXT = 200
 
@@ -114,11 +121,15 @@ class CheckConfig(Record):
 
 @model
 class BaselineEntry(Record):
-    """One accepted finding: its rule, its file (from the baseline's directory) and a
-    fingerprint of what it says, which no line number enters (lines above may move)."""
+    """One accepted finding: its rule, its file (from the baseline's root) and a fingerprint
+    of what it says, which no line number nor path spelling enters (lines above may move, a
+    tree may be given as `.` or as `etc/sysctl.d`)."""
 
     rule: Word
-    file: Annotated[str, Len(1, 4096)] = Field(description="from the baseline's directory")
+    file: Annotated[str, Len(1, 4096)] = Field(
+        description="from the root: the configuration's directory, else the repository's "
+        "top (the directory holding .git), else the baseline's directory"
+    )
     fingerprint: str = Field(pattern=r"^[0-9a-f]{64}$")
     line: int | None = Field(None, ge=1, description="where it was when written; not matched")
     message: str = Field("", max_length=4096, description="what it said; not matched")
@@ -132,7 +143,7 @@ class Baseline(Record):
         "sysctl-advisor check baseline", BASELINE_SCHEMA
     )
 
-    schema: Literal["sysctl-advisor/baseline/v1"] = Field(
+    schema: Literal["sysctl-advisor/baseline/v2"] = Field(
         default=BASELINE_SCHEMA, description="this document's format and version"
     )
     findings: list[BaselineEntry] = Field(default_factory=list, max_length=1_000_000)

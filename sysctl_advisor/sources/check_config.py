@@ -32,6 +32,7 @@ from typing import Any, Protocol, TypeVar
 
 from sysctl_advisor.model.check_config import (
     CONFIG_FILE,
+    EARLIER_BASELINE_SCHEMAS,
     PYPROJECT,
     PYPROJECT_TABLE,
     Baseline,
@@ -265,6 +266,14 @@ def read_baseline(
         raise InputError("not UTF-8 text", path=path) from None
 
     def validated() -> Baseline:  # no line lookup: a baseline may be megabytes of JSON
-        return validate(Baseline, parse_json(text, path), path)
+        data = parse_json(text, path)
+        if isinstance(data, dict) and data.get("schema") in EARLIER_BASELINE_SCHEMAS:
+            raise InputError(
+                f"written by an earlier sysctl-advisor ({data['schema']}), whose fingerprints "
+                "depend on how the files were named: write it again with --write-baseline, "
+                "from a check of all the files it covers",
+                path=path,
+            )
+        return validate(Baseline, data, path)
 
     return remember(Baseline, path, text, validated) if remember else validated()

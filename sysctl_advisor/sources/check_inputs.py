@@ -1,10 +1,12 @@
 """What `check` reads: the files, sysctl.d directories and trees it is given, and standard
 input (`-`), each read as it is reached (sources.sysctl_files); and how a file checked is named
-from a directory (a baseline's, a configuration's), the same wherever check is run from."""
+from a directory (a baseline's root, a configuration's), the same wherever check is run from
+and however the files were spelt."""
 
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -80,20 +82,54 @@ def _with_directories(paths: list[Path]) -> list[Path]:
     return chosen
 
 
-def names_from(path: Path) -> Callable[[str], str]:
-    """A checked file named from the directory of `path` (a baseline), in `/` form, so the
-    baseline holds the same names wherever check is run from; standard input as <stdin>."""
-    base = os.path.dirname(os.path.abspath(path))
+def baseline_root(config_directory: Path | None, baseline: Path | None) -> Path:
+    """The one directory a baseline names files from: the configuration's, else the
+    repository's top (the directory holding `.git`) above the baseline (the working
+    directory for `-`), else the baseline's own directory."""
+    if config_directory is not None:
+        return config_directory
+    start = Path(os.path.dirname(os.path.abspath(baseline))) if baseline else Path.cwd()
+    for directory in (start, *start.parents):
+        if os.path.lexists(directory / ".git"):
+            return directory
+    return start
+
+
+def names_from(root: Path) -> Callable[[str], str]:
+    """A checked file named from the directory `root` (a baseline's), in `/` form, its
+    directories' links resolved, so the baseline holds the same names wherever check is run
+    from and however a path was spelt (`.`, `./etc/sysctl.d/`, absolute, through a link to
+    the checkout); standard input as <stdin>."""
+    base = os.path.realpath(root)
     shown: dict[str, str] = {}
+    real_parent: dict[str, str] = {}  # a tree's files share a few directories
 
     def name(file: str) -> str:
         if file not in shown:
-            shown[file] = (
-                file if file == STDIN_NAME else os.path.relpath(os.path.abspath(file), base)
-            )
+            if file == STDIN_NAME:
+                shown[file] = file
+            else:
+                parent, own = os.path.split(os.path.abspath(file))
+                if parent not in real_parent:
+                    real_parent[parent] = os.path.realpath(parent)
+                real = os.path.join(real_parent[parent], own)
+                shown[file] = os.path.relpath(real, base).replace(os.sep, "/")
         return shown[file]
 
     return name
+
+
+def gone_files(root: Path, names: Iterable[str]) -> frozenset[str]:
+    """Which of these files (named from `root`, as a baseline holds them) are no more:
+    deleted or renamed since. A name that leaves `root` is never looked at."""
+    gone = set()
+    for name in set(names):
+        normal = posixpath.normpath(name)
+        if name == STDIN_NAME or normal.startswith(("/", "../")) or normal in ("..", "."):
+            continue
+        if not os.path.lexists(os.path.join(root, normal)):
+            gone.add(name)
+    return frozenset(gone)
 
 
 def names_inside(directory: Path) -> Callable[[str], tuple[str | None, str]]:

@@ -86,7 +86,7 @@ def test_write_baseline_to_standard_output_is_not_an_internal_error(tmp_path: Pa
     if code == 2:
         assert_one_line_error(code, err, "--write-baseline")
     else:
-        assert json.loads(out)["schema"] == "sysctl-advisor/baseline/v1"
+        assert json.loads(out)["schema"] == "sysctl-advisor/baseline/v2"
 
 
 def _baseline_accepting_everything(repo: Path) -> bytes:
@@ -223,7 +223,7 @@ def test_the_action_says_when_a_change_edits_the_baseline_the_configuration_name
     from tests.test_github_action import pull_request, run_action
 
     config = 'baseline = "accepted.json"\n'
-    empty = '{"schema": "sysctl-advisor/baseline/v1", "findings": []}\n'
+    empty = '{"schema": "sysctl-advisor/baseline/v2", "findings": []}\n'
     added = {"hosts/web/etc/sysctl.d/20-pr.conf": RECYCLE}
     # The baseline that accepts the pull request's own finding, written at test time on a
     # copy of the merged tree, named as the Action's check names it.
@@ -430,7 +430,7 @@ def test_write_baseline_never_writes_proc_sys(tmp_path: Path) -> None:
     ("text", "part"),
     [
         ("[" * 100_000 + "]" * 100_000, "nested"),
-        ('{"schema": "sysctl-advisor/baseline/v1", "schema": "x", "findings": []}', "duplicate"),
+        ('{"schema": "sysctl-advisor/baseline/v2", "schema": "x", "findings": []}', "duplicate"),
         ('{"findings": [' + "1" * 4400 + "]}", "baseline.json"),
         (
             '{"findings": [{"rule": "check.x", "file": "a", "fingerprint": "' + "A" * 64 + '"}]}',

@@ -50,6 +50,17 @@ class Suppressed(NamedTuple):
     by: str = "comment"
 
 
+@dataclass(frozen=True)
+class Reach:
+    """What a run judged: the rules that ran, the files it was given and read on their own
+    (as given), and the rules whose findings in a file come from the other files read with it
+    (a file checked without its directory cannot show them)."""
+
+    rules: frozenset[str] = frozenset()
+    alone: tuple[str, ...] = ()
+    across_files: frozenset[str] = frozenset()
+
+
 @dataclass
 class CheckReport:
     findings: list[CheckFinding]
@@ -59,6 +70,7 @@ class CheckReport:
     suppressed: list[Suppressed] = field(default_factory=list)
     uncompared: int = 0  # keys not in the catalog past the budget, not compared for a slip
     stale: int = 0  # the baseline's entries that accepted no finding
+    reach: Reach | None = None  # what the run could have found (None: all it was given)
 
     def worst(self) -> int | None:
         """Lowest SEVERITY_ORDER present (0 = error), None when clean."""

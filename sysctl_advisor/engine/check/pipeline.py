@@ -6,16 +6,17 @@ file's suppression comments applied to its findings (the directives); then the s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
-from sysctl_advisor.engine.check.baseline import BaselineInForce, accept_baselined
+from sysctl_advisor.engine.check.baseline import ACROSS_FILES, BaselineInForce, accept_baselined
 from sysctl_advisor.engine.check.directives import accept_by_comments, read_comments
 from sysctl_advisor.engine.check.findings import (
     CheckContext,
     CheckFinding,
     CheckReport,
+    Reach,
     Suppressed,
     report_order,
     suppressed_order,
@@ -52,8 +53,12 @@ def run(
     """Check what `inputs` read; `baseline` is read before (a bad one fails before any file
     is judged)."""
     rules = {i: rule for i, rule in kb.check_rules.items() if i in policy.tuning.selected}
-    report = judged(Checker(kb, rules, policy.context), inputs)
-    report = with_severities(report, policy.tuning.severities)
+    checker = Checker(kb, rules, policy.context)
+    alone: list[str] = []
+    report = judged(checker, _noting_alone(inputs, alone))
+    across = {rule.id for code, rule in checker.reported_by.items() if code in ACROSS_FILES}
+    reach = Reach(frozenset(checker.rules_in_force()), tuple(alone), frozenset(across))
+    report = with_severities(replace(report, reach=reach), policy.tuning.severities)
     for phase in acceptance(policy, baseline):
         report = phase(report)
     return report
@@ -69,6 +74,15 @@ def acceptance(policy: CheckPolicy, baseline: BaselineInForce | None) -> list[Ph
     if baseline is not None:
         phases.append(lambda report: accept_baselined(report, baseline))
     return phases
+
+
+def _noting_alone(inputs: Iterable[CheckInput], alone: list[str]) -> Iterator[CheckInput]:
+    """The inputs as they come, each file read on its own (not as part of a directory) noted
+    in `alone`, for the baseline phase."""
+    for given in inputs:
+        if given.config is not None and given.config.base is None:
+            alone.append(given.path)
+        yield given
 
 
 def judged(checker: Checker, inputs: Iterable[CheckInput]) -> CheckReport:
