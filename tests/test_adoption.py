@@ -2,12 +2,12 @@
 hook as `.pre-commit-hooks.yaml` defines it, and the Action's review (action.yml, review.py)
 runs on each pull request's merge commit, as a runner would.
 
-The repository has findings before it adopts the linter (one whose message names another
-file); it writes a baseline its configuration names, from one spelling of its files, and
-commits both; pre-commit and the Action name the files otherwise. Then: a comment-only change passes; a change adding one
-bad line fails on exactly that line; a commit touching one file says nothing false; a pull
-request deleting the configuration is warned about; a templated `*.conf.j2` with `{{ var }}`
-values passes.
+The repository has findings before it adopts the linter (one whose message names another file);
+it writes a baseline its configuration names, from one spelling of its files, and commits both;
+pre-commit and the Action name the files otherwise. Then: a comment-only change passes; a
+change adding one bad line fails on exactly that line; a commit touching one file says nothing
+false; a pull request deleting the configuration is warned about; a templated `*.conf.j2` with
+`{{ var }}` values passes.
 
 pre-commit installs the hook's `language: python` environment once for this module (a
 `repo: local` hook with the advisor as its dependency, under a private PRE_COMMIT_HOME); the
