@@ -212,6 +212,8 @@ def test_each_command_is_an_arrow_from_the_command_line(edges: dict[str, set[str
     assert modules <= edges["sysctl_advisor.cli_options"]
     assert {m for m in edges if m.startswith("sysctl_advisor.commands.")} - modules == {
         "sysctl_advisor.commands.check_files",  # check's report and baseline files
+        "sysctl_advisor.commands.check_fix",  # check --fix's loop
+        "sysctl_advisor.commands.check_policy",  # what check's settings mean to its engine
         "sysctl_advisor.commands.check_settings",  # check's settings
         "sysctl_advisor.commands.common",  # what every command shares
         "sysctl_advisor.commands.completion",  # shell completion's candidates

@@ -13,45 +13,32 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sysctl_advisor.commands import check_settings
+from sysctl_advisor.commands import check_policy, check_settings
 from sysctl_advisor.commands.check_files import (
     files_to_fix,
-    fix_files,
     format_and_file,
     not_over_inputs,
     report_files,
     write_baseline_of,
 )
+from sysctl_advisor.commands.check_fix import fixed
 from sysctl_advisor.commands.common import (
     choose,
     emit,
     load_knowledge,
     note,
-    read_facts,
-    say,
     shown_path,
-    to_stdout,
 )
-from sysctl_advisor.engine.check.baseline import BaselineInForce
-from sysctl_advisor.engine.check.findings import CheckContext, CheckReport
 from sysctl_advisor.engine.check.judge import NEAR_BUDGET
-from sysctl_advisor.engine.check.per_file import PerFileIgnores, ignore_patterns
-from sysctl_advisor.engine.check.pipeline import CheckPolicy, run
-from sysctl_advisor.engine.check.selection import tuning
+from sysctl_advisor.engine.check.pipeline import run
 from sysctl_advisor.model.errors import InputError
-from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.model.severity import FAIL_ON, NEVER, SEVERITY_ORDER
-from sysctl_advisor.sources.check_config import read_baseline
 from sysctl_advisor.sources.check_inputs import (
-    baseline_root,
-    gone_files,
-    names_from,
-    names_inside,
     read_inputs,
 )
 
 if TYPE_CHECKING:
-    from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+    pass
 
 CheckSettings = check_settings.CheckSettings
 COMMAND_LINE = check_settings.COMMAND_LINE
@@ -119,13 +106,13 @@ def check(
     try:
         kb = load_knowledge(rules_dir, profiles_dir)
         target = check_settings.target_kernel(found, paths, kb.catalog.model.newest_verified)
-        policy = _policy(kb, found)
-        accepted = _baseline(found) if write_baseline is None else None
+        policy = check_policy.policy(kb, found)
+        accepted = check_policy.baseline(found) if write_baseline is None else None
         stdin = sys.stdin.buffer if sys.stdin is not None else None
         inputs = read_inputs(paths, kb.catalog.keys, stdin, shown_path, whole_directory)
         report = run(kb, policy, inputs, accepted)
         if targets is not None:
-            report = _fixed(kb, policy, found, report, targets, whole_directory)
+            report = fixed(kb, policy, accepted, report, targets, whole_directory)
         if report.uncompared:
             note(
                 f"{report.uncompared:,} more keys not in the catalog were not compared with the "
@@ -140,7 +127,9 @@ def check(
         if write_baseline is not None:
             if target is not None:
                 note(target)
-            write_baseline_of(report, files[0], write_baseline, _root(found, write_baseline))
+            write_baseline_of(
+                report, files[0], write_baseline, check_policy.root(found, write_baseline)
+            )
             return 0
         color = wants_color(sys.stdout) if files[0] is None and fmt == "text" else False
         if statistics:
@@ -169,95 +158,3 @@ def check(
 
 
 STATISTICS_FORMATS = ("text", "json")
-FIX_PASSES = 4  # one fix per line per pass: a line with every fixable defect needs three
-
-
-def _fixed(
-    kb: KnowledgeBase,
-    policy: CheckPolicy,
-    found: CheckSettings,
-    report: CheckReport,
-    targets: dict[str, Path],
-    whole_directory: bool,
-) -> CheckReport:
-    """--fix: the files given rewritten where a finding's fix is certain, and checked again
-    (each pass reads them afresh) until nothing more is fixed; the last report is what is
-    left."""
-    fixed = 0
-    files: set[str] = set()
-    for _ in range(FIX_PASSES):
-        done = fix_files(report.findings, targets, kb.catalog)
-        if not done:
-            break
-        fixed += len(done)
-        files.update(finding.file for finding in done)
-        inputs = read_inputs(
-            list(targets.values()), kb.catalog.keys, None, shown_path, whole_directory
-        )
-        report = run(kb, policy, inputs, _baseline(found))
-    if fixed:
-        say(
-            f"fixed {fixed} {'finding' if fixed == 1 else 'findings'} in {len(files)} "
-            f"{'file' if len(files) == 1 else 'files'}"
-        )
-    return report
-
-
-def _policy(kb: KnowledgeBase, found: CheckSettings) -> CheckPolicy:
-    """The engine's settings: the rules selected and their severities (each list named by
-    where it was given), the per-file ignores, and what is known of the target."""
-    where = {key: found.given(key) for key in ("select", "ignore", "warn", "error")}
-    tuned = tuning(
-        kb.check_rules, found["select"], found["ignore"], found["warn"], found["error"], where
-    )
-    per_file = None
-    if found["per-file-ignores"] and found.config is not None:
-        patterns = ignore_patterns(
-            kb.check_rules, found["per-file-ignores"], found.given("per-file-ignores")
-        )
-        name = names_inside(found.standing(found.config.directory))
-        per_file = PerFileIgnores(
-            patterns, name, f"per-file-ignores in {shown_path(found.config.path)}"
-        )
-    return CheckPolicy(tuned, _context(kb, found), per_file)
-
-
-def _inside(found: CheckSettings, key: str) -> Path | None:
-    """A file the configuration names is read only inside its directory."""
-    if found.values[key].origin != COMMAND_LINE and found.config:
-        return found.config.directory
-    return None
-
-
-def _baseline(found: CheckSettings) -> BaselineInForce | None:
-    path: Path | None = found["baseline"]
-    if path is None:
-        return None
-    read = read_baseline(path, check_settings.remember, _inside(found, "baseline"))
-    root = _root(found, found.standing(path))
-    gone = gone_files(root, (e.file for e in read.findings))
-    return BaselineInForce(read, names_from(root), f"in the baseline {path}", gone)
-
-
-def _root(found: CheckSettings, baseline: Path | None) -> Path:
-    """The directory a baseline names files from (sources.check_inputs.baseline_root)."""
-    config = found.standing(found.config.directory) if found.config is not None else None
-    return baseline_root(config, None if baseline is None or to_stdout(baseline) else baseline)
-
-
-def _context(kb: KnowledgeBase, found: CheckSettings) -> CheckContext:
-    """What is known of the target host: its facts (and a plan for it, the profile run with
-    the same --set parameters `recommend` takes), or a kernel."""
-    context = CheckContext()
-    facts: Path | None = found["facts"]
-    if facts is not None:  # the planner (and the facts model) only for a known host
-        from sysctl_advisor.engine.check.host import host_context
-
-        try:
-            host = read_facts(facts, kb, within=_inside(found, "facts"))
-            context = host_context(kb, host, found["profile"], found.overrides)
-        except InputError as exc:  # a profile or parameter the configuration gave
-            raise found.blame(exc) from None
-    if found["kernel"] is not None:
-        context.kernel = KernelVersion.parse(found["kernel"])
-    return context
