@@ -141,3 +141,18 @@ def test_a_changed_rule_file_is_checked_against_the_others_again(
     target.write_text(text.replace(old, new, 1))
     with pytest.raises(InputError):
         KnowledgeBase.lazy([rules], [profiles]).workload("gridftp")
+
+
+@pytest.mark.parametrize(
+    "argv", [("recommend", "--facts", str(DCACHE), "-p", "gridftp"), ("check", str(DUMP))]
+)
+def test_a_warm_run_writes_no_cache_file(tmp_path: Path, argv: tuple[str, ...]) -> None:
+    """Once a run has validated the knowledge and the references it cites, the next run takes
+    both from the caches and rewrites none of them (the verdict on the references is kept with
+    the entries it covers, not pruned by the load before it is read)."""
+    cache = tmp_path / "cache"
+    for _ in range(2):
+        _modules(cache, *argv, "-o", str(tmp_path / "out"))
+    before = {p.name: p.stat().st_mtime_ns for p in (cache / "private").iterdir()}
+    _modules(cache, *argv, "-o", str(tmp_path / "out"))
+    assert {p.name: p.stat().st_mtime_ns for p in (cache / "private").iterdir()} == before
