@@ -54,9 +54,7 @@ def main() -> None:
         }
         for name, tree in trees.items():
             compileall.compile_dir(tree / "sysctl_advisor", quiet=1)
-            env = dict(
-                base, PYTHONPATH=str(tree), SYSCTL_ADVISOR_CACHE=str(Path(tmp) / name[:4])
-            )
+            env = dict(base, PYTHONPATH=str(tree), SYSCTL_ADVISOR_CACHE=str(Path(tmp) / name[:4]))
             commands[name] = ([sys.executable, "-m", "sysctl_advisor", *args], env, tree)
             timed(*commands[name])  # fills its caches
         samples: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
