@@ -10,8 +10,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from sysctl_advisor.engine.check.findings import CheckContext
-from sysctl_advisor.engine.check.judge import Checker
 from sysctl_advisor.knowledge.catalog import CatalogKey
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.knowledge.values import as_list, conf_text, parse_current
@@ -19,7 +17,6 @@ from sysctl_advisor.model.current_config import CurrentConfig, CurrentValue
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.plan import Setting
 from sysctl_advisor.model.severity import SEVERITY_ORDER
-from sysctl_advisor.model.sysctl_conf import Assignment
 
 _SHOWN = "(the plan)"  # the name the kept lines are judged under
 
@@ -48,6 +45,11 @@ def accept_kept(
     kept = [s for s in settings if _kept(s, kb.catalog.keys[s.key])]
     if not kept:
         return settings
+    # check's judge only for a plan that keeps such a value: most plans never define it
+    from sysctl_advisor.engine.check.findings import CheckContext
+    from sysctl_advisor.engine.check.judge import Checker
+    from sysctl_advisor.model.sysctl_conf import Assignment
+
     kernel = variables["kernel"]
     context = CheckContext(
         facts=facts,

@@ -163,8 +163,9 @@ class RulesByKey:
     def __init__(self, rules: list[CheckRule]) -> None:
         self.rules = rules
         self.every = [rule for rule in rules if rule.every_key]
-        self._names = frozenset(name for rule in rules for name in rule.key_names)
-        self._globs = _one_pattern([glob for rule in rules for glob in rule.key_globs])
+        named = [rule for rule in rules if not rule.every_key]  # `*` names no key of its own
+        self._names = frozenset(name for rule in named for name in rule.key_names)
+        self._globs = _one_pattern([glob for rule in named for glob in rule.key_globs])
 
     def looking_at(self, key: str) -> list[CheckRule]:
         """The rules that look at `key`; `every` itself when no rule names it."""

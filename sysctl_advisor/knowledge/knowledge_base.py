@@ -51,6 +51,8 @@ if TYPE_CHECKING:  # each kind's module is imported when the kind is first read
 V = TypeVar("V")
 # Where a kind's `references` lists are: (file, field, {name: entry with .references}).
 Cited = list[tuple[Path, str, dict[str, Any]]]
+# What a kind cites: its `references` lists, and its other citation lists (see `_cite`).
+Citations = tuple[Cited, list[tuple[list[str], Path, str]]] | tuple[Cited]
 _KINDS = (
     "catalog",
     "_advice",
@@ -62,6 +64,11 @@ _KINDS = (
     "writers",
     "helpers",
 )
+
+
+def _cite_specs(found: dict[str, Any]) -> Citations:
+    """What a kind of one spec per file (rules, check rules, node platforms) cites."""
+    return ([(item.path, "", {"": item.spec}) for item in found.values()],)
 
 
 def _numbered(items: Iterable[Any]) -> dict[str, Any]:
@@ -132,24 +139,36 @@ class KnowledgeBase:
             getattr(kb, kind)
         return kb
 
-    def _loaded(self, kind: str, load: Callable[[SpecCache], Any]) -> Any:
-        """One kind through its own spec cache file; both caches saved after it loads."""
+    def _loaded(
+        self,
+        kind: str,
+        load: Callable[[SpecCache], Any],
+        cite: Callable[[Any], Citations] | None = None,
+    ) -> Any:
+        """One kind through its own spec cache file, its references checked (`cite`: what it
+        cites, see `_cite`); both caches saved after that, once, so the entries kept are
+        those the run used, the verdict on the references among them."""
         specs = self._specs.get(kind) or SpecCache(kind)
         self._specs[kind] = specs
         with self.compiler.for_kind(kind):
             found = load(specs)
+        if cite is not None:
+            self._cite(specs, kind, *cite(found))
         specs.save()
         self.compiler.save(kind)
         return found
 
     def _cite(
-        self, kind: str, cited: Cited, lists: Iterable[tuple[list[str], Path, str]] = ()
+        self,
+        specs: SpecCache,
+        kind: str,
+        cited: Cited,
+        lists: Iterable[tuple[list[str], Path, str]] = (),
     ) -> None:
         """Every `references` list of a kind (and every other citation list, `lists`: the
         citations, their file, their field) names a source the catalogs hold. Checked once per
         set of files: the verdict is kept in the kind's spec cache under a key over its files
         and the sources files, so a warm run does not load the sources for it."""
-        specs = self._specs[kind]
         key = content_key("references", kind, *specs.used(), *self._sources_keys)
         if specs.holds(key):
             return
@@ -160,7 +179,6 @@ class KnowledgeBase:
         for citations, path, where in lists:
             self.sources.check(citations, path, where)
         specs.remember(key)
-        specs.save()
 
     def _sources_files(self) -> list[Path]:
         from sysctl_advisor.knowledge.sources import Sources
@@ -195,24 +213,20 @@ class KnowledgeBase:
     def catalog(self) -> Catalog:
         from sysctl_advisor.knowledge.catalog import Catalog
 
-        catalog: Catalog = self._loaded(
-            "catalog", lambda specs: Catalog(self.catalog_dir, self.compiler, specs)
-        )
-        bounds = (
-            (catalog.path, f"{part}.{name}.bounds", _numbered(k.bounds))
-            for part, entries in (("keys", catalog.keys), ("known", catalog.known))
-            for name, k in entries.items()
-            if k.bounds
-        )
-        floors = {f"{n}.floor": k.floor for n, k in catalog.keys.items() if k.floor}
-        shown = {
-            f"{n}.netns_reads_init": k.netns_reads_init
-            for n, k in catalog.keys.items()
-            if k.netns_reads_init
-        }
-        self._cite(
-            "catalog",
-            [
+        def cite(catalog: Catalog) -> Citations:
+            bounds = (
+                (catalog.path, f"{part}.{name}.bounds", _numbered(k.bounds))
+                for part, entries in (("keys", catalog.keys), ("known", catalog.known))
+                for name, k in entries.items()
+                if k.bounds
+            )
+            floors = {f"{n}.floor": k.floor for n, k in catalog.keys.items() if k.floor}
+            shown = {
+                f"{n}.netns_reads_init": k.netns_reads_init
+                for n, k in catalog.keys.items()
+                if k.netns_reads_init
+            }
+            cited: Cited = [
                 (catalog.path, "keys", catalog.keys),
                 (catalog.path, "keys", floors),
                 (catalog.path, "keys", shown),
@@ -220,7 +234,11 @@ class KnowledgeBase:
                 (catalog.path, "tuning_daemons", catalog.tuning_daemons),
                 (catalog.path, "known", catalog.known),
                 *bounds,
-            ],
+            ]
+            return (cited,)
+
+        catalog: Catalog = self._loaded(
+            "catalog", lambda specs: Catalog(self.catalog_dir, self.compiler, specs), cite
         )
         return catalog
 
@@ -266,9 +284,10 @@ class KnowledgeBase:
                 ),
             )
         rules: dict[str, Rule] = self._loaded(
-            "rules", lambda specs: load_rules(self.rules_dirs, self.compiler, self.catalog, specs)
+            "rules",
+            lambda specs: load_rules(self.rules_dirs, self.compiler, self.catalog, specs),
+            _cite_specs,
         )
-        self._cite("rules", [(rule.path, "", {"": rule.spec}) for rule in rules.values()])
         profiles: dict[str, Profile] = self._loaded(
             "profiles",
             lambda specs: load_profiles(self.profiles_dirs, rules, self.compiler, specs),
@@ -371,9 +390,8 @@ class KnowledgeBase:
         dirs = [d / "check" for d in self.rules_dirs]
         dirs = [dirs[0], *(d for d in dirs[1:] if d.is_dir())]
         rules: dict[str, CheckRule] = self._loaded(
-            "check_rules", lambda specs: load_check_rules(dirs, self.compiler, specs)
+            "check_rules", lambda specs: load_check_rules(dirs, self.compiler, specs), _cite_specs
         )
-        self._cite("check_rules", [(rule.path, "", {"": rule.spec}) for rule in rules.values()])
         return rules
 
     @functools.cached_property
@@ -381,13 +399,15 @@ class KnowledgeBase:
         from sysctl_advisor.knowledge.servers import ServerTable
 
         path = self.catalog_dir / SERVER_TABLE
-        servers: ServerTable = self._loaded("servers", lambda specs: ServerTable.load(path, specs))
-        self._cite(
+        servers: ServerTable = self._loaded(
             "servers",
-            [
-                (path, "servers", _numbered(servers.servers)),
-                (path, "node_agents", _numbered(servers.node_agents)),
-            ],
+            lambda specs: ServerTable.load(path, specs),
+            lambda servers: (
+                [
+                    (path, "servers", _numbered(servers.servers)),
+                    (path, "node_agents", _numbered(servers.node_agents)),
+                ],
+            ),
         )
         return servers
 
@@ -402,23 +422,26 @@ class KnowledgeBase:
         app_path = self.catalog_dir / APP_MESSAGE_CATALOG
 
         def load(specs: SpecCache) -> tuple[list[MessageFamily], list[AppMessageFamily]]:
-            return load_message_families(kernel_path, specs), load_app_families(app_path, specs)
+            families = load_message_families(kernel_path, specs)
+            app_families = load_app_families(app_path, specs)
+            shared = {f.id for f in families} & {a.id for a in app_families}
+            if shared:
+                raise InputError(
+                    f"message family id {sorted(shared)[0]!r} is both a kernel and an "
+                    "application family",
+                    path=app_path,
+                )
+            return families, app_families
 
-        families, app_families = self._loaded("message_families", load)
-        shared = {f.id for f in families} & {a.id for a in app_families}
-        if shared:
-            raise InputError(
-                f"message family id {sorted(shared)[0]!r} is both a kernel and an application "
-                "family",
-                path=app_path,
+        def cite(found: tuple[list[MessageFamily], list[AppMessageFamily]]) -> Citations:
+            return (
+                [
+                    (kernel_path, "families", _numbered(found[0])),
+                    (app_path, "families", _numbered(found[1])),
+                ],
             )
-        self._cite(
-            "message_families",
-            [
-                (kernel_path, "families", _numbered(families)),
-                (app_path, "families", _numbered(app_families)),
-            ],
-        )
+
+        families, app_families = self._loaded("message_families", load, cite)
         return families, app_families
 
     @property
@@ -436,17 +459,19 @@ class KnowledgeBase:
         from sysctl_advisor.knowledge.kubernetes import Kubernetes
 
         path = self.catalog_dir / KUBERNETES
+
+        def cite(kubernetes: Kubernetes) -> Citations:
+            node = kubernetes.spec.node
+            return (
+                [
+                    (path, "", {"": kubernetes.spec}),
+                    (path, "node.links", _numbered(node.links)),
+                    (path, "node.files", _numbered(node.files)),
+                ],
+            )
+
         kubernetes: Kubernetes = self._loaded(
-            "kubernetes", lambda specs: Kubernetes.load(path, specs)
-        )
-        node = kubernetes.spec.node
-        self._cite(
-            "kubernetes",
-            [
-                (path, "", {"": kubernetes.spec}),
-                (path, "node.links", _numbered(node.links)),
-                (path, "node.files", _numbered(node.files)),
-            ],
+            "kubernetes", lambda specs: Kubernetes.load(path, specs), cite
         )
         return kubernetes
 
@@ -457,9 +482,8 @@ class KnowledgeBase:
 
         path = self.catalog_dir / NODE_PLATFORMS
         platforms: dict[str, NodePlatform] = self._loaded(
-            "node_platforms", lambda specs: load_node_platforms(path, specs)
+            "node_platforms", lambda specs: load_node_platforms(path, specs), _cite_specs
         )
-        self._cite("node_platforms", [(p.path, "", {"": p.spec}) for p in platforms.values()])
         return platforms
 
     @functools.cached_property
@@ -468,18 +492,20 @@ class KnowledgeBase:
         from sysctl_advisor.knowledge.writers import Writers
 
         path = self.catalog_dir / WRITERS
+
+        def cite(writers: Writers) -> Citations:
+            return (
+                [
+                    (path, "writers", {w.id: w for w in writers.spec.writers}),
+                    *(
+                        (path, f"writers.{w.id}.writes", _numbered(w.writes))
+                        for w in writers.spec.writers
+                    ),
+                ],
+            )
+
         writers: Writers = self._loaded(
-            "writers", lambda specs: Writers.load(path, specs, self.compiler)
-        )
-        self._cite(
-            "writers",
-            [
-                (path, "writers", {w.id: w for w in writers.spec.writers}),
-                *(
-                    (path, f"writers.{w.id}.writes", _numbered(w.writes))
-                    for w in writers.spec.writers
-                ),
-            ],
+            "writers", lambda specs: Writers.load(path, specs, self.compiler), cite
         )
         return writers
 
@@ -489,19 +515,27 @@ class KnowledgeBase:
         from sysctl_advisor.knowledge.helpers import Helpers
 
         path = self.catalog_dir / HELPERS
-        helpers: Helpers = self._loaded("helpers", lambda specs: Helpers(path, specs))
-        keys = helpers.spec.keys
-        self._cite(
-            "helpers",
-            [
-                (path, "keys", dict(keys)),
-                *(
-                    (path, f"keys.{name}.handlers", _numbered(k.handlers))
-                    for name, k in keys.items()
-                ),
-            ],
-            [(helpers.spec.system_directories_references, path, "system_directories_references")],
-        )
+
+        def cite(helpers: Helpers) -> Citations:
+            keys = helpers.spec.keys
+            return (
+                [
+                    (path, "keys", dict(keys)),
+                    *(
+                        (path, f"keys.{name}.handlers", _numbered(k.handlers))
+                        for name, k in keys.items()
+                    ),
+                ],
+                [
+                    (
+                        helpers.spec.system_directories_references,
+                        path,
+                        "system_directories_references",
+                    )
+                ],
+            )
+
+        helpers: Helpers = self._loaded("helpers", lambda specs: Helpers(path, specs), cite)
         return helpers
 
     @functools.cached_property

@@ -14,8 +14,6 @@ from __future__ import annotations
 import posixpath
 from typing import Annotated, Any, ClassVar, Final, Literal
 
-from annotated_types import Len
-
 from sysctl_advisor.model.model_base import After, Before, Constraints, Field, Record, model
 from sysctl_advisor.model.severity import Severity
 from sysctl_advisor.model.vocabulary import OneLine
@@ -66,7 +64,7 @@ def _finite(value: float) -> float:
 
 InsidePath = Annotated[str, After(inside_path)]
 Word = Annotated[OneLine, Constraints(min_length=1, max_length=_MAX_TEXT)]  # a name, a path
-Selectors = Annotated[list[Word], Len(0, 256)]
+Selectors = Annotated[list[Word], Constraints(max_length=256)]
 
 
 def _published(title: str, schema_id: str) -> dict[str, Any]:
@@ -106,7 +104,8 @@ class CheckConfig(Record):
     kernel: Word | None = Field(None, description="target kernel release, e.g. 5.14")
     facts: InsidePath | None = Field(None, description="host facts file, from this directory")
     profile: Annotated[
-        Word | Annotated[list[Word], Len(1, MAX_PROFILES)] | None, Before(_profiles)
+        Word | Annotated[list[Word], Constraints(min_length=1, max_length=MAX_PROFILES)] | None,
+        Before(_profiles),
     ] = Field(
         None,
         description="workload profile (with facts); a list for a host that runs several",
@@ -126,7 +125,7 @@ class BaselineEntry(Record):
     tree may be given as `.` or as `etc/sysctl.d`)."""
 
     rule: Word
-    file: Annotated[str, Len(1, 4096)] = Field(
+    file: Annotated[str, Constraints(min_length=1, max_length=4096)] = Field(
         description="from the root: the configuration's directory, else the repository's "
         "top (the directory holding .git), else the baseline's directory"
     )

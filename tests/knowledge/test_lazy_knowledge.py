@@ -23,8 +23,7 @@ from tests.conftest import HANG_SECONDS, ROOT, load_facts
 DUMP = ROOT / "tests" / "fixtures" / "dumps" / "sysctl-a-6.18.txt"
 DCACHE = ROOT / "examples" / "dcache-32bit.yaml"
 
-# Runs one command line through the console entry point; prints the advisor's modules it
-# imported.
+# Runs one command line through the console entry point; prints the modules it imported.
 DRIVER = """
 import json, sys
 from sysctl_advisor.entry import main
@@ -34,7 +33,7 @@ try:
     main()
 except SystemExit:
     pass
-print(json.dumps(sorted(m for m in sys.modules if m.startswith("sysctl_advisor."))))
+print(json.dumps(sorted(sys.modules)))
 """
 
 
@@ -71,6 +70,31 @@ def test_check_neither_defines_nor_caches_the_advice_knowledge(tmp_path: Path) -
     kinds = {p.name.split("-")[-1].split(".")[0] for p in (cache / "private").glob("specs-*")}
     assert {"catalog", "check_rules"} <= kinds
     assert kinds & {"rules", "profiles", "kubernetes", "message_families", "writers"} == set()
+
+
+def test_check_of_a_dump_imports_no_validation_library(tmp_path: Path) -> None:
+    """A warm check takes its validated models from the caches: neither pydantic nor the
+    constraint types pydantic reads are imported (the models' constraints are the advisor's
+    own metadata)."""
+    cache = tmp_path / "cache"
+    for _ in range(2):
+        modules = _modules(cache, "check", "-o", str(tmp_path / "out"), str(DUMP))
+    assert modules & {"pydantic", "annotated_types", "typing_extensions"} == set()
+
+
+def test_recommend_without_a_kept_value_defines_no_check_rules(tmp_path: Path) -> None:
+    """A plan that keeps no value in force a check rule could flag (dcache-32bit) never
+    imports check's judge, its findings or its rules."""
+    cache = tmp_path / "cache"
+    argv = ("recommend", "--facts", str(DCACHE), "-p", "gridftp", "-o", str(tmp_path / "out"))
+    for _ in range(2):
+        modules = _modules(cache, *argv)
+    unused = {
+        "sysctl_advisor.engine.check.judge",
+        "sysctl_advisor.engine.check.findings",
+        "sysctl_advisor.knowledge.check_rules",
+    }
+    assert modules & unused == set()
 
 
 def _site(tmp_path: Path) -> tuple[Path, Path]:
@@ -141,3 +165,18 @@ def test_a_changed_rule_file_is_checked_against_the_others_again(
     target.write_text(text.replace(old, new, 1))
     with pytest.raises(InputError):
         KnowledgeBase.lazy([rules], [profiles]).workload("gridftp")
+
+
+@pytest.mark.parametrize(
+    "argv", [("recommend", "--facts", str(DCACHE), "-p", "gridftp"), ("check", str(DUMP))]
+)
+def test_a_warm_run_writes_no_cache_file(tmp_path: Path, argv: tuple[str, ...]) -> None:
+    """Once a run has validated the knowledge and the references it cites, the next run takes
+    both from the caches and rewrites none of them (the verdict on the references is kept with
+    the entries it covers, not pruned by the load before it is read)."""
+    cache = tmp_path / "cache"
+    for _ in range(2):
+        _modules(cache, *argv, "-o", str(tmp_path / "out"))
+    before = {p.name: p.stat().st_mtime_ns for p in (cache / "private").iterdir()}
+    _modules(cache, *argv, "-o", str(tmp_path / "out"))
+    assert {p.name: p.stat().st_mtime_ns for p in (cache / "private").iterdir()} == before
