@@ -59,8 +59,8 @@ def _accepted(kb: KnowledgeBase, name: str) -> str:
     low, high = found.get("min", spec.min), found.get("max", spec.max)
     if (low, high) == (spec.min, spec.max):
         return f"accepted {low}..{high}"
-    why = f": {found['note']}" if found.get("note") else ""
-    return f"meant for {spec.min}..{spec.max}; Linux {newest} takes {low}..{high}{why}"
+    why = f" ({found['note']})" if found.get("note") else ""
+    return f"meaningful {spec.min}..{spec.max}; Linux {newest} accepts {low}..{high}{why}"
 
 
 def explain_key(

@@ -26,9 +26,9 @@ def test_the_handlers_range_is_said_where_it_is_another(
     cli: Cli, key: str, meant: str, takes: str
 ) -> None:
     line = _unit_line(cli, key)
-    assert f"meant for {meant}" in line and f"takes {takes}" in line, line
+    assert f"meaningful {meant}" in line and f"accepts {takes}" in line, line
 
 
 def test_one_range_is_said_once(cli: Cli) -> None:
     line = _unit_line(cli, "net.core.somaxconn")
-    assert "accepted 0..2147483647" in line and "meant" not in line, line
+    assert "accepted 0..2147483647" in line and "meaningful" not in line, line
