@@ -1,7 +1,8 @@
 """One definition per model. A one-shot run whose knowledge and facts files were
 validated before takes the validated objects from the caches and never imports pydantic, and
 writes byte for byte what the first (cold) run wrote, with the same exit code: every example
-host under every profile, and every format of recommend, diff and check.
+host and every profile (each pair in the deep run, `-m deep`), and every format of recommend,
+diff and check.
 
 Both sides run in fresh interpreters through the console entry point: the cold one with an
 empty cache (it validates with pydantic and fills the caches), the warm one after it."""
@@ -12,6 +13,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from sysctl_advisor.outputs import formats
 from tests.conftest import HANG_SECONDS, ROOT
@@ -46,8 +49,18 @@ print(json.dumps({"codes": codes, "pydantic": loaded}))
 """
 
 
-def _command_lines() -> list[list[str]]:
-    lines = [["recommend", "--facts", str(e), "--profile", p] for e in EXAMPLES for p in PROFILES]
+def _pairs(every: bool) -> list[tuple[Path, str]]:
+    """Every example under every profile (the deep run), or each example with a profile and
+    each profile with an example, in turn (the suite)."""
+    if every:
+        return [(e, p) for e in EXAMPLES for p in PROFILES]
+    pairs = {(e, PROFILES[i % len(PROFILES)]) for i, e in enumerate(EXAMPLES)}
+    pairs |= {(EXAMPLES[i % len(EXAMPLES)], p) for i, p in enumerate(PROFILES)}
+    return sorted(pairs)
+
+
+def _command_lines(every: bool) -> list[list[str]]:
+    lines = [["recommend", "--facts", str(e), "--profile", p] for e, p in _pairs(every)]
     dcache, nginx = str(ROOT / "examples" / "dcache-32bit.yaml"), str(EXAMPLES[-1])
     for fmt in formats.RECOMMEND:
         lines.append(["recommend", "--facts", nginx, "-p", "frontend-proxy", "-f", fmt])
@@ -82,8 +95,16 @@ def _run_all(lines: list[list[str]], cache: Path) -> dict[str, list[object]]:
 def test_a_warm_run_never_imports_pydantic_and_writes_what_the_cold_run_wrote(
     tmp_path: Path,
 ) -> None:
+    warm_equals_cold(tmp_path, _command_lines(every=False))
+
+
+@pytest.mark.deep
+def test_every_example_under_every_profile_warm_writes_what_cold_wrote(tmp_path: Path) -> None:
+    warm_equals_cold(tmp_path, _command_lines(every=True))
+
+
+def warm_equals_cold(tmp_path: Path, lines: list[list[str]]) -> None:
     cache = tmp_path / "cache"
-    lines = _command_lines()
     cold_lines = [[*argv, "-o", str(tmp_path / f"cold-{i}")] for i, argv in enumerate(lines)]
     warm_lines = [[*argv, "-o", str(tmp_path / f"warm-{i}")] for i, argv in enumerate(lines)]
     cold = _run_all(cold_lines, cache)

@@ -33,6 +33,15 @@ That is not reproducible on a modern kernel; the last tests show it with the ari
 that the advisor never advises a somaxconn or backlog above 65535 for a 3.10 or 2.6.32 host
 (rules/listen-backlog/u16-cap.yaml, kernel-model listen_backlog_max).
 
+The cases meant to overflow run with tcp_syncookies 2 in their namespace. With 1 (the default)
+a SYN queue that reaches the backlog makes the kernel log "Possible SYN flooding on port
+127.0.0.1:8080" (tcp_syn_flood_action(), once per listener, for any value but 2, since 3.12
+added 2), and the kernel log is not per namespace: the line would land in the host's log,
+where the advisor's plan for the host running the suite cites it as evidence
+(rules/catalog/kernel-messages.yaml). With 2 every SYN is answered with a cookie and no SYN
+queue forms; the accept queue alone decides, and the counts are the same (measured on 6.18:
+4,488 ListenOverflows for the stock listen with 1 and with 2).
+
 Each case prints one line (`pytest -s`). The host's own /proc/sys is compared before and after.
 """
 
@@ -74,6 +83,7 @@ NGINX_DEFAULT_BACKLOG = 511  # NGX_LISTEN_BACKLOG on Linux
 BURST = 5000
 STALL_S = 0.5  # after the burst starts; the first SYN retransmission is at 1 s
 SYSCTLS = ("net.core.somaxconn", "net.ipv4.tcp_max_syn_backlog", "net.ipv4.tcp_syncookies")
+QUIET = {"net.ipv4.tcp_syncookies": "2"}  # cookies always: no SYN flood line in the host's log
 CONFIG = (
     """\
 master_process off;
@@ -243,7 +253,7 @@ def test_without_the_whole_advice_a_burst_overflows_the_accept_queue(
     case: str, advice: Advice, prefix: Path
 ) -> None:
     listen = advice.directive if case == "directive only" else STOCK
-    sysctls = advice.sysctls if case == "sysctls only" else {}
+    sysctls = {**(advice.sysctls if case == "sysctls only" else {}), **QUIET}
     result = run_case(prefix, case, listen, sysctls, resume=False)
     somaxconn, limit = result["in_force"]["net.core.somaxconn"], result["limit"]
     overflowed = overflows(result)
@@ -271,6 +281,7 @@ def test_without_the_whole_advice_a_burst_overflows_the_accept_queue(
         f"{case}: a {BURST}-connection burst into an accept queue of {limit} overflowed 0 "
         f"times in {STALL_S} s; {result}"
     )
+    assert result["in_force"]["net.ipv4.tcp_syncookies"] == "2", result["in_force"]
 
 
 @lab.needs_lab("ss")
