@@ -318,7 +318,8 @@ def render_rich(report: DiffReport, width: int | None = None) -> str:
             "",
             *_stacked(_rows(report), width, columns(report)),
         ]
-        console.print("\n".join(lines), markup=False, overflow="ignore", crop=False)
+        # wrapped by characters; rich folds what a wide character takes past the width in cells
+        console.print("\n".join(lines), markup=False, overflow="fold")
     console.print("\n".join(_notes(report, console.width - 2)), markup=False)
     console.print("\n" + summary(report), markup=False)
     # rich pads a line to the width by cells; a combining mark takes none, so its padding
