@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from tests.test_github_action import Run, run_action
+from tests.test_github_action import Run, merged_pull_request, run_action
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("git") is None, reason="needs git"),
@@ -141,19 +141,10 @@ def _review(repo: Path, tmp: Path, files: dict[str, str], removed: tuple[str, ..
     """The Action on a pull request writing `files` and deleting `removed`, checked out as
     its merge commit (as actions/checkout leaves it); main is put back afterwards."""
     base = _git(repo, "rev-parse", "HEAD")
-    _git(repo, "checkout", "-q", "-b", "topic")
-    for name in removed:
-        _git(repo, "rm", "-q", "--", name)
-    _write(repo, files)
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "change")
-    head = _git(repo, "rev-parse", "HEAD")
-    _git(repo, "checkout", "-q", "main")
-    _git(repo, "merge", "-q", "--no-ff", "-m", "merge", "topic")
-    pull = {"number": 7, "head": {"sha": head}, "base": {"sha": base}}
+    event = merged_pull_request(repo, files, removed, number=7)
     tmp.mkdir()
     try:
-        return run_action(repo, tmp, {}, "pull_request", {"number": 7, "pull_request": pull})
+        return run_action(repo, tmp, {}, "pull_request", event)
     finally:
         _git(repo, "reset", "-q", "--hard", base)
         _git(repo, "branch", "-q", "-D", "topic")

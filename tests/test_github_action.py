@@ -266,6 +266,14 @@ def pull_request(
         (workspace / name).write_text(text)
     _git(workspace, "add", "-A")
     _git(workspace, "commit", "-q", "--allow-empty", "-m", "base")
+    return merged_pull_request(workspace, pr_files, removed)
+
+
+def merged_pull_request(
+    workspace: Path, pr_files: dict[str, str], removed: tuple[str, ...] = (), number: int = 42
+) -> dict[str, Any]:
+    """On a repository at the tip of main: a topic branch that writes `pr_files` and deletes
+    `removed`, merged into main as actions/checkout leaves it; the pull request event."""
     base = _git(workspace, "rev-parse", "HEAD")
     _git(workspace, "checkout", "-q", "-b", "topic")
     for name in removed:
@@ -278,8 +286,8 @@ def pull_request(
     head = _git(workspace, "rev-parse", "HEAD")
     _git(workspace, "checkout", "-q", "main")
     _git(workspace, "merge", "-q", "--no-ff", "-m", "merge", "topic")
-    pull = {"number": 42, "head": {"sha": head}, "base": {"sha": base}}
-    return {"number": 42, "pull_request": pull}
+    pull = {"number": number, "head": {"sha": head}, "base": {"sha": base}}
+    return {"number": number, "pull_request": pull}
 
 
 BASE = {

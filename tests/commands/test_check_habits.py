@@ -12,6 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -104,30 +105,24 @@ def test_fix_rewrites_what_is_certain_and_reports_the_rest(cli: Cli, tmp_path: P
     assert result.exit_code == 0
 
 
-def test_fix_keeps_what_a_suppression_comment_would_change(cli: Cli, tmp_path: Path) -> None:
-    """A comment that would read as a suppression on its own line stays where it is; a line
-    a suppression comment stands before is not removed (the comment would pass to the next)."""
-    text = (
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a comment that would read as a suppression on its own line stays where it is; a
+        # line a suppression comment stands before is not removed (it would pass to the next)
         "net.ipv4.tcp_fin_timeout = 30 # sysctl-advisor: ignore[check.unknown-key] x\n"
         "# sysctl-advisor: ignore[check.somaxconn-u16] old kernels\n"
         "net.core.somaxconn = 1024\n"
-        "net.core.somaxconn = 4096\n"
-    )
-    conf = tmp_path / "a.conf"
-    conf.write_text(text)
-    cli("check", conf, "--fix")
-    assert conf.read_text() == text
-
-
-def test_fix_keeps_a_line_the_last_one_does_not_wholly_replace(cli: Cli, tmp_path: Path) -> None:
-    """After a short or refused write the earlier line's elements are still in force: not
-    removed."""
-    text = (
+        "net.core.somaxconn = 4096\n",
+        # after a short or refused write the earlier line's elements are still in force
         "net.ipv4.tcp_rmem = 4096 131072 6291456\n"
         "net.ipv4.tcp_rmem = 8192\n"
         "net.core.somaxconn = 4096\n"
-        "net.core.somaxconn = 4k\n"
-    )
+        "net.core.somaxconn = 4k\n",
+    ],
+    ids=["suppression-comments", "not-wholly-replaced"],
+)
+def test_fix_keeps_what_it_cannot_be_sure_of(cli: Cli, tmp_path: Path, text: str) -> None:
     conf = tmp_path / "a.conf"
     conf.write_text(text)
     cli("check", conf, "--fix")
