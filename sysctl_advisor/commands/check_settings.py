@@ -9,7 +9,6 @@ configuration's; --set parameters replace the configuration's one by one.
 from __future__ import annotations
 
 import os
-import platform
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -220,7 +219,8 @@ def target_kernel(found: CheckSettings, paths: Sequence[Path], newest: str) -> s
     held to, the report's first line on standard error (None: the operator named it)."""
     if found["kernel"] is not None or found["facts"] is not None:
         return None
-    release = platform.release() if platform.system() == "Linux" else ""
+    uname = os.uname()  # as platform.release() reads it, without importing platform
+    release = uname.release if uname.sysname == "Linux" else ""
     if release and paths and all(_on_host(path) for path in paths):
         try:
             KernelVersion.parse(release)
