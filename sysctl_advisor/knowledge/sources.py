@@ -10,6 +10,7 @@ own `catalog/sources.yaml` for the documents its rules cite; an id already shipp
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -108,6 +109,8 @@ class Reference:
     url: str | None
 
 
+# a plan asks about the same few hundred citations, and a fleet asks again for every host
+@functools.lru_cache(maxsize=4096)
 def citation_parts(citation: str) -> tuple[str, str | None]:
     """(source id, pinpoint or None) of a well-formed citation; ValueError otherwise."""
     found = re.match(_CITATION, citation) if len(citation) <= MAX_CITATION else None
