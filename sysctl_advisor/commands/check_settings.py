@@ -211,6 +211,13 @@ def needs(found: CheckSettings) -> None:
             ) from None
 
 
+def running_release() -> str:
+    """The running kernel's release (`uname -r`), "" off Linux: os.uname, as platform reads
+    it, without importing platform for one call."""
+    uname = os.uname()
+    return uname.release if uname.sysname == "Linux" else ""
+
+
 def target_kernel(found: CheckSettings, paths: Sequence[Path], newest: str) -> str | None:
     """The kernel the lines are judged for, when neither --kernel, --facts nor the
     configuration names one: the running kernel for this host's own sysctl files
@@ -219,8 +226,7 @@ def target_kernel(found: CheckSettings, paths: Sequence[Path], newest: str) -> s
     held to, the report's first line on standard error (None: the operator named it)."""
     if found["kernel"] is not None or found["facts"] is not None:
         return None
-    uname = os.uname()  # as platform.release() reads it, without importing platform
-    release = uname.release if uname.sysname == "Linux" else ""
+    release = running_release()
     if release and paths and all(_on_host(path) for path in paths):
         try:
             KernelVersion.parse(release)
