@@ -29,8 +29,9 @@ from dataclasses import dataclass
 UNUSED_SECONDS = 30 * 24 * 3600
 _REFRESH_SECONDS = 24 * 3600
 
-# What the cache modules name their files (and write_cache's temporary files).
-_CACHE_FILE = re.compile(
+# What the cache modules name their files (and write_cache's temporary files); compiled on
+# first use (re's own cache), by the rare run that prunes.
+_CACHE_FILE = (
     r"(?:(?:expressions|templates)-py\d+-jinja[\w.+-]+\.marshal"
     r"|(?:specs|facts)-py\d+-[\w.+-]+\.(?:marshal|pickle)"
     r"|\.(?:expressions|templates|specs|facts)-py\d+-[\w.+-]+\.tmp)\Z"
@@ -105,7 +106,7 @@ def _walk(parent: int, remove_unused_for: float | None) -> list[Entry]:
                 unused = remove_unused_for is not None and now - info.st_mtime > remove_unused_for
                 entry = Entry(item.name, _KINDS.get(item.name.split("-")[0].lstrip("."), "?"),
                               info.st_size, info.st_mtime)  # fmt: skip
-                if stat.S_ISREG(info.st_mode) and _CACHE_FILE.match(item.name):
+                if stat.S_ISREG(info.st_mode) and re.match(_CACHE_FILE, item.name):
                     if unused:
                         os.unlink(item.name, dir_fd=parent)
                     if remove_unused_for is None or unused:

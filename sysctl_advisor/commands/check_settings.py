@@ -9,7 +9,6 @@ configuration's; --set parameters replace the configuration's one by one.
 from __future__ import annotations
 
 import os
-import platform
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -212,6 +211,13 @@ def needs(found: CheckSettings) -> None:
             ) from None
 
 
+def running_release() -> str:
+    """The running kernel's release (`uname -r`), "" off Linux: os.uname, as platform reads
+    it, without importing platform for one call."""
+    uname = os.uname()
+    return uname.release if uname.sysname == "Linux" else ""
+
+
 def target_kernel(found: CheckSettings, paths: Sequence[Path], newest: str) -> str | None:
     """The kernel the lines are judged for, when neither --kernel, --facts nor the
     configuration names one: the running kernel for this host's own sysctl files
@@ -220,7 +226,7 @@ def target_kernel(found: CheckSettings, paths: Sequence[Path], newest: str) -> s
     held to, the report's first line on standard error (None: the operator named it)."""
     if found["kernel"] is not None or found["facts"] is not None:
         return None
-    release = platform.release() if platform.system() == "Linux" else ""
+    release = running_release()
     if release and paths and all(_on_host(path) for path in paths):
         try:
             KernelVersion.parse(release)

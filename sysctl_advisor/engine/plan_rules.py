@@ -52,19 +52,25 @@ class RuleRound:
     work: dict[str, KeyWork] = field(default_factory=dict)
     contradictions: list[FindingResult] = field(default_factory=list)
 
-    def evaluate(self, runner: RuleRunner, indexes: list[int]) -> None:
-        """These runs evaluated (again), and the results merged again."""
+    def evaluate(self, runner: RuleRunner, indexes: list[int], *, wanting: bool = True) -> None:
+        """These runs evaluated (again), and the results merged again; `wanting` False for
+        runs of rules that set and cap nothing, whose results change no key's wants or caps
+        (the merge would come out the same): they only join the results."""
         runs = runner.inputs.runs
         for i in indexes:
             self.by_run[i] = runner.evaluate(runs[i])
-        self.merge(runner.inputs)
+        if wanting:
+            self.merge(runner.inputs)
+        else:
+            self.results = self._in_run_order(runner.inputs)
 
     def merge(self, inputs: PlanInputs) -> None:
         """The results in run order, and what they merge to."""
-        self.results = [
-            (inputs.runs[i], r) for i, r in sorted(self.by_run.items()) if r is not None
-        ]
+        self.results = self._in_run_order(inputs)
         self.work, self.contradictions = merge_wants(self.results, inputs)
+
+    def _in_run_order(self, inputs: PlanInputs) -> list[tuple[RuleRun, RuleResult]]:
+        return [(inputs.runs[i], r) for i, r in sorted(self.by_run.items()) if r is not None]
 
 
 def run_rules(runner: RuleRunner) -> RuleRound:

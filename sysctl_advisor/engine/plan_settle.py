@@ -45,7 +45,7 @@ def settle(runner: RuleRunner, round_: RuleRound) -> None:
         round_.evaluate(runner, rerun)
     if round_.later:  # they set nothing: once, with the values the plan ends with
         runner.plan_with(planned)
-        round_.evaluate(runner, round_.later)
+        round_.evaluate(runner, round_.later, wanting=False)
 
 
 def _aliases_read(readers: list[Rule]) -> set[str] | None:

@@ -528,17 +528,7 @@ class Catalog:
         self.readable: dict[str, ReadableKey] = keys_file.readable
         self.tuning_daemons: dict[str, TuningDaemon] = keys_file.tuning_daemons
         self.known: dict[str, KnownKey] = keys_file.known
-        known_globs = [name for name in self.known if "*" in name]
-        self._known_names = frozenset(self.known) - set(known_globs)
-        self._known_globs = (
-            re.compile(
-                "(?:"
-                + "|".join("[^.]+".join(map(re.escape, g.split("*"))) for g in known_globs)
-                + r")\Z"
-            )
-            if known_globs
-            else None
-        )
+        self._known_names = frozenset(name for name in self.known if "*" not in name)
         self._known_since = {
             name: KernelVersion.parse(k.since) for name, k in self.known.items() if k.since
         }
@@ -603,6 +593,16 @@ class Catalog:
         if tuned is None or tuned.active_profile is None:
             return None
         return tuned.active_profile, [d.rstrip("/") for d in tuned.profile_dirs], tuned.reapplies
+
+    @functools.cached_property
+    def _known_globs(self) -> re.Pattern[str] | None:
+        """One pattern of the `known:` globs, compiled on first use (a dump of existing keys
+        never asks)."""
+        globs = [name for name in self.known if "*" in name]
+        if not globs:
+            return None
+        alternatives = "|".join("[^.]+".join(map(re.escape, g.split("*"))) for g in globs)
+        return re.compile(f"(?:{alternatives})\\Z")
 
     def is_known(self, key: str) -> bool:
         """Whether the key is one the kernel has that the catalog lists without modelling it

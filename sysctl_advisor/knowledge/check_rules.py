@@ -10,6 +10,7 @@ the rules reference is generated from the same place the checks run from.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,7 +131,6 @@ class CheckRule:
         self.key_globs = [k for k in self.spec.keys if any(c in k for c in "*?[")]
         self.every_key = "*" in self.spec.keys
         self.key_names = frozenset(self.spec.keys) - set(self.key_globs)
-        self._globs = _one_pattern(self.key_globs)
         # whether a verdict may depend on other lines of the config (`final`): such verdicts
         # are kept for one config only
         spec = self.spec
@@ -140,6 +140,12 @@ class CheckRule:
     @property
     def id(self) -> str:
         return self.spec.id
+
+    @functools.cached_property
+    def _globs(self) -> re.Pattern[str] | None:
+        """The globs as one pattern, compiled when a key first reaches them (a dump's keys
+        mostly do not: RulesByKey's own pattern turns them away)."""
+        return _one_pattern(self.key_globs)
 
     def looks_at(self, key: str) -> bool:
         """Whether one of the rule's `keys` (names or fnmatch globs) covers the key."""

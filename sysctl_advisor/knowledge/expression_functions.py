@@ -190,7 +190,7 @@ def _interleave(items: Iterable[Any], separator: str) -> Iterator[Any]:
         yield item
 
 
-_FORMAT_SPEC = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?")
+_FORMAT_SPEC = r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?"  # re's own cache
 
 
 def _checked_format(fmt: str, args: Any) -> str:
@@ -198,7 +198,7 @@ def _checked_format(fmt: str, args: Any) -> str:
     if "%(" in fmt and re.search(r"%\([^)]*\(", fmt):
         raise SecurityError("a % format key with parentheses in it")
     specs = 0
-    for match in _FORMAT_SPEC.finditer(fmt):
+    for match in re.finditer(_FORMAT_SPEC, fmt):
         specs += 1
         for number in match.groups():
             if number == "*" or (number is not None and int(number) > MAX_FORMAT_WIDTH):

@@ -10,6 +10,7 @@ own `catalog/sources.yaml` for the documents its rules cite; an id already shipp
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,9 +23,9 @@ from sysctl_advisor.model.model_base import After, Before, Field, SpecModel, mod
 from sysctl_advisor.model.vocabulary import OneLine
 
 SOURCE_ID = r"[a-z0-9]+(?:-[a-z0-9]+)*"
-_ID = re.compile(rf"^{SOURCE_ID}$")
+_ID = rf"^{SOURCE_ID}$"  # patterns compiled on first use (re's own cache)
 # a citation: the source's id, then optionally ": " and where in it (one line)
-_CITATION = re.compile(rf"^({SOURCE_ID})(?:: (\S.*))?$")
+_CITATION = rf"^({SOURCE_ID})(?:: (\S.*))?$"
 MAX_ID = 60
 MAX_CITATION = 300
 _RELEASE = r"^[0-9]+\.[0-9]+(\.[0-9]+)*(-rc[0-9]+)?$"
@@ -92,7 +93,7 @@ class SourcesSpec(SpecModel):
     def __post_init__(self) -> None:
         super().__post_init__()
         for source_id in self.sources:
-            if len(source_id) > MAX_ID or not _ID.match(source_id):
+            if len(source_id) > MAX_ID or not re.match(_ID, source_id):
                 raise ValueError(
                     f"source id {source_id[:80]!r}: lowercase words and digits joined by '-', "
                     f"at most {MAX_ID} characters"
@@ -108,9 +109,11 @@ class Reference:
     url: str | None
 
 
+# a plan asks about the same few hundred citations, and a fleet asks again for every host
+@functools.lru_cache(maxsize=4096)
 def citation_parts(citation: str) -> tuple[str, str | None]:
     """(source id, pinpoint or None) of a well-formed citation; ValueError otherwise."""
-    found = _CITATION.match(citation) if len(citation) <= MAX_CITATION else None
+    found = re.match(_CITATION, citation) if len(citation) <= MAX_CITATION else None
     if found is None:
         raise ValueError(
             f"a reference is a source id, optionally followed by ': ' and where in it "

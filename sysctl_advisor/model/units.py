@@ -24,7 +24,7 @@ _SIZE_UNITS: dict[str, int] = {
     "tb": 1024**4,
     "tib": 1024**4,
 }
-_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+_SIZE_RE = r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$"  # compiled on first use (re's cache)
 
 
 def parse_size(value: object) -> int:
@@ -41,7 +41,7 @@ def parse_size(value: object) -> int:
         return int(value)
     if not isinstance(value, str):
         raise ValueError(f"expected a size like '8 GiB', got {type(value).__name__}")
-    match = _SIZE_RE.match(value)
+    match = re.match(_SIZE_RE, value)
     if not match:
         raise ValueError(f"cannot read {value!r} as a size (examples: 8589934592, '8 GiB', '896M')")
     number, unit = match.groups()

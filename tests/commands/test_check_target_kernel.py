@@ -4,7 +4,6 @@ on standard error, and a key the target kernel lacks is an error (`sysctl -p` ex
 
 from __future__ import annotations
 
-import platform
 from pathlib import Path
 
 import pytest
@@ -20,8 +19,7 @@ RUNNING = "5.15.0-91-generic"
 def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A host root (its etc/sysctl.d holding a removed key) running Linux 5.15."""
     monkeypatch.setattr(check_settings, "HOST_ROOT", tmp_path, raising=False)
-    monkeypatch.setattr(platform, "system", lambda: "Linux")
-    monkeypatch.setattr(platform, "release", lambda: RUNNING)
+    monkeypatch.setattr(check_settings, "running_release", lambda: RUNNING)
     conf = tmp_path / "etc" / "sysctl.d" / "10-old.conf"
     conf.parent.mkdir(parents=True)
     conf.write_text(RECYCLE)
@@ -71,7 +69,7 @@ def test_other_files_say_which_era_they_are_held_to(cli: Cli, host: Path, tmp_pa
 def test_a_running_release_not_a_version_is_no_target(
     cli: Cli, host: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(platform, "release", lambda: "not-a-release")
+    monkeypatch.setattr(check_settings, "running_release", lambda: "not-a-release")
     result = cli("check", host / "etc" / "sysctl.d")
     assert "no target kernel" in result.stderr.splitlines()[0]
     assert "check.key-not-in-kernel" not in result.stdout

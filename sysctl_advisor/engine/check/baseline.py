@@ -34,10 +34,10 @@ if TYPE_CHECKING:
 
 # Line numbers inside a message move when lines are inserted above; a fingerprint leaves them
 # out so a finding is the same finding after such an edit.
-_LINE_REFERENCE = re.compile(r"\bline \d+|(?<=\S):\d+\b")
+_LINE_REFERENCE = r"\bline \d+|(?<=\S):\d+\b"
 # The directories of a path a message names, spelt as the tree was given on the command line:
 # a fingerprint keeps the file's own name only.
-_DIRECTORIES = re.compile(r"(?<!\S)\S*/(?=[^\s/])")
+_DIRECTORIES = r"(?<!\S)\S*/(?=[^\s/])"
 # What the file reader reports about a line from the other files read with it (a later file
 # that replaces the value): a file checked without its directory cannot show it.
 ACROSS_FILES = frozenset({"override"})
@@ -48,7 +48,7 @@ def fingerprints(findings: Iterable[CheckFinding], names: Iterable[str]) -> list
     seen: dict[str, int] = {}
     prints = []
     for f, name in zip(findings, names, strict=True):
-        message = _DIRECTORIES.sub("", _LINE_REFERENCE.sub("#", f.message))
+        message = re.sub(_DIRECTORIES, "", re.sub(_LINE_REFERENCE, "#", f.message))
         identity = "\0".join((f.id, name, f.key or "", message))
         # Findings identical but for their line are told apart by their order in the file.
         occurrence = seen.get(identity, 0)

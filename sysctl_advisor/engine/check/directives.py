@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 # A check rule's id (knowledge.rules.RULE_ID, within the check family).
 _ID = r"check(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+"
 MAX_REASON = 200
-_DIRECTIVE = re.compile(
+# Compiled on first use (re's own cache): a file without comments never needs it.
+_DIRECTIVE = (
     rf"[#;][ \t]*sysctl-advisor:[ \t]*(ignore|ignore-file)\[[ \t]*"
     rf"({_ID}(?:[ \t]*,[ \t]*{_ID}){{0,31}})[ \t]*\](?:[ \t]+(.*))?"
 )
@@ -60,7 +61,7 @@ class Directive:
 
 def parse_directive(line: int, text: str, known: Iterable[str]) -> Directive | str:
     """A suppression comment read strictly: the directive, or why it is not one."""
-    matched = _DIRECTIVE.fullmatch(text)
+    matched = re.fullmatch(_DIRECTIVE, text)
     if matched is None:
         return (
             "not a suppression the advisor reads: write `# sysctl-advisor: ignore[check.ID] "
