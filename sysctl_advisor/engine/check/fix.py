@@ -97,15 +97,17 @@ def _decimal(line: Line) -> list[str] | None:
     stored = _integer_write(line)
     if stored is None:
         return None
-    raw = line.lines[line.at]
+    line_text = line.lines[line.at]
+    end = "\r" if line_text.endswith("\r") else ""  # a CRLF file's line keeps its \r
+    raw = line_text[: len(line_text) - len(end)]
     start = _value_start(raw)
     out, at = [raw[:start]], start
     for number, match in zip(stored, _FIELD.finditer(raw, start), strict=False):
         out += [raw[at : match.start(1)], str(number)]
         at = match.end(1)
     out.append(raw[at:])
-    fixed = "".join(out)
-    return None if fixed == raw else [fixed]
+    fixed = "".join(out) + end
+    return None if fixed == line_text else [fixed]
 
 
 def _drop_earlier(line: Line) -> list[str] | None:
