@@ -25,3 +25,18 @@ def test_fix_keeps_a_crlf_files_line_endings(cli: Cli, tmp_path: Path) -> None:
         b"# ten minutes\r\n"
         b"net.ipv4.tcp_keepalive_time = 600\r\n"
     )
+
+
+def test_fix_judges_a_template_by_the_lines_it_renders(cli: Cli, tmp_path: Path) -> None:
+    """An earlier line set again only by a line Jinja makes (whose value may be refused) is
+    kept: the assignment inside a Jinja comment after it is no line the kernel is given."""
+    template = tmp_path / "sysctl.conf.j2"
+    text = (
+        "net.core.somaxconn = 1024\n"
+        "net.core.somaxconn = {{ somaxconn }}\n"
+        "{#\nnet.core.somaxconn = 4096\n#}\n"
+        "net.ipv4.tcp_fin_timeout = 030\n"
+    )
+    template.write_text(text)
+    cli("check", template, "--fix", "--fail-on", "never")
+    assert template.read_text() == text.replace("= 030", "= 24")
