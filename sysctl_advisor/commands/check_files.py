@@ -196,6 +196,8 @@ def fix_files(
     from sysctl_advisor.engine.check.fix import fix_text, fixable
     from sysctl_advisor.model.documents import max_input_bytes
     from sysctl_advisor.outputs.files import OutputFile
+    from sysctl_advisor.sources.sysctl_files import TEMPLATE_SUFFIX
+    from sysctl_advisor.sources.sysctl_templates import template_lines
 
     by_file: dict[str, list[CheckFinding]] = {}
     for finding in findings:
@@ -215,7 +217,13 @@ def fix_files(
             except UnicodeDecodeError:
                 note(f"{name}: not fixed: not UTF-8 text")
                 continue
-            new, done = fix_text(text, found, catalog)
+            judged = None
+            if targets[name].name.endswith(TEMPLATE_SUFFIX):  # the lines it renders are judged
+                lines = template_lines(text)
+                if lines.error is not None:
+                    continue
+                judged = lines.text
+            new, done = fix_text(text, found, catalog, judged)
             if new != text:
                 file.write(new)
                 fixed += done

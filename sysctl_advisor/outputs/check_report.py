@@ -90,9 +90,21 @@ def docs_url() -> str:
             parts = urlsplit("")
         if parts.scheme != "https" or not parts.netloc:
             raise InputError(f"{configured!r} is not an https URL", field=DOCS_URL_VARIABLE)
+        if "#" in configured:
+            raise InputError(
+                f"{configured!r} holds a #fragment; give the page (each rule's anchor is added)",
+                field=DOCS_URL_VARIABLE,
+            )
         # spaces, non-ASCII and a stray % (not an escape) made valid
         quoted = quote(configured, safe=_URI_CHARACTERS)
-        return re.sub("%(?![0-9A-Fa-f]{2})", "%25", quoted)
+        quoted = re.sub("%(?![0-9A-Fa-f]{2})", "%25", quoted)
+        # [ and ] are an IPv6 host's only (a path's or a query's are escaped), and an @ other
+        # than the one ending the user's part is the user's
+        netloc = urlsplit(quoted).netloc
+        start = quoted.index("//") + 2
+        user, at, host = netloc.rpartition("@")
+        tail = quoted[start + len(netloc) :].replace("[", "%5B").replace("]", "%5D")
+        return quoted[:start] + user.replace("@", "%40") + at + host + tail
     published = project_url()
     if published:
         return f"{published}/blob/v{__version__}/docs/rules.md"

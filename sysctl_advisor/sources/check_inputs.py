@@ -121,15 +121,53 @@ def names_from(root: Path) -> Callable[[str], str]:
 
 def gone_files(root: Path, names: Iterable[str]) -> frozenset[str]:
     """Which of these files (named from `root`, as a baseline holds them) are no more:
-    deleted or renamed since. A name that leaves `root` is never looked at."""
+    deleted or renamed since. Each is looked for from `root` one component at a time, never
+    through a link (a baseline names directories as they really are): a name that leaves
+    `root` in its text or through a link, or holds a NUL, is never looked at, and nothing
+    outside `root` is opened or stat'ed."""
+    try:
+        top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return frozenset()
     gone = set()
-    for name in set(names):
-        normal = posixpath.normpath(name)
-        if name == STDIN_NAME or normal.startswith(("/", "../")) or normal in ("..", "."):
-            continue
-        if not os.path.lexists(os.path.join(root, normal)):
-            gone.add(name)
+    try:
+        for name in set(names):
+            normal = posixpath.normpath(name)
+            if (
+                name == STDIN_NAME
+                or "\0" in normal
+                or normal.startswith(("/", "../"))
+                or normal in ("..", ".")
+            ):
+                continue
+            if _missing_beneath(top, normal.split("/")):
+                gone.add(name)
+    finally:
+        os.close(top)
     return frozenset(gone)
+
+
+_STEP = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _missing_beneath(top: int, parts: list[str]) -> bool:
+    """Whether the file `parts` names below the directory open at `top` is missing; False
+    where the way to it passes a link or anything but a directory (not looked at further)."""
+    opened: list[int] = []
+    try:
+        at = top
+        for part in parts[:-1]:
+            at = os.open(part, _STEP, dir_fd=at)
+            opened.append(at)
+        os.stat(parts[-1], dir_fd=at, follow_symlinks=False)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    finally:
+        for fd in opened:
+            os.close(fd)
+    return False
 
 
 def names_inside(directory: Path) -> Callable[[str], tuple[str | None, str]]:

@@ -15,6 +15,7 @@ renders, read with Jinja's own lexer (jinja2, imported only when a template is r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import islice
 
 # Statements that open a block, as Jinja names them; `end…` closes the innermost.
 _OPENS = frozenset({"if", "for", "macro", "call", "filter", "block", "with", "autoescape"})
@@ -22,6 +23,10 @@ _EXPRESSION, _STATEMENT = "\x00{{", "\x00{%"  # what each Jinja part leaves in a
 # Jinja tags one template may hold, at most: Jinja reads some 10,000 a second, and a role's
 # sysctl template holds a few dozen; a file of millions (16 MiB of `{{x}}`) is refused whole.
 MAX_TAGS = 10_000
+# Jinja tokens (names, operators, blanks, text between tags) one template may hold, at most:
+# a single tag of millions (`{{ x ~ x ~ ...}}`) takes Jinja's parser as long as millions of
+# tags; lexed lazily, a template is refused after this many, before it is parsed.
+MAX_TOKENS = 200_000
 
 
 @dataclass(frozen=True)
@@ -50,8 +55,15 @@ def template_lines(text: str) -> TemplateLines:
     # the statements Ansible's templates may use (`do`, `break`, `continue`) are known
     env = jinja2.Environment(extensions=["jinja2.ext.do", "jinja2.ext.loopcontrols"])
     try:
+        tokens = list(islice(env.lex(text), MAX_TOKENS + 1))
+    except jinja2.TemplateSyntaxError:
+        tokens = []  # within MAX_TOKENS: the parser says why, as it meets it
+    if len(tokens) > MAX_TOKENS:
+        reason = f"more than {MAX_TOKENS:,} Jinja tokens: not read as a template"
+        return TemplateLines("", frozenset(), frozenset(), (1, reason))
+    try:
         env.parse(text)  # a template Jinja cannot read is one error, not a line-by-line guess
-        for number, kind, value in env.lex(text):
+        for number, kind, value in tokens:
             if kind == "data":
                 for offset, piece in enumerate(value.split("\n")):
                     parts.setdefault(number + offset, []).append(piece)

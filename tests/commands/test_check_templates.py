@@ -90,3 +90,17 @@ def test_a_hostile_template_is_one_finding_not_a_crash_or_a_hang(cli: Cli, tmp_p
     for template in (deep, nested, many):
         code, found = _findings(cli, template)
         assert code == 1 and found == [(template.name, 1, "check.syntax")], found
+
+
+def test_a_template_of_one_endless_tag_is_one_finding(cli: Cli, tmp_path: Path) -> None:
+    """One tag of hundreds of thousands of tokens costs Jinja's parser as much as as many
+    tags: it is refused by its tokens, lexed lazily, before it is parsed."""
+    from sysctl_advisor.sources.sysctl_templates import MAX_TOKENS
+
+    long = tmp_path / "long.conf.j2"
+    long.write_text("net.core.somaxconn = {{ x" + " ~ x" * (MAX_TOKENS // 4 + 1) + " }}\n")
+    chained = tmp_path / "chained.conf.j2"
+    chained.write_text("vm.swappiness = {{ x" + ".a" * (MAX_TOKENS // 2 + 1) + " }}\n")
+    for template in (long, chained):
+        code, found = _findings(cli, template)
+        assert code == 1 and found == [(template.name, 1, "check.syntax")], found

@@ -97,15 +97,17 @@ def _decimal(line: Line) -> list[str] | None:
     stored = _integer_write(line)
     if stored is None:
         return None
-    raw = line.lines[line.at]
+    line_text = line.lines[line.at]
+    end = "\r" if line_text.endswith("\r") else ""  # a CRLF file's line keeps its \r
+    raw = line_text[: len(line_text) - len(end)]
     start = _value_start(raw)
     out, at = [raw[:start]], start
     for number, match in zip(stored, _FIELD.finditer(raw, start), strict=False):
         out += [raw[at : match.start(1)], str(number)]
         at = match.end(1)
     out.append(raw[at:])
-    fixed = "".join(out)
-    return None if fixed == raw else [fixed]
+    fixed = "".join(out) + end
+    return None if fixed == line_text else [fixed]
 
 
 def _drop_earlier(line: Line) -> list[str] | None:
@@ -141,11 +143,16 @@ def fixable(rule_id: str) -> bool:
 
 
 def fix_text(
-    text: str, findings: Iterable[CheckFinding], catalog: Catalog
+    text: str, findings: Iterable[CheckFinding], catalog: Catalog, judged: str | None = None
 ) -> tuple[str, list[CheckFinding]]:
     """`text` with the fixable findings on its lines fixed (at most one per line), and the
-    findings fixed."""
+    findings fixed. `judged`, line for line, is what the fixes read where it is not `text`
+    itself: a template's sysctl lines (its Jinja comments and statements blank), so a line
+    inside `{# #}` never decides that an earlier one can go."""
     lines = text.split("\n")
+    seen = lines if judged is None else judged.split("\n")
+    if len(seen) != len(lines):
+        return text, []
     replaced: dict[int, list[str]] = {}
     fixed: list[CheckFinding] = []
     for finding in findings:
@@ -155,10 +162,12 @@ def fix_text(
         index = finding.line - 1
         if index in replaced:
             continue
+        if seen[index] != lines[index]:
+            continue  # a line the template makes, not one written as the kernel reads it
         assignments, _, _ = parse_conf_lines(lines[index])
         if len(assignments) != 1 or assignments[0].key != finding.key:
             continue
-        new = fix(Line(lines, index, assignments[0], catalog))
+        new = fix(Line(seen, index, assignments[0], catalog))
         if new is not None:
             replaced[index] = new
             fixed.append(finding)
