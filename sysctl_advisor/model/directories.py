@@ -18,10 +18,28 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@contextlib.contextmanager
+def beneath(top: int, directories: Sequence[str]) -> Iterator[int]:
+    """The directory `directories` name below the one open at `top`, opened one component at a
+    time without following a link (OSError where one is a link, missing or no directory), its
+    descriptor closed on leaving, with every one opened on the way."""
+    opened: list[int] = []
+    try:
+        at = top
+        for name in directories:
+            at = os.open(name, _DIRECTORY, dir_fd=at)
+            opened.append(at)
+        yield at
+    finally:
+        for fd in opened:
+            os.close(fd)
 
 
 class UntrustedDirectory(Exception):

@@ -39,6 +39,7 @@ from types import TracebackType
 from sysctl_advisor.model.directories import (
     Directory,
     UntrustedDirectory,
+    beneath,
     open_directory,
     read_at,
 )
@@ -478,18 +479,8 @@ def _unlink_below(top: int, parts: tuple[str, ...], directory: bool) -> None:
     without following links; anything odd (.., a link, a missing part) removes nothing."""
     if not parts or any(p in ("", ".", "..") or "/" in p for p in parts):
         return
-    fds: list[int] = []
-    try:
-        at = top
-        for name in parts[:-1]:
-            at = os.open(name, _DIRECTORY, dir_fd=at)
-            fds.append(at)
+    with contextlib.suppress(OSError), beneath(top, parts[:-1]) as at:
         if directory:
             os.rmdir(parts[-1], dir_fd=at)
         else:
             os.unlink(parts[-1], dir_fd=at)
-    except OSError:
-        pass
-    finally:
-        for fd in fds:
-            os.close(fd)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from sysctl_advisor.model.check_input import CheckInput
+from sysctl_advisor.model.directories import beneath
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.sources.sysctl_files import STDIN_NAME, read_file, read_stdin, read_tree
 
@@ -147,26 +148,16 @@ def gone_files(root: Path, names: Iterable[str]) -> frozenset[str]:
     return frozenset(gone)
 
 
-_STEP = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
 def _missing_beneath(top: int, parts: list[str]) -> bool:
     """Whether the file `parts` names below the directory open at `top` is missing; False
     where the way to it passes a link or anything but a directory (not looked at further)."""
-    opened: list[int] = []
     try:
-        at = top
-        for part in parts[:-1]:
-            at = os.open(part, _STEP, dir_fd=at)
-            opened.append(at)
-        os.stat(parts[-1], dir_fd=at, follow_symlinks=False)
+        with beneath(top, parts[:-1]) as at:
+            os.stat(parts[-1], dir_fd=at, follow_symlinks=False)
     except FileNotFoundError:
         return True
     except OSError:
         return False
-    finally:
-        for fd in opened:
-            os.close(fd)
     return False
 
 
