@@ -50,8 +50,9 @@ def template_lines(text: str) -> TemplateLines:
         return TemplateLines("", frozenset(), frozenset(), (1, reason))
     parts: dict[int, list[str]] = {}
     conditional: set[int] = set()
-    level = 0  # statement blocks open
+    opened: list[str] = []  # the statement blocks open, innermost last
     statement = False  # the next name is a statement's
+    block_set = False  # a `{% set x %}` so far: a block until an `=` says it is not
     # the statements Ansible's templates may use (`do`, `break`, `continue`) are known
     env = jinja2.Environment(extensions=["jinja2.ext.do", "jinja2.ext.loopcontrols"])
     try:
@@ -67,7 +68,7 @@ def template_lines(text: str) -> TemplateLines:
             if kind == "data":
                 for offset, piece in enumerate(value.split("\n")):
                     parts.setdefault(number + offset, []).append(piece)
-                    if level and piece.strip():
+                    if opened and piece.strip():
                         conditional.add(number + offset)
             elif kind == "variable_begin":
                 parts.setdefault(number, []).append(_EXPRESSION)
@@ -76,10 +77,17 @@ def template_lines(text: str) -> TemplateLines:
                 statement = True
             elif kind == "name" and statement:
                 statement = False
+                block_set = value == "set"
                 if value in _OPENS:
-                    level += 1
-                elif value.startswith("end") and level:
-                    level -= 1
+                    opened.append(value)
+                elif opened and value == "end" + opened[-1]:
+                    opened.pop()
+            elif kind == "operator" and value == "=":
+                block_set = False
+            elif kind == "block_end":
+                if block_set:  # `{% set x %}...{% endset %}` opens a block of its own
+                    opened.append("set")
+                block_set = statement = False
             elif kind != "whitespace":
                 statement = False
     except jinja2.TemplateSyntaxError as exc:

@@ -104,3 +104,20 @@ def test_a_template_of_one_endless_tag_is_one_finding(cli: Cli, tmp_path: Path) 
     for template in (long, chained):
         code, found = _findings(cli, template)
         assert code == 1 and found == [(template.name, 1, "check.syntax")], found
+
+
+def test_a_block_set_closes_only_itself(cli: Cli, tmp_path: Path) -> None:
+    """`{% set x %}...{% endset %}` inside an `if` opens and closes a block of its own: the
+    `if`'s branches stay branches (no duplicate), and --fix removes neither; an assignment
+    `{% set y = 1 %}` opens none, so a key set twice after it is still a duplicate."""
+    text = (
+        "{% if a %}\n{% set x %}v{% endset %}\nnet.core.somaxconn = 4096\n"
+        "{% else %}\nnet.core.somaxconn = 8192\n{% endif %}\n"
+        "{% set y = 1 %}\nvm.swappiness = 10\nvm.swappiness = 20\n"
+    )
+    template = tmp_path / "sysctl.conf.j2"
+    template.write_text(text)
+    _, found = _findings(cli, template)
+    assert found == [("sysctl.conf.j2", 8, "check.duplicate-key")], found
+    cli("check", template, "--fix")
+    assert template.read_text() == text.replace("vm.swappiness = 10\n", ""), template.read_text()
