@@ -104,12 +104,10 @@ class _Collector:
             self.globs.append(value)
             return
         previous = self.explicit.get(item.key)
-        # a template sets a key in each branch of an `if`: no branch overrides another
-        branches = (
-            previous is not None
-            and previous.file == display
-            and (item.line in conditional or previous.line in conditional)
-        )
+        # a template sets a key in each branch of an `if`: a later line that only a branch
+        # holds may not run, so it overrides nothing for sure; an earlier one in a branch is
+        # still replaced by a later line that always runs
+        branches = previous is not None and previous.file == display and item.line in conditional
         if previous is not None and not branches:
             self.config.overrides.append(Override(item.key, previous, value))
         self.explicit[item.key] = value
