@@ -46,7 +46,7 @@ from sysctl_advisor.model.check_config import CONFIG_FILE, PYPROJECT
 from sysctl_advisor.model.text_escape import one_line
 from sysctl_advisor.outputs.check_report import escape_workflow_data
 from sysctl_advisor.outputs.markdown_text import md_text
-from sysctl_advisor.sources.sysctl_files import SYSCTL_D_DIRS
+from sysctl_advisor.sources.sysctl_files import SYSCTL_D_DIRS, TEMPLATE_SUFFIX
 from sysctl_advisor.sources.tree_paths import inside
 
 # The action's own modules, beside this file (python -I leaves its directory off the path).
@@ -262,7 +262,7 @@ def targets(files: list[str], workspace: Path) -> list[str]:
     chosen: list[str] = []
     for name in files:
         path = PurePosixPath(name)
-        target: PurePosixPath | None = path if path.name.endswith(".j2") else None
+        target: PurePosixPath | None = path if path.name.endswith(TEMPLATE_SUFFIX) else None
         text = path.as_posix()
         for directory in () if target is not None else (*SYSCTL_D_DIRS, "etc"):
             suffix = f"/{directory}/{path.name}"
@@ -637,7 +637,11 @@ def _what_it_does(names: list[str], workspace: Path) -> str:
 
 
 def _single_tree(chosen: list[str]) -> str:
-    directories = [c for c in chosen if Path(c).suffix != ".conf"]
+    # a tree or a sysctl.d directory: never a file, nor a template (unrendered lines are no
+    # host's values to compare with the plan)
+    directories = [
+        c for c in chosen if Path(c).suffix != ".conf" and not c.endswith(TEMPLATE_SUFFIX)
+    ]
     return directories[0] if len(directories) == 1 and len(chosen) == 1 else ""
 
 

@@ -916,3 +916,17 @@ def test_a_templated_sysctl_file_is_reviewed_as_a_template(tmp_path: Path) -> No
     run = run_action(workspace, tmp, {}, "pull_request", event)
     assert run.failed_step == "Fail on findings at fail-on"
     assert f"::error file={template},line=6" in run.stdout, run.stdout
+
+
+def test_a_template_is_never_the_tree_the_plan_is_compared_with(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`diff --current` reads a tree's values in force: a pull request changing only a
+    template has none (its lines are unrendered), a sysctl.d directory has."""
+    import importlib
+
+    monkeypatch.syspath_prepend(str(ROOT / "action"))
+    review = importlib.import_module("review")
+    assert review._single_tree(["roles/net/templates/sysctl.conf.j2"]) == ""
+    assert review._single_tree(["etc/sysctl.d/10-net.conf"]) == ""
+    assert review._single_tree(["etc/sysctl.d"]) == "etc/sysctl.d"
