@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sysctl_advisor.commands import check_policy, check_settings
 from sysctl_advisor.commands.check_files import (
@@ -36,9 +36,6 @@ from sysctl_advisor.model.severity import FAIL_ON, NEVER, SEVERITY_ORDER
 from sysctl_advisor.sources.check_inputs import (
     read_inputs,
 )
-
-if TYPE_CHECKING:
-    pass
 
 CheckSettings = check_settings.CheckSettings
 COMMAND_LINE = check_settings.COMMAND_LINE

@@ -22,12 +22,11 @@ def nearest_names(word: str, names: Iterable[str], n: int = 3) -> list[str]:
     scored = []
     for name in map(str, names):
         matcher.set_seq1(name)
-        if (
-            matcher.real_quick_ratio() >= CUTOFF
-            and matcher.quick_ratio() >= CUTOFF
-            and matcher.ratio() >= CUTOFF
-        ):
-            scored.append((matcher.ratio(), name))
+        if matcher.real_quick_ratio() < CUTOFF or matcher.quick_ratio() < CUTOFF:
+            continue
+        ratio = matcher.ratio()
+        if ratio >= CUTOFF:
+            scored.append((ratio, name))
     best = heapq.nlargest(n, scored)
     return [name for score, name in best if score >= best[0][0] - MARGIN]
 
