@@ -121,3 +121,15 @@ def test_a_block_set_closes_only_itself(cli: Cli, tmp_path: Path) -> None:
     assert found == [("sysctl.conf.j2", 8, "check.duplicate-key")], found
     cli("check", template, "--fix")
     assert template.read_text() == text.replace("vm.swappiness = 10\n", ""), template.read_text()
+
+
+def test_a_branch_a_later_line_always_replaces_is_a_duplicate(cli: Cli, tmp_path: Path) -> None:
+    """A line in an `if` that a later line outside it always replaces never takes effect; a
+    later line in a branch may not run, so it overrides nothing for sure."""
+    template = tmp_path / "sysctl.conf.j2"
+    template.write_text(
+        "{% if big %}\nnet.core.somaxconn = 8192\n{% endif %}\nnet.core.somaxconn = 4096\n"
+        "vm.swappiness = 10\n{% if db %}\nvm.swappiness = 1\n{% endif %}\n"
+    )
+    _, found = _findings(cli, template)
+    assert found == [("sysctl.conf.j2", 2, "check.duplicate-key")], found
