@@ -70,6 +70,21 @@ DEFAULT_WINDOW = 14 * 86400  # `facts --since` default: how far back the kernel 
 MAX_PROC_FILE = 1 << 20  # no /proc or /sys file the collector reads is near this
 
 
+CAP_SYS_PTRACE = 19  # include/uapi/linux/capability.h
+
+
+def _may_trace(status: str | None) -> bool:
+    """Whether /proc/self/status's CapEff holds CAP_SYS_PTRACE."""
+    for line in (status or "").splitlines():
+        name, _, value = line.partition(":")
+        if name == "CapEff":
+            try:
+                return bool(int(value.strip(), 16) >> CAP_SYS_PTRACE & 1)
+            except ValueError:
+                return False
+    return False
+
+
 def _read(
     path: Path, root: Path = Path("/"), limit: int = MAX_PROC_FILE, strip: bool = True
 ) -> str | None:
@@ -545,8 +560,12 @@ def collect_data(
         from sysctl_advisor.sources.listeners import read_listeners
 
         data["listeners"] = read_listeners(root / "proc")
-        # root sees every listener's owner: a hint to run as root is none for it
-        data["read_as_root"] = os.geteuid() == 0
+        # root sees every listener's owner, when it may trace other users' processes (reading
+        # /proc/PID/fd asks ptrace_may_access(), which a container's root without
+        # CAP_SYS_PTRACE fails): a hint to run as root is then none for it
+        data["read_as_root"] = os.geteuid() == 0 and _may_trace(
+            _read(root / "proc/self/status", root)
+        )
     if message_matchers is not None:
         from sysctl_advisor.sources.kernel_log import read_kernel_log
 

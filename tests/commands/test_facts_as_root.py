@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sysctl_advisor.sources import local_host
 from tests.conftest import TESTS, Cli, assert_one_line_error
 
 HINT = "run facts as root"
@@ -67,7 +68,26 @@ def test_read_as_root_is_a_boolean(cli: Cli, tmp_path: Path) -> None:
 def test_facts_of_this_machine_say_whether_root_read_them(cli: Cli) -> None:
     result = cli("facts")
     assert result.exit_code == 0, result.stderr
-    assert yaml.safe_load(result.stdout)["read_as_root"] is (os.geteuid() == 0)
+    status = Path("/proc/self/status").read_text()
+    traces = local_host._may_trace(status)
+    assert yaml.safe_load(result.stdout)["read_as_root"] is (os.geteuid() == 0 and traces)
+
+
+@pytest.mark.parametrize(
+    ("cap_eff", "traces"),
+    [
+        ("000001ffffffffff", True),  # root's full set
+        ("00000000a80425fb", False),  # Docker's default set: no CAP_SYS_PTRACE (bit 19)
+        ("0000000000080000", True),  # CAP_SYS_PTRACE alone
+        ("zz", False),
+    ],
+)
+def test_root_without_cap_sys_ptrace_is_not_said_to_see_every_owner(
+    cap_eff: str, traces: bool
+) -> None:
+    status = f"Name:\tsysctl-advisor\nCapInh:\t0000000000000000\nCapEff:\t{cap_eff}\n"
+    assert local_host._may_trace(status) is traces
+    assert local_host._may_trace(None) is False
 
 
 def test_a_copied_tree_says_nothing_of_root(cli: Cli) -> None:
