@@ -29,7 +29,7 @@ _KERNEL_INT = re.compile(r"(-?)(?:0[xX]([0-9a-fA-F]+)|(0[0-7]*)|([1-9][0-9]*))")
 # A field starts after what proc_skip_spaces() passes over (the kernel's isspace(): space, \t,
 # \n, \v, \f, \r) and runs to the next space, tab or newline (proc_wspace_sep, the only
 # characters allowed right after a number): "15\v16" is one field, and EINVAL.
-_FIELD = re.compile(r"[ \t\n\v\f\r]*([^ \t\n]+)")
+FIELD = re.compile(r"[ \t\n\v\f\r]*([^ \t\n]+)")
 
 
 def kernel_int(field: str) -> int | None:
@@ -75,7 +75,7 @@ class KernelWrite:
 def kernel_write(value: str, length: int) -> KernelWrite:
     """What the kernel stores when `value` is written to a key of `length` elements."""
     stored: list[int] = []
-    for match in _FIELD.finditer(value):
+    for match in FIELD.finditer(value):
         field = match.group(1)
         if len(stored) == length:
             return KernelWrite(tuple(stored), False, None, value[match.start(1) :], length)

@@ -21,11 +21,10 @@ nothing more is fixed, so a line with two defects gets both fixes.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
-from sysctl_advisor.model.kernel_write import kernel_write
+from sysctl_advisor.model.kernel_write import FIELD, kernel_write
 from sysctl_advisor.model.sysctl_conf import (
     C_SPACE,
     Assignment,
@@ -36,9 +35,6 @@ from sysctl_advisor.model.sysctl_conf import (
 if TYPE_CHECKING:
     from sysctl_advisor.engine.check.findings import CheckFinding
     from sysctl_advisor.knowledge.catalog import Catalog
-
-# A field as the kernel reads it: after blanks, up to the next space, tab or newline.
-_FIELD = re.compile(r"[ \t\n\v\f\r]*([^ \t\n]+)")
 
 
 class Line(NamedTuple):
@@ -102,7 +98,7 @@ def _decimal(line: Line) -> list[str] | None:
     raw = line_text[: len(line_text) - len(end)]
     start = _value_start(raw)
     out, at = [raw[:start]], start
-    for number, match in zip(stored, _FIELD.finditer(raw, start), strict=False):
+    for number, match in zip(stored, FIELD.finditer(raw, start), strict=False):
         out += [raw[at : match.start(1)], str(number)]
         at = match.end(1)
     out.append(raw[at:])
