@@ -42,16 +42,24 @@ def write_baseline_of(report: CheckReport, file: OutputFile | None, path: Path, 
     """The baseline that accepts the report's findings, written to `file` (None: standard
     output), each finding's file named from `root`; the entries of the baseline it replaces
     that this run could not have found again (other files, rules that did not run) kept."""
-    from sysctl_advisor.model.documents import dump_json
+    from sysctl_advisor.model.documents import dump_json, max_input_bytes
     from sysctl_advisor.model.model_base import plain_data
     from sysctl_advisor.sources.check_inputs import gone_files, names_from
 
     name = names_from(root)
     kept = []
-    if file is not None and f'"{BASELINE_SCHEMA}"'.encode() in (file.head() or b""):
-        from sysctl_advisor.sources.check_config import read_baseline
+    limit = max_input_bytes()
+    existing = file.head(limit + 1) if file is not None else None  # read once, by descriptor
+    if existing and f'"{BASELINE_SCHEMA}"'.encode() in existing[:4096]:
+        from sysctl_advisor.sources.check_config import baseline_from
 
-        replaced = read_baseline(path)
+        if len(existing) > limit:
+            raise InputError(
+                f"larger than {limit:,} bytes (SYSCTL_ADVISOR_MAX_INPUT): not read",
+                path=path,
+                field="--write-baseline",
+            )
+        replaced = baseline_from(existing, path)
         gone = gone_files(root, (e.file for e in replaced.findings))
         kept = outside(replaced, scope_of(report, name, gone))
     findings = report.findings

@@ -259,7 +259,11 @@ def read_baseline(
     """A baseline file, validated (once per text, with `remember`); with `inside_of` (the
     directory of the configuration that names it), only a file whose real path is in it."""
     allowed = None if inside_of is None else (lambda real: inside(inside_of, real))
-    data = read_bytes(path, allowed)
+    return baseline_from(read_bytes(path, allowed), path, remember)
+
+
+def baseline_from(data: bytes, path: Path, remember: Remember | None = None) -> Baseline:
+    """A baseline from the bytes read of `path`, validated (see read_baseline)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
