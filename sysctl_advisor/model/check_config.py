@@ -15,7 +15,7 @@ import posixpath
 from typing import Annotated, Any, ClassVar, Final, Literal
 
 from sysctl_advisor.model.model_base import After, Before, Constraints, Field, Record, model
-from sysctl_advisor.model.severity import Severity
+from sysctl_advisor.model.severity import FailOn
 from sysctl_advisor.model.vocabulary import OneLine
 
 CONFIG_FILE: Final = ".sysctl-advisor.toml"
@@ -98,8 +98,10 @@ class CheckConfig(Record):
         description="glob -> rules not reported in the files it matches; a glob with a `/` "
         "matches the path from this file's directory, one without it the file name",
     )
-    fail_on: Severity | None = Field(
-        None, alias="fail-on", description="exit 1 at this severity or worse (default: error)"
+    fail_on: FailOn | None = Field(
+        None,
+        alias="fail-on",
+        description="exit 1 at this severity or worse, or never (default: error)",
     )
     kernel: Word | None = Field(None, description="target kernel release, e.g. 5.14")
     facts: InsidePath | None = Field(None, description="host facts file, from this directory")

@@ -47,6 +47,17 @@ def test_fail_on_never_exits_zero_and_still_reports(cli: Cli, tmp_path: Path) ->
     assert "check.tw-recycle-enabled" in _ids(result.stdout)
 
 
+def test_fail_on_never_in_the_configuration(cli: Cli, tmp_path: Path) -> None:
+    """The configuration says what the option says: `fail-on = "never"` too."""
+    conf = tmp_path / "a.conf"
+    conf.write_text("net.ipv4.tcp_tw_recycle = 1\n")
+    (tmp_path / ".sysctl-advisor.toml").write_text('fail-on = "never"\n')
+    result = cli("check", conf, "-f", "json")
+    assert result.exit_code == 0, result.output
+    assert "check.tw-recycle-enabled" in _ids(result.stdout)
+    assert cli("check", conf, "--fail-on", "error").exit_code == 1
+
+
 # --- --statistics ------------------------------------------------------------------------------
 
 
