@@ -75,14 +75,7 @@ class Checker:
         self.assignment_rules = [r for r in rules.values() if r.spec.kind == "assignment"]
         # What check rules see, as plain data (no model objects reach an expression).
         self._facts = context.facts.expression_data() if context.facts is not None else None
-        data = context.kernel_data
-        self._kernel = (
-            data  # the facts' kernel knows its era quantities; a bare --kernel does not
-            if data is not None and data.version == context.kernel
-            else KernelContext(context.kernel, distro=None, known=True, quantities={})
-            if context.kernel is not None
-            else None
-        )
+        self._kernel = self._kernel_context(kb, context)
         # the numbers each key holds once the config is applied (check_config sets them)
         self._final_values: Mapping[str, list[int] | list[list[int]] | None] = {}
         self._specs = {name: plain_data(key) for name, key in kb.catalog.keys.items()}
@@ -119,6 +112,20 @@ class Checker:
         self.reported_by: dict[str, CheckRule] = {
             str(code): r for r in rules.values() for code in r.spec.reports
         }
+
+    @staticmethod
+    def _kernel_context(kb: KnowledgeBase, context: CheckContext) -> KernelContext | None:
+        """The target kernel as rules see it: the facts' (every era quantity, the host's
+        too); a release named otherwise (--kernel, the configuration's, the running one) with
+        the quantities its release alone decides, and on the facts' host with all of them."""
+        data, kernel = context.kernel_data, context.kernel
+        if kernel is None:
+            return None
+        if data is not None and data.version == kernel:
+            return data
+        if context.facts is not None:  # the facts' host, on another kernel
+            return kb.catalog.evaluate_host(context.facts, kernel, None, known=True)[1]
+        return kb.catalog.release_context(kernel)
 
     def _needs_met(self, rule: CheckRule) -> bool:
         needs = rule.spec.needs
