@@ -61,6 +61,36 @@ _FROM_VALUE = frozenset(
 )
 
 
+def _glob_reaches(pattern: str, name: str) -> bool:
+    """Whether a glob line's pattern matches the key `name`, or, for a name with `*` for one
+    interface, the key of some interface: of `all`, `default`, `lo`, or one the pattern's own
+    component in that place spells (its wildcards filled in)."""
+    if "*" not in name:
+        return fnmatch.fnmatchcase(name, pattern)
+    places = name.split(".")
+    parts = pattern.split(".")
+    candidates = ["all", "default", "lo", "*"]
+    if len(parts) == len(places):
+        candidates += [_an_instance(parts[i]) for i, p in enumerate(places) if p == "*"]
+    return any(fnmatch.fnmatchcase(name.replace("*", c), pattern) for c in candidates if c)
+
+
+# A bracket expression of fnmatch, negated or not.
+_BRACKET = re.compile(r"\[(!?)([^\]]+)\]")
+
+
+def _an_instance(glob: str) -> str:
+    """A name the glob `glob` matches, as far as one is easily had: a bracket gives its first
+    character (a negated one a letter it leaves out), `?` a letter, `*` nothing."""
+
+    def bracket(match: re.Match[str]) -> str:
+        if not match.group(1):
+            return match.group(2)[0]
+        return next((c for c in "xyz0" if c not in match.group(2)), "")
+
+    return _BRACKET.sub(bracket, glob).replace("?", "x").replace("*", "")
+
+
 class _LineError(Exception):
     """A check rule could not judge a line (its value made it exceed its work budget)."""
 
@@ -255,13 +285,10 @@ class Checker:
         if known is not None:
             return known
         catalog, kernel = self.kb.catalog, self.context.kernel
-        matches = [
-            name
-            for name in catalog.keys
-            if fnmatch.fnmatchcase(name, pattern)
-            and (kernel is None or catalog.exists(name, kernel))
-        ]
-        specs = [catalog.keys[name] for name in matches]
+        # the catalog's keys on the target kernel, modelled or listed (a per-interface key
+        # listed with `*` for the interface: net.ipv4.conf.*.rp_filter)
+        matches = [name for name in catalog.kernel_keys(kernel) if _glob_reaches(pattern, name)]
+        specs = [catalog.keys[name] for name in matches if name in catalog.keys]
         found = self._globs[pattern] = {
             "matches": matches,
             "kinds": sorted({f"{spec.unit}/{spec.length}" for spec in specs}),

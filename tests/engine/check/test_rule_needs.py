@@ -154,3 +154,38 @@ def test_a_rule_whose_needs_give_what_it_reads_loads(
 
 def test_every_shipped_rule_reads_only_what_its_needs_give(kb: KnowledgeBase) -> None:
     check_needs(kb.check_rules, kb.compiler, kb.catalog.quantity_needs, KernelContext.BASE_FIELDS)
+
+
+def _per_interface(kb: KnowledgeBase) -> list[str]:
+    """The catalog's per-interface keys: listed with `*` for the interface, or modelled
+    under an interface's name (all, default)."""
+    names = [*kb.catalog.keys, *kb.catalog.known]
+    found = [n for n in names if ".conf.*." in n or ".conf.all." in n or ".conf.default." in n]
+    assert any(".rp_filter" in n for n in found)
+    return found
+
+
+@pytest.mark.parametrize("kernel", [None, "4.19", "6.18"])
+def test_a_glob_over_interfaces_reaches_every_per_interface_key_of_the_catalog(
+    kb: KnowledgeBase, tmp_path: Path, kernel: str | None
+) -> None:
+    for name in _per_interface(kb):
+        prefix, _, leaf = name.partition(".conf.")
+        leaf = leaf.split(".", 1)[1]
+        for glob in (f"{prefix}.conf.*.{leaf}", f"{prefix}.conf.eth*.{leaf}"):
+            path = tmp_path / "glob.conf"
+            path.write_text(f"{glob} = 0\n")
+            context = CheckContext(kernel=KernelVersion.parse(kernel) if kernel else None)
+            found, _ = judge_config(Checker(kb, kb.check_rules, context), read_file(path))
+            said = [f.message for f in found if f.id == "check.glob"]
+            assert said and "matches none" not in said[0] and name in said[0], (glob, said)
+
+
+def test_a_glob_reaches_no_interface_key_it_does_not_spell(
+    kb: KnowledgeBase, tmp_path: Path
+) -> None:
+    path = tmp_path / "glob.conf"
+    path.write_text("net.ipv4.conf.*.no_such_setting = 1\nnet.ipv4.conf.*.rp_filters = 1\n")
+    found, _ = judge_config(Checker(kb, kb.check_rules, CheckContext()), read_file(path))
+    said = [f.message for f in found if f.id == "check.glob"]
+    assert len(said) == 2 and all("matches none" in m for m in said), said
