@@ -505,6 +505,8 @@ class _CompiledEra:
 
 # What the kernel model's formulas may read besides facts fields, globals and their own lets.
 _HOST_NAMES = frozenset({"facts", "host", "kernel", "page_size", "default"})
+# What only a host's facts give an era formula (a bare --kernel has none of it).
+_HOST_ONLY = frozenset({"facts", "host", "page_size", "default"})
 _KERNELS_REMEMBERED = 256  # distinct kernel versions whose eras a catalog keeps worked out
 
 
@@ -761,8 +763,26 @@ class Catalog:
                 host[name] = expr.run(ctx)
             except ExpressionError as exc:
                 raise as_input_error(exc, self.model_path, f"derived.{name}") from None
+        self._quantities_into(kernel, ctx, every=True)
+        return host, kernel
+
+    def release_context(self, version: KernelVersion) -> KernelContext:
+        """The target kernel named by its release alone (check's --kernel): the era quantities
+        that depend on nothing else, worked out; those whose formulas read the host (its
+        facts, derived quantities, page size or defaults) stay absent, so a rule reading one
+        declares `needs: [facts]`."""
+        kernel = KernelContext(version, distro=None, known=True, quantities={})
+        self._quantities_into(kernel, self.compiler.context({"kernel": kernel}), every=False)
+        return kernel
+
+    def _quantities_into(self, kernel: KernelContext, ctx: Context, every: bool) -> None:
+        """Each era quantity of the kernel's release (`every`: also those that read the
+        host), from the first era whose `when` holds, into `kernel`."""
         quantities: dict[str, Any] = {}
-        for name, eras in self._eras_for(version).quantities:
+        needs = self.quantity_needs
+        for name, eras in self._eras_for(kernel.version).quantities:
+            if not every and needs[name] != "kernel":
+                continue
             try:
                 for era in eras:
                     if era.applies(ctx):
@@ -772,7 +792,27 @@ class Catalog:
                 raise as_input_error(exc, self.model_path, f"quantities.{name}") from None
         kernel._quantities.update(quantities)
         kernel.fields = kernel.BASE_FIELDS | frozenset(quantities)
-        return host, kernel
+
+    @functools.cached_property
+    def quantity_needs(self) -> dict[str, Literal["kernel", "facts"]]:
+        """What each era quantity needs to be known: `facts` where a formula of one of its
+        eras (`when`, `let`, `value`) reads the host, else `kernel` (its release is enough).
+        Worked out from the formulas' syntax when first asked."""
+        found: dict[str, Literal["kernel", "facts"]] = {}
+        for name, eras in self._quantities.items():
+            sources = [
+                source
+                for compiled in eras
+                for source in (
+                    compiled.era.when or "",
+                    *compiled.era.let.values(),
+                    compiled.era.value if isinstance(compiled.era.value, str) else "",
+                )
+                if source
+            ]
+            reads = {n for s in sources for n in self.compiler.reads(s, "")[0]}
+            found[name] = "facts" if reads & _HOST_ONLY else "kernel"
+        return found
 
     def _eras_for(self, version: KernelVersion) -> _KernelEras:
         """The keys that exist on this kernel and the eras whose kernel range holds it, by key

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -212,3 +213,49 @@ def load_check_rules(
             expr(spec.suggest, "suggest") if spec.suggest else None,
         )
     return rules
+
+
+# What a rule reads that only some contexts give: `host` (the facts' derived quantities) only
+# with facts; an era quantity of `kernel` with the kernel, or with facts where it reads the host.
+_NEED_FOR = {"kernel": ("kernel", "facts"), "facts": ("facts",)}
+
+
+def check_needs(
+    rules: Mapping[str, CheckRule],
+    compiler: Compiler,
+    quantities: Mapping[str, str],
+    base_fields: frozenset[str],
+) -> None:
+    """Each rule's `needs` guarantee what it reads: `host` needs facts, `kernel.NAME` an era
+    quantity (`quantities`: what each needs, the release alone or the host's facts) that
+    the needs make known; `kernel.NAME` names a field the kernel has. A rule that reads more
+    would be judged with the quantity absent, and is refused when the rules load."""
+    for rule in rules.values():
+        spec = rule.spec
+        sources = [("when", spec.when or "", False), ("suggest", spec.suggest or "", False)]
+        sources += [(f"let.{n}", e, False) for n, e in spec.let.items()]
+        sources.append(("message", spec.message, True))
+        for field, source, template in sources:
+            if not source:
+                continue
+            read = compiler.attributes(source, template)
+            wanted = [("facts", "host")] if "host" in read else []
+            for name in sorted(read.get("kernel", ())):
+                if name in base_fields:
+                    continue
+                if name not in quantities:
+                    raise InputError(
+                        f"kernel.{name}: the kernel has no such field (its fields: "
+                        f"{', '.join(sorted(base_fields | set(quantities)))})",
+                        path=rule.path,
+                        field=field,
+                    )
+                wanted.append((quantities[name], f"kernel.{name}"))
+            for need, what in wanted:
+                if not set(_NEED_FOR[need]) & set(spec.needs):
+                    raise InputError(
+                        f"reads {what}, which is known only with {need}: "
+                        f"add `{need}` to its `needs`",
+                        path=rule.path,
+                        field=field,
+                    )

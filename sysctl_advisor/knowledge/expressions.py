@@ -228,6 +228,24 @@ class Compiler:
         walk(tree)
         return frozenset(names), None if whole else frozenset(fields)
 
+    def attributes(self, source: str, template: bool = False) -> dict[str, frozenset[str]]:
+        """Every name an expression (or, with `template`, a template) looks up, with the
+        attributes it reads of it by constant name (`kernel.short`: kernel -> {short}),
+        however else it uses the name too. Parsed afresh, for checks made when rules load."""
+        if template:
+            tree: nodes.Node = self.env.parse(source)
+        else:
+            tree = Parser(self.env, source, state="variable").parse_expression()
+        found: dict[str, set[str]] = {}
+        every = [tree, *tree.find_all(nodes.Node)]  # find_all leaves out the root itself
+        for node in every:
+            if isinstance(node, nodes.Name):
+                found.setdefault(node.name, set())
+        for node in every:
+            if isinstance(node, nodes.Getattr) and isinstance(node.node, nodes.Name):
+                found[node.node.name].add(node.attr)
+        return {name: frozenset(attrs) for name, attrs in found.items()}
+
     @contextlib.contextmanager
     def for_kind(self, kind: str) -> Iterator[None]:
         """Compile what this block compiles through the code cache of one knowledge kind."""

@@ -23,6 +23,7 @@ from sysctl_advisor.cache.specs import SpecCache, file_key
 from sysctl_advisor.knowledge.knowledge_files import (
     APP_MESSAGE_CATALOG,
     HELPERS,
+    KERNEL_MODEL,
     KUBERNETES,
     MESSAGE_CATALOG,
     NODE_PLATFORMS,
@@ -144,16 +145,19 @@ class KnowledgeBase:
         kind: str,
         load: Callable[[SpecCache], Any],
         cite: Callable[[Any], Citations] | None = None,
+        check: Callable[[SpecCache, Any], None] | None = None,
     ) -> Any:
         """One kind through its own spec cache file, its references checked (`cite`: what it
-        cites, see `_cite`); both caches saved after that, once, so the entries kept are
-        those the run used, the verdict on the references among them."""
+        cites, see `_cite`) and then `check` run on it; both caches saved after that, once, so
+        the entries kept are those the run used, the verdicts among them."""
         specs = self._specs.get(kind) or SpecCache(kind)
         self._specs[kind] = specs
         with self.compiler.for_kind(kind):
             found = load(specs)
         if cite is not None:
             self._cite(specs, kind, *cite(found))
+        if check is not None:
+            check(specs, found)
         specs.save()
         self.compiler.save(kind)
         return found
@@ -390,9 +394,27 @@ class KnowledgeBase:
         dirs = [d / "check" for d in self.rules_dirs]
         dirs = [dirs[0], *(d for d in dirs[1:] if d.is_dir())]
         rules: dict[str, CheckRule] = self._loaded(
-            "check_rules", lambda specs: load_check_rules(dirs, self.compiler, specs), _cite_specs
+            "check_rules",
+            lambda specs: load_check_rules(dirs, self.compiler, specs),
+            _cite_specs,
+            self._check_needs,
         )
         return rules
+
+    def _check_needs(self, specs: SpecCache, rules: dict[str, CheckRule]) -> None:
+        """Each check rule reads only what its `needs` make known (check_rules.check_needs):
+        checked once per set of rule files and kernel model, the verdict kept in the spec
+        cache as the references' is."""
+        from sysctl_advisor.knowledge.catalog import KernelContext, KernelModelFile
+        from sysctl_advisor.knowledge.check_rules import check_needs
+
+        model = file_key(self.catalog_dir / KERNEL_MODEL, KernelModelFile)
+        key = content_key("needs", *specs.used(), model)
+        if specs.holds(key):
+            return
+        needs = self.catalog.quantity_needs
+        check_needs(rules, self.compiler, needs, KernelContext.BASE_FIELDS)
+        specs.remember(key)
 
     @functools.cached_property
     def servers(self) -> ServerTable:

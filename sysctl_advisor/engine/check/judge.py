@@ -61,6 +61,36 @@ _FROM_VALUE = frozenset(
 )
 
 
+def _glob_reaches(pattern: str, name: str) -> bool:
+    """Whether a glob line's pattern matches the key `name`, or, for a name with `*` for one
+    interface, the key of some interface: of `all`, `default`, `lo`, or one the pattern's own
+    component in that place spells (its wildcards filled in)."""
+    if "*" not in name:
+        return fnmatch.fnmatchcase(name, pattern)
+    places = name.split(".")
+    parts = pattern.split(".")
+    candidates = ["all", "default", "lo", "*"]
+    if len(parts) == len(places):
+        candidates += [_an_instance(parts[i]) for i, p in enumerate(places) if p == "*"]
+    return any(fnmatch.fnmatchcase(name.replace("*", c), pattern) for c in candidates if c)
+
+
+# A bracket expression of fnmatch, negated or not.
+_BRACKET = re.compile(r"\[(!?)([^\]]+)\]")
+
+
+def _an_instance(glob: str) -> str:
+    """A name the glob `glob` matches, as far as one is easily had: a bracket gives its first
+    character (a negated one a letter it leaves out), `?` a letter, `*` nothing."""
+
+    def bracket(match: re.Match[str]) -> str:
+        if not match.group(1):
+            return match.group(2)[0]
+        return next((c for c in "xyz0" if c not in match.group(2)), "")
+
+    return _BRACKET.sub(bracket, glob).replace("?", "x").replace("*", "")
+
+
 class _LineError(Exception):
     """A check rule could not judge a line (its value made it exceed its work budget)."""
 
@@ -75,14 +105,7 @@ class Checker:
         self.assignment_rules = [r for r in rules.values() if r.spec.kind == "assignment"]
         # What check rules see, as plain data (no model objects reach an expression).
         self._facts = context.facts.expression_data() if context.facts is not None else None
-        data = context.kernel_data
-        self._kernel = (
-            data  # the facts' kernel knows its era quantities; a bare --kernel does not
-            if data is not None and data.version == context.kernel
-            else KernelContext(context.kernel, distro=None, known=True, quantities={})
-            if context.kernel is not None
-            else None
-        )
+        self._kernel = self._kernel_context(kb, context)
         # the numbers each key holds once the config is applied (check_config sets them)
         self._final_values: Mapping[str, list[int] | list[list[int]] | None] = {}
         self._specs = {name: plain_data(key) for name, key in kb.catalog.keys.items()}
@@ -119,6 +142,20 @@ class Checker:
         self.reported_by: dict[str, CheckRule] = {
             str(code): r for r in rules.values() for code in r.spec.reports
         }
+
+    @staticmethod
+    def _kernel_context(kb: KnowledgeBase, context: CheckContext) -> KernelContext | None:
+        """The target kernel as rules see it: the facts' (every era quantity, the host's
+        too); a release named otherwise (--kernel, the configuration's, the running one) with
+        the quantities its release alone decides, and on the facts' host with all of them."""
+        data, kernel = context.kernel_data, context.kernel
+        if kernel is None:
+            return None
+        if data is not None and data.version == kernel:
+            return data
+        if context.facts is not None:  # the facts' host, on another kernel
+            return kb.catalog.evaluate_host(context.facts, kernel, None, known=True)[1]
+        return kb.catalog.release_context(kernel)
 
     def _needs_met(self, rule: CheckRule) -> bool:
         needs = rule.spec.needs
@@ -248,13 +285,10 @@ class Checker:
         if known is not None:
             return known
         catalog, kernel = self.kb.catalog, self.context.kernel
-        matches = [
-            name
-            for name in catalog.keys
-            if fnmatch.fnmatchcase(name, pattern)
-            and (kernel is None or catalog.exists(name, kernel))
-        ]
-        specs = [catalog.keys[name] for name in matches]
+        # the catalog's keys on the target kernel, modelled or listed (a per-interface key
+        # listed with `*` for the interface: net.ipv4.conf.*.rp_filter)
+        matches = [name for name in catalog.kernel_keys(kernel) if _glob_reaches(pattern, name)]
+        specs = [catalog.keys[name] for name in matches if name in catalog.keys]
         found = self._globs[pattern] = {
             "matches": matches,
             "kinds": sorted({f"{spec.unit}/{spec.length}" for spec in specs}),
