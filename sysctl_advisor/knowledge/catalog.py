@@ -29,7 +29,7 @@ from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelRange, KernelVersion
 from sysctl_advisor.model.kernel_write import kernel_int
 from sysctl_advisor.model.model_base import After, Field, SpecModel, model
-from sysctl_advisor.model.vocabulary import SysctlKey, SysctlKeyGlob
+from sysctl_advisor.model.vocabulary import OneLine, SysctlKey, SysctlKeyGlob
 
 if TYPE_CHECKING:
     from sysctl_advisor.model.host_facts import HostFacts
@@ -162,6 +162,23 @@ class ActsOnlyWith(SpecModel):
 
 
 @model
+class Clears(SpecModel):
+    """Another key this key's handler sets to 0 when this one is written (writing
+    vm.dirty_bytes zeroes vm.dirty_ratio): of the two, the one written last is in force."""
+
+    key: SysctlKey
+    when: Literal["written", "changed"] = Field(
+        description="`written`: every write the kernel accepts; `changed`: a write that "
+        "changes the value"
+    )
+    both_zero: OneLine | None = Field(
+        default=None,
+        max_length=400,
+        description="what the kernel does when both keys end at 0",
+    )
+
+
+@model
 class CatalogKey(SpecModel):
     alias: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
     section: str
@@ -244,6 +261,10 @@ class CatalogKey(SpecModel):
     acts_only_with: ActsOnlyWith | None = Field(
         default=None,
         description="the key has no effect unless another key holds one of these values",
+    )
+    clears: Clears | None = Field(
+        default=None,
+        description="another key the handler sets to 0 when this one is written",
     )
     netns_new_default: list[Era] = Field(
         default_factory=list,
@@ -415,6 +436,9 @@ class CatalogFile(SpecModel):
             other = key.acts_only_with
             if other is not None and (other.key not in self.keys or other.key == name):
                 raise ValueError(f"{name}: acts_only_with names {other.key!r}, not another key")
+            twin = key.clears
+            if twin is not None and (twin.key not in self.keys or twin.key == name):
+                raise ValueError(f"{name}: clears names {twin.key!r}, not another key")
         aliases = [k.alias for k in self.keys.values()] + [k.alias for k in self.readable.values()]
         if len(set(aliases)) != len(aliases) or set(self.keys) & set(self.readable):
             raise ValueError("a key or alias is listed twice (keys and readable share one list)")

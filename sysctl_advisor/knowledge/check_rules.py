@@ -57,11 +57,15 @@ class CheckRuleSpec(SpecModel):
     reports: list[
         Literal[
             "syntax",
+            "shell-command",
             "byte-order-mark",
             "broken-link",
             "outside-link",
             "unreadable",
             "duplicate",
+            "duplicate-same",
+            "duplicate-fallback",
+            "twin-cleared",
             "override",
             "suppression-unused",
             "suppression-malformed",

@@ -45,7 +45,7 @@ class BadLine:
     line: int
     text: str
     reason: str
-    code: str = "syntax"  # or byte-order-mark
+    code: str = "syntax"  # or byte-order-mark, shell-command
 
 
 BYTE_ORDER_MARK = "\ufeff"
@@ -103,6 +103,68 @@ def unmarked(text: str) -> str:
 
 _FIELD_SEPARATOR = re.compile(r"[ \t]+")
 
+# A shell command pasted into a sysctl file: `sysctl -w key=value`, `/sbin/sysctl -p`,
+# `sudo sysctl key=value`, `echo 1 > /proc/sys/net/ipv4/ip_forward`. No key has a space in it,
+# so a line whose first word is one of these is never a setting.
+_SUDO = r"(?:sudo[ \t]+)?"
+_SYSCTL_COMMAND = re.compile(_SUDO + r"(?:\S*/)?sysctl(?:[ \t]|$)")
+# `sysctl [-w] key=value` with one setting, its value perhaps quoted as a shell quotes it
+_SYSCTL_SETTING = re.compile(
+    _SUDO + r"(?:\S*/)?sysctl(?:[ \t]+-[a-zA-Z]+)*[ \t]+([A-Za-z0-9_][^ \t=]*)="
+    r"(?:\"([^\"]*)\"|'([^']*)'|([^ \t\"']*))"
+)
+_ECHO_TO_PROC = re.compile(_SUDO + r"(?:echo|printf)[ \t].*/proc/sys/")
+_ECHO_SETTING = re.compile(
+    _SUDO + r"echo(?:[ \t]+-n)?[ \t]+(?:\"([^\"]*)\"|'([^']*)'|([^ \t\"'>]+))"
+    r"[ \t]*>>?[ \t]*/proc/sys/([A-Za-z0-9_][^ \t]*)"
+)
+_SHELL = re.compile(r"[<>|;&$`\\]")  # a value holding these is not one to write as it is
+
+
+def _instead(key: str, value: str) -> str:
+    """What to write instead of a command that sets one key, when it is plain."""
+    value = value.strip()
+    if not value or _SHELL.search(value) or _SHELL.search(key):
+        return "write the setting as `key = value` instead"
+    return f"write `{normalise_key(key.replace('/', '.'))} = {value}` instead"
+
+
+def shell_command(line: str) -> str | None:
+    """Why a stripped, non-comment line is a pasted shell command, with what to write
+    instead (`sysctl -p` and systemd-sysctl read it so: measured with procps 4.0.2 and
+    systemd 252), or None when it is not one."""
+    if _SYSCTL_COMMAND.match(line):
+        if "=" in line:
+            found = _SYSCTL_SETTING.fullmatch(line)
+            instead = (
+                _instead(found[1], next(v for v in found.groups()[1:] if v is not None))
+                if found
+                else "write each setting as `key = value` on its own line instead"
+            )
+            key = line.partition("=")[0].strip(C_SPACE)
+            return (
+                f"a pasted shell command: sysctl -p reads `{key}` as the key, which does not "
+                "exist (`cannot stat`, exit 1), and systemd-sysctl cannot write it either: "
+                f"the setting is never made; {instead}"
+            )
+        return (
+            "a pasted shell command: sysctl -p reports invalid syntax and skips it, "
+            "systemd-sysctl ignores it and exits 1; a sysctl file holds only "
+            "`key = value` lines: delete it"
+        )
+    if _ECHO_TO_PROC.match(line):
+        found = _ECHO_SETTING.fullmatch(line)
+        instead = (
+            _instead(found[4], next(v for v in found.groups()[:3] if v is not None))
+            if found
+            else "write the setting as `key = value` instead"
+        )
+        return (
+            "a pasted shell command: sysctl -p reports invalid syntax and skips it, "
+            f"systemd-sysctl ignores it and exits 1; the setting is never made: {instead}"
+        )
+    return None
+
 
 def parse_conf_lines(text: str) -> tuple[list[Assignment], list[Exclusion], list[BadLine]]:
     assignments: list[Assignment] = []
@@ -127,6 +189,11 @@ def parse_conf_lines(text: str) -> tuple[list[Assignment], list[Exclusion], list
             continue
         if not line or line[0] in "#;":
             continue
+        if line[0] in "/sep":  # the first letter of every shell_command
+            command = shell_command(line)
+            if command is not None:
+                bad.append(BadLine(number, raw, command, "shell-command"))
+                continue
         key, sep, value = line.partition("=")
         key = key.strip(C_SPACE)
         ignore = key.startswith("-")

@@ -131,6 +131,7 @@ FIXES: dict[str, Fix] = {
     "check.inline-comment": _move_comment,
     "check.not-decimal": _decimal,
     "check.duplicate-key": _drop_earlier,
+    "check.duplicate-same-value": _drop_earlier,
 }
 
 

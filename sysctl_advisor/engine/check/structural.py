@@ -1,7 +1,8 @@
 """The judge's structural findings: what the file reader noticed (inline comments, unparsable
-lines, unreadable files), a key set twice in a file or replaced by a later file, and a line a
-boot file another program installed replaces; each reported under the structural rule whose
-`reports` names it."""
+lines, pasted shell commands, unreadable files), a key set twice in a file (to the same value,
+as a fallback, or in conflict) or replaced by a later file, a value its twin's later write
+clears (the catalog's `clears`), and a line a boot file another program installed replaces;
+each reported under the structural rule whose `reports` names it."""
 
 from __future__ import annotations
 
@@ -42,14 +43,22 @@ def structural(
             continue
         path, line = _split_source(problem.source)
         found.add(CheckFinding(rule.id, rule.spec.severity, path, line, None, problem.message))
-    _overrides(config, reported_by, found)
+    _overrides(config, reported_by, catalog, found)
+    rule = reported_by.get("twin-cleared")
+    if rule is not None:
+        _twins_cleared(config, rule, catalog, found)
     rule = reported_by.get("writer-file")
     if rule is not None and boot_writers:
         _later_writer_files(config, rule, boot_writers, catalog, found)
 
 
-def _overrides(config: CurrentConfig, reported_by: Mapping[str, CheckRule], found: Listing) -> None:
+def _overrides(
+    config: CurrentConfig, reported_by: Mapping[str, CheckRule], catalog: Catalog, found: Listing
+) -> None:
     duplicate, override_rule = reported_by.get("duplicate"), reported_by.get("override")
+    # within a file: the same value again is redundant; a key whose write the kernel may
+    # refuse (the fallback rule's `keys`) set again may be a fallback
+    same, fallback = reported_by.get("duplicate-same"), reported_by.get("duplicate-fallback")
     quoted_keys: dict[str, bool] = {}  # a long file repeats a few keys many times
     for override in config.overrides:
         hidden, winner = override.hidden, override.winner
@@ -61,22 +70,37 @@ def _overrides(config: CurrentConfig, reported_by: Mapping[str, CheckRule], foun
             (winner.file, winner.line) if winner.file is not None else _split_source(winner.source)
         )
         same_file = hidden_path == winner_path
-        rule = duplicate if same_file else override_rule
+        key = override.key
+        kind = "override"
+        rule = override_rule
+        if same_file:
+            kind, rule = "duplicate", duplicate
+            if same_value(hidden.value, winner.value, catalog.keys.get(key)):
+                kind, rule = "same", same
+            elif fallback is not None and fallback.looks_at(key):
+                kind, rule = "fallback", fallback
         if rule is None:
             continue
-        key = override.key
         quoted = quoted_keys.get(key)
         if quoted is None:
             quoted = quoted_keys[key] = is_sysctl_key(key)
-        message = _override_message(override, same_file, quoted, winner_line)
+        message = _override_message(override, kind, quoted, winner_line)
         found.add(CheckFinding(rule.id, rule.spec.severity, hidden_path, hidden_line, key, message))
 
 
-def _override_message(
-    override: Override, same_file: bool, quoted: bool, winner_line: int | None
-) -> str:
+def _override_message(override: Override, kind: str, quoted: bool, winner_line: int | None) -> str:
     key = override.key
-    if same_file:
+    if kind == "same":
+        return f"{key} is set to the same value again on line {winner_line}; one line is redundant"
+    if kind == "fallback":
+        return (
+            f"{key} = {override.hidden.value} is a fallback for the {override.winner.value} "
+            f"on line {winner_line}: `sysctl -p` keeps it only where the kernel refuses "
+            f"{override.winner.value} (a module it lacks), and then reports that line as an "
+            "error and exits 1; systemd-sysctl at boot applies only the last line, so there "
+            "it is never tried"
+        )
+    if kind == "duplicate":
         return (
             f"{key} is set again on line {winner_line}; this value"
             + (f" ({override.hidden.value})" if quoted else "")
@@ -127,3 +151,63 @@ def _later_writer_files(
                         f"after {name} and wins at boot",
                     )
                 )
+
+
+def _twins_cleared(
+    config: CurrentConfig, rule: CheckRule, catalog: Catalog, found: Listing
+) -> None:
+    """Lines whose value a later write of the twin key clears (the catalog's `clears`:
+    writing vm.dirty_ratio zeroes vm.dirty_bytes), in the order systemd-sysctl applies them:
+    each key's last assignment, file by file. Only one of a pair is in force, the one written
+    last; the earlier line does nothing, and a later 0 leaves both at 0."""
+    in_force = config.values
+    held: dict[str, int] = {}  # what each twin holds, once a line of this config wrote it
+    wrote: dict[str, tuple[str, int, str]] = {}  # (file, line, value) of the write in force
+    for display, assignments in config.documents:
+        for item in assignments:
+            spec = catalog.keys.get(item.key)
+            twin = spec.clears if spec is not None else None
+            final = in_force.get(item.key)
+            if twin is None or final is None or (final.file, final.line) != (display, item.line):
+                continue
+            number = _accepted(catalog, item.key, item.value)
+            if number is None:  # the kernel refuses it: nothing changes
+                continue
+            changed = held.get(item.key) != number
+            held[item.key] = number
+            wrote[item.key] = (display, item.line, item.value)
+            if twin.when == "changed" and not changed:
+                continue
+            earlier = wrote.pop(twin.key, None)
+            cleared = held.get(twin.key)
+            held[twin.key] = 0
+            if earlier is None or not cleared:
+                continue
+            path, line, value = earlier
+            where = f"line {item.line}" if path == display else f"{display}:{item.line}"
+            message = (
+                f"{twin.key} = {value} does nothing: {item.key} = {item.value} on {where} is "
+                f"written after it, and writing {item.key} sets {twin.key} to 0; of the two, "
+                "the one written last is in force"
+            )
+            if number == 0:
+                message += "; both are now 0" + (f": {twin.both_zero}" if twin.both_zero else "")
+            else:
+                message += f"; keep only the line you mean ({item.key} wins as written)"
+            found.add(CheckFinding(rule.id, rule.spec.severity, path, line, twin.key, message))
+
+
+def _accepted(catalog: Catalog, key: str, value: str) -> int | None:
+    """The number the kernel stores for a one-number key's line, or None when it refuses it
+    (below or above the range every release read accepts) or the line is not a number."""
+    text = value.strip()
+    if not text.isascii() or not text.isdigit():
+        return None
+    number = int(text)
+    bounds = catalog.bounds(key, None, None)
+    if bounds is not None and (
+        (bounds["min"] is not None and number < bounds["min"])
+        or (bounds["max"] is not None and number > bounds["max"])
+    ):
+        return None
+    return number
