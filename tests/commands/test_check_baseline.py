@@ -20,7 +20,7 @@ from tests.test_github_action import pull_request, run_action
 
 # Five lines, one finding each (an error, warnings, an info), in each of ten hosts' sysctl.d.
 OLD_LINES = (
-    "net.ipv4.tcp_timestamps = 0\n"
+    "net.ipv4.tcp_syncookies = 0\n"
     "net.ipv4.tcp_sack = 0\n"
     "net.ipv4.tcp_tw_recycle = 1\n"
     "net.ipv4.tcp_low_latency = 1\n"
@@ -87,7 +87,9 @@ def test_identical_findings_are_counted_and_fixed_ones_noted(tmp_path: Path) -> 
     (repo / ".git").mkdir(parents=True)
     conf = repo / "sysctl.conf"
     conf.write_text("net.ipv4.tcp_sack = 0\n" * 2)
-    (repo / ".sysctl-advisor.toml").write_text('ignore = ["check.duplicate-key"]\n')
+    (repo / ".sysctl-advisor.toml").write_text(
+        'ignore = ["check.duplicate-key", "check.duplicate-same-value"]\n'
+    )
     code, _, _ = run_in(repo, "check", "sysctl.conf", "--write-baseline", "b.json")
     assert code == 0
     conf.write_text("net.ipv4.tcp_sack = 0\n" * 3)  # a third identical line is new

@@ -17,7 +17,7 @@ FACTS = str(ROOT / "examples" / "dtn-10g.yaml")
         (["explain", "net.core.somaxcon"], "(did you mean net.core.somaxconn?)"),
         (["explain", "somaxcon"], "(did you mean net.core.somaxconn?)"),  # a short name's slip
         (["explain", "tcp_notsent"], "(did you mean net.ipv4.tcp_notsent_lowat?)"),
-        (["rules", "check.tw-recycle"], "(did you mean check.tw-recycle-enabled?)"),
+        (["rules", "check.tw-recycle-enable"], "(did you mean check.tw-recycle-enabled?)"),
         (["recommend", "-p", "gridtfp", "--facts", FACTS], "(did you mean gridftp?)"),
         (["explain", "net.core.rmem_max", "-p", "frontend-prox"], "(did you mean frontend-proxy?)"),
         (["diff", "-p", "gridftp", "-p", "redsi", "--facts", FACTS], "(did you mean redis?)"),
