@@ -13,7 +13,7 @@ from tests.knowledge.test_user_check_rules import RULE
 from tests.test_github_action import pull_request, run_action
 
 CONF = (
-    "# sysctl-advisor: ignore[check.tw-recycle-enabled] kept until the 2027 migration\n"
+    "# sysctl-advisor: ignore[check.tw-recycle-inert] kept until the 2027 migration\n"
     "net.ipv4.tcp_tw_recycle = 1\n"
     "net.ipv4.tcp_timestamps = 0\n"
     "net.ipv4.tcp_tw_reuse = 1\n"
@@ -44,9 +44,9 @@ def test_one_review_applies_every_way_a_team_tunes_check(tmp_path: Path) -> None
         ("check.hardening-tw-reuse-without-timestamps", 4),
         ("check.site-somaxconn-floor", 5),
     }, run.stdout
-    accepted = results[("check.tw-recycle-enabled", 2)]["suppressions"][0]
+    accepted = results[("check.tw-recycle-inert", 2)]["suppressions"][0]
     assert accepted["kind"] == "inSource" and "2027 migration" in accepted["justification"]
-    assert ("check.tw-recycle-enabled", 2) not in reported
+    assert ("check.tw-recycle-inert", 2) not in reported
     # Annotations on the lines, and the configuration's fail-on fails the job on warnings.
     assert "file=etc/sysctl.d/20-pr.conf,line=5" in run.stdout
     assert review["worst"] == "warning" and run.failed_step == "Fail on findings at fail-on"

@@ -26,7 +26,7 @@ else:  # pragma: no cover
 
 
 RECYCLE = "net.ipv4.tcp_tw_recycle = 1\n"  # check.tw-recycle-enabled, an error
-TIMESTAMPS_OFF = "net.ipv4.tcp_timestamps = 0\n"  # check.tcp-timestamps-off, a warning
+SYNCOOKIES_OFF = "net.ipv4.tcp_syncookies = 0\n"  # check.syncookies-off, a warning
 FACTS = EXAMPLES / "dcache-32bit.yaml"
 
 
@@ -41,10 +41,10 @@ def test_the_configuration_is_found_upward_from_the_files(tmp_path: Path) -> Non
     repo = make_repo(
         tmp_path,
         'ignore = ["check.tw-recycle-enabled"]\nfail-on = "warning"\n',
-        {"hosts/web/etc/sysctl.d/10-a.conf": RECYCLE + TIMESTAMPS_OFF},
+        {"hosts/web/etc/sysctl.d/10-a.conf": RECYCLE + SYNCOOKIES_OFF},
     )
     code, out, _ = run_in(repo / "hosts", "check", "web/etc/sysctl.d", "-f", "json")
-    assert _ids(out) >= {"check.tcp-timestamps-off"}
+    assert _ids(out) >= {"check.syncookies-off"}
     assert "check.tw-recycle-enabled" not in _ids(out)
     assert code == 1  # fail-on = "warning" from the file: the warning fails the check
     code, out, _ = run_in(repo / "hosts", "check", "web/etc/sysctl.d", "-f", "json", "--isolated")
@@ -74,16 +74,16 @@ def test_command_line_flags_win_and_show_config_says_where_each_came_from(
     repo = make_repo(
         tmp_path,
         'select = ["check.tw-recycle-enabled"]\nfail-on = "info"\nkernel = "3.10"\n',
-        {"sysctl.d/10-a.conf": RECYCLE + TIMESTAMPS_OFF},
+        {"sysctl.d/10-a.conf": RECYCLE + SYNCOOKIES_OFF},
     )
     code, out, _ = run_in(repo, "check", "sysctl.d", "-f", "json")
     assert _ids(out) == {"check.tw-recycle-enabled"} and code == 1
     # --select replaces the file's list; --fail-on replaces its severity.
     code, out, _ = run_in(
-        repo, "check", "sysctl.d", "-f", "json", "--select", "check.tcp-timestamps-off",
+        repo, "check", "sysctl.d", "-f", "json", "--select", "check.syncookies-off",
         "--fail-on", "error",
     )  # fmt: skip
-    assert _ids(out) == {"check.tcp-timestamps-off"} and code == 0
+    assert _ids(out) == {"check.syncookies-off"} and code == 0
     code, out, err = run_in(repo, "check", "--show-config", "--fail-on", "error")
     assert code == 0, err
     shown = tomllib.loads(out)  # what it prints is TOML a team can paste
@@ -99,19 +99,19 @@ def test_per_file_ignores_by_name_and_by_path(tmp_path: Path) -> None:
     repo = make_repo(
         tmp_path,
         '[per-file-ignores]\n"99-vendor.conf" = ["check.tw-recycle-enabled"]\n'
-        '"hosts/*/sysctl.d/*.conf" = ["check.tcp-timestamps-off"]\n',
+        '"hosts/*/sysctl.d/*.conf" = ["check.syncookies-off"]\n',
         {
             "etc/sysctl.d/99-vendor.conf": RECYCLE,
-            "etc/sysctl.d/10-own.conf": RECYCLE.replace("1", "1 ") + TIMESTAMPS_OFF,
-            "hosts/db/sysctl.d/10-db.conf": TIMESTAMPS_OFF,
+            "etc/sysctl.d/10-own.conf": RECYCLE.replace("1", "1 ") + SYNCOOKIES_OFF,
+            "hosts/db/sysctl.d/10-db.conf": SYNCOOKIES_OFF,
         },
     )
     _, out, _ = run_in(repo, "check", "etc/sysctl.d", "hosts/db/sysctl.d", "-f", "json")
     found = {(f["file"], f["id"]) for f in json.loads(out)["findings"]}
     assert ("etc/sysctl.d/99-vendor.conf", "check.tw-recycle-enabled") not in found
     assert ("etc/sysctl.d/10-own.conf", "check.tw-recycle-enabled") in found
-    assert ("etc/sysctl.d/10-own.conf", "check.tcp-timestamps-off") in found
-    assert ("hosts/db/sysctl.d/10-db.conf", "check.tcp-timestamps-off") not in found
+    assert ("etc/sysctl.d/10-own.conf", "check.syncookies-off") in found
+    assert ("hosts/db/sysctl.d/10-db.conf", "check.syncookies-off") not in found
     _, text, _ = run_in(repo, "check", "etc/sysctl.d", "hosts/db/sysctl.d")
     assert "suppressed: 2 by per-file-ignores" in text
     # SARIF keeps them, with an external suppression and the reason.

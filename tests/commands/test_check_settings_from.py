@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.commands.check_repo import make_repo, run_in
 
 RECYCLE = "net.ipv4.tcp_tw_recycle = 1\n"  # check.tw-recycle-enabled, an error
-TIMESTAMPS_OFF = "net.ipv4.tcp_timestamps = 0\n"  # check.tcp-timestamps-off, a warning
+SYNCOOKIES_OFF = "net.ipv4.tcp_syncookies = 0\n"  # check.syncookies-off, a warning
 CONF = "hosts/web/sysctl.d/10.conf"
 
 
@@ -31,11 +31,11 @@ def _copy(tmp_path: Path, files: dict[str, str]) -> Path:
 def test_the_configuration_is_the_copy_s_not_the_working_directory_s(tmp_path: Path) -> None:
     """A nearer configuration in the working directory (the change's) is not read; the copy's
     per-file-ignores name the file as it stands in the working directory."""
-    repo = make_repo(tmp_path, 'ignore = ["check"]\n', {CONF: RECYCLE + TIMESTAMPS_OFF})
+    repo = make_repo(tmp_path, 'ignore = ["check"]\n', {CONF: RECYCLE + SYNCOOKIES_OFF})
     (repo / "hosts/web/.sysctl-advisor.toml").write_text('ignore = ["check"]\n')
     copy = _copy(
         tmp_path,
-        {".sysctl-advisor.toml": f'[per-file-ignores]\n"{CONF}" = ["check.tcp-timestamps-off"]\n'},
+        {".sysctl-advisor.toml": f'[per-file-ignores]\n"{CONF}" = ["check.syncookies-off"]\n'},
     )
     code, out, err = run_in(repo, "check", CONF, "-f", "json", "--settings-from", str(copy))
     assert code == 1, err
@@ -70,7 +70,7 @@ def test_the_copy_s_baseline_names_the_working_directory_s_files(tmp_path: Path)
 def test_a_directory_the_copy_does_not_have_is_passed_over(tmp_path: Path) -> None:
     """The change adds hosts/new/: the copy has no such directory, and the configuration
     above it applies."""
-    repo = make_repo(tmp_path, None, {"hosts/new/sysctl.d/10.conf": TIMESTAMPS_OFF})
+    repo = make_repo(tmp_path, None, {"hosts/new/sysctl.d/10.conf": SYNCOOKIES_OFF})
     copy = _copy(tmp_path, {".sysctl-advisor.toml": 'fail-on = "warning"\n'})
     code, _, err = run_in(
         repo, "check", "hosts/new/sysctl.d", "--settings-from", str(copy), "-f", "json"

@@ -13,7 +13,7 @@ from tests.commands.check_repo import make_repo, run_in
 
 CONFIG = 'fail-on = "info"\nbaseline = "sysctl-baseline.json"\n'
 FILES = {
-    "etc/sysctl.d/10-net.conf": "net.ipv4.tcp_timestamps = 0\nnet.ipv4.tcp_sack = 0\n",
+    "etc/sysctl.d/10-net.conf": "net.ipv4.tcp_syncookies = 0\nnet.ipv4.tcp_sack = 0\n",
     # its first line is replaced by 99-vendor.conf's (check.overridden)
     "etc/sysctl.d/20-app.conf": "net.core.somaxconn = 1024\nnet.ipv4.tcp_tw_recycle = 1\n",
     "etc/sysctl.d/30-old.conf": "net.ipv4.tcp_window_scaling = 0\nvm.swappiness = 0\n",

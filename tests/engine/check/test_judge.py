@@ -57,7 +57,7 @@ def test_text_format_and_exit_codes(cli: Cli) -> None:
     result = cli("check", conf, "--kernel", "5.15.0-91-generic")
     assert result.exit_code == 1
     assert re.search(
-        r"annotated\.conf:5:1: \[error\] .* \(check\.tw-recycle-enabled\)", result.stdout
+        r"annotated\.conf:5:1: \[error\] .* \(check\.key-not-in-kernel\)", result.stdout
     )
     clean = FIXTURES / "sysctl.d" / "99-vendor.conf"
     assert cli("check", str(clean)).exit_code == 0
