@@ -119,6 +119,7 @@ class CheckRuleSpec(SpecModel):
 
 
 _FINAL = re.compile(r"\bfinal\b")  # a rule that reads other lines of the config
+_COMMENT = re.compile(r"\bcomment\b")  # a rule that reads the comment above a line
 
 
 @dataclass
@@ -141,6 +142,8 @@ class CheckRule:
         spec = self.spec
         sources = [spec.when or "", spec.message, spec.suggest or "", *spec.let.values()]
         self.reads_final = any(_FINAL.search(source) for source in sources)
+        # a line's comment is part of its verdict only for the rules that read it
+        self.reads_comment = any(_COMMENT.search(source) for source in sources)
 
     @property
     def id(self) -> str:

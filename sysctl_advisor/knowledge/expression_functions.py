@@ -116,6 +116,30 @@ def _shell(value: object) -> str:
     return shlex.quote(str(value))
 
 
+# A size as a comment writes it: "256MB", "1 GiB", "2G", "64k" (a unit letter right after the
+# number, or after one space). Memory sizes: K, M, G and T count 1024s whatever the spelling.
+_SIZE = re.compile(
+    r"(?<![\w.])(\d{1,15}(?:\.\d{1,6})?) ?([kKmMgGtT])(?:i?[bB])?(?![A-Za-z0-9_])", re.ASCII
+)
+_SIZE_UNITS = {"k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+MAX_SIZES = 8  # sizes `sizes` returns at most
+MAX_SIZE_TEXT = 1000  # characters of its text `sizes` reads at most
+
+
+def _sizes(text: object) -> list[int]:
+    """The byte counts a text names ("kernel.shmall: 256MB" -> [268435456]), at most
+    MAX_SIZES of them, from its first MAX_SIZE_TEXT characters: what a comment above a line
+    says its value is."""
+    if not isinstance(text, str):
+        raise ValueError("sizes: not a text")
+    found = []
+    for match in _SIZE.finditer(text[:MAX_SIZE_TEXT]):
+        found.append(int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]))
+        if len(found) == MAX_SIZES:
+            break
+    return found
+
+
 def _number_only(function: Callable[..., str]) -> Callable[..., str]:
     """A formatting filter that takes one number (a list would be repeated, not formatted)."""
 
@@ -135,6 +159,7 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "address": _address,
     "fill": _fill,
     "shell": _shell,
+    "sizes": _sizes,
     "bytes": _number_only(human_bytes),
     "pages": _number_only(_pages),
     "percent": _number_only(_percent),

@@ -25,6 +25,9 @@ class Assignment(NamedTuple):
     # a template's line whose value Jinja makes (`= {{ somaxconn }}`): its key is judged, its
     # value is not (sources.sysctl_templates)
     templated: bool = False
+    # the comment lines right above the line (no blank line between), their text joined, at
+    # most COMMENT_CHARS: what the line says of itself ("# 256MB"), for check rules to read
+    comment: str = ""
 
     @property
     def is_glob(self) -> bool:
@@ -102,6 +105,8 @@ def unmarked(text: str) -> str:
 
 
 _FIELD_SEPARATOR = re.compile(r"[ \t]+")
+# What of the comment block above a line is kept with it: its last lines, at most this long.
+COMMENT_CHARS = 200
 
 # A shell command pasted into a sysctl file: `sysctl -w key=value`, `/sbin/sysctl -p`,
 # `sudo sysctl key=value`, `echo 1 > /proc/sys/net/ipv4/ip_forward`. No key has a space in it,
@@ -170,6 +175,7 @@ def parse_conf_lines(text: str) -> tuple[list[Assignment], list[Exclusion], list
     assignments: list[Assignment] = []
     exclusions: list[Exclusion] = []
     bad: list[BadLine] = []
+    comment = ""  # the comment block right above the line being read
     # Lines end at \n only, as procps and systemd-sysctl read them (str.splitlines would also
     # break at \v, \f, \x1c-\x1e, \x85 and U+2028, and number every later line wrongly).
     for number, raw in enumerate(text.split("\n"), start=1):
@@ -188,7 +194,11 @@ def parse_conf_lines(text: str) -> tuple[list[Assignment], list[Exclusion], list
             bad.append(BadLine(number, raw, reason, "byte-order-mark"))
             continue
         if not line or line[0] in "#;":
+            # a blank line ends a comment block; a comment line adds to it (its end is kept)
+            text = line[1:].strip(C_SPACE) if line else ""
+            comment = "" if not line else (comment + " " + text).strip()[-COMMENT_CHARS:]
             continue
+        above, comment = comment, ""
         if line[0] in "/sep":  # the first letter of every shell_command
             command = shell_command(line)
             if command is not None:
@@ -213,5 +223,5 @@ def parse_conf_lines(text: str) -> tuple[list[Assignment], list[Exclusion], list
         value = value.strip(C_SPACE)
         if "\t" in value or "  " in value:
             value = " ".join(_FIELD_SEPARATOR.split(value))
-        assignments.append(Assignment(normalise_key(key), value, number, ignore))
+        assignments.append(Assignment(normalise_key(key), value, number, ignore, comment=above))
     return assignments, exclusions, bad

@@ -134,7 +134,7 @@ class Checker:
         self._bounds: dict[str, dict[str, Any] | None] = {}  # the range each key takes here
         # each line's verdicts, with the rules among them whose messages were not rendered
         self._memo: dict[
-            tuple[str, str, bool, bool, bool, int, bool],
+            tuple[str, str, bool, bool, bool, int, bool, str],
             tuple[list[tuple[CheckRule, str]], frozenset[str]],
         ] = {}
         self._final_epoch = 1  # which `final` the memo's verdicts that read it were made with
@@ -196,7 +196,7 @@ class Checker:
         return found
 
     def _scope(
-        self, key: str, value: str, ignore_failure: bool, dump: bool = False
+        self, key: str, value: str, ignore_failure: bool, dump: bool = False, comment: str = ""
     ) -> dict[str, Any]:
         catalog = self.kb.catalog
         spec = catalog.keys.get(key)
@@ -245,6 +245,8 @@ class Checker:
             # for a key that names a program the kernel runs as root: that program, judged
             "helper": self.kb.helpers.judge(key, value),
             "ignore_failure": ignore_failure,
+            # the comment lines right above the line, their text joined ("" where none)
+            "comment": comment,
         }
 
     def _bounds_of(self, key: str) -> dict[str, Any] | None:
@@ -348,6 +350,7 @@ class Checker:
         dump: bool,
         unsaid: frozenset[str] = frozenset(),
         templated: bool = False,
+        comment: str = "",
     ) -> list[tuple[CheckRule, str]]:
         """The rules a line breaks, with their messages; none for the rules in `unsaid`, whose
         findings are only counted. What a rule sees of a line is its key, value and prefix,
@@ -358,7 +361,9 @@ class Checker:
             rules = [rule for rule in rules if self._reads_only_key(rule)]
         # a line whose rules read other lines (`final`) is judged again for another config
         epoch = self._final_epoch if any(r.reads_final for r in rules) else 0
-        memo_key = (key, value, ignore_failure, is_glob, dump, epoch, templated)
+        if comment and not any(r.reads_comment for r in rules):
+            comment = ""  # a line's comment matters only to the rules that read it
+        memo_key = (key, value, ignore_failure, is_glob, dump, epoch, templated, comment)
         cached = self._memo.get(memo_key)
         if cached is not None and cached[1] <= unsaid:
             return cached[0]
@@ -366,7 +371,7 @@ class Checker:
         silent: set[str] = set()  # the rules that broke the line and were not said
         if rules:
             new_budget()  # the work the rules may do for one line: the whole, linear in lines
-            scope = self._scope(key, value, ignore_failure, dump)
+            scope = self._scope(key, value, ignore_failure, dump, comment)
             if is_glob:
                 scope["glob"] = self._glob(key)
         compiler = self.kb.compiler
@@ -422,6 +427,7 @@ class Checker:
                     dump,
                     unsaid,
                     item.templated,
+                    item.comment,
                 )
             except _LineError as exc:  # the line drove a rule past what one line may cost
                 raise InputError(str(exc), path=display, line=item.line) from None
