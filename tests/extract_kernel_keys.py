@@ -43,7 +43,10 @@ _NEIGH_DEFAULT_ONLY = frozenset({"gc_interval", "gc_thresh1", "gc_thresh2", "gc_
 # `ctl_table`, the old compat tables): where they are registered.
 _BY_NAME: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"compat"), "net/ipv4/netfilter"),
-    (re.compile(r"^(tcp|udp|udplite|icmp|icmpv6|sctp|dccp|gre|generic)_sysctl_table$"), "net/netfilter"),
+    (
+        re.compile(r"^(tcp|udp|udplite|icmp|icmpv6|sctp|dccp|gre|generic)_sysctl_table$"),
+        "net/netfilter",
+    ),
     (re.compile(r"^ip_ct_sysctl_table$"), "net/ipv4/netfilter"),
     (re.compile(r"^nf_ct_ipv6_sysctl_table$"), "net/netfilter"),
     (re.compile(r"^ipv6_route_table_template$"), "net/ipv6/route"),
@@ -66,9 +69,7 @@ MODULES: tuple[tuple[str, str], ...] = (
     ("net/mpls/", "mpls_router"),
     ("net/vmw_vsock/", "vsock"),
 )
-_TABLE = re.compile(
-    r"\b(?:struct\s+)?ctl_table\s+(\w+)\s*\[[^\]]*\]\s*(?:__\w+\s*)*=\s*\{"
-)
+_TABLE = re.compile(r"\b(?:struct\s+)?ctl_table\s+(\w+)\s*\[[^\]]*\]\s*(?:__\w+\s*)*=\s*\{")
 _MEMBER = re.compile(r"\.(\w+_vars|addrconf_sysctl)\s*=\s*\{")
 _PATH = re.compile(r"\bstruct\s+ctl_path\s+(\w+)\s*\[[^\]]*\]\s*(?:__\w+\s*)*=\s*\{")
 _STR = re.compile(r'"((?:[^"\\]|\\.)*)"')
@@ -141,7 +142,9 @@ class Entry:
 class Tree:
     """One release's tables, paths and registrations."""
 
-    tables: dict[str, list[tuple[str, list[Entry]]]] = field(default_factory=lambda: defaultdict(list))
+    tables: dict[str, list[tuple[str, list[Entry]]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
     paths: dict[str, list[str]] = field(default_factory=dict)
     registered: list[tuple[str, str, str]] = field(default_factory=list)  # file, dir, table
     roots: list[tuple[str, str]] = field(default_factory=list)  # file, table
@@ -318,8 +321,18 @@ def read_tree(git_dir: str, rev: str = "HEAD", under: str = "") -> Tree:
     """A release's tables; `under`, the folder of the git tree the kernel's tree is in."""
     prefix = f"{under.strip('/')}/" if under else ""
     listed = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "grep", "-l", "-E", "ctl_table|ctl_path", rev, "--",
-         f"{prefix}*.c", f"{prefix}*.h"],
+        [
+            "git",
+            f"--git-dir={git_dir}",
+            "grep",
+            "-l",
+            "-E",
+            "ctl_table|ctl_path",
+            rev,
+            "--",
+            f"{prefix}*.c",
+            f"{prefix}*.h",
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -342,9 +355,9 @@ def read_tree(git_dir: str, rev: str = "HEAD", under: str = "") -> Tree:
         size = int(header[2])
         body = batch[header_end + 1 : header_end + 1 + size].decode("utf-8", "replace")
         at = header_end + 1 + size + 1
-        if name[len(prefix):].startswith(("tools/", "Documentation/", "samples/")):
+        if name[len(prefix) :].startswith(("tools/", "Documentation/", "samples/")):
             continue
-        read_file(tree, name[len(prefix):], body)
+        read_file(tree, name[len(prefix) :], body)
     return tree
 
 
@@ -391,7 +404,7 @@ def catalog(read: list[tuple[str, dict[str, Any]]]) -> str:
     names = [series(release) for release, _ in read]
     every = sorted({k for _, r in read for k in r["keys"]})
     lines = ["releases:"]
-    for (release, r), name in zip(read, names):
+    for (release, r), name in zip(read, names, strict=True):
         lines.append(f'  "{name}": {{read: "{release}", commit: "{r["commit"]}"}}')
     lines.append("keys:")
     modules, read_only = {}, {}
@@ -402,8 +415,12 @@ def catalog(read: list[tuple[str, dict[str, Any]]]) -> str:
         module = next((f["module"] for f in found if f["module"]), None)
         if module:
             modules[key] = module
-        ro = [key in r["keys"] and r["keys"][key]["mode"] is not None
-              and not int(r["keys"][key]["mode"], 8) & 0o222 for _, r in read]
+        ro = [
+            key in r["keys"]
+            and r["keys"][key]["mode"] is not None
+            and not int(r["keys"][key]["mode"], 8) & 0o222
+            for _, r in read
+        ]
         if any(ro):
             read_only[key] = _runs(ro, names)
     lines.append("modules:")
@@ -415,7 +432,9 @@ def catalog(read: list[tuple[str, dict[str, Any]]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("git_dir", nargs="+", help="GIT_DIR, or GIT_DIR:FOLDER (the kernel's folder)")
+    parser.add_argument(
+        "git_dir", nargs="+", help="GIT_DIR, or GIT_DIR:FOLDER (the kernel's folder)"
+    )
     parser.add_argument("--rev", default="HEAD")
     parser.add_argument("--catalog", action="store_true", help="write the catalog's data (YAML)")
     args = parser.parse_args(argv)
@@ -426,7 +445,9 @@ def main(argv: list[str] | None = None) -> int:
         keys, unplaced = keys_of(tree)
         commit = subprocess.run(
             ["git", f"--git-dir={git_dir}", "rev-parse", args.rev],
-            capture_output=True, text=True, check=True,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.strip()
         out[release_of(git_dir, args.rev, under)] = {
             "commit": commit,

@@ -75,7 +75,7 @@ class KernelKeys:
         if key in keys:
             return key
         parts = key.split(".")
-        for i in range(2, len(parts) - 1):
+        for i in range(2, len(parts)):
             name = ".".join([*parts[:i], "*", *parts[i + 1 :]])
             if name in keys:
                 return name

@@ -16,7 +16,9 @@ class Listing:
     find it)."""
 
     def __init__(
-        self, addressed: frozenset[tuple[str, int]] = frozenset(), once: frozenset[str] = frozenset()
+        self,
+        addressed: frozenset[tuple[str, int]] = frozenset(),
+        once: frozenset[str] = frozenset(),
     ) -> None:
         self.addressed = addressed
         self.once = once  # rules whose findings in a file are said as one line, counted
