@@ -156,6 +156,9 @@ class KernelKeys:
         if result["vendor"] is not None and not _PLAIN.match(version.release):
             result["why"] = f"a key of {result['vendor']}, not of mainline"
             return result
+        if not self.covers(key):
+            result["why"] = "its directory is not among those read whole from the kernel's tables"
+            return result
         if distro:
             result["why"] = f"a distribution's kernel may carry it beyond {names[at]}"
             return result
