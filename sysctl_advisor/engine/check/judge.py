@@ -218,6 +218,8 @@ class Checker:
             ),
             # the target release's word on the key from its sysctl tables (kernel_keys.py)
             "kernel_key": release_key,
+            # whether the facts show the key on the host (its module, if any, is loaded there)
+            "in_force": self.context.facts is not None and key in self.context.facts.sysctl,
             "kernel": self._kernel,
             "facts": self._facts,
             "host": self.context.host,
