@@ -97,6 +97,11 @@ class CheckRuleSpec(SpecModel):
         description="its `keys` (names or globs, not `*`) are keys the advisor knows by this "
         "rule alone: other rules see them as `named` (check.unknown-key stays quiet on them)",
     )
+    once: bool = Field(
+        default=False,
+        description="its findings in one file are said as one line: the first, with how many "
+        "more lines of the file it finds",
+    )
     let: dict[str, str] = Field(default_factory=dict)
     suggest: str | None = Field(
         default=None,

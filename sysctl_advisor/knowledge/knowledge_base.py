@@ -23,6 +23,7 @@ from sysctl_advisor.cache.specs import SpecCache, file_key
 from sysctl_advisor.knowledge.knowledge_files import (
     APP_MESSAGE_CATALOG,
     HELPERS,
+    KERNEL_KEYS,
     KERNEL_MODEL,
     KUBERNETES,
     MESSAGE_CATALOG,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:  # each kind's module is imported when the kind is first read
     from sysctl_advisor.knowledge.check_rules import CheckRule
     from sysctl_advisor.knowledge.expressions import Compiler
     from sysctl_advisor.knowledge.helpers import Helpers
+    from sysctl_advisor.knowledge.kernel_keys import KernelKeys
     from sysctl_advisor.knowledge.kernel_messages import MessageFamily
     from sysctl_advisor.knowledge.kubernetes import Kubernetes
     from sysctl_advisor.knowledge.node_platforms import NodePlatform
@@ -64,6 +66,7 @@ _KINDS = (
     "node_platforms",
     "writers",
     "helpers",
+    "kernel_keys",
 )
 
 
@@ -559,6 +562,25 @@ class KnowledgeBase:
 
         helpers: Helpers = self._loaded("helpers", lambda specs: Helpers(path, specs), cite)
         return helpers
+
+    @functools.cached_property
+    def kernel_keys(self) -> KernelKeys:
+        """The keys each Linux release has, read from its sysctl tables."""
+        from sysctl_advisor.knowledge.kernel_keys import KernelKeys
+
+        path = self.catalog_dir / KERNEL_KEYS
+
+        def cite(keys: KernelKeys) -> Citations:
+            releases = {f"{name}.source": r.source for name, r in keys.spec.releases.items()}
+            return (
+                [(path, "", {"": keys.spec})],
+                [([*releases.values()], path, "releases")],
+            )
+
+        kernel_keys: KernelKeys = self._loaded(
+            "kernel_keys", lambda specs: KernelKeys(path, specs), cite
+        )
+        return kernel_keys
 
     @functools.cached_property
     def message_texts(self) -> dict[str, dict[str, str | list[str]]]:

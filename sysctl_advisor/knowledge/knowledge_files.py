@@ -17,6 +17,7 @@ KUBERNETES = "kubernetes.yaml"
 NODE_PLATFORMS = "node-platforms"  # a folder: one file per Kubernetes platform
 WRITERS = "writers.yaml"
 HELPERS = "helpers.yaml"  # the programs the kernel runs as root that a sysctl names
+KERNEL_KEYS = "kernel-keys.yaml"  # the keys each Linux release has, from its sysctl tables
 
 
 MAX_RULE_DEPTH = 8  # folders below a rules directory (the shipped ones use one)

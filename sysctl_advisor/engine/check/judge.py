@@ -103,12 +103,18 @@ class Checker:
         self.rules = rules
         self.context = context
         self.assignment_rules = [r for r in rules.values() if r.spec.kind == "assignment"]
+        self._once = frozenset(r.id for r in rules.values() if r.spec.once)
         # What check rules see, as plain data (no model objects reach an expression).
         self._facts = context.facts.expression_data() if context.facts is not None else None
         self._kernel = self._kernel_context(kb, context)
         # the numbers each key holds once the config is applied (check_config sets them)
         self._final_values: Mapping[str, list[int] | list[list[int]] | None] = {}
         self._specs = {name: plain_data(key) for name, key in kb.catalog.keys.items()}
+        # a distribution's kernel (the catalog's distro_kernels): a key upstream lacks is only
+        # "not verified" there
+        self._distro = context.kernel is not None and (
+            kb.catalog._distro(context.kernel.release) is not None
+        )
         # the programs on the host that write a key after the files are applied (boot files
         # are the tree's own business: check.overridden), as plain data, by key
         self._writers = [dataclasses.asdict(n) for n in context.owners if n.file is None]
@@ -204,6 +210,9 @@ class Checker:
         named = spec is None and not listed and self._is_named(key)
         unknown = spec is None and not listed and not named
         kernel = self.context.kernel
+        release_key = (
+            self.kb.kernel_keys.verdict(key, kernel, self._distro) if kernel and not dump else None
+        )
         # What the kernel does with the text of a key it knows: what it stores, refuses, drops.
         text_key = spec is not None and spec.is_text
         write = kernel_write(value, spec.length) if spec is not None and not text_key else None
@@ -231,8 +240,23 @@ class Checker:
             # a key neither modelled nor listed that a `knows_keys` rule names by its `keys`
             "named": named,
             # for any other key of a file: the kernel's key it was probably meant to be
-            "near_key": self._near_key(key) if unknown and not dump else None,
-            "exists": (catalog.exists(key, kernel) if spec and kernel else None),
+            "near_key": (
+                self._near_key(key)
+                if unknown and not dump and not (release_key and release_key["exists"])
+                else None
+            ),
+            # True/False where the target release is verified to have the key or not, else None
+            "exists": (
+                catalog.exists(key, kernel)
+                if spec and kernel
+                else release_key["exists"]
+                if release_key is not None
+                else None
+            ),
+            # the target release's word on the key from its sysctl tables (kernel_keys.py)
+            "kernel_key": release_key,
+            # whether the facts show the key on the host (its module, if any, is loaded there)
+            "in_force": self.context.facts is not None and key in self.context.facts.sysctl,
             "kernel": self._kernel,
             "facts": self._facts,
             "host": self.context.host,
@@ -451,7 +475,7 @@ class Checker:
         self._final_values = Final(self.kb.catalog, config, in_force)
         self._final_epoch += 1
         dump = config.kind == "dump"
-        listing = Listing(addressed)
+        listing = Listing(addressed, self._once)
         structural(config, self.reported_by, self._boot_writers, self.kb.catalog, listing)
         for display, assignments in config.documents:
             self._assignments(display, assignments, dump, listing)

@@ -15,8 +15,13 @@ class Listing:
     a finding on a line a suppression comment addresses is always listed (the comment must
     find it)."""
 
-    def __init__(self, addressed: frozenset[tuple[str, int]] = frozenset()) -> None:
+    def __init__(
+        self,
+        addressed: frozenset[tuple[str, int]] = frozenset(),
+        once: frozenset[str] = frozenset(),
+    ) -> None:
         self.addressed = addressed
+        self.once = once  # rules whose findings in a file are said as one line, counted
         self.found: list[CheckFinding] = []
         self._listed: dict[tuple[str, str], int] = {}
         self._folded: dict[tuple[str, str], tuple[CheckFinding, int]] = {}
@@ -31,7 +36,8 @@ class Listing:
     def add(self, finding: CheckFinding) -> None:
         where = (finding.file, finding.id)
         listed = self._listed.get(where, 0)
-        if listed < MAX_LISTED or (finding.file, finding.line or 0) in self.addressed:
+        limit = 0 if finding.id in self.once else MAX_LISTED
+        if listed < limit or (finding.file, finding.line or 0) in self.addressed:
             self._listed[where] = listed + 1
             self.found.append(finding)
             return
