@@ -24,10 +24,6 @@ def test_every_file_is_indexed_with_its_source_and_kernel() -> None:
         assert entry.repository.count("/") == 1 and entry.path and entry.why, entry.file
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="most keys are still 'not in the catalog': key existence by release removes this mark",
-)
 def test_unknown_keys_are_under_a_fifth_of_the_findings() -> None:
     counts = count()
     assert counts["total"] > 0
