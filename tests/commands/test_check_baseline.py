@@ -24,7 +24,7 @@ OLD_LINES = (
     "net.ipv4.tcp_sack = 0\n"
     "net.ipv4.tcp_tw_recycle = 1\n"
     "net.ipv4.tcp_low_latency = 1\n"
-    "net.core.somaxconn = 1024 # more\n"
+    "net.core.somaxconn = 8192 # more\n"
 )
 NEW_BAD = "net.ipv4.tcp_window_scaling = 0\n"  # check.tcp-extension-off, a warning
 HOSTS = [f"hosts/h{i}/sysctl.d" for i in range(10)]

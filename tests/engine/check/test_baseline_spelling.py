@@ -22,7 +22,7 @@ from tests.conftest import assert_one_line_error
 # tree was given), a turned-off TCP extension and a key set twice.
 FILES = {
     "etc/sysctl.d/20-app.conf": (
-        "net.core.somaxconn = 1024\nnet.ipv4.tcp_sack = 0\nvm.swappiness = 10\nvm.swappiness = 20\n"
+        "net.core.somaxconn = 8192\nnet.ipv4.tcp_sack = 0\nvm.swappiness = 10\nvm.swappiness = 20\n"
     ),
     "etc/sysctl.d/99-vendor.conf": "net.core.somaxconn = 4096\n",
 }
