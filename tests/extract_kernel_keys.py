@@ -176,8 +176,15 @@ def _entries(body: str) -> list[Entry]:
                 inner, i = _block(body, j + body[j:].index("("))
                 name = _STR.search(inner)
                 mode = re.search(r"\b(0[0-7]{3})\b", inner)
+                # DEVINET_SYSCTL_RO_ENTRY(MC_FORWARDING, "mc_forwarding"): the macro's name
+                # carries the mode (0444) where its arguments do not
+                read_only = mode is None and "_RO_" in f"{m[0]}_"
                 if name:
-                    found.append(Entry(name[1], int(mode[1], 8) if mode else None, None))
+                    found.append(
+                        Entry(
+                            name[1], 0o444 if read_only else int(mode[1], 8) if mode else None, None
+                        )
+                    )
                 continue
             i = j
             continue

@@ -156,11 +156,6 @@ def rejected_lines(entry: Entry) -> tuple[dict[int, tuple[Line, str]], list[Line
 
 
 @pytest.mark.skipif(_problem() is not None, reason=str(_problem()))
-@pytest.mark.xfail(
-    strict=True,
-    reason="check does not yet call every rejected line an error (the report lists them); "
-    "key existence by release and the structural rules remove this mark",
-)
 def test_every_line_sysctl_rejects_is_an_error_of_check() -> None:
     kernel = platform.release()
     missed, report = [], []
