@@ -82,4 +82,8 @@ def _context(kb: KnowledgeBase, found: CheckSettings) -> CheckContext:
             raise found.blame(exc) from None
     if found["kernel"] is not None:
         context.kernel = KernelVersion.parse(found["kernel"])
+        if facts is None and found["kernel"] == check_settings.running_release():
+            from sysctl_advisor.sources.running_kernel import read_running_kernel
+
+            context.running = read_running_kernel(found["kernel"])
     return context

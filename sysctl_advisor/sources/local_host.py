@@ -226,7 +226,7 @@ def _sysctls(root: Path, keys: Iterable[str]) -> dict[str, str]:
 MAX_MODULE_LIST = 16 << 20  # modules.dep of a distribution kernel is about 1 MiB
 
 
-def _kernel_modules(root: Path, release: str | None) -> dict[str, list[str]] | None:
+def kernel_modules(root: Path, release: str | None) -> dict[str, list[str]] | None:
     """The congestion control and qdisc modules the running kernel could load or has built
     in; None when its module directory is not there (a kernel without modules, a container)."""
     if not release or "/" in release or release in (".", ".."):
@@ -546,7 +546,7 @@ def collect_data(
         data["links"] = links
     if node_places is not None:
         data["kubernetes_files"] = read_node_files(root, node_places, live)
-    modules = _kernel_modules(root, kernel)
+    modules = kernel_modules(root, kernel)
     if modules is not None:
         data["kernel_modules"] = modules
     build = _kernel_build(root, kernel)

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from sysctl_advisor.model.host_facts import HostFacts
     from sysctl_advisor.model.kernel_version import KernelVersion
     from sysctl_advisor.model.plan import OwnerNote, Plan
+    from sysctl_advisor.model.running_kernel import RunningKernel
 
 
 class CheckFinding(NamedTuple):
@@ -39,6 +40,7 @@ class CheckContext:
     kernel_data: KernelContext | None = None  # the facts' kernel with its era quantities
     kubernetes: dict[str, Any] | None = None  # whether the facts show a Kubernetes node
     owners: list[OwnerNote] = field(default_factory=list)  # other writers on the host
+    running: RunningKernel | None = None  # the target is this host's running kernel, as seen
 
 
 class Suppressed(NamedTuple):

@@ -106,6 +106,12 @@ class Checker:
         self._once = frozenset(r.id for r in rules.values() if r.spec.once)
         # What check rules see, as plain data (no model objects reach an expression).
         self._facts = context.facts.expression_data() if context.facts is not None else None
+        running = context.running
+        self._running = (
+            {"offered": list(running.offered), "modules": running.modules}
+            if running is not None
+            else None
+        )
         self._kernel = self._kernel_context(kb, context)
         # the numbers each key holds once the config is applied (check_config sets them)
         self._final_values: Mapping[str, list[int] | list[list[int]] | None] = {}
@@ -213,6 +219,10 @@ class Checker:
         release_key = (
             self.kb.kernel_keys.verdict(key, kernel, self._distro) if kernel and not dump else None
         )
+        running = self.context.running
+        seen = running.verdict(key, release_key) if running is not None and not dump else None
+        if seen is not None:  # the running kernel's /proc/sys, where it can tell
+            release_key = seen
         # What the kernel does with the text of a key it knows: what it stores, refuses, drops.
         text_key = spec is not None and spec.is_text
         write = kernel_write(value, spec.length) if spec is not None and not text_key else None
@@ -247,7 +257,9 @@ class Checker:
             ),
             # True/False where the target release is verified to have the key or not, else None
             "exists": (
-                catalog.exists(key, kernel)
+                seen["exists"]
+                if seen is not None
+                else catalog.exists(key, kernel)
                 if spec and kernel
                 else release_key["exists"]
                 if release_key is not None
@@ -258,6 +270,8 @@ class Checker:
             # whether the facts show the key on the host (its module, if any, is loaded there)
             "in_force": self.context.facts is not None and key in self.context.facts.sysctl,
             "kernel": self._kernel,
+            # the running kernel's congestion controls and modules on disk, when it is the target
+            "running": self._running,
             "facts": self._facts,
             "host": self.context.host,
             "page_size": self.context.facts.page_size if self.context.facts else 4096,
