@@ -125,6 +125,8 @@ class KernelKeys:
             "module": self.spec.modules.get(name) if name else None,
             "read_only": None,
             "vendor": self.vendor(key),
+            "live": False,  # the running kernel's /proc/sys said (model.running_kernel)
+            "shown": False,  # listed there now
         }
         if name is None and not self.covers(key):
             result["why"] = "its directory is not among those read from the kernel's tables"
