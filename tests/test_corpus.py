@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from tests.corpus import CORPUS, UNKNOWN_KEY, count, entries
 
 RELEASE = re.compile(r"\d+\.\d+(\.\d+)?")
