@@ -164,6 +164,15 @@ class KernelKeys:
         if distro:
             result["why"] = f"a distribution's kernel may carry it beyond {names[at]}"
             return result
+        removed = any(have[:at])  # an earlier read release had it: backports add, never restore
+        if not removed and not _PLAIN.match(version.release):
+            # a release with a suffix (5.15.0-91-generic, 3.10.0-1160.el7) is a distribution's
+            # build, which may carry a key mainline added later or never had
+            result["why"] = (
+                f"mainline {names[at]} lacks it, and {version.release} is a distribution's "
+                "build, which may carry it"
+            )
+            return result
         result["exists"] = False
         result["why"] = self._history(have, at, oldest, newest)
         return result

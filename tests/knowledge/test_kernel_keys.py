@@ -64,6 +64,13 @@ def test_distribution_kernels(kk) -> None:  # type: ignore[no-untyped-def]
     assert kk.verdict("kernel.unprivileged_userns_clone", ubuntu, False)["exists"] is None
     plain = KernelVersion.parse("5.15.135")
     assert kk.verdict("kernel.unprivileged_userns_clone", plain, False)["exists"] is False
+    # A release with a suffix is a distribution's build: a key mainline added later may be a
+    # backport there (not verified), a key mainline removed is still missing.
+    el7 = KernelVersion.parse("3.10.0-1160.el7.x86_64")
+    later = kk.verdict("net.ipv4.tcp_fastopen_blackhole_timeout_sec", el7, False)
+    assert later["exists"] is None and "distribution" in later["why"]
+    assert kk.verdict("net.ipv4.tcp_fastopen_blackhole_timeout_sec", plain, False)["exists"]
+    assert kk.verdict("net.ipv4.tcp_tw_recycle", ubuntu, False)["exists"] is False
 
 
 def test_read_only_and_modules(kk) -> None:  # type: ignore[no-untyped-def]
