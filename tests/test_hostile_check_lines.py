@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from sysctl_advisor.engine.check import fix
 from sysctl_advisor.knowledge.kernel_keys import KernelKeys
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.kernel_version import KernelVersion
@@ -51,3 +55,27 @@ def test_a_line_of_many_components_gives_a_finding_or_one_line(cli: Cli, tmp_pat
         assert_one_line_error(result.exit_code, result.stderr, "deep.conf:1")
     else:
         assert "check.below-default" in result.stdout, result.stderr
+
+
+def test_fix_of_many_duplicate_lines_reads_the_file_linearly(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A finding on every line of a file of one key set 3,000 times: the fix once parsed the
+    rest of the file for each finding (10,000 lines took half a minute, 130,000 a hang)."""
+    parsed = [0]
+    real = fix.parse_conf_lines
+
+    def counting(text: str) -> Any:
+        parsed[0] += text.count("\n") + 1
+        return real(text)
+
+    monkeypatch.setattr(fix, "parse_conf_lines", counting)
+    lines = 3_000
+    conf = tmp_path / "dups.conf"
+    conf.write_text("net.core.somaxconn = 4096\n" * (lines - 1) + "net.core.somaxconn = 8192\n")
+    result = cli("check", conf, "--fix", "--isolated", "--fail-on", "never")
+    assert result.exit_code == 0, result.stderr
+    left = conf.read_text().splitlines()
+    assert left[-1] == "net.core.somaxconn = 8192"
+    assert len(left) < lines
+    assert parsed[0] <= 20 * lines
