@@ -62,6 +62,8 @@ class KernelKeys:
         self._versions = [KernelVersion.parse(r) for r in order]
         self._series = [_series(v) for v in self._versions]
         self._verdicts: dict[tuple[str, str, bool], dict[str, Any]] = {}
+        # the most components a listed key has: a longer key is none of them, whatever its `*`
+        self._depth = max(name.count(".") for name in self.spec.keys) + 1
 
     def _runs(self, text: str) -> tuple[bool, ...]:
         """Which read releases a range text (runs joined by ' or ') holds."""
@@ -75,6 +77,8 @@ class KernelKeys:
         if key in keys:
             return key
         parts = key.split(".")
+        if len(parts) > self._depth:  # (a line of 100,000 components costs nothing)
+            return None
         for i in range(2, len(parts)):
             name = ".".join([*parts[:i], "*", *parts[i + 1 :]])
             if name in keys:

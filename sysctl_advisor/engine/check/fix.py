@@ -21,7 +21,7 @@ nothing more is fixed, so a line with two defects gets both fixes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from sysctl_advisor.model.kernel_write import FIELD, kernel_write
@@ -44,6 +44,9 @@ class Line(NamedTuple):
     at: int  # this line's index in `lines`
     assignment: Assignment
     catalog: Catalog
+    # each key's last assignment in `lines`, parsed once for the whole file (a file of many
+    # duplicates has a finding on each line)
+    last: Mapping[str, Assignment]
 
 
 # A fix: the line's replacement lines (none: the line goes), or None when not certain.
@@ -110,15 +113,14 @@ def _drop_earlier(line: Line) -> list[str] | None:
     key = line.assignment.key
     if line.assignment.is_glob:
         return None
-    later = "\n".join(line.lines[line.at + 1 :])
-    assignments, _, _ = parse_conf_lines(later)
-    last = next((a for a in reversed(assignments) if a.key == key), None)
-    if last is None:
+    last = line.last.get(key)
+    if last is None or last.line <= line.at + 1:
         return None  # the line the finding named is set again no more
     spec = line.catalog.keys.get(key)
     if spec is None or spec.is_text or not kernel_write(last.value, spec.length).complete:
         return None  # the last line may not set every element: this one may still count
-    for before in reversed(line.lines[: line.at]):
+    for at in range(line.at - 1, -1, -1):
+        before = line.lines[at]
         text = before.strip(C_SPACE)
         if text and text[0] not in "#;":
             break  # the assignment before: comments above it are not this line's
@@ -152,6 +154,7 @@ def fix_text(
         return text, []
     replaced: dict[int, list[str]] = {}
     fixed: list[CheckFinding] = []
+    last: dict[str, Assignment] | None = None
     for finding in findings:
         fix = FIXES.get(finding.id)
         if fix is None or finding.line is None or not 1 <= finding.line <= len(lines):
@@ -164,7 +167,9 @@ def fix_text(
         assignments, _, _ = parse_conf_lines(lines[index])
         if len(assignments) != 1 or assignments[0].key != finding.key:
             continue
-        new = fix(Line(seen, index, assignments[0], catalog))
+        if last is None:
+            last = {a.key: a for a in parse_conf_lines("\n".join(seen))[0]}
+        new = fix(Line(seen, index, assignments[0], catalog, last))
         if new is not None:
             replaced[index] = new
             fixed.append(finding)

@@ -1,0 +1,81 @@
+"""A hostile-input review of what `check` reads line by line: keys of very many components,
+files of many duplicate lines under `--fix`. Each payload is built at test time; what is
+asserted is the behaviour (a finding, a one-line error, a fixed file) and that the work done
+stays linear in the file, counted rather than timed."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sysctl_advisor.engine.check import fix
+from sysctl_advisor.knowledge.kernel_keys import KernelKeys
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.model.kernel_version import KernelVersion
+from tests.conftest import Cli, assert_one_line_error
+
+
+class _CountingKeys(dict[str, str]):
+    """The kernel-keys table, counting the names looked up in it."""
+
+    looked_up = 0
+
+    def __contains__(self, name: object) -> bool:
+        type(self).looked_up += 1
+        return super().__contains__(name)
+
+
+def test_a_key_of_many_components_is_looked_up_in_bounded_work() -> None:
+    """`a/a/.../sysctl x` (half a megabyte, 250,000 components) once took the kernel-keys
+    lookup a name with `*` in each place in turn: quadratic, a hang. A key with more
+    components than any the kernel lists is none of them."""
+    keys = KnowledgeBase.lazy().kernel_keys
+    counting = KernelKeys.__new__(KernelKeys)
+    counting.__dict__.update(keys.__dict__)
+    counting.spec = dataclasses.replace(keys.spec, keys=_CountingKeys(keys.spec.keys))
+    deep = "net.ipv4.conf." + "a." * 5_000 + "rp_filter"
+    _CountingKeys.looked_up = 0
+    found = counting.verdict(deep, KernelVersion.parse("6.1"), False)
+    assert found["exists"] is not True
+    assert _CountingKeys.looked_up <= 20
+    # an interface's key is still found with its name as `*`
+    assert counting.verdict("net.ipv4.conf.eth0.rp_filter", KernelVersion.parse("6.1"), False)[
+        "exists"
+    ]
+
+
+def test_a_line_of_many_components_gives_a_finding_or_one_line(cli: Cli, tmp_path: Path) -> None:
+    conf = tmp_path / "deep.conf"
+    conf.write_text("a/" * 250_000 + "sysctl x=1\nnet.core.somaxconn = 50\n")
+    result = cli("check", conf, "--kernel", "6.1", "--isolated")
+    if result.exit_code == 2:
+        assert_one_line_error(result.exit_code, result.stderr, "deep.conf:1")
+    else:
+        assert "check.below-default" in result.stdout, result.stderr
+
+
+def test_fix_of_many_duplicate_lines_reads_the_file_linearly(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A finding on every line of a file of one key set 3,000 times: the fix once parsed the
+    rest of the file for each finding (10,000 lines took half a minute, 130,000 a hang)."""
+    parsed = [0]
+    real = fix.parse_conf_lines
+
+    def counting(text: str) -> Any:
+        parsed[0] += text.count("\n") + 1
+        return real(text)
+
+    monkeypatch.setattr(fix, "parse_conf_lines", counting)
+    lines = 3_000
+    conf = tmp_path / "dups.conf"
+    conf.write_text("net.core.somaxconn = 4096\n" * (lines - 1) + "net.core.somaxconn = 8192\n")
+    result = cli("check", conf, "--fix", "--isolated", "--fail-on", "never")
+    assert result.exit_code == 0, result.stderr
+    left = conf.read_text().splitlines()
+    assert left[-1] == "net.core.somaxconn = 8192"
+    assert len(left) < lines
+    assert parsed[0] <= 20 * lines
