@@ -26,6 +26,7 @@ from sysctl_advisor.model.host_facts import (
     sysctl_text,
 )
 from sysctl_advisor.model.units import is_decimal
+from sysctl_advisor.sources.module_lists import kernel_modules
 from sysctl_advisor.sources.node_files import NodePlaces, read_node_files
 from sysctl_advisor.sources.proc_readers import (
     count_cpu_list,
@@ -33,7 +34,6 @@ from sysctl_advisor.sources.proc_readers import (
     count_numa_nodes,
     kernel_build,
     parse_meminfo,
-    parse_module_list,
     parse_net_dev,
     parse_netstat,
     parse_sockstat,
@@ -42,7 +42,7 @@ from sysctl_advisor.sources.proc_readers import (
     softnet_totals,
     udp_counters,
 )
-from sysctl_advisor.sources.tree_paths import inside, listed_names, open_regular
+from sysctl_advisor.sources.tree_paths import inside, listed_names, open_regular, read_regular
 
 LIVE_ROOT = Path("/")
 NGINX_CONFIGS = ("etc/nginx/nginx.conf", "usr/local/nginx/conf/nginx.conf")
@@ -102,15 +102,7 @@ def _read_bytes(path: Path, root: Path = Path("/"), limit: int = MAX_PROC_FILE) 
     advisor: `somaxconn -> /etc/shadow`), judged by the descriptor opened; nor is anything but
     a regular file, which is told before it is opened for reading (open_regular: a device
     node in a tree never runs its driver)."""
-    fd = open_regular(path, None if root == LIVE_ROOT else root)
-    if fd is None:
-        return None
-    try:
-        return os.read(fd, limit)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    return read_regular(path, None if root == LIVE_ROOT else root, limit)
 
 
 def _reachable(root: Path, path: Path) -> bool:
@@ -221,22 +213,6 @@ def _sysctls(root: Path, keys: Iterable[str]) -> dict[str, str]:
         if text is not None:
             values[key] = " ".join(text.split())
     return values
-
-
-MAX_MODULE_LIST = 16 << 20  # modules.dep of a distribution kernel is about 1 MiB
-
-
-def kernel_modules(root: Path, release: str | None) -> dict[str, list[str]] | None:
-    """The congestion control and qdisc modules the running kernel could load or has built
-    in; None when its module directory is not there (a kernel without modules, a container)."""
-    if not release or "/" in release or release in (".", ".."):
-        return None
-    directory = root / "lib/modules" / release
-    dep = _read(directory / "modules.dep", root, MAX_MODULE_LIST + 1)
-    builtin = _read(directory / "modules.builtin", root, MAX_MODULE_LIST + 1) or ""
-    if dep is None or len(dep) > MAX_MODULE_LIST or len(builtin) > MAX_MODULE_LIST:
-        return None  # not there, or cut short: "not read", never a partial list
-    return {"loadable": parse_module_list(dep), "builtin": parse_module_list(builtin)}
 
 
 def _observed(root: Path, nics: list[dict[str, Any]], at: str) -> dict[str, Any]:

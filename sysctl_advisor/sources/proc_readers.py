@@ -227,30 +227,6 @@ def parse_slabinfo(text: str) -> dict[str, int]:
     return caches
 
 
-# The modules the rules ask about: congestion control algorithms and queueing disciplines.
-_NET_MODULE_DIRS = ("kernel/net/ipv4/tcp_", "kernel/net/sched/sch_")
-_MODULE_NAME = re.compile(r"[a-z0-9_]{1,56}")
-MAX_MODULES = 1024
-
-
-def parse_module_list(text: str) -> list[str]:
-    """modules.dep or modules.builtin: the congestion control and qdisc modules it names.
-
-    `kernel/net/sched/sch_fq.ko.zst: kernel/...` -> ["sch_fq"] (sorted, no duplicates).
-    """
-    names: set[str] = set()
-    for line in text.splitlines():
-        path = line.split(":", 1)[0].strip()
-        if not path.startswith(_NET_MODULE_DIRS):
-            continue
-        base = path.rsplit("/", 1)[1]
-        name, dot, _ = base.partition(".ko")
-        name = name.replace("-", "_")
-        if dot and _MODULE_NAME.fullmatch(name):  # an odd entry is skipped, not fatal
-            names.add(name)
-    return sorted(names)[:MAX_MODULES]
-
-
 _QDISC = re.compile(r"[A-Za-z_]{1,15}")
 
 

@@ -10,7 +10,7 @@ import stat
 from pathlib import Path
 
 from sysctl_advisor.model.running_kernel import INTERFACE_DIRECTORIES, RunningKernel
-from sysctl_advisor.sources.local_host import kernel_modules
+from sysctl_advisor.sources.module_lists import kernel_modules
 
 # /proc/sys lists about 1,500 keys; a node with thousands of interfaces lists more, but only
 # one interface of each tree is walked. Past this many names the listing is not used.

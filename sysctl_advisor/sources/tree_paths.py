@@ -71,6 +71,19 @@ def open_regular(path: Path, root: Path | None = None) -> int | None:
         return None
 
 
+def read_regular(path: Path, root: Path | None, limit: int) -> bytes | None:
+    """The first `limit` bytes of the regular file `path` (open_regular), or None."""
+    fd = open_regular(path, root)
+    if fd is None:
+        return None
+    try:
+        return os.read(fd, limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def listed_names(
     path: Path,
     allowed: Callable[[Path], bool] | None,

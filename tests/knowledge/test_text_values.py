@@ -18,7 +18,7 @@ from sysctl_advisor.knowledge.values import same_value
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import facts_from_data
 from sysctl_advisor.sources.local_host import collect_data
-from sysctl_advisor.sources.proc_readers import parse_module_list
+from sysctl_advisor.sources.module_lists import parse_module_list
 from tests.conftest import TESTS
 
 PORTS = "net.ipv4.ip_local_reserved_ports"
