@@ -49,6 +49,13 @@ def _series(version: KernelVersion) -> tuple[int, ...]:
     return numbers[:3] if numbers[:2] == (2, 6) else numbers[:2]
 
 
+def _under(parts: list[str], pattern: list[str]) -> bool:
+    """Whether a key's components lie under a directory's (`*`: any one component)."""
+    return len(parts) >= len(pattern) and all(
+        p == "*" or p == q for p, q in zip(pattern, parts, strict=False)
+    )
+
+
 class KernelKeys:
     """The keys each read release has, and a target release's verdict on one key."""
 
@@ -62,6 +69,8 @@ class KernelKeys:
         self._versions = [KernelVersion.parse(r) for r in order]
         self._series = [_series(v) for v in self._versions]
         self._verdicts: dict[tuple[str, str, bool], dict[str, Any]] = {}
+        self._covered = [p.split(".") for p in self.spec.covered]
+        self._not_covered = [p.split(".") for p in self.spec.not_covered]
         # the most components a listed key has: a longer key is none of them, whatever its `*`
         self._depth = max(name.count(".") for name in self.spec.keys) + 1
 
@@ -87,16 +96,9 @@ class KernelKeys:
 
     def covers(self, key: str) -> bool:
         """Whether the extraction covers the key's directory."""
-
-        def under(prefix: str) -> bool:
-            pattern = prefix.split(".")
-            parts = key.split(".")
-            return len(parts) >= len(pattern) and all(
-                p in ("*", q) for p, q in zip(pattern, parts, strict=False)
-            )
-
-        return any(under(p) for p in self.spec.covered) and not any(
-            under(p) for p in self.spec.not_covered
+        parts = key.split(".")
+        return any(_under(parts, p) for p in self._covered) and not any(
+            _under(parts, p) for p in self._not_covered
         )
 
     def vendor(self, key: str) -> str | None:
@@ -132,7 +134,8 @@ class KernelKeys:
             "live": False,  # the running kernel's /proc/sys said (model.running_kernel)
             "shown": False,  # listed there now
         }
-        if name is None and not self.covers(key):
+        covered = self.covers(key)
+        if name is None and not covered:
             result["why"] = "its directory is not among those read from the kernel's tables"
             return result
         have = self._runs(self.spec.keys[name]) if name else (False,) * len(names)
@@ -162,7 +165,7 @@ class KernelKeys:
         if result["vendor"] is not None and not _PLAIN.match(version.release):
             result["why"] = f"a key of {result['vendor']}, not of mainline"
             return result
-        if not self.covers(key):
+        if not covered:
             result["why"] = "its directory is not among those read whole from the kernel's tables"
             return result
         if distro:
