@@ -6,6 +6,7 @@ stays linear in the file, counted rather than timed."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -79,3 +80,41 @@ def test_fix_of_many_duplicate_lines_reads_the_file_linearly(
     assert left[-1] == "net.core.somaxconn = 8192"
     assert len(left) < lines
     assert parsed[0] <= 20 * lines
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["sysctl -w net.core.somaxconn=" + "1" * 1_000_000],  # a pasted command
+        ["net.ipv4.tcp_rmem = 4096 " + "8" * 600, "net.ipv4.tcp_rmem = 4096 " + "9" * 600],
+        ["vm.dirty_bytes = 268435456 " + "x" * 600, "vm.dirty_ratio = 5"],  # twins
+    ],
+    ids=["shell-command", "duplicate", "twin"],
+)
+def test_a_message_quotes_a_long_value_in_part(cli: Cli, tmp_path: Path, lines: list[str]) -> None:
+    """A structural finding quotes at most a few hundred characters of a line and says how
+    long it is: a megabyte line gives a finding of a few hundred bytes, not of the line."""
+    conf = tmp_path / "long.conf"
+    conf.write_text("\n".join(lines) + "\n")
+    result = cli("check", conf, "--isolated", "-f", "json")
+    assert result.exit_code in (0, 1), result.output
+    findings = json.loads(result.stdout)["findings"]
+    structural = [
+        f
+        for f in findings
+        if f["id"] in ("check.shell-command", "check.duplicate-key", "check.twin-cleared")
+    ]
+    assert structural, findings
+    assert all(len(f["message"]) < 2_000 and "characters)" in f["message"] for f in structural)
+
+
+def test_a_number_of_half_a_million_digits_beside_its_twin_is_a_finding(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """The twin thresholds read a line's number as the kernel does (a field that fills its
+    21-character buffer is refused), never with int() on the whole text: Python's limit on
+    digits once made this an internal error."""
+    conf = tmp_path / "twin.conf"
+    conf.write_text("vm.dirty_bytes = 1" + "0" * 500_000 + "\nvm.dirty_ratio = 5\n")
+    result = cli("check", conf, "--isolated", "--select", "check.twin-cleared", "-f", "json")
+    assert result.exit_code in (0, 1), result.output

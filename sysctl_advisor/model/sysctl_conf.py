@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from sysctl_advisor.model.text_escape import quoted
 from sysctl_advisor.model.vocabulary import CONF_KEY_TOKEN
 
 
@@ -131,7 +132,7 @@ def _instead(key: str, value: str) -> str:
     value = value.strip()
     if not value or _SHELL.search(value) or _SHELL.search(key):
         return "write the setting as `key = value` instead"
-    return f"write `{normalise_key(key.replace('/', '.'))} = {value}` instead"
+    return f"write `{quoted(normalise_key(key.replace('/', '.')))} = {quoted(value)}` instead"
 
 
 def shell_command(line: str) -> str | None:
@@ -148,8 +149,8 @@ def shell_command(line: str) -> str | None:
             )
             key = line.partition("=")[0].strip(C_SPACE)
             return (
-                f"a pasted shell command: sysctl -p reads `{key}` as the key, which does not "
-                "exist (`cannot stat`, exit 1), and systemd-sysctl cannot write it either: "
+                f"a pasted shell command: sysctl -p reads `{quoted(key)}` as the key, which does "
+                "not exist (`cannot stat`, exit 1), and systemd-sysctl cannot write it either: "
                 f"the setting is never made; {instead}"
             )
         return (

@@ -19,6 +19,19 @@ def one_line(value: Any) -> str:
     )
 
 
+# What a message quotes of a file's text, at most: the rest is counted, not repeated (a line
+# of the 16 MiB a file may hold gives a finding of a few hundred bytes, not of the line).
+QUOTE_CHARS = 200
+
+
+def quoted(text: str, limit: int = QUOTE_CHARS) -> str:
+    """A file's text as a message quotes it: whole up to `limit` characters, else its start and
+    how long it is."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"
+
+
 class ControlCharacter(ValueError):
     """Text holds a control, format or separator character; `loc` says where below the value
     checked (mapping keys, list indexes), so that the error names the field and its line."""

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 
 from sysctl_advisor.engine.check.findings import CheckFinding
 from sysctl_advisor.knowledge.values import same_value
+from sysctl_advisor.model.kernel_write import kernel_write
 from sysctl_advisor.model.sysctl_conf import is_sysctl_key
+from sysctl_advisor.model.text_escape import quoted
 from sysctl_advisor.model.vocabulary import key_matches
 
 if TYPE_CHECKING:
@@ -81,35 +83,38 @@ def _overrides(
                 kind, rule = "fallback", fallback
         if rule is None:
             continue
-        quoted = quoted_keys.get(key)
-        if quoted is None:
-            quoted = quoted_keys[key] = is_sysctl_key(key)
-        message = _override_message(override, kind, quoted, winner_line)
+        show = quoted_keys.get(key)
+        if show is None:
+            show = quoted_keys[key] = is_sysctl_key(key)
+        message = _override_message(override, kind, show, winner_line)
         found.add(CheckFinding(rule.id, rule.spec.severity, hidden_path, hidden_line, key, message))
 
 
-def _override_message(override: Override, kind: str, quoted: bool, winner_line: int | None) -> str:
+def _override_message(
+    override: Override, kind: str, show_value: bool, winner_line: int | None
+) -> str:
     key = override.key
     if kind == "same":
         return f"{key} is set to the same value again on line {winner_line}; one line is redundant"
     if kind == "fallback":
         return (
-            f"{key} = {override.hidden.value} is a fallback for the {override.winner.value} "
-            f"on line {winner_line}: `sysctl -p` keeps it only where the kernel refuses "
-            f"{override.winner.value} (a module it lacks), and then reports that line as an "
+            f"{key} = {quoted(override.hidden.value)} is a fallback for the "
+            f"{quoted(override.winner.value)} on line {winner_line}: `sysctl -p` keeps it only "
+            f"where the kernel refuses {quoted(override.winner.value)} (a module it lacks), and "
+            "then reports that line as an "
             "error and exits 1; systemd-sysctl at boot applies only the last line, so there "
             "it is never tried"
         )
     if kind == "duplicate":
         return (
             f"{key} is set again on line {winner_line}; this value"
-            + (f" ({override.hidden.value})" if quoted else "")
+            + (f" ({quoted(override.hidden.value)})" if show_value else "")
             + " never takes effect"
         )
-    if quoted:
+    if show_value:
         return (
-            f"{key} = {override.hidden.value} is silently replaced by "
-            f"{override.winner.value} at {override.winner.source} (applied later)"
+            f"{key} = {quoted(override.hidden.value)} is silently replaced by "
+            f"{quoted(override.winner.value)} at {override.winner.source} (applied later)"
         )
     return f"{key} is silently replaced at {override.winner.source} (applied later)"
 
@@ -147,7 +152,8 @@ def _later_writer_files(
                         display,
                         item.line,
                         item.key,
-                        f"{item.key} = {item.value} here, but {note.says}, which sorts "
+                        f"{item.key} = {quoted(item.value)} here, but {quoted(note.says)}, "
+                        "which sorts "
                         f"after {name} and wins at boot",
                     )
                 )
@@ -186,7 +192,8 @@ def _twins_cleared(
             path, line, value = earlier
             where = f"line {item.line}" if path == display else f"{display}:{item.line}"
             message = (
-                f"{twin.key} = {value} does nothing: {item.key} = {item.value} on {where} is "
+                f"{twin.key} = {quoted(value)} does nothing: {item.key} = "
+                f"{quoted(item.value)} on {where} is "
                 f"written after it, and writing {item.key} sets {twin.key} to 0; of the two, "
                 "the one written last is in force"
             )
@@ -200,10 +207,10 @@ def _twins_cleared(
 def _accepted(catalog: Catalog, key: str, value: str) -> int | None:
     """The number the kernel stores for a one-number key's line, or None when it refuses it
     (below or above the range every release read accepts) or the line is not a number."""
-    text = value.strip()
-    if not text.isascii() or not text.isdigit():
+    write = kernel_write(value, 1)
+    if not write.complete:
         return None
-    number = int(text)
+    number = write.stored[0]
     bounds = catalog.bounds(key, None, None)
     if bounds is not None and (
         (bounds["min"] is not None and number < bounds["min"])
