@@ -184,7 +184,11 @@ class Checker:
         if found == "":
             in_force = self.context.facts.sysctl if self.context.facts is not None else {}
             if self._near_keys is None:
-                self._near_keys = NearKeys(self.kb.catalog.kernel_keys(self.context.kernel))
+                kernel = self.context.kernel
+                names = self.kb.catalog.kernel_keys(kernel)
+                if kernel is not None:  # and every key the release's sysctl tables have
+                    names = list(dict.fromkeys([*names, *self.kb.kernel_keys.keys_of(kernel)]))
+                self._near_keys = NearKeys(names)
             if key in in_force:
                 found = None
             elif self._near_keys.compared < NEAR_BUDGET:
