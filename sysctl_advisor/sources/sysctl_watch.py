@@ -1,0 +1,240 @@
+"""Every sysctl write under a cgroup v2 directory, for a while, as the kernel sees it: a
+BPF_PROG_TYPE_CGROUP_SYSCTL program (sources/bpf/program.py) attached with BPF_F_ALLOW_MULTI
+beside whatever else is attached there, allowing every access, and detached when the watch
+ends, however it ends (an exception, SIGINT, SIGTERM). It writes no /proc/sys value.
+
+The hook runs in the writer's context at the write's attempt, before the handler parses the
+value: a write the handler then refuses is seen too. Writes through netlink (devconf) and
+writes by tasks outside the cgroup are not seen. Linux 5.2+ (the hook), root (CAP_BPF and
+CAP_SYS_ADMIN, CAP_PERFMON for the task helpers)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from sysctl_advisor.model.documents import read_bytes
+from sysctl_advisor.sources.bpf import program, syscall
+from sysctl_advisor.sources.bpf.ringbuf import RingBuffer
+
+RINGBUF_BYTES = 256 * 1024  # a power of two, whole pages: some 600 events between drains
+QUEUE_ENTRIES = 1024
+POLL_SECONDS = 0.05  # how often a queue (no ring buffer) is drained
+_UNKNOWN_HELPER = re.compile(
+    r"unknown func \S*#(\d+)|program of this type cannot use helper \S*#(\d+)"
+)
+
+
+class Unavailable(Exception):
+    """The watch cannot run here: the one-line reason (no root, no cgroup v2, refused)."""
+
+
+@dataclass(frozen=True)
+class SysctlWrite:
+    key: str  # as sysctl(8) names it: net.core.somaxconn
+    old: str | None  # the value before, as the handler prints it (its newline kept)
+    new: str  # the text written, as written
+    truncated: bool  # the name or a value was longer than the event holds
+    pid: int | None  # the writer's process (tgid) and thread ids
+    tid: int | None
+    comm: str | None
+    uid: int | None
+    cgroup_id: int | None  # the cgroup v2 inode number of the writer's cgroup
+    monotonic_ns: int | None  # CLOCK_MONOTONIC at the write
+    time: float | None  # the same as seconds since the epoch
+
+
+def cgroup2_mount(mountinfo: Path = Path("/proc/self/mountinfo")) -> Path | None:
+    """Where the cgroup v2 hierarchy is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified on
+    hybrid hosts); None without one."""
+    for line in read_bytes(mountinfo, limit=1 << 22).decode(errors="replace").splitlines():
+        fields = line.split()
+        if " - " not in line:
+            continue
+        after = line.split(" - ", 1)[1].split()
+        if after and after[0] == "cgroup2" and len(fields) > 4:
+            return Path(fields[4].replace("\\040", " "))
+    return None
+
+
+def _text(raw: bytes) -> str:
+    return raw.split(b"\0", 1)[0].decode("utf-8", errors="backslashreplace")
+
+
+def _key(path: str) -> str:
+    """net/ipv4/conf/eth0.100/rp_filter -> net.ipv4.conf.eth0/100.rp_filter, as sysctl(8)."""
+    return path.translate(str.maketrans("./", "/."))
+
+
+def parse(record: bytes, without: frozenset[int], realtime_offset_ns: int) -> SysctlWrite:
+    """One event of the program (program.EVENT), the fields of the helpers left out absent."""
+
+    def has(helper: int) -> bool:
+        return helper not in without
+
+    when, pid_tgid, cgroup_id, uid_gid, name_ret, old_ret, new_ret, _, comm, name, old, new = (
+        program.EVENT.unpack(record[: program.EVENT_SIZE])
+    )
+    e2big = -errno.E2BIG
+    return SysctlWrite(
+        key=_key(_text(name)),
+        old=None if old_ret < 0 and old_ret != e2big else _text(old),
+        new=_text(new),
+        truncated=e2big in (name_ret, old_ret, new_ret),
+        pid=pid_tgid >> 32 if has(program.GET_CURRENT_PID_TGID) else None,
+        tid=pid_tgid & 0xFFFFFFFF if has(program.GET_CURRENT_PID_TGID) else None,
+        comm=_text(comm) if has(program.GET_CURRENT_COMM) else None,
+        uid=uid_gid & 0xFFFFFFFF if has(program.GET_CURRENT_UID_GID) else None,
+        cgroup_id=cgroup_id if has(program.GET_CURRENT_CGROUP_ID) else None,
+        monotonic_ns=when if has(program.KTIME_GET_NS) else None,
+        time=(when + realtime_offset_ns) / 1e9 if has(program.KTIME_GET_NS) else None,
+    )
+
+
+def _create_map(ringbuf: bool | None) -> tuple[int, bool]:
+    """The map's descriptor, and whether it is a ring buffer (else a queue)."""
+    if ringbuf is not False:
+        try:
+            return syscall.map_create(
+                syscall.MAP_TYPE_RINGBUF, 0, 0, RINGBUF_BYTES, "sysctl_writes"
+            ), True
+        except OSError as exc:
+            if ringbuf or exc.errno != errno.EINVAL:  # EINVAL: a kernel before 5.8
+                raise
+    fd = syscall.map_create(
+        syscall.MAP_TYPE_QUEUE, 0, program.EVENT_SIZE, QUEUE_ENTRIES, "sysctl_writes"
+    )
+    return fd, False
+
+
+def load(map_fd: int, ringbuf: bool) -> tuple[int, frozenset[int]]:
+    """The loaded program's descriptor and the optional helpers this kernel refused (left out)."""
+    without: frozenset[int] = frozenset()
+    while True:
+        built = program.build(map_fd, ringbuf, without)
+        try:
+            fd = syscall.prog_load(
+                syscall.PROG_TYPE_CGROUP_SYSCTL, built.insns, syscall.CGROUP_SYSCTL, "sysctl_watch"
+            )
+            return fd, without
+        except OSError as exc:
+            match = _UNKNOWN_HELPER.search(str(exc))
+            helper = int(match.group(1) or match.group(2)) if match else None
+            if helper not in program.OPTIONAL_HELPERS or helper in without:
+                raise
+            without = without | {helper}
+
+
+def _events(
+    ring: RingBuffer | None, map_fd: int, seconds: float, without: frozenset[int]
+) -> Iterator[SysctlWrite]:
+    offset = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(
+        time.CLOCK_MONOTONIC
+    )
+    deadline = time.monotonic() + seconds
+    while True:
+        last = time.monotonic() >= deadline
+        if ring is not None:
+            records = list(ring.drain())
+        else:
+            records = list(iter(lambda: syscall.map_pop(map_fd, program.EVENT_SIZE), None))
+        for record in records:
+            yield parse(record, without, offset)
+        if last:
+            return
+        remaining = max(0.0, deadline - time.monotonic())
+        if ring is not None:
+            ring.wait(min(remaining, 1.0))
+        else:
+            time.sleep(min(remaining, POLL_SECONDS))
+
+
+class _Terminated(SystemExit):
+    """SIGTERM, raised where the watch runs so that it unwinds and detaches."""
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    raise _Terminated(128 + signum)
+
+
+@contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """SIGTERM raises (in the main thread) for the watch's length, so that its cleanup runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: Callable[[int, FrameType | None], object] | int | None = signal.signal(
+        signal.SIGTERM, _raise_terminated
+    )
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM held back (delivered after) while the program is detached."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+@contextmanager
+def watch(
+    cgroup: int | str | Path, seconds: float, ringbuf: bool | None = None
+) -> Iterator[Iterator[SysctlWrite]]:
+    """The sysctl writes of the tasks under `cgroup` (a cgroup v2 directory, or a descriptor
+    open on one, which stays the caller's) for `seconds`, as they come. `ringbuf` forces the
+    ring buffer (True) or the queue (False); None takes the ring buffer where the kernel has one.
+    Unavailable when the watch cannot run here; nothing stays attached when the block ends."""
+    closing: list[Callable[[], None]] = []
+    try:
+        with _signals_held():
+            if isinstance(cgroup, int):
+                target = cgroup
+            else:
+                try:
+                    target = os.open(cgroup, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                except OSError as exc:
+                    raise Unavailable(f"cannot open the cgroup {cgroup}: {exc.strerror}") from None
+                closing.append(lambda: os.close(target))
+            try:
+                map_fd, is_ring = _create_map(ringbuf)
+                closing.append(lambda: os.close(map_fd))
+                prog_fd, without = load(map_fd, is_ring)
+                closing.append(lambda: os.close(prog_fd))
+                ring = RingBuffer(map_fd, RINGBUF_BYTES) if is_ring else None
+                if ring is not None:
+                    closing.append(ring.close)
+            except OSError as exc:
+                raise Unavailable(f"the sysctl hook cannot be loaded: {exc.strerror}") from None
+        with _sigterm_unwinds():
+            try:
+                with _signals_held():
+                    syscall.prog_attach(
+                        target, prog_fd, syscall.CGROUP_SYSCTL, syscall.F_ALLOW_MULTI
+                    )
+                    closing.append(
+                        lambda: syscall.prog_detach(target, prog_fd, syscall.CGROUP_SYSCTL)
+                    )
+            except OSError as exc:
+                raise Unavailable(f"the sysctl hook cannot be attached: {exc.strerror}") from None
+            yield _events(ring, map_fd, seconds, without)
+    finally:
+        with _signals_held():
+            for close in reversed(closing):
+                with suppress(OSError):
+                    close()

@@ -1,0 +1,189 @@
+"""The sysctl-write watch on this kernel: a throwaway cgroup under the test's own cgroup v2
+directory, a writer moved into it that writes per-namespace keys inside a fresh network
+namespace (never the host's values), the events read back, and nothing left attached after
+the watch however it ends. Root, cgroup v2 and a kernel that loads the program are needed;
+elsewhere the tests skip with the reason."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sysctl_advisor.sources import sysctl_watch
+from sysctl_advisor.sources.bpf import syscall
+from tests.conftest import HANG_SECONDS, ROOT
+from tests.namespaces import host_sysctls, namespace_problem
+
+KEYS = {"net.core.somaxconn": "8192", "net.ipv4.tcp_keepalive_time": "600"}
+WRITER = "".join(
+    f"echo {value} > /proc/sys/{key.replace('.', '/')}\n" for key, value in KEYS.items()
+)
+
+
+def _own_cgroup() -> Path | None:
+    """The cgroup v2 directory this process is in, or None without cgroup v2."""
+    mount = sysctl_watch.cgroup2_mount()
+    if mount is None:
+        return None
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        if line.startswith("0::"):
+            return mount / line[3:].lstrip("/")
+    return None
+
+
+def _problem() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root to load a BPF program"
+    if (netns := namespace_problem()) is not None:
+        return netns
+    if _own_cgroup() is None:
+        return "needs a cgroup v2 hierarchy"
+    try:
+        map_fd, ring = sysctl_watch._create_map(None)
+    except OSError as exc:
+        return f"the kernel refuses the map: {exc.strerror}"
+    try:
+        prog_fd, _ = sysctl_watch.load(map_fd, ring)
+        os.close(prog_fd)
+    except OSError as exc:
+        return f"the kernel refuses the program: {exc.strerror}"
+    finally:
+        os.close(map_fd)
+    return None
+
+
+pytestmark = pytest.mark.skipif(_problem() is not None, reason=str(_problem()))
+
+
+def _host_settings() -> dict[str, str]:
+    """The host's settings under /proc/sys/{fs,vm,net} (tests/namespaces.py), and the
+    writable ones under kernel/ but the last pid handed out."""
+    values = host_sysctls()
+    for directory, _, files in os.walk("/proc/sys/kernel"):
+        for name in files:
+            path = os.path.join(directory, name)
+            if name == "ns_last_pid" or not os.stat(path).st_mode & 0o200:
+                continue
+            try:
+                values[path] = Path(path).read_text()
+            except OSError:
+                continue
+    return values
+
+
+@pytest.fixture
+def cgroup() -> Iterator[Path]:
+    """A throwaway cgroup under this test's own, removed afterwards."""
+    own = _own_cgroup()
+    assert own is not None
+    path = own / f"sysctl-advisor-test-{uuid.uuid4().hex[:12]}"
+    path.mkdir()
+    before = _host_settings()
+    try:
+        yield path
+    finally:
+        path.rmdir()
+    assert _host_settings() == before, "the host's /proc/sys changed"
+
+
+def _attached(cgroup: Path) -> list[int]:
+    fd = os.open(cgroup, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        return syscall.prog_query(fd, syscall.CGROUP_SYSCTL)
+    finally:
+        os.close(fd)
+
+
+def _in_namespace(cgroup: Path, script: str) -> subprocess.CompletedProcess[str]:
+    """`script` by sh, moved into `cgroup` before it starts, in a fresh network namespace."""
+    return subprocess.run(
+        ["unshare", "-n", "sh", "-c", script],
+        preexec_fn=lambda: (cgroup / "cgroup.procs").write_text("0"),
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+        check=True,
+    )
+
+
+@pytest.mark.parametrize("ringbuf", [True, False], ids=["ring buffer", "queue"])
+def test_each_write_is_recorded_with_its_writer(cgroup: Path, ringbuf: bool) -> None:
+    defaults = {
+        key: _in_namespace(cgroup, f"cat /proc/sys/{key.replace('.', '/')}").stdout for key in KEYS
+    }
+    started = time.time()
+    seen: dict[str, sysctl_watch.SysctlWrite] = {}
+    with sysctl_watch.watch(cgroup, HANG_SECONDS, ringbuf=ringbuf) as events:
+        assert len(_attached(cgroup)) == 1
+        writer = subprocess.Popen(
+            ["unshare", "-n", "sh", "-c", WRITER],
+            preexec_fn=lambda: (cgroup / "cgroup.procs").write_text("0"),
+        )
+        assert writer.wait(timeout=HANG_SECONDS) == 0
+        for event in events:
+            seen[event.key] = event
+            if set(seen) == set(KEYS):
+                break
+    assert _attached(cgroup) == []
+    assert set(seen) == set(KEYS)  # the reads of the defaults above were not recorded
+    for key, value in KEYS.items():
+        event = seen[key]
+        assert (event.old, event.new) == (defaults[key], f"{value}\n")
+        assert (event.pid, event.comm, event.uid) == (writer.pid, "sh", 0)
+        assert event.cgroup_id == os.stat(cgroup).st_ino
+        assert event.time is not None and started - 1 <= event.time <= time.time() + 1
+        assert not event.truncated
+
+
+def test_nothing_stays_attached_after_an_error(cgroup: Path) -> None:
+    with pytest.raises(RuntimeError), sysctl_watch.watch(cgroup, HANG_SECONDS):
+        assert len(_attached(cgroup)) == 1
+        raise RuntimeError("in the block")
+    assert _attached(cgroup) == []
+
+
+WATCHER = """
+import sys
+from sysctl_advisor.sources.sysctl_watch import watch
+with watch(sys.argv[1], float(sys.argv[2])) as events:
+    print("attached", flush=True)
+    for event in events:
+        pass
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_nothing_stays_attached_after_a_signal(cgroup: Path, signum: int) -> None:
+    watcher = subprocess.Popen(
+        [sys.executable, "-c", WATCHER, str(cgroup), str(HANG_SECONDS)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert watcher.stdout is not None
+        assert watcher.stdout.readline() == "attached\n"
+        assert len(_attached(cgroup)) == 1
+        watcher.send_signal(signum)
+        assert watcher.wait(timeout=HANG_SECONDS) != 0
+    finally:
+        watcher.kill()
+        watcher.communicate()
+    assert _attached(cgroup) == []
+
+
+def test_a_directory_that_is_no_cgroup_is_unavailable(tmp_path: Path) -> None:
+    with (
+        pytest.raises(sysctl_watch.Unavailable, match="cannot be attached"),
+        sysctl_watch.watch(tmp_path, 1),
+    ):
+        pass
