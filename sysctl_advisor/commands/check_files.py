@@ -18,6 +18,7 @@ from sysctl_advisor.model.errors import InputError
 if TYPE_CHECKING:
     from sysctl_advisor.engine.check.findings import CheckFinding, CheckReport
     from sysctl_advisor.knowledge.catalog import Catalog
+    from sysctl_advisor.model.kernel_version import KernelVersion
     from sysctl_advisor.outputs.files import OutputFile
 
 
@@ -195,11 +196,15 @@ def files_to_fix(paths: list[Path], write_baseline: Path | None) -> dict[str, Pa
 
 
 def fix_files(
-    findings: list[CheckFinding], targets: dict[str, Path], catalog: Catalog
+    findings: list[CheckFinding],
+    targets: dict[str, Path],
+    catalog: Catalog,
+    target: tuple[KernelVersion | None, int | None] = (None, None),
 ) -> list[CheckFinding]:
     """Each file given with a finding `--fix` can fix, read again (never through a link, at
     most the input cap) and replaced atomically where its text changes; the findings fixed.
-    A file that is not UTF-8, or has grown past the cap, is left as it is, with a note."""
+    A file that is not UTF-8, or has grown past the cap, is left as it is, with a note.
+    `target`: the kernel release and word size the files are judged for."""
     from sysctl_advisor.commands.common import note
     from sysctl_advisor.engine.check.fix import fix_text, fixable
     from sysctl_advisor.model.documents import max_input_bytes
@@ -231,7 +236,7 @@ def fix_files(
                 if lines.error is not None:
                     continue
                 judged = lines.text
-            new, done = fix_text(text, found, catalog, judged)
+            new, done = fix_text(text, found, catalog, judged, target)
             if new != text:
                 file.write(new)
                 fixed += done

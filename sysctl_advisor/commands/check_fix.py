@@ -32,8 +32,10 @@ def fixed(
     left."""
     fixed = 0
     files: set[str] = set()
+    facts = policy.context.facts
+    target = (policy.context.kernel, facts.bits if facts is not None else None)
     for _ in range(FIX_PASSES):
-        done = fix_files(report.findings, targets, kb.catalog)
+        done = fix_files(report.findings, targets, kb.catalog, target)
         if not done:
             break
         fixed += len(done)

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
+from sysctl_advisor.engine.check.values import taken
 from sysctl_advisor.model.kernel_write import FIELD, kernel_write
 from sysctl_advisor.model.sysctl_conf import (
     C_SPACE,
@@ -35,6 +36,7 @@ from sysctl_advisor.model.sysctl_conf import (
 if TYPE_CHECKING:
     from sysctl_advisor.engine.check.findings import CheckFinding
     from sysctl_advisor.knowledge.catalog import Catalog
+    from sysctl_advisor.model.kernel_version import KernelVersion
 
 
 class Line(NamedTuple):
@@ -47,6 +49,7 @@ class Line(NamedTuple):
     # each key's last assignment in `lines`, parsed once for the whole file (a file of many
     # duplicates has a finding on each line)
     last: Mapping[str, Assignment]
+    target: tuple[KernelVersion | None, int | None]  # the kernel and word size judged for
 
 
 # A fix: the line's replacement lines (none: the line goes), or None when not certain.
@@ -116,9 +119,8 @@ def _drop_earlier(line: Line) -> list[str] | None:
     last = line.last.get(key)
     if last is None or last.line <= line.at + 1:
         return None  # the line the finding named is set again no more
-    spec = line.catalog.keys.get(key)
-    if spec is None or spec.is_text or not kernel_write(last.value, spec.length).complete:
-        return None  # the last line may not set every element: this one may still count
+    if taken(line.catalog, key, last.value, *line.target) is None:
+        return None  # the kernel may refuse the last line: this one may still count
     for at in range(line.at - 1, -1, -1):
         before = line.lines[at]
         text = before.strip(C_SPACE)
@@ -142,12 +144,17 @@ def fixable(rule_id: str) -> bool:
 
 
 def fix_text(
-    text: str, findings: Iterable[CheckFinding], catalog: Catalog, judged: str | None = None
+    text: str,
+    findings: Iterable[CheckFinding],
+    catalog: Catalog,
+    judged: str | None = None,
+    target: tuple[KernelVersion | None, int | None] = (None, None),
 ) -> tuple[str, list[CheckFinding]]:
     """`text` with the fixable findings on its lines fixed (at most one per line), and the
     findings fixed. `judged`, line for line, is what the fixes read where it is not `text`
     itself: a template's sysctl lines (its Jinja comments and statements blank), so a line
-    inside `{# #}` never decides that an earlier one can go."""
+    inside `{# #}` never decides that an earlier one can go. `target`: the kernel release and
+    word size the file is judged for, whose ranges say whether a later line is taken."""
     lines = text.split("\n")
     seen = lines if judged is None else judged.split("\n")
     if len(seen) != len(lines):
@@ -169,7 +176,7 @@ def fix_text(
             continue
         if last is None:
             last = {a.key: a for a in parse_conf_lines("\n".join(seen))[0]}
-        new = fix(Line(seen, index, assignments[0], catalog, last))
+        new = fix(Line(seen, index, assignments[0], catalog, last, target))
         if new is not None:
             replaced[index] = new
             fixed.append(finding)

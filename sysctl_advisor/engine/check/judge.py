@@ -494,7 +494,9 @@ class Checker:
         self._final_epoch += 1
         dump = config.kind == "dump"
         listing = Listing(addressed, self._once)
-        structural(config, self.reported_by, self._boot_writers, self.kb.catalog, listing)
+        facts = self.context.facts
+        target = (self.context.kernel, facts.bits if facts is not None else None)
+        structural(config, self.reported_by, self._boot_writers, self.kb.catalog, listing, target)
         for display, assignments in config.documents:
             self._assignments(display, assignments, dump, listing)
         found = listing.findings()

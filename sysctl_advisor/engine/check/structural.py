@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from sysctl_advisor.engine.check.findings import CheckFinding
+from sysctl_advisor.engine.check.values import taken
 from sysctl_advisor.knowledge.values import same_value
-from sysctl_advisor.model.kernel_write import kernel_write
 from sysctl_advisor.model.sysctl_conf import is_sysctl_key
 from sysctl_advisor.model.text_escape import quoted
 from sysctl_advisor.model.vocabulary import key_matches
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from sysctl_advisor.knowledge.catalog import Catalog
     from sysctl_advisor.knowledge.check_rules import CheckRule
     from sysctl_advisor.model.current_config import CurrentConfig, Override
+    from sysctl_advisor.model.kernel_version import KernelVersion
     from sysctl_advisor.model.plan import OwnerNote
 
 
@@ -37,25 +38,31 @@ def structural(
     boot_writers: list[OwnerNote],
     catalog: Catalog,
     found: Listing,
+    target: tuple[KernelVersion | None, int | None] = (None, None),
 ) -> None:
-    """What the reader noticed, the overrides, and the lines later boot files replace."""
+    """What the reader noticed, the overrides, and the lines later boot files replace;
+    `target` is the kernel release and word size the lines are judged for."""
     for problem in config.problems:
         rule = reported_by.get(problem.code)
         if rule is None:
             continue
         path, line = _split_source(problem.source)
         found.add(CheckFinding(rule.id, rule.spec.severity, path, line, None, problem.message))
-    _overrides(config, reported_by, catalog, found)
+    _overrides(config, reported_by, catalog, found, target)
     rule = reported_by.get("twin-cleared")
     if rule is not None:
-        _twins_cleared(config, rule, catalog, found)
+        _twins_cleared(config, rule, catalog, found, target)
     rule = reported_by.get("writer-file")
     if rule is not None and boot_writers:
         _later_writer_files(config, rule, boot_writers, catalog, found)
 
 
 def _overrides(
-    config: CurrentConfig, reported_by: Mapping[str, CheckRule], catalog: Catalog, found: Listing
+    config: CurrentConfig,
+    reported_by: Mapping[str, CheckRule],
+    catalog: Catalog,
+    found: Listing,
+    target: tuple[KernelVersion | None, int | None],
 ) -> None:
     duplicate, override_rule = reported_by.get("duplicate"), reported_by.get("override")
     # within a file: the same value again is redundant; a key whose write the kernel may
@@ -86,12 +93,19 @@ def _overrides(
         show = quoted_keys.get(key)
         if show is None:
             show = quoted_keys[key] = is_sysctl_key(key)
-        message = _override_message(override, kind, show, winner_line)
+        # a later line the target kernel may refuse: `sysctl -p` then keeps this one
+        refused = (
+            kind == "duplicate"
+            and key in catalog.keys
+            and not catalog.keys[key].is_text
+            and taken(catalog, key, winner.value, *target) is None
+        )
+        message = _override_message(override, kind, show, winner_line, refused)
         found.add(CheckFinding(rule.id, rule.spec.severity, hidden_path, hidden_line, key, message))
 
 
 def _override_message(
-    override: Override, kind: str, show_value: bool, winner_line: int | None
+    override: Override, kind: str, show_value: bool, winner_line: int | None, refused: bool
 ) -> str:
     key = override.key
     if kind == "same":
@@ -104,6 +118,13 @@ def _override_message(
             "then reports that line as an "
             "error and exits 1; systemd-sysctl at boot applies only the last line, so there "
             "it is never tried"
+        )
+    if kind == "duplicate" and refused:
+        return (
+            f"{key} is set again on line {winner_line}, to a value the kernel may refuse: "
+            "systemd-sysctl at boot applies only that last line, so this value"
+            + (f" ({quoted(override.hidden.value)})" if show_value else "")
+            + " is never applied there, while `sysctl -p` keeps it where the later write fails"
         )
     if kind == "duplicate":
         return (
@@ -160,7 +181,11 @@ def _later_writer_files(
 
 
 def _twins_cleared(
-    config: CurrentConfig, rule: CheckRule, catalog: Catalog, found: Listing
+    config: CurrentConfig,
+    rule: CheckRule,
+    catalog: Catalog,
+    found: Listing,
+    target: tuple[KernelVersion | None, int | None],
 ) -> None:
     """Lines whose value a later write of the twin key clears (the catalog's `clears`:
     writing vm.dirty_ratio zeroes vm.dirty_bytes), in the order systemd-sysctl applies them:
@@ -176,9 +201,10 @@ def _twins_cleared(
             final = in_force.get(item.key)
             if twin is None or final is None or (final.file, final.line) != (display, item.line):
                 continue
-            number = _accepted(catalog, item.key, item.value)
-            if number is None:  # the kernel refuses it: nothing changes
+            stored = taken(catalog, item.key, item.value, *target)
+            if stored is None:  # the kernel may refuse it: nothing is certain to change
                 continue
+            number = stored[0]
             changed = held.get(item.key) != number
             held[item.key] = number
             wrote[item.key] = (display, item.line, item.value)
@@ -202,19 +228,3 @@ def _twins_cleared(
             else:
                 message += f"; keep only the line you mean ({item.key} wins as written)"
             found.add(CheckFinding(rule.id, rule.spec.severity, path, line, twin.key, message))
-
-
-def _accepted(catalog: Catalog, key: str, value: str) -> int | None:
-    """The number the kernel stores for a one-number key's line, or None when it refuses it
-    (below or above the range every release read accepts) or the line is not a number."""
-    write = kernel_write(value, 1)
-    if not write.complete:
-        return None
-    number = write.stored[0]
-    bounds = catalog.bounds(key, None, None)
-    if bounds is not None and (
-        (bounds["min"] is not None and number < bounds["min"])
-        or (bounds["max"] is not None and number > bounds["max"])
-    ):
-        return None
-    return number

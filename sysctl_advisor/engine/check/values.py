@@ -7,11 +7,12 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sysctl_advisor.knowledge.catalog import parse_ports
-from sysctl_advisor.model.kernel_write import kernel_int
+from sysctl_advisor.model.kernel_write import kernel_int, kernel_write
 
 if TYPE_CHECKING:
     from sysctl_advisor.knowledge.catalog import Catalog
     from sysctl_advisor.model.current_config import CurrentConfig
+    from sysctl_advisor.model.kernel_version import KernelVersion
 
 
 def fields(value: str) -> list[str]:
@@ -73,3 +74,26 @@ class Final(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._values) + sum(key not in self._values for key in self._in_force)
+
+
+def taken(
+    catalog: Catalog, key: str, value: str, version: KernelVersion | None, bits: int | None
+) -> tuple[int, ...] | None:
+    """What the target kernel stores for a line of a numeric key, or None where it may refuse
+    the line: a value it does not read whole (kernel_write), or an element beyond the range
+    the key takes there (Catalog.bounds). A later line is certain to replace an earlier one,
+    or to clear its twin, only where this is not None."""
+    spec = catalog.keys.get(key)
+    if spec is None or spec.is_text:
+        return None
+    write = kernel_write(value, spec.length)
+    if not write.complete:
+        return None
+    bounds = catalog.bounds(key, version, bits)
+    if bounds is not None and any(
+        (bounds["min"] is not None and number < bounds["min"])
+        or (bounds["max"] is not None and number > bounds["max"])
+        for number in write.stored
+    ):
+        return None
+    return write.stored
