@@ -85,5 +85,7 @@ def _context(kb: KnowledgeBase, found: CheckSettings) -> CheckContext:
         if facts is None and found["kernel"] == check_settings.running_release():
             from sysctl_advisor.sources.running_kernel import read_running_kernel
 
-            context.running = read_running_kernel(found["kernel"])
+            context.running = read_running_kernel(
+                found["kernel"], kb.kernel_keys.interface_directories
+            )
     return context

@@ -11,6 +11,7 @@ read or on a distribution's kernel that lacks an upstream key, the answer is "no
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,17 @@ class KernelKeys:
                 return name
         return None
 
+    @functools.cached_property
+    def interface_directories(self) -> frozenset[tuple[str, ...]]:
+        """The per-interface trees: the directories whose next component the table writes
+        `*` (net.ipv4.conf, net.ipv6.neigh, net.netfilter.nf_log, ...)."""
+        found = set()
+        for name in self.spec.keys:
+            parts = name.split(".")
+            if "*" in parts:
+                found.add(tuple(parts[: parts.index("*")]))
+        return frozenset(found)
+
     def covers(self, key: str) -> bool:
         """Whether the extraction covers the key's directory."""
         parts = key.split(".")
@@ -133,6 +145,7 @@ class KernelKeys:
             "vendor": self.vendor(key),
             "live": False,  # the running kernel's /proc/sys said (model.running_kernel)
             "shown": False,  # listed there now
+            "late": None,  # the directory not listed there yet (a module, a mount)
         }
         covered = self.covers(key)
         if name is None and not covered:

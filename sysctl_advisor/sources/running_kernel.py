@@ -9,7 +9,7 @@ import os
 import stat
 from pathlib import Path
 
-from sysctl_advisor.model.running_kernel import INTERFACE_DIRECTORIES, RunningKernel
+from sysctl_advisor.model.running_kernel import NAMED_INTERFACES, RunningKernel
 from sysctl_advisor.sources.module_lists import kernel_modules
 
 # /proc/sys lists about 1,500 keys; a node with thousands of interfaces lists more, but only
@@ -17,9 +17,6 @@ from sysctl_advisor.sources.module_lists import kernel_modules
 MAX_NAMES = 50_000
 _DEPTH = 8
 _FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-# An interface directory every per-interface tree has; another one is walked too (neigh's
-# `default` lacks the per-device keys).
-_SAMPLES = ("all", "default", "lo")
 _OFFERED = "net.ipv4.tcp_available_congestion_control"
 _TEXT = 4096  # what of a listing file is read
 
@@ -40,59 +37,82 @@ def _text(fd: int, name: str) -> str:
         os.close(file)
 
 
-def _walk(
-    fd: int, parts: tuple[str, ...], keys: set[str], read_only: set[str], texts: dict[str, str]
-) -> None:
-    names = sorted(os.listdir(fd))
-    if parts in INTERFACE_DIRECTORIES:
-        others = [n for n in names if n not in _SAMPLES][:1]
-        names = [n for n in names if n in _SAMPLES] + others
-    for name in names:
-        if len(keys) > MAX_NAMES:
-            raise OverflowError
-        try:
-            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        except OSError:
-            continue
-        shown = "*" if parts in INTERFACE_DIRECTORIES else name.replace(".", "/")
-        if stat.S_ISDIR(info.st_mode) and len(parts) < _DEPTH:
+class _Walk:
+    """What a walk of /proc/sys gathers, and the per-interface trees it shortens: of each, the
+    named directories (`all`, `default`) and one device's (every device has the same keys)."""
+
+    def __init__(self, interface_directories: frozenset[tuple[str, ...]], device: int) -> None:
+        self.interface_directories = interface_directories
+        self.device = device  # /proc/sys's own filesystem: another one below is a mount
+        self.keys: set[str] = set()
+        self.read_only: set[str] = set()
+        self.directories: set[str] = set()
+        self.texts: dict[str, str] = {}
+
+    def walk(self, fd: int, parts: tuple[str, ...]) -> None:
+        names = sorted(os.listdir(fd))
+        if parts and names:  # an empty one is a mount point waiting (fs/binfmt_misc)
+            self.directories.add(".".join(parts))
+        per_interface = parts in self.interface_directories
+        if per_interface:
+            devices = [n for n in names if n not in NAMED_INTERFACES][:1]
+            names = [n for n in names if n in NAMED_INTERFACES] + devices
+        for name in names:
+            if len(self.keys) + len(self.directories) > MAX_NAMES:
+                raise OverflowError
             try:
-                child = os.open(name, _FLAGS, dir_fd=fd)
+                info = os.stat(name, dir_fd=fd, follow_symlinks=False)
             except OSError:
                 continue
-            try:
-                _walk(child, (*parts, shown), keys, read_only, texts)
-            finally:
-                os.close(child)
-        elif stat.S_ISREG(info.st_mode):
-            key = ".".join((*parts, shown))
-            keys.add(key)
-            if not info.st_mode & 0o222:
-                read_only.add(key)
-            if key == _OFFERED:
-                texts[key] = _text(fd, name)
+            if info.st_dev != self.device:
+                continue  # a mount point (binfmt_misc's automount): opening it would mount it
+            shown = (
+                "*" if per_interface and name not in NAMED_INTERFACES else name.replace(".", "/")
+            )
+            here = (*parts, shown)
+            if stat.S_ISDIR(info.st_mode) and len(parts) < _DEPTH:
+                try:
+                    child = os.open(name, _FLAGS, dir_fd=fd)
+                except OSError:
+                    continue
+                try:
+                    self.walk(child, here)
+                finally:
+                    os.close(child)
+            elif stat.S_ISREG(info.st_mode):
+                key = ".".join(here)
+                self.keys.add(key)
+                if not info.st_mode & 0o222:
+                    self.read_only.add(key)
+                if key == _OFFERED:
+                    self.texts[key] = _text(fd, name)
 
 
-def read_running_kernel(release: str, root: Path = Path("/")) -> RunningKernel | None:
-    """The running kernel's keys, or None where /proc/sys cannot be listed whole."""
-    keys: set[str] = set()
-    read_only: set[str] = set()
-    texts: dict[str, str] = {}
+def read_running_kernel(
+    release: str,
+    interface_directories: frozenset[tuple[str, ...]],
+    root: Path = Path("/"),
+) -> RunningKernel | None:
+    """The running kernel's keys, or None where /proc/sys cannot be listed whole.
+    `interface_directories`: the per-interface trees (the kernel-keys table's `*`)."""
     try:
         fd = os.open(root / "proc/sys", _FLAGS)
     except OSError:
         return None
     try:
-        _walk(fd, (), keys, read_only, texts)
+        found = _Walk(interface_directories, os.fstat(fd).st_dev)
+        found.walk(fd, ())
     except (OSError, OverflowError):
         return None
     finally:
         os.close(fd)
     return RunningKernel(
         release=release,
-        keys=frozenset(keys),
-        read_only=frozenset(read_only),
-        whole_net="net.core.netdev_max_backlog" in keys,
-        offered=tuple(texts.get(_OFFERED, "").split()),
+        keys=frozenset(found.keys),
+        read_only=frozenset(found.read_only),
+        directories=frozenset(found.directories),
+        interface_directories=interface_directories,
+        whole_net="net.core.netdev_max_backlog" in found.keys,
+        offered=tuple(found.texts.get(_OFFERED, "").split()),
         modules=kernel_modules(root, release),
     )

@@ -11,6 +11,8 @@ import pytest
 from sysctl_advisor.sources import running_kernel
 from sysctl_advisor.sources.running_kernel import read_running_kernel
 
+INTERFACES = frozenset({("net", "ipv4", "conf")})
+
 
 def _tree(root: Path) -> None:
     sys = root / "proc/sys"
@@ -34,13 +36,13 @@ def _tree(root: Path) -> None:
 
 def test_keys_modes_and_what_is_offered_are_read(tmp_path: Path) -> None:
     _tree(tmp_path)
-    found = read_running_kernel("6.18.0", tmp_path)
+    found = read_running_kernel("6.18.0", INTERFACES, tmp_path)
     assert found is not None
     assert found.keys == {
         "kernel.pid_max",
         "net.core.netdev_max_backlog",
         "net.ipv4.tcp_available_congestion_control",
-        "net.ipv4.conf.*.rp_filter",
+        "net.ipv4.conf.all.rp_filter",
         "net.ipv4.conf.*.mc_forwarding",
     }
     assert found.read_only == {  # the file's mode, whoever reads it
@@ -55,13 +57,23 @@ def test_a_listing_past_the_bound_is_not_used(
 ) -> None:
     _tree(tmp_path)
     monkeypatch.setattr(running_kernel, "MAX_NAMES", 2)
-    assert read_running_kernel("6.18.0", tmp_path) is None
-    assert read_running_kernel("6.18.0", tmp_path / "absent") is None
+    assert read_running_kernel("6.18.0", INTERFACES, tmp_path) is None
+    assert read_running_kernel("6.18.0", INTERFACES, tmp_path / "absent") is None
 
 
 @pytest.mark.skipif(not Path("/proc/sys/kernel/osrelease").is_file(), reason="no /proc/sys here")
 def test_this_hosts_proc_sys_is_read_whole() -> None:
-    found = read_running_kernel(os.uname().release)
+    found = read_running_kernel(os.uname().release, INTERFACES)
     assert found is not None and "kernel.osrelease" in found.keys
     assert "kernel.osrelease" in found.read_only
     assert all("." in key for key in found.keys)
+
+
+def test_an_empty_directory_is_a_mount_point_waiting_not_a_listed_one(tmp_path: Path) -> None:
+    """fs/binfmt_misc is an empty directory until binfmt_misc is mounted there: its keys are
+    not missing, they are not there yet."""
+    _tree(tmp_path)
+    (tmp_path / "proc/sys/fs/binfmt_misc").mkdir(parents=True)
+    found = read_running_kernel("6.18.0", INTERFACES, tmp_path)
+    assert found is not None
+    assert "fs.binfmt_misc" not in found.directories and "kernel" in found.directories

@@ -4,6 +4,7 @@ what it offers decides a congestion control (model.running_kernel)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from sysctl_advisor.engine.check.findings import CheckContext
@@ -26,11 +27,18 @@ LISTED = frozenset(
 )
 
 
+INTERFACES = frozenset({("net", "ipv4", "conf"), ("net", "ipv4", "neigh")})
+
+
 def _running(keys: frozenset[str] = LISTED, whole_net: bool = True) -> RunningKernel:
     return RunningKernel(
         release=RELEASE,
         keys=keys,
         read_only=frozenset({"net.ipv4.conf.*.mc_forwarding"}),
+        # every key's directory, as the walk lists them (net.netfilter too: it has other keys)
+        directories=frozenset(k.rpartition(".")[0] for k in LISTED)
+        | {"net.netfilter", "net.ipv4", "net.ipv4.neigh.default"},
+        interface_directories=INTERFACES,
         whole_net=whole_net,
         offered=("reno", "cubic", "bbr"),
         modules=None,
@@ -94,6 +102,36 @@ def test_a_loaded_modules_key_is_quiet_and_a_congestion_control_not_offered_is_a
 
 
 def test_interface_names_are_written_as_the_tables_write_them() -> None:
-    assert interface_free("net.ipv6.conf.eth0.disable_ipv6") == "net.ipv6.conf.*.disable_ipv6"
-    assert interface_free("net.ipv4.neigh.default.gc_thresh3") == "net.ipv4.neigh.*.gc_thresh3"
-    assert interface_free("net.ipv4.tcp_rmem") == "net.ipv4.tcp_rmem"
+    assert (
+        interface_free("net.ipv4.conf.eth0.disable_ipv6", INTERFACES)
+        == "net.ipv4.conf.*.disable_ipv6"
+    )
+    # `default` (and `all`) are no device: neigh.default holds keys the devices lack
+    assert (
+        interface_free("net.ipv4.neigh.default.gc_thresh3", INTERFACES)
+        == "net.ipv4.neigh.default.gc_thresh3"
+    )
+    assert interface_free("net.ipv4.tcp_rmem", INTERFACES) == "net.ipv4.tcp_rmem"
+
+
+def test_a_default_only_key_written_for_a_device_is_missing(
+    kb: KnowledgeBase, tmp_path: Path
+) -> None:
+    running = dataclasses.replace(
+        _running(), keys=LISTED | {"net.ipv4.neigh.default.gc_thresh3", "net.ipv4.neigh.*.x"}
+    )
+    running = dataclasses.replace(running, directories=running.directories | {"net.ipv4.neigh.*"})
+    text = "net.ipv4.neigh.default.gc_thresh3 = 8192\nnet.ipv4.neigh.eth0.gc_thresh3 = 8192\n"
+    found = _found(kb, tmp_path, text, running)
+    assert (2, "check.key-not-in-kernel") in found
+    assert not any(line == 1 for line, _ in found)
+
+
+def test_a_key_whose_directory_is_not_listed_is_late_never_missing(
+    kb: KnowledgeBase, tmp_path: Path
+) -> None:
+    """kernel.yama without Yama active, fs.nfs before NFS is loaded: /proc/sys lists no such
+    directory, and the key may come; a warning says so, never a missing-key error."""
+    text = "kernel.yama.ptrace_scope = 1\n"
+    found = _found(kb, tmp_path, text, _running())
+    assert found == {(1, "check.module-key")}
