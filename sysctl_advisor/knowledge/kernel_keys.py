@@ -185,6 +185,10 @@ class KernelKeys:
             result["why"] = f"a distribution's kernel may carry it beyond {names[at]}"
             return result
         removed = any(have[:at])  # an earlier read release had it: backports add, never restore
+        if not removed and series > self._series[-1]:
+            # a release past the newest read may have added it: nothing was read there
+            result["why"] = f"releases after {newest} were not read, and it may be new"
+            return result
         if not removed and not _PLAIN.match(version.release):
             # a release with a suffix (5.15.0-91-generic, 3.10.0-1160.el7) is a distribution's
             # build, which may carry a key mainline added later or never had
