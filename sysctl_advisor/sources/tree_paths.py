@@ -72,12 +72,18 @@ def open_regular(path: Path, root: Path | None = None) -> int | None:
 
 
 def read_regular(path: Path, root: Path | None, limit: int) -> bytes | None:
-    """The first `limit` bytes of the regular file `path` (open_regular), or None."""
+    """The first `limit` bytes of the regular file `path` (open_regular), or None: read until
+    the end or the limit, since one read of a /proc file gives about a page at most."""
     fd = open_regular(path, root)
     if fd is None:
         return None
     try:
-        return os.read(fd, limit)
+        chunks: list[bytes] = []
+        size = 0
+        while size < limit and (chunk := os.read(fd, limit - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
     except OSError:
         return None
     finally:

@@ -77,3 +77,15 @@ def test_an_empty_directory_is_a_mount_point_waiting_not_a_listed_one(tmp_path: 
     found = read_running_kernel("6.18.0", INTERFACES, tmp_path)
     assert found is not None
     assert "fs.binfmt_misc" not in found.directories and "kernel" in found.directories
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").is_file(), reason="no /proc/self/smaps here")
+def test_a_proc_file_longer_than_one_read_is_read_whole() -> None:
+    """One read of a /proc seq_file gives about a page: the reader every source shares reads on
+    to the end (or the limit), so /proc/net/dev of a node with many veths is not cut short."""
+    from sysctl_advisor.sources.tree_paths import read_regular
+
+    whole = read_regular(Path("/proc/self/smaps"), None, 16 << 20)
+    assert whole is not None and len(whole) > 8192 and whole.endswith(b"\n")
+    assert read_regular(Path("/proc/self/smaps"), None, 100) is not None
+    assert len(read_regular(Path("/proc/self/smaps"), None, 100) or b"") == 100
