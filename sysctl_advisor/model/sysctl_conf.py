@@ -127,12 +127,23 @@ _ECHO_SETTING = re.compile(
 _SHELL = re.compile(r"[<>|;&$`\\]")  # a value holding these is not one to write as it is
 
 
+def key_of_path(path: str) -> str:
+    """The key a path under /proc/sys names, as sysctl(8) writes it: every `/` a separator and
+    a `.` in a name written `/` (net/ipv4/conf/eth0.100/rp_filter ->
+    net.ipv4.conf.eth0/100.rp_filter)."""
+    return path.translate(_PATH_TO_KEY)
+
+
+_PATH_TO_KEY = str.maketrans("./", "/.")
+
+
 def _instead(key: str, value: str) -> str:
-    """What to write instead of a command that sets one key, when it is plain."""
+    """What to write instead of a command that sets one key (as sysctl(8) names it), when it
+    is plain."""
     value = value.strip()
     if not value or _SHELL.search(value) or _SHELL.search(key):
         return "write the setting as `key = value` instead"
-    return f"write `{quoted(normalise_key(key.replace('/', '.')))} = {quoted(value)}` instead"
+    return f"write `{quoted(key)} = {quoted(value)}` instead"
 
 
 def shell_command(line: str) -> str | None:
@@ -143,7 +154,9 @@ def shell_command(line: str) -> str | None:
         if "=" in line:
             found = _SYSCTL_SETTING.fullmatch(line)
             instead = (
-                _instead(found[1], next(v for v in found.groups()[1:] if v is not None))
+                _instead(
+                    normalise_key(found[1]), next(v for v in found.groups()[1:] if v is not None)
+                )
                 if found
                 else "write each setting as `key = value` on its own line instead"
             )
@@ -161,7 +174,7 @@ def shell_command(line: str) -> str | None:
     if _ECHO_TO_PROC.match(line):
         found = _ECHO_SETTING.fullmatch(line)
         instead = (
-            _instead(found[4], next(v for v in found.groups()[:3] if v is not None))
+            _instead(key_of_path(found[4]), next(v for v in found.groups()[:3] if v is not None))
             if found
             else "write the setting as `key = value` instead"
         )
@@ -170,6 +183,15 @@ def shell_command(line: str) -> str | None:
             f"systemd-sysctl ignores it and exits 1; the setting is never made: {instead}"
         )
     return None
+
+
+def _kept(comment: str) -> str:
+    """A comment block's end, at most COMMENT_CHARS long, from a whole word on: a number cut
+    in two ("1024 GiB" kept as "4 GiB") would name another size."""
+    comment = comment.strip()
+    if len(comment) <= COMMENT_CHARS:
+        return comment
+    return comment[-COMMENT_CHARS:].partition(" ")[2]
 
 
 def parse_conf_lines(text: str) -> tuple[list[Assignment], list[Exclusion], list[BadLine]]:
@@ -197,7 +219,7 @@ def parse_conf_lines(text: str) -> tuple[list[Assignment], list[Exclusion], list
         if not line or line[0] in "#;":
             # a blank line ends a comment block; a comment line adds to it (its end is kept)
             text = line[1:].strip(C_SPACE) if line else ""
-            comment = "" if not line else (comment + " " + text).strip()[-COMMENT_CHARS:]
+            comment = "" if not line else _kept(comment + " " + text)
             continue
         above, comment = comment, ""
         if line[0] in "/sep":  # the first letter of every shell_command

@@ -23,6 +23,7 @@ from pathlib import Path
 from types import FrameType
 
 from sysctl_advisor.model.documents import read_bytes
+from sysctl_advisor.model.sysctl_conf import key_of_path
 from sysctl_advisor.sources.bpf import program, syscall
 from sysctl_advisor.sources.bpf.ringbuf import RingBuffer
 
@@ -70,11 +71,6 @@ def _text(raw: bytes) -> str:
     return raw.split(b"\0", 1)[0].decode("utf-8", errors="backslashreplace")
 
 
-def _key(path: str) -> str:
-    """net/ipv4/conf/eth0.100/rp_filter -> net.ipv4.conf.eth0/100.rp_filter, as sysctl(8)."""
-    return path.translate(str.maketrans("./", "/."))
-
-
 def parse(record: bytes, without: frozenset[int], realtime_offset_ns: int) -> SysctlWrite:
     """One event of the program (program.EVENT), the fields of the helpers left out absent."""
 
@@ -86,7 +82,7 @@ def parse(record: bytes, without: frozenset[int], realtime_offset_ns: int) -> Sy
     )
     e2big = -errno.E2BIG
     return SysctlWrite(
-        key=_key(_text(name)),
+        key=key_of_path(_text(name)),
         old=None if old_ret < 0 and old_ret != e2big else _text(old),
         new=_text(new),
         truncated=e2big in (name_ret, old_ret, new_ret),

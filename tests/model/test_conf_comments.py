@@ -23,6 +23,15 @@ def test_a_long_comment_is_kept_only_up_to_its_bound() -> None:
     assert len(assignment.comment) <= COMMENT_CHARS and assignment.comment.endswith("1GB")
 
 
+def test_a_comment_cut_at_its_bound_keeps_whole_words() -> None:
+    """A size straddling the cut is dropped, never read as a smaller one (1024 GiB as 4 GiB)."""
+    tail = " " + "y" * (COMMENT_CHARS - 9)
+    text = "# shmmax: 1024 GiB," + tail + "\nkernel.shmmax = 1099511627776\n"
+    (assignment,), _, _ = parse_conf_lines(text)
+    assert not assignment.comment.startswith(("4", "24", "024")), assignment.comment
+    assert _sizes(assignment.comment) in ([], [1024 * 2**30])
+
+
 def test_sizes_names_what_a_comment_says_and_stops_at_its_bound() -> None:
     assert _sizes("256MB, or 1 GiB; 2G here; 64k there; x86_64 4096 bytes") == [
         256 * 2**20,
