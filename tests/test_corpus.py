@@ -23,8 +23,17 @@ def test_every_file_is_indexed_with_its_source_and_kernel() -> None:
 
 
 def test_unknown_keys_are_under_a_fifth_of_the_findings() -> None:
+    """The issue's bar on `check.unknown-key`, and what replaced most of its lines held to its
+    promise: keys the release has that the catalog does not model are one summary line per
+    file at most (`check.unmodelled-key`), so the two together stay a small part of the
+    output (31 of 148 findings, 20.9%, when this was written; a file's line each)."""
     counts = count()
-    assert counts["total"] > 0
+    total = counts["total"]
+    assert total > 0
     assert counts["unknown_key_share"] < 0.20, (
-        f"{UNKNOWN_KEY} is {counts['unknown_key_share']:.1%} of {counts['total']} findings"
+        f"{UNKNOWN_KEY} is {counts['unknown_key_share']:.1%} of {total} findings"
     )
+    summaries = sum(counts["rules"].get("check.unmodelled-key", {}).values())
+    assert summaries <= counts["files"]
+    unknown = sum(counts["rules"].get(UNKNOWN_KEY, {}).values())
+    assert (unknown + summaries) / total < 0.25, (unknown, summaries, total)
