@@ -177,11 +177,13 @@ def _sigterm_unwinds() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+_HELD = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
 @contextmanager
 def _signals_held() -> Iterator[None]:
     """SIGINT and SIGTERM held back (delivered after) while the program is detached."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
     try:
         yield
     finally:
@@ -197,6 +199,7 @@ def watch(
     ring buffer (True) or the queue (False); None takes the ring buffer where the kernel has one.
     Unavailable when the watch cannot run here; nothing stays attached when the block ends."""
     closing: list[Callable[[], None]] = []
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())  # the caller's, restored at the end
     try:
         with _signals_held():
             if isinstance(cgroup, int):
@@ -228,9 +231,16 @@ def watch(
                     )
             except OSError as exc:
                 raise Unavailable(f"the sysctl hook cannot be attached: {exc.strerror}") from None
-            yield _events(ring, map_fd, seconds, without)
+            try:
+                yield _events(ring, map_fd, seconds, without)
+            finally:  # held from here until everything is closed: SIGTERM's own handler is
+                # put back before the detach, and a signal then would kill the process first
+                signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
     finally:
-        with _signals_held():
+        signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+        try:
             for close in reversed(closing):
                 with suppress(OSError):
                     close()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)

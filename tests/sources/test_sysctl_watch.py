@@ -150,6 +150,20 @@ def test_nothing_stays_attached_after_an_error(cgroup: Path) -> None:
     assert _attached(cgroup) == []
 
 
+def test_the_callers_signal_mask_is_given_back(cgroup: Path) -> None:
+    """SIGINT and SIGTERM are held from the end of the block until everything is closed (a
+    signal between the two would kill the process with the program attached), and the
+    caller's mask is what it was afterwards, whether the block ends or raises."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, ())
+    with sysctl_watch.watch(cgroup, HANG_SECONDS):
+        pass
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, ()) == before
+    with pytest.raises(RuntimeError), sysctl_watch.watch(cgroup, HANG_SECONDS):
+        raise RuntimeError("in the block")
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, ()) == before
+    assert _attached(cgroup) == []
+
+
 WATCHER = """
 import sys
 from sysctl_advisor.sources.sysctl_watch import watch
