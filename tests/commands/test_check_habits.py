@@ -211,7 +211,13 @@ def test_fixed_files_hold_none_of_the_fixed_findings(lines: list[str]) -> None:
         invoke("check", conf, "--fix")
         fixed = conf.read_text()
         again = invoke("check", conf, "-f", "json")
-    assert not [i for i in _ids(again.stdout) if i in FIXES], (text, fixed)
+    left = [f for f in json.loads(again.stdout)["findings"] if f["id"] in FIXES]
+    # a duplicate whose later line the kernel may refuse stays: `sysctl -p` keeps the earlier
+    # line then, so dropping it is not certain (its message says what each tool keeps)
+    declined = [
+        f for f in left if f["id"] == "check.duplicate-key" and "may refuse" in f["message"]
+    ]
+    assert left == declined, (text, fixed)
     assert _applied(fixed) == _applied(text)
 
 

@@ -113,14 +113,23 @@ def _decimal(line: Line) -> list[str] | None:
 
 
 def _drop_earlier(line: Line) -> list[str] | None:
-    key = line.assignment.key
+    """A line set again later to another value goes only where the target kernel takes that
+    value: where it may refuse it, `sysctl -p` keeps this line's."""
+    last = line.last.get(line.assignment.key)
+    if last is not None and taken(line.catalog, last.key, last.value, *line.target) is None:
+        return None
+    return _drop_repeated(line)
+
+
+def _drop_repeated(line: Line) -> list[str] | None:
+    """The line goes: the key is set again later in the file (to the same value, for
+    check.duplicate-same-value: whatever the kernel does with that line, it does with this
+    one), unless a suppression comment above speaks for it."""
     if line.assignment.is_glob:
         return None
-    last = line.last.get(key)
+    last = line.last.get(line.assignment.key)
     if last is None or last.line <= line.at + 1:
         return None  # the line the finding named is set again no more
-    if taken(line.catalog, key, last.value, *line.target) is None:
-        return None  # the kernel may refuse the last line: this one may still count
     for at in range(line.at - 1, -1, -1):
         before = line.lines[at]
         text = before.strip(C_SPACE)
@@ -135,7 +144,7 @@ FIXES: dict[str, Fix] = {
     "check.inline-comment": _move_comment,
     "check.not-decimal": _decimal,
     "check.duplicate-key": _drop_earlier,
-    "check.duplicate-same-value": _drop_earlier,
+    "check.duplicate-same-value": _drop_repeated,
 }
 
 
