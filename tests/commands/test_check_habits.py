@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sysctl_advisor.engine.check.fix import FIXES
@@ -203,6 +203,8 @@ def _applied(text: str) -> dict[str, tuple[int, ...]]:
 
 @settings(max_examples=25, deadline=None)
 @given(st.lists(_line(), min_size=1, max_size=8))
+@example(["vm.swappiness = 0", "vm.swappiness = 1", "vm.swappiness = 201"])  # 201 refused
+@example(["net.ipv4.tcp_rmem = 0 0 0", "net.ipv4.tcp_rmem = 0 0 0"])  # the same, refused
 def test_fixed_files_hold_none_of_the_fixed_findings(lines: list[str]) -> None:
     text = "\n".join(lines) + "\n"
     with tempfile.TemporaryDirectory() as directory:

@@ -10,10 +10,13 @@ since it was judged, or a line the fix cannot read the same way, is left as it i
 * `check.not-decimal`: each field the kernel stores, written as the decimal number it reads
   (`030` is 24, `0x10` is 16); the rest of the line as it was.
 * `check.duplicate-key`: the earlier line of an integer key set again later in the same
-  file is removed (the last assignment wins; the earlier never takes effect), where the last
-  line sets every element and the kernel takes it (a refused or short write leaves the
-  earlier value, or some of its elements, in force), and unless a suppression comment stands
-  before it (removing the line would hand that comment to the next one).
+  file is removed (the last assignment wins; the earlier never takes effect), where a later
+  line sets every element and the target kernel takes it, within the key's range there
+  (values.taken: a refused or short write leaves the earlier value, or some of its elements,
+  in force under `sysctl -p`), and unless a suppression comment stands before it (removing the
+  line would hand that comment to the next one).
+* `check.duplicate-same-value`: the earlier of two lines writing the same value is removed,
+  whatever the kernel does with it, unless a suppression comment stands before it.
 
 One fix per line per pass: `fix_text` is run again on its own output by the command until
 nothing more is fixed, so a line with two defects gets both fixes.
@@ -49,6 +52,9 @@ class Line(NamedTuple):
     # each key's last assignment in `lines`, parsed once for the whole file (a file of many
     # duplicates has a finding on each line)
     last: Mapping[str, Assignment]
+    # each key's last assignment the target kernel takes (values.taken), by key: the line
+    # that replaces an earlier one for certain under `sysctl -p`
+    last_taken: Mapping[str, Assignment]
     target: tuple[KernelVersion | None, int | None]  # the kernel and word size judged for
 
 
@@ -113,11 +119,11 @@ def _decimal(line: Line) -> list[str] | None:
 
 
 def _drop_earlier(line: Line) -> list[str] | None:
-    """A line set again later to another value goes only where the target kernel takes that
-    value: where it may refuse it, `sysctl -p` keeps this line's."""
-    last = line.last.get(line.assignment.key)
-    if last is not None and taken(line.catalog, last.key, last.value, *line.target) is None:
-        return None
+    """A line set again later to another value goes only where the target kernel takes one
+    of the later values: where it may refuse them all, `sysctl -p` keeps this line's."""
+    replacing = line.last_taken.get(line.assignment.key)
+    if replacing is None or replacing.line <= line.at + 1:
+        return None  # no later line the kernel is sure to take: `sysctl -p` may keep this one
     return _drop_repeated(line)
 
 
@@ -171,6 +177,7 @@ def fix_text(
     replaced: dict[int, list[str]] = {}
     fixed: list[CheckFinding] = []
     last: dict[str, Assignment] | None = None
+    last_taken: dict[str, Assignment] = {}
     for finding in findings:
         fix = FIXES.get(finding.id)
         if fix is None or finding.line is None or not 1 <= finding.line <= len(lines):
@@ -184,8 +191,12 @@ def fix_text(
         if len(assignments) != 1 or assignments[0].key != finding.key:
             continue
         if last is None:
-            last = {a.key: a for a in parse_conf_lines("\n".join(seen))[0]}
-        new = fix(Line(seen, index, assignments[0], catalog, last, target))
+            every = parse_conf_lines("\n".join(seen))[0]
+            last = {a.key: a for a in every}
+            last_taken = {
+                a.key: a for a in every if taken(catalog, a.key, a.value, *target) is not None
+            }
+        new = fix(Line(seen, index, assignments[0], catalog, last, last_taken, target))
         if new is not None:
             replaced[index] = new
             fixed.append(finding)
