@@ -20,10 +20,17 @@ from sysctl_advisor.model.model_base import (
     plain_data,
     validate,
 )
+from sysctl_advisor.model.sysctl_writers import SysctlWriters
 from sysctl_advisor.model.text_escape import plain_line
 from sysctl_advisor.model.timestamps import moment
 from sysctl_advisor.model.units import parse_size
-from sysctl_advisor.model.vocabulary import OneLine, SysctlKey, SysctlKeyGlob
+from sysctl_advisor.model.vocabulary import (
+    OneLine,
+    ProcessName,
+    SysctlKey,
+    SysctlKeyGlob,
+    Timestamp,
+)
 
 # `uname -m` values of 32-bit kernels. Anything else (x86_64, aarch64, ppc64le, s390x…) is 64-bit.
 THIRTY_TWO_BIT_ARCHES = frozenset(
@@ -382,13 +389,6 @@ class KernelModules(Record):
 
     loadable: list[ModuleName] = Field(default_factory=list, max_length=1024)
     builtin: list[ModuleName] = Field(default_factory=list, max_length=1024)
-
-
-_TIMESTAMP = re.compile(
-    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)?"
-    r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?$"
-)
-Timestamp = Annotated[str, _pattern(_TIMESTAMP, "timestamp (ISO 8601)")]
 
 
 @model
@@ -756,16 +756,6 @@ class FileSetting(Record):
     )
 
 
-def _process_name(value: str) -> str:
-    plain_line(value, "process name")
-    if not 1 <= len(value) <= 15:  # /proc/PID/comm: TASK_COMM_LEN 16, with its NUL
-        raise ValueError(f"a process name (/proc/PID/comm) has 1-15 characters: {value[:40]!r}")
-    return value
-
-
-ProcessName = Annotated[str, After(_process_name)]
-
-
 @model
 class HostFacts(Record):
     hostname: Hostname | None = None
@@ -832,6 +822,11 @@ class HostFacts(Record):
         default=None,
         description="whether `facts` read this host (live, not a copied tree) as root, who "
         "sees the owner of every listening socket in its PID namespace; absent: not known",
+    )
+    writers: SysctlWriters | None = Field(
+        default=None,
+        description="the sysctl writes seen on the host and who made them (`facts --watch`, "
+        "or the record `facts --install` leaves); absent: not watched",
     )
 
     def __post_init__(self) -> None:

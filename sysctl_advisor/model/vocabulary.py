@@ -7,6 +7,7 @@ with these types; `tests/model/test_vocabulary.py` fails on a second definition 
   for interface eth0.100), as sysctl(8) writes it. At most MAX_KEY characters.
 * `SysctlKeyGlob`: the same, where a name may hold fnmatch's `*` (`net.ipv4.conf.*.rp_filter`).
 * `CONF_KEY_TOKEN`: what a sysctl.conf line's key looks like before it is read as a name.
+* `Timestamp`: an ISO 8601 date or time; `ProcessName`: a process's name (/proc/PID/comm).
 * `OneLine`: printable text on one line: no line break, tab, escape (ESC), format or separator
   character (a bidi override), so nothing in it restyles, reorders or adds a line of what an
   operator reads. Its length is the field's: `Field(max_length=...)`, or
@@ -60,6 +61,31 @@ def not_blank(value: str) -> str:
 SysctlKey = Annotated[str, After(sysctl_key)]
 SysctlKeyGlob = Annotated[str, After(sysctl_key_glob)]
 OneLine = Annotated[str, After(plain_line)]
+
+_TIMESTAMP = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)?"
+    r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
+)
+
+
+def timestamp(value: str) -> str:
+    """`value` when it is an ISO 8601 date or time; else ValueError."""
+    plain_line(value, "timestamp (ISO 8601)")
+    if _TIMESTAMP.fullmatch(value) is None:
+        raise ValueError(f"not a valid timestamp (ISO 8601): {value[:80]!r}")
+    return value
+
+
+def process_name(value: str) -> str:
+    """`value` when it is a process's name as /proc/PID/comm gives it; else ValueError."""
+    plain_line(value, "process name")
+    if not 1 <= len(value) <= 15:  # /proc/PID/comm: TASK_COMM_LEN 16, with its NUL
+        raise ValueError(f"a process name (/proc/PID/comm) has 1-15 characters: {value[:40]!r}")
+    return value
+
+
+Timestamp = Annotated[str, After(timestamp)]  # ISO 8601, as the facts write times
+ProcessName = Annotated[str, After(process_name)]
 
 
 NOT_INTERFACES = frozenset({"all", "default"})  # conf/ and neigh/ entries that are no link
