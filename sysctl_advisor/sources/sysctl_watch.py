@@ -52,6 +52,11 @@ class SysctlWrite:
     cgroup_id: int | None  # the cgroup v2 inode number of the writer's cgroup
     monotonic_ns: int | None  # CLOCK_MONOTONIC at the write
     time: float | None  # the same as seconds since the epoch
+    parent_pid: int | None = None  # task->real_parent->tgid
+    parent_comm: str | None = None
+    netns: int | None = (
+        None  # the writer's network namespace inode, as /proc/PID/ns/net shows net:[N]
+    )
 
 
 def cgroup2_mount(mountinfo: Path = Path("/proc/self/mountinfo")) -> Path | None:
