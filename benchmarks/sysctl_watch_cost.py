@@ -94,7 +94,8 @@ def main() -> None:
     base = statistics.median(times["none"])
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"{name:6} {median:6.2f} µs per write (+{median - base:.2f}), rounds: {[round(v, 2) for v in values]}")
+        rounds = ", ".join(f"{v:.2f}" for v in values)
+        print(f"{name:6} {median:6.2f} µs per write (+{median - base:.2f}); rounds: {rounds}")
 
 
 if __name__ == "__main__":
