@@ -315,6 +315,37 @@ COMMANDS: tuple[Command, ...] = (
                 metavar="FILE",
             ),
             "query_timeout": QUERY_TIMEOUT,
+            "watch": Option(
+                ("--watch",),
+                "Record every sysctl write for this long first (root, cgroup v2, Linux 5.2+): "
+                "who wrote each key, where, and whether it took, in `writers:`; e.g. 30s, 5m.",
+                metavar="DURATION",
+            ),
+            "cgroup": Option(
+                ("--cgroup",),
+                "With --watch: only the tasks under this cgroup v2 directory (default: all).",
+                type=Path,
+                metavar="DIR",
+            ),
+            "install": Option(
+                ("--install",),
+                "Show the persistent record of sysctl writers (a pinned program and a unit "
+                "before systemd-sysctl) and, with --yes, install it.",
+                type=bool,
+                default=False,
+            ),
+            "uninstall": Option(
+                ("--uninstall",),
+                "Show every trace of the persistent record and, with --yes, remove it.",
+                type=bool,
+                default=False,
+            ),
+            "yes": Option(
+                ("--yes",),
+                "Do what --install or --uninstall shows.",
+                type=bool,
+                default=False,
+            ),
         },
     ),
     Command(

@@ -121,8 +121,11 @@ class SysctlWriters(Record):
     )
     since: Timestamp | None = Field(default=None, description="when the record began")
     until: Timestamp | None = Field(default=None, description="when it was read")
-    dropped: int = Field(
-        default=0, ge=0, le=2**63, description="writes seen but lost (the kernel's buffer was full)"
+    dropped: int | None = Field(
+        default=None,
+        ge=0,
+        le=2**63,
+        description="writes seen but not recorded (the kernel's buffer was full)",
     )
     not_given: list[OneLine] = Field(
         default_factory=list,

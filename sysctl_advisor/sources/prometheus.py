@@ -85,19 +85,31 @@ FIGURES = (
 )
 
 
-def parse_duration(text: str, field: str = "--since") -> int:
-    """A Prometheus duration (14d, 36h, 90m, 1w, 1d12h) as whole seconds, 1 minute .. 400 days."""
-    example = "e.g. 14d, 36h, 90m, 1w or 1d12h"
+def parse_duration(
+    text: str, field: str = "--since", bounds: tuple[int, int] = (MIN_WINDOW, MAX_WINDOW)
+) -> int:
+    """A Prometheus duration (14d, 36h, 90m, 1w, 1d12h, 5s) as whole seconds, within `bounds`
+    (seconds; by default 1 minute .. 400 days)."""
+    example = "e.g. 14d, 36h, 90m, 1w or 1d12h" if bounds[0] >= 60 else "e.g. 30s, 5m or 1h"
     value = text.strip()
     match = _DURATION.fullmatch(value) if len(value) <= 40 else None
     if not value or match is None or not any(match.groups()):
         raise InputError(f"not a duration: {_shown(text, 40)} ({example})", field=field)
     ms = sum(int(n) * unit for n, unit in zip(match.groups(), _UNIT_MS, strict=True) if n)
-    if not MIN_WINDOW * 1000 <= ms <= MAX_WINDOW * 1000:
+    low, high = bounds
+    if not low * 1000 <= ms <= high * 1000:
         raise InputError(
-            f"{value} is outside 1m .. {MAX_WINDOW // 86400}d ({example})", field=field
+            f"{value} is outside {_span(low)} .. {_span(high)} ({example})", field=field
         )
     return ms // 1000
+
+
+def _span(seconds: int) -> str:
+    """A bound as a duration: 60 -> 1m, 34560000 -> 400d."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
 
 
 def promql_string(value: str) -> str:

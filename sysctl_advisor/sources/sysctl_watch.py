@@ -6,7 +6,12 @@ ends, however it ends (an exception, SIGINT, SIGTERM). It writes no /proc/sys va
 The hook runs in the writer's context at the write's attempt, before the handler parses the
 value: a write the handler then refuses is seen too. Writes through netlink (devconf) and
 writes by tasks outside the cgroup are not seen. Linux 5.2+ (the hook), root (CAP_BPF and
-CAP_SYS_ADMIN, CAP_PERFMON for the task helpers)."""
+CAP_SYS_ADMIN, CAP_PERFMON for the task helpers).
+
+The program is attached through a BPF link (Linux 5.7+) where the kernel has one: the kernel
+detaches it when the link's last descriptor closes, so even a watch killed by SIGKILL leaves
+nothing attached; older kernels get BPF_PROG_ATTACH, detached on every exit this process
+sees. What the map could not take is counted in the kernel: `Events.dropped`."""
 
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ from types import FrameType
 
 from sysctl_advisor.model.documents import read_bytes
 from sysctl_advisor.model.sysctl_conf import key_of_path
-from sysctl_advisor.sources.bpf import program, syscall
+from sysctl_advisor.sources.bpf import btf, program, syscall
 from sysctl_advisor.sources.bpf.ringbuf import RingBuffer
 
 RINGBUF_BYTES = 256 * 1024  # a power of two, whole pages: some 600 events between drains
@@ -54,9 +59,44 @@ class SysctlWrite:
     time: float | None  # the same as seconds since the epoch
     parent_pid: int | None = None  # task->real_parent->tgid
     parent_comm: str | None = None
-    netns: int | None = (
-        None  # the writer's network namespace inode, as /proc/PID/ns/net shows net:[N]
-    )
+    netns: int | None = None  # the writer's network namespace inode, /proc/PID/ns/net net:[N]
+
+
+class Events:
+    """The writes as they come (iterate once), what the kernel could not hand over (`dropped`,
+    final once the iteration ended) and the SysctlWrite fields this kernel does not give."""
+
+    def __init__(
+        self, writes: Iterator[SysctlWrite], drops_fd: int, without: frozenset[int]
+    ) -> None:
+        self._writes = writes
+        self._drops_fd: int | None = drops_fd
+        self._dropped = 0
+        self.left_out = left_out_fields(without)
+
+    def __iter__(self) -> Iterator[SysctlWrite]:
+        return self._writes
+
+    @property
+    def dropped(self) -> int:
+        if self._drops_fd is not None:
+            self._dropped = read_dropped(self._drops_fd)
+        return self._dropped
+
+    def freeze(self) -> None:
+        """Keep the count, before its map closes."""
+        self._dropped = self.dropped
+        self._drops_fd = None
+
+
+def left_out_fields(without: frozenset[int]) -> tuple[str, ...]:
+    fields = {field for helper in without for field in program.FIELDS.get(helper, ())}
+    return tuple(f for f in SysctlWrite.__dataclass_fields__ if f in fields)
+
+
+def read_dropped(drops_fd: int) -> int:
+    value = syscall.map_lookup(drops_fd, bytes(4), 8)
+    return 0 if value is None else int.from_bytes(value, "little")
 
 
 def cgroup2_mount(mountinfo: Path = Path("/proc/self/mountinfo")) -> Path | None:
@@ -82,10 +122,12 @@ def parse(record: bytes, without: frozenset[int], realtime_offset_ns: int) -> Sy
     def has(helper: int) -> bool:
         return helper not in without
 
-    when, pid_tgid, cgroup_id, uid_gid, name_ret, old_ret, new_ret, _, comm, name, old, new = (
-        program.EVENT.unpack(record[: program.EVENT_SIZE])
-    )
+    (when, pid_tgid, cgroup_id, uid_gid, name_ret, old_ret, new_ret, parent_ret, netns_ret) = (
+        fields := program.EVENT.unpack(record[: program.EVENT_SIZE])
+    )[:9]
+    parent_pid, netns, _, comm, parent_comm, name, old, new = fields[9:]
     e2big = -errno.E2BIG
+    task = not program.TASK_HELPERS & without
     return SysctlWrite(
         key=key_of_path(_text(name)),
         old=None if old_ret < 0 and old_ret != e2big else _text(old),
@@ -98,49 +140,97 @@ def parse(record: bytes, without: frozenset[int], realtime_offset_ns: int) -> Sy
         cgroup_id=cgroup_id if has(program.GET_CURRENT_CGROUP_ID) else None,
         monotonic_ns=when if has(program.KTIME_GET_NS) else None,
         time=(when + realtime_offset_ns) / 1e9 if has(program.KTIME_GET_NS) else None,
+        parent_pid=parent_pid if task and parent_ret == 0 else None,
+        parent_comm=_text(parent_comm) if task and parent_ret == 0 else None,
+        netns=netns if task and netns_ret == 0 and netns else None,
     )
 
 
-def _create_map(ringbuf: bool | None) -> tuple[int, bool]:
+def realtime_offset_ns() -> int:
+    """CLOCK_REALTIME minus CLOCK_MONOTONIC, now."""
+    return time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
+def _create_map(
+    ringbuf: bool | None, ring_bytes: int = RINGBUF_BYTES, queue_entries: int = QUEUE_ENTRIES
+) -> tuple[int, bool]:
     """The map's descriptor, and whether it is a ring buffer (else a queue)."""
     if ringbuf is not False:
         try:
             return syscall.map_create(
-                syscall.MAP_TYPE_RINGBUF, 0, 0, RINGBUF_BYTES, "sysctl_writes"
+                syscall.MAP_TYPE_RINGBUF, 0, 0, ring_bytes, "sysctl_writes"
             ), True
         except OSError as exc:
             if ringbuf or exc.errno != errno.EINVAL:  # EINVAL: a kernel before 5.8
                 raise
     fd = syscall.map_create(
-        syscall.MAP_TYPE_QUEUE, 0, program.EVENT_SIZE, QUEUE_ENTRIES, "sysctl_writes"
+        syscall.MAP_TYPE_QUEUE, 0, program.EVENT_SIZE, queue_entries, "sysctl_writes"
     )
     return fd, False
 
 
-def load(map_fd: int, ringbuf: bool) -> tuple[int, frozenset[int]]:
-    """The loaded program's descriptor and the optional helpers this kernel refused (left out)."""
+def create_drops_map() -> int:
+    """The array map of one u64 the program counts what it could not hand over in."""
+    return syscall.map_create(syscall.MAP_TYPE_ARRAY, 4, 8, 1, "sysctl_drops")
+
+
+def offsets() -> program.Offsets | None:
+    """The struct offsets the program reads the parent and netns at; None without BTF."""
+    try:
+        types = btf.vmlinux()
+        return program.Offsets(**{name: types.offset(p) for name, p in program.PATHS.items()})
+    except btf.BTFError:
+        return None
+
+
+def load(
+    map_fd: int, sink: str, drops_fd: int, at: program.Offsets | None = None
+) -> tuple[int, frozenset[int]]:
+    """The loaded program's descriptor and the optional helpers left out (refused by this
+    kernel, or the parent's and netns's without BTF offsets)."""
     without: frozenset[int] = frozenset()
     while True:
-        built = program.build(map_fd, ringbuf, without)
+        built = program.build(map_fd, sink, drops_fd, without, at)
         try:
             fd = syscall.prog_load(
                 syscall.PROG_TYPE_CGROUP_SYSCTL, built.insns, syscall.CGROUP_SYSCTL, "sysctl_watch"
             )
-            return fd, without
+            return fd, built.without
         except OSError as exc:
             match = _UNKNOWN_HELPER.search(str(exc))
             helper = int(match.group(1) or match.group(2)) if match else None
             if helper not in program.OPTIONAL_HELPERS or helper in without:
                 raise
-            without = without | {helper}
+            without |= program.TASK_HELPERS if helper in program.TASK_HELPERS else {helper}
+
+
+def attached(cgroup: str | Path) -> list[int]:
+    """The ids of the sysctl programs attached to the cgroup directory itself."""
+    fd = os.open(cgroup, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        return syscall.prog_query(fd, syscall.CGROUP_SYSCTL)
+    finally:
+        os.close(fd)
+
+
+def attach(target: int, prog_fd: int) -> Callable[[], None]:
+    """Attach the program to the cgroup, by a link where the kernel has them; the way to
+    detach it."""
+    try:
+        link = syscall.link_create(prog_fd, target, syscall.CGROUP_SYSCTL)
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:  # EINVAL: no BPF_LINK_CREATE, a kernel before 5.7
+            raise
+    else:
+        return lambda: os.close(link)
+    syscall.prog_attach(target, prog_fd, syscall.CGROUP_SYSCTL, syscall.F_ALLOW_MULTI)
+    return lambda: syscall.prog_detach(target, prog_fd, syscall.CGROUP_SYSCTL)
 
 
 def _events(
     ring: RingBuffer | None, map_fd: int, seconds: float, without: frozenset[int]
 ) -> Iterator[SysctlWrite]:
-    offset = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(
-        time.CLOCK_MONOTONIC
-    )
+    offset = realtime_offset_ns()
     deadline = time.monotonic() + seconds
     while True:
         last = time.monotonic() >= deadline
@@ -197,11 +287,16 @@ def _signals_held() -> Iterator[None]:
 
 @contextmanager
 def watch(
-    cgroup: int | str | Path, seconds: float, ringbuf: bool | None = None
-) -> Iterator[Iterator[SysctlWrite]]:
+    cgroup: int | str | Path,
+    seconds: float,
+    ringbuf: bool | None = None,
+    ring_bytes: int = RINGBUF_BYTES,
+    queue_entries: int = QUEUE_ENTRIES,
+) -> Iterator[Events]:
     """The sysctl writes of the tasks under `cgroup` (a cgroup v2 directory, or a descriptor
     open on one, which stays the caller's) for `seconds`, as they come. `ringbuf` forces the
-    ring buffer (True) or the queue (False); None takes the ring buffer where the kernel has one.
+    ring buffer (True) or the queue (False); None takes the ring buffer where the kernel has one
+    (`ring_bytes`: a power of two, whole pages; `queue_entries`: the queue's events).
     Unavailable when the watch cannot run here; nothing stays attached when the block ends."""
     closing: list[Callable[[], None]] = []
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())  # the caller's, restored at the end
@@ -216,28 +311,28 @@ def watch(
                     raise Unavailable(f"cannot open the cgroup {cgroup}: {exc.strerror}") from None
                 closing.append(lambda: os.close(target))
             try:
-                map_fd, is_ring = _create_map(ringbuf)
+                map_fd, is_ring = _create_map(ringbuf, ring_bytes, queue_entries)
                 closing.append(lambda: os.close(map_fd))
-                prog_fd, without = load(map_fd, is_ring)
+                drops_fd = create_drops_map()
+                closing.append(lambda: os.close(drops_fd))
+                sink = "ring" if is_ring else "queue"
+                prog_fd, without = load(map_fd, sink, drops_fd, offsets())
                 closing.append(lambda: os.close(prog_fd))
-                ring = RingBuffer(map_fd, RINGBUF_BYTES) if is_ring else None
+                ring = RingBuffer(map_fd, ring_bytes) if is_ring else None
                 if ring is not None:
                     closing.append(ring.close)
             except OSError as exc:
                 raise Unavailable(f"the sysctl hook cannot be loaded: {exc.strerror}") from None
+            events = Events(_events(ring, map_fd, seconds, without), drops_fd, without)
+            closing.append(events.freeze)
         with _sigterm_unwinds():
             try:
                 with _signals_held():
-                    syscall.prog_attach(
-                        target, prog_fd, syscall.CGROUP_SYSCTL, syscall.F_ALLOW_MULTI
-                    )
-                    closing.append(
-                        lambda: syscall.prog_detach(target, prog_fd, syscall.CGROUP_SYSCTL)
-                    )
+                    closing.append(attach(target, prog_fd))
             except OSError as exc:
                 raise Unavailable(f"the sysctl hook cannot be attached: {exc.strerror}") from None
             try:
-                yield _events(ring, map_fd, seconds, without)
+                yield events
             finally:  # held from here until everything is closed: SIGTERM's own handler is
                 # put back before the detach, and a signal then would kill the process first
                 signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)

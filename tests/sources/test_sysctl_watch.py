@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from sysctl_advisor.sources import sysctl_watch
-from sysctl_advisor.sources.bpf import syscall
 from tests.conftest import HANG_SECONDS, ROOT
 from tests.namespaces import host_sysctls, namespace_problem
 
@@ -48,15 +47,18 @@ def _problem() -> str | None:
         return "needs a cgroup v2 hierarchy"
     try:
         map_fd, ring = sysctl_watch._create_map(None)
+        drops_fd = sysctl_watch.create_drops_map()
     except OSError as exc:
         return f"the kernel refuses the map: {exc.strerror}"
     try:
-        prog_fd, _ = sysctl_watch.load(map_fd, ring)
+        sink = "ring" if ring else "queue"
+        prog_fd, _ = sysctl_watch.load(map_fd, sink, drops_fd, sysctl_watch.offsets())
         os.close(prog_fd)
     except OSError as exc:
         return f"the kernel refuses the program: {exc.strerror}"
     finally:
         os.close(map_fd)
+        os.close(drops_fd)
     return None
 
 
@@ -94,14 +96,6 @@ def cgroup() -> Iterator[Path]:
     assert _host_settings() == before, "the host's /proc/sys changed"
 
 
-def _attached(cgroup: Path) -> list[int]:
-    fd = os.open(cgroup, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        return syscall.prog_query(fd, syscall.CGROUP_SYSCTL)
-    finally:
-        os.close(fd)
-
-
 def _in_namespace(cgroup: Path, script: str) -> subprocess.CompletedProcess[str]:
     """`script` by sh, moved into `cgroup` before it starts, in a fresh network namespace."""
     return subprocess.run(
@@ -122,7 +116,7 @@ def test_each_write_is_recorded_with_its_writer(cgroup: Path, ringbuf: bool) -> 
     started = time.time()
     seen: dict[str, sysctl_watch.SysctlWrite] = {}
     with sysctl_watch.watch(cgroup, HANG_SECONDS, ringbuf=ringbuf) as events:
-        assert len(_attached(cgroup)) == 1
+        assert len(sysctl_watch.attached(cgroup)) == 1
         writer = subprocess.Popen(
             ["unshare", "-n", "sh", "-c", WRITER],
             preexec_fn=lambda: (cgroup / "cgroup.procs").write_text("0"),
@@ -132,7 +126,7 @@ def test_each_write_is_recorded_with_its_writer(cgroup: Path, ringbuf: bool) -> 
             seen[event.key] = event
             if set(seen) == set(KEYS):
                 break
-    assert _attached(cgroup) == []
+    assert sysctl_watch.attached(cgroup) == []
     assert set(seen) == set(KEYS)  # the reads of the defaults above were not recorded
     for key, value in KEYS.items():
         event = seen[key]
@@ -141,13 +135,43 @@ def test_each_write_is_recorded_with_its_writer(cgroup: Path, ringbuf: bool) -> 
         assert event.cgroup_id == os.stat(cgroup).st_ino
         assert event.time is not None and started - 1 <= event.time <= time.time() + 1
         assert not event.truncated
+    assert events.dropped == 0
+
+
+def test_a_write_names_its_parent_and_network_namespace(cgroup: Path) -> None:
+    """The writer prints its own netns inode (as /proc/self/ns/net shows it) and its parent's
+    pid; the watch reports the same, and the parent's name."""
+    script = "stat -L -c %i /proc/self/ns/net; echo $PPID; echo 1 > /proc/sys/net/ipv4/ip_forward"
+    with sysctl_watch.watch(cgroup, HANG_SECONDS) as events:
+        assert events.left_out == ()
+        printed = _in_namespace(cgroup, script).stdout.split()
+        event = next(iter(events))
+    assert (event.key, event.new) == ("net.ipv4.ip_forward", "1\n")
+    assert event.netns == int(printed[0]) != os.stat("/proc/self/ns/net").st_ino
+    assert event.parent_pid == int(printed[1]) == os.getpid()
+    assert event.parent_comm == Path("/proc/self/comm").read_text().strip()[:15]
+
+
+@pytest.mark.parametrize("ringbuf", [True, False], ids=["ring buffer", "queue"])
+def test_what_the_map_could_not_take_is_counted(cgroup: Path, ringbuf: bool) -> None:
+    """A one-page ring (or an 8-event queue) undrained while 64 writes come: each write is
+    either an event or a drop."""
+    writes = 64
+    script = f"for i in $(seq {writes}); do echo 1 > /proc/sys/net/ipv4/ip_forward; done"
+    with sysctl_watch.watch(
+        cgroup, 0, ringbuf=ringbuf, ring_bytes=os.sysconf("SC_PAGESIZE"), queue_entries=8
+    ) as events:
+        _in_namespace(cgroup, script)
+        seen = len(list(events))
+    assert events.dropped > 0
+    assert seen + events.dropped == writes
 
 
 def test_nothing_stays_attached_after_an_error(cgroup: Path) -> None:
     with pytest.raises(RuntimeError), sysctl_watch.watch(cgroup, HANG_SECONDS):
-        assert len(_attached(cgroup)) == 1
+        assert len(sysctl_watch.attached(cgroup)) == 1
         raise RuntimeError("in the block")
-    assert _attached(cgroup) == []
+    assert sysctl_watch.attached(cgroup) == []
 
 
 def test_the_callers_signal_mask_is_given_back(cgroup: Path) -> None:
@@ -161,7 +185,7 @@ def test_the_callers_signal_mask_is_given_back(cgroup: Path) -> None:
     with pytest.raises(RuntimeError), sysctl_watch.watch(cgroup, HANG_SECONDS):
         raise RuntimeError("in the block")
     assert signal.pthread_sigmask(signal.SIG_BLOCK, ()) == before
-    assert _attached(cgroup) == []
+    assert sysctl_watch.attached(cgroup) == []
 
 
 WATCHER = """
@@ -186,13 +210,41 @@ def test_nothing_stays_attached_after_a_signal(cgroup: Path, signum: int) -> Non
     try:
         assert watcher.stdout is not None
         assert watcher.stdout.readline() == "attached\n"
-        assert len(_attached(cgroup)) == 1
+        assert len(sysctl_watch.attached(cgroup)) == 1
         watcher.send_signal(signum)
         assert watcher.wait(timeout=HANG_SECONDS) != 0
     finally:
         watcher.kill()
         watcher.communicate()
-    assert _attached(cgroup) == []
+    assert sysctl_watch.attached(cgroup) == []
+
+
+def test_nothing_stays_attached_after_sigkill(cgroup: Path) -> None:
+    """The program is attached through a link, which the kernel detaches when the killed
+    process's descriptors close."""
+    watcher = subprocess.Popen(
+        [sys.executable, "-c", WATCHER, str(cgroup), str(HANG_SECONDS)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert watcher.stdout is not None
+        assert watcher.stdout.readline() == "attached\n"
+        assert len(sysctl_watch.attached(cgroup)) == 1
+    finally:
+        watcher.kill()
+        watcher.communicate()
+    assert _attached_soon(cgroup) == []
+
+
+def _attached_soon(cgroup: Path) -> list[int]:
+    """What stays attached once a released link's detach had time to run (it may run just
+    after the last descriptor closes)."""
+    deadline = time.monotonic() + HANG_SECONDS
+    while (found := sysctl_watch.attached(cgroup)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return found
 
 
 def test_a_directory_that_is_no_cgroup_is_unavailable(tmp_path: Path) -> None:

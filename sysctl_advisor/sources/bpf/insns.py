@@ -15,13 +15,13 @@ from dataclasses import dataclass
 LD, LDX, ST, STX, JMP, ALU64 = 0x00, 0x01, 0x02, 0x03, 0x05, 0x07
 # operand source (ALU, JMP): the immediate (K) or the source register (X)
 K, X = 0x00, 0x08
-# ALU operations
-ADD, MOV = 0x00, 0xB0
+# ALU operations (ADD is also the atomic operation's immediate)
+ADD, OR, MOV = 0x00, 0x40, 0xB0
 # jump operations
 JEQ, CALL, EXIT = 0x10, 0x80, 0x90
 # load and store: sizes and modes
 W, DW = 0x00, 0x18
-IMM, MEM = 0x00, 0x60
+IMM, MEM, ATOMIC = 0x00, 0x60, 0xC0
 SIZES = {4: W, 8: DW}
 
 PSEUDO_MAP_FD = 1  # src_reg of a 64-bit immediate load whose value is a map's descriptor
@@ -54,6 +54,10 @@ def add_imm(dst: int, imm: int) -> list[Insn]:
     return [Insn(ALU64 | K | ADD, dst, imm=imm)]
 
 
+def or_reg(dst: int, src: int) -> list[Insn]:
+    return [Insn(ALU64 | X | OR, dst, src)]
+
+
 def load(size: int, dst: int, src: int, off: int) -> list[Insn]:
     """dst = *(uSIZE *)(src + off)"""
     return [Insn(LDX | MEM | SIZES[size], dst, src, off)]
@@ -67,6 +71,11 @@ def store(size: int, dst: int, off: int, src: int) -> list[Insn]:
 def store_imm(size: int, dst: int, off: int, imm: int) -> list[Insn]:
     """*(uSIZE *)(dst + off) = imm"""
     return [Insn(ST | MEM | SIZES[size], dst, off=off, imm=imm)]
+
+
+def atomic_add(size: int, dst: int, off: int, src: int) -> list[Insn]:
+    """lock *(uSIZE *)(dst + off) += src (BPF_XADD before Linux 5.12 named it)"""
+    return [Insn(STX | ATOMIC | SIZES[size], dst, src, off, imm=ADD)]
 
 
 def jeq_imm(dst: int, imm: int, off: int) -> list[Insn]:

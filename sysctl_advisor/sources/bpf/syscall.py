@@ -11,11 +11,12 @@ import platform
 import struct
 
 # enum bpf_cmd
-MAP_CREATE = 0
-PROG_LOAD, PROG_ATTACH, PROG_DETACH = 5, 8, 9
+MAP_CREATE, MAP_LOOKUP_ELEM, MAP_GET_NEXT_KEY = 0, 1, 4
+PROG_LOAD, OBJ_PIN, OBJ_GET, PROG_ATTACH, PROG_DETACH = 5, 6, 7, 8, 9
 OBJ_GET_INFO_BY_FD, PROG_QUERY, MAP_LOOKUP_AND_DELETE_ELEM = 15, 16, 21
+LINK_CREATE = 28  # Linux 5.7+ (include/uapi/linux/bpf.h: absent in 5.4, there in 5.10)
 # enum bpf_map_type, enum bpf_prog_type, enum bpf_attach_type
-MAP_TYPE_QUEUE, MAP_TYPE_RINGBUF = 22, 27
+MAP_TYPE_HASH, MAP_TYPE_ARRAY, MAP_TYPE_QUEUE, MAP_TYPE_RINGBUF = 1, 2, 22, 27
 PROG_TYPE_CGROUP_SYSCTL = 23
 CGROUP_SYSCTL = 18
 F_ALLOW_MULTI = 1 << 1
@@ -76,6 +77,43 @@ def _elem(
     return True
 
 
+def map_lookup(fd: int, key: bytes, value_size: int) -> bytes | None:
+    """The value under `key`; None when there is none."""
+    out = ctypes.create_string_buffer(value_size)
+    found = _elem(MAP_LOOKUP_ELEM, fd, ctypes.create_string_buffer(key, len(key)), out)
+    return out.raw if found else None
+
+
+def map_next_key(fd: int, key: bytes | None, key_size: int) -> bytes | None:
+    """The key after `key` (the first with None); None after the last. Keys removed meanwhile
+    restart the walk (the kernel's order)."""
+    out = ctypes.create_string_buffer(key_size)
+    start = None if key is None else ctypes.create_string_buffer(key, len(key))
+    return out.raw if _elem(MAP_GET_NEXT_KEY, fd, start, out) else None
+
+
+def map_keys(fd: int, key_size: int, limit: int = 1 << 20) -> list[bytes]:
+    """Every key of a hash map, at most `limit`."""
+    keys: list[bytes] = []
+    key = map_next_key(fd, None, key_size)
+    while key is not None and len(keys) < limit:
+        keys.append(key)
+        key = map_next_key(fd, key, key_size)
+    return keys
+
+
+def obj_pin(fd: int, path: str | os.PathLike[str]) -> None:
+    """Pin a map, program or link at `path` (a new name in a bpffs)."""
+    name = ctypes.create_string_buffer(os.fsencode(path))
+    bpf(OBJ_PIN, _attr("<QII", _address(name), fd, 0))
+
+
+def obj_get(path: str | os.PathLike[str]) -> int:
+    """A new descriptor on the object pinned at `path`."""
+    name = ctypes.create_string_buffer(os.fsencode(path))
+    return bpf(OBJ_GET, _attr("<QII", _address(name), 0, 0))
+
+
 def map_pop(fd: int, value_size: int) -> bytes | None:
     """The oldest value of a queue map, removed; None when it is empty."""
     out = ctypes.create_string_buffer(value_size)
@@ -121,6 +159,12 @@ def prog_load(
 
 def prog_attach(target_fd: int, prog_fd: int, attach_type: int, flags: int) -> None:
     bpf(PROG_ATTACH, _attr("<IIIII", target_fd, prog_fd, attach_type, flags, 0))
+
+
+def link_create(prog_fd: int, target_fd: int, attach_type: int) -> int:
+    """A link attaching the program to the cgroup (multi-attach, as BPF_F_ALLOW_MULTI): the
+    program stays attached while a descriptor (or a pin) of the link lives, not longer."""
+    return bpf(LINK_CREATE, _attr("<IIII", prog_fd, target_fd, attach_type, 0))
 
 
 def prog_detach(target_fd: int, prog_fd: int, attach_type: int) -> None:

@@ -1,0 +1,98 @@
+"""Who wrote each sysctl: the facts' `writers:` section (model/sysctl_writers.py), from a watch
+of the host for a window (`facts --watch`, sysctl_watch.py) or from the persistent record
+(`facts --install`, sysctl_record.py), each write resolved to its unit or pod and namespace
+and read back (observed_writes.py). Where neither can run, one line says why
+(`provenance: unavailable (reason)`) and everything else runs: the static tier (the writers
+catalog) still names probable owners."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.kernel_version import KernelVersion
+from sysctl_advisor.model.sysctl_writers import MAX_WRITES, SysctlWriters
+from sysctl_advisor.sources import sysctl_watch
+
+HOOK_SINCE = KernelVersion.parse("5.2")  # BPF_PROG_TYPE_CGROUP_SYSCTL (kernel/bpf/cgroup.c)
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def unavailable(reason: str) -> SysctlWriters:
+    return SysctlWriters(provenance=f"unavailable ({reason})")
+
+
+def why_not(release: str) -> str | None:
+    """Why no program can watch sysctl writes here (None: it may; loading can still be refused)."""
+    if os.geteuid() != 0:
+        return "not root: the sysctl hook needs CAP_BPF and CAP_SYS_ADMIN"
+    try:
+        if KernelVersion.parse(release) < HOOK_SINCE:
+            return f"Linux {release} has no sysctl hook for programs (5.2 and later)"
+    except ValueError:
+        pass  # a release that does not parse: try, and let the kernel say
+    if sysctl_watch.cgroup2_mount() is None:
+        return "no cgroup v2 hierarchy is mounted"
+    return None
+
+
+def _cgroup_fd(cgroup: Path | None, mount: Path) -> int:
+    """A descriptor on the cgroup v2 directory to watch (the whole hierarchy by default), opened
+    once; a directory outside the hierarchy is bad input."""
+    target = mount if cgroup is None else cgroup
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise InputError(f"cannot open: {exc.strerror}", path=target, field="--cgroup") from None
+    if cgroup is not None and os.fstat(fd).st_dev != os.stat(mount).st_dev:
+        os.close(fd)
+        raise InputError(
+            f"not a directory of the cgroup v2 hierarchy (mounted at {mount})",
+            path=cgroup,
+            field="--cgroup",
+        )
+    return fd
+
+
+def watched(seconds: int, cgroup: Path | None = None) -> SysctlWriters:
+    """Every sysctl write under `cgroup` (default: every task) for `seconds`."""
+    reason = why_not(os.uname().release)
+    mount = sysctl_watch.cgroup2_mount()
+    if reason is not None or mount is None:
+        return unavailable(reason or "no cgroup v2 hierarchy is mounted")
+    fd = _cgroup_fd(cgroup, mount)
+    try:
+        since = now()
+        with sysctl_watch.watch(fd, seconds) as events:
+            writes = list(events)
+        until = now()
+    except sysctl_watch.Unavailable as exc:
+        return unavailable(str(exc))
+    finally:
+        os.close(fd)
+    from sysctl_advisor.sources.observed_writes import Places, observed_writes
+
+    lost = max(0, len(writes) - MAX_WRITES)
+    where = mount if cgroup is None else cgroup
+    return SysctlWriters(
+        provenance=f"watch {seconds}s of {where}",
+        since=since,
+        until=until,
+        dropped=events.dropped + lost,
+        not_given=list(events.left_out),
+        writes=observed_writes(writes[:MAX_WRITES], Places.of_host(mount)),
+    )
+
+
+def recorded() -> SysctlWriters | None:
+    """The persistent record's writes since it was attached; None where it is not installed."""
+    return None  # wired to sysctl_record when it lands
+
+
+def record_action(action: str, yes: bool) -> list[str]:
+    raise InputError("not yet", field=f"--{action}")

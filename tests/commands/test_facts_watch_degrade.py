@@ -1,0 +1,86 @@
+"""`facts --watch` degrades, never fails: without root, without cgroup v2, on a kernel before
+5.2, or where the kernel refuses the program, the facts say `provenance: unavailable (reason)`
+in one line, stderr says it once, and every other fact is written as without --watch."""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sysctl_advisor.sources import sysctl_provenance, sysctl_watch
+from sysctl_advisor.sources.bpf import syscall
+from tests.conftest import Cli, assert_one_line_error
+
+
+def _watched(cli: Cli, *more: str) -> tuple[dict[str, object], str]:
+    result = cli("facts", "--watch", "1s", *more)
+    assert result.exit_code == 0, result.stderr
+    facts = yaml.safe_load(result.stdout)
+    assert facts["memory"]["total"]  # the rest of the facts are there
+    writers = facts["writers"]
+    assert set(writers) <= {"provenance", "dropped", "writes"}
+    assert not writers.get("writes")
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and writers["provenance"] in lines[0], result.stderr
+    return writers, lines[0]
+
+
+def test_without_root(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sysctl_provenance.os, "geteuid", lambda: 1000)
+    writers, _ = _watched(cli)
+    assert writers["provenance"].startswith("unavailable (not root")
+
+
+def test_without_cgroup_v2(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sysctl_provenance.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(sysctl_watch, "cgroup2_mount", lambda *_: None)
+    writers, _ = _watched(cli)
+    assert writers["provenance"] == "unavailable (no cgroup v2 hierarchy is mounted)"
+
+
+def test_on_a_kernel_before_the_hook(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sysctl_provenance.os, "geteuid", lambda: 0)
+    reason = sysctl_provenance.why_not("4.19.0-27-amd64")
+    assert reason is not None and "5.2" in reason and "4.19.0-27-amd64" in reason
+
+
+@pytest.mark.skipif(sysctl_watch.cgroup2_mount() is None, reason="needs a cgroup v2 hierarchy")
+def test_where_the_kernel_refuses_the_program(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lockdown, a seccomp filter or an LSM refusing bpf(2): EPERM at load."""
+
+    def refused(*_: object, **__: object) -> int:
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(sysctl_provenance.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(syscall, "map_create", refused)
+    monkeypatch.setattr(syscall, "prog_load", refused)
+    writers, line = _watched(cli)
+    assert writers["provenance"].startswith("unavailable (the sysctl hook cannot be loaded")
+    assert "Operation not permitted" in line
+
+
+def test_a_cgroup_outside_the_hierarchy_is_bad_input(cli: Cli, tmp_path: Path) -> None:
+    if sysctl_watch.cgroup2_mount() is None or sysctl_provenance.why_not("6.1") is not None:
+        pytest.skip("needs root and a cgroup v2 hierarchy")
+    result = cli("facts", "--watch", "1s", "--cgroup", str(tmp_path))
+    assert_one_line_error(result.exit_code, result.stderr, "--cgroup", "cgroup v2")
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--watch", "0s"), "--watch"),
+        (("--watch", "2d"), "--watch"),
+        (("--watch", "soon"), "--watch"),
+        (("--cgroup", "/sys/fs/cgroup"), "--cgroup"),
+        (("--watch", "5s", "--root", "."), "--root"),
+        (("--install", "--uninstall"), "not both"),
+        (("--yes",), "--install or --uninstall"),
+    ],
+)
+def test_bad_options_are_one_line(cli: Cli, args: tuple[str, ...], fragment: str) -> None:
+    result = cli("facts", *args)
+    assert_one_line_error(result.exit_code, result.stderr, fragment)
