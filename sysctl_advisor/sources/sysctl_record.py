@@ -20,6 +20,7 @@ descriptor, and only where no link stands at NAME."""
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import shutil
 import stat
@@ -28,6 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from sysctl_advisor.model.directories import (
     UntrustedDirectory,
@@ -61,6 +63,7 @@ UNIT_DIR = Path("/etc/systemd/system")
 WRITES, DROPS, LINK, PROGRAM = "writes", "drops", "link", "program"
 PINS = (LINK, PROGRAM, WRITES, DROPS)  # the order uninstall removes them in: detach first
 EXECUTABLE = "sysctl-advisor"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -192,20 +195,36 @@ def _check(places: Places, at: _Opened) -> str:
 
 
 def _check_executable(path: Path) -> None:
-    """Root runs the unit's command at boot: its file and every directory on the way may be
-    changed by root (or the user running this) only."""
-    try:
-        fd, _ = open_directory(path.parent)
-    except UntrustedDirectory as exc:
-        raise Refused(f"the unit would run {path}: {exc}") from None
-    try:
-        info = os.stat(path.name, dir_fd=fd)
-    except OSError as exc:
-        raise Refused(f"the unit would run {path}: {exc.strerror}") from None
-    finally:
-        os.close(fd)
-    if info.st_uid not in (0, os.geteuid()) or info.st_mode & 0o022:
-        raise Refused(f"the unit would run {path}, which others may change")
+    """Root runs the unit's command at boot: the file (and the one a link there points to) and
+    every directory on the way may be changed by root, or the user running this, only."""
+    for candidate in dict.fromkeys([path, Path(os.path.realpath(path))]):
+        try:
+            fd, _ = open_directory(candidate.parent)
+        except UntrustedDirectory as exc:
+            raise Refused(f"the unit would run {path}: {exc}") from None
+        try:
+            info = os.stat(candidate.name, dir_fd=fd, follow_symlinks=False)
+        except OSError as exc:
+            raise Refused(f"the unit would run {path}: {exc.strerror}") from None
+        finally:
+            os.close(fd)
+        writable = not stat.S_ISLNK(info.st_mode) and info.st_mode & 0o022
+        if info.st_uid not in (0, os.geteuid()) or writable:
+            raise Refused(f"the unit would run {path}, which others may change ({candidate})")
+
+
+def _one_line(action: Callable[[Places], T]) -> Callable[[Places], T]:
+    """`action`, a failure of the kernel or the file system said in one line (Unavailable)."""
+
+    @functools.wraps(action)
+    def wrapped(places: Places) -> T:
+        try:
+            return action(places)
+        except OSError as exc:
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise Unavailable(f"the sysctl write record: {exc.strerror or exc}{where}") from None
+
+    return wrapped
 
 
 def _present(at: _Opened) -> set[str]:
@@ -228,6 +247,7 @@ def _attached(at: _Opened, present: set[str]) -> bool:
         os.close(fd)
 
 
+@_one_line
 def install_plan(places: Places) -> list[str]:
     """What `install` does here, each pin, attach, file and link, exactly; Unavailable or
     Refused where it would not."""
@@ -266,6 +286,7 @@ def install_plan(places: Places) -> list[str]:
         return lines + record_unit.plan(state, places.unit_dir, text)
 
 
+@_one_line
 def install(places: Places) -> list[str]:
     """Pin the maps where absent, load and attach the program where it is not attached, write
     the unit and its wants link where absent (or ours and different); what was done.
@@ -371,15 +392,21 @@ def _unpin(places: Places, at: _Opened, name: str, dry: bool = False) -> list[st
     return [f"removed {places.pin_dir / name}{detached}"]
 
 
+@_one_line
 def uninstall_plan(places: Places) -> list[str]:
     """What `uninstall` would remove and leave alone here, changing nothing."""
-    return uninstall(places, dry=True)
+    return _uninstall(places, dry=True)
 
 
-def uninstall(places: Places, dry: bool = False) -> list[str]:
+@_one_line
+def uninstall(places: Places) -> list[str]:
     """Remove every pin (detaching the program), the pin directory when nothing else is in it,
     the unit and its wants link where they are the advisor's; what was removed and what was
     left alone, or that there was nothing to remove. Run twice, it removes nothing."""
+    return _uninstall(places, dry=False)
+
+
+def _uninstall(places: Places, dry: bool) -> list[str]:
     with _open(places, create=False) as at:
         done = [] if at.in_the_way is None else [at.in_the_way]
         if at.pins is not None:
@@ -387,7 +414,9 @@ def uninstall(places: Places, dry: bool = False) -> list[str]:
                 try:
                     done += _unpin(places, at, name, dry)
                 except OSError as exc:
-                    raise Unavailable(f"cannot remove {places.pin_dir / name}: {exc}") from None
+                    raise Unavailable(
+                        f"cannot remove {places.pin_dir / name}: {exc.strerror}"
+                    ) from None
             done += _remove_pin_dir(places, at, dry)
         if at.units is not None:
             done += record_unit.uninstall(at.units, places.unit_dir, dry)
@@ -408,6 +437,7 @@ def _remove_pin_dir(places: Places, at: _Opened, dry: bool) -> list[str]:
     return [f"removed {places.pin_dir}"]
 
 
+@_one_line
 def read_record(places: Places) -> Record | None:
     """The record, or None where it is not installed."""
     with _open(places, create=False) as at:

@@ -20,7 +20,7 @@ import pytest
 
 from sysctl_advisor.sources import sysctl_record
 from sysctl_advisor.sources.sysctl_last_writes import create_map
-from sysctl_advisor.sources.sysctl_record import Places, Unavailable
+from sysctl_advisor.sources.sysctl_record import Places, Refused, Unavailable
 from sysctl_advisor.sources.sysctl_watch import attached, create_drops_map, load
 from tests.conftest import HANG_SECONDS, ROOT
 from tests.namespaces import namespace_problem
@@ -207,8 +207,8 @@ WRITER = (
 def test_the_record_keeps_the_last_writer_of_each_key_and_uninstall_leaves_nothing(
     places: Places, cgroup: Path, no_links: bool
 ) -> None:
-    steps = ["install_plan", "install", "install", "attached", "write", "record", "uninstall"]
-    steps += ["attached", "uninstall", "record"]
+    steps = ["install_plan", "install", "install", "attached", "write", "record"]
+    steps += ["uninstall_plan", "attached", "uninstall", "attached", "uninstall", "record"]
     out = _drive(places, steps, WRITER, no_links)
     attachment = "program" if no_links else "link"
     plan = out["install_plan"][0]
@@ -226,7 +226,12 @@ def test_the_record_keeps_the_last_writer_of_each_key_and_uninstall_leaves_nothi
         f"kept {pin}: the record is attached",
         f"kept {places.unit_dir / 'sysctl-advisor-record.service'}",
     ]
-    while_installed, after = out["attached"]
+    while_installed, after_the_plan, after = out["attached"]
+    assert after_the_plan == while_installed
+    shown = out["uninstall_plan"][0]
+    assert isinstance(shown, list)
+    assert f"would remove {pin / attachment} (detaching the program)" in shown
+    assert f"would remove {pin}" in shown
     assert isinstance(while_installed, list) and len(while_installed) == 1  # once, not twice
     recorded = out["record"][0]
     assert isinstance(recorded, dict)
@@ -306,3 +311,17 @@ def test_a_link_in_place_of_the_pin_directory_is_refused(places: Places, cgroup:
     assert out["uninstall"] == [[f"{places.pin_dir} is not a directory: left alone"]]
     assert out["attached"] == [[]]
     assert list(places.unit_dir.iterdir()) == []
+
+
+def test_the_unit_runs_no_file_others_may_change(tmp_path: Path) -> None:
+    executable = tmp_path / COMMAND_NAME
+    executable.write_text("#!/bin/sh\n")
+    executable.chmod(0o775)
+    with pytest.raises(Refused, match="which others may change"):
+        sysctl_record._check_executable(executable)
+    executable.chmod(0o755)
+    sysctl_record._check_executable(executable)
+    (tmp_path / "link").symlink_to(executable)
+    executable.chmod(0o757)
+    with pytest.raises(Refused, match="which others may change"):
+        sysctl_record._check_executable(tmp_path / "link")
