@@ -213,7 +213,7 @@ def _check_executable(path: Path) -> None:
             raise Refused(f"the unit would run {path}, which others may change ({candidate})")
 
 
-def _one_line(action: Callable[[Places], T]) -> Callable[[Places], T]:
+def _in_one_line(action: Callable[[Places], T]) -> Callable[[Places], T]:
     """`action`, a failure of the kernel or the file system said in one line (Unavailable)."""
 
     @functools.wraps(action)
@@ -247,7 +247,7 @@ def _attached(at: _Opened, present: set[str]) -> bool:
         os.close(fd)
 
 
-@_one_line
+@_in_one_line
 def install_plan(places: Places) -> list[str]:
     """What `install` does here, each pin, attach, file and link, exactly; Unavailable or
     Refused where it would not."""
@@ -286,7 +286,7 @@ def install_plan(places: Places) -> list[str]:
         return lines + record_unit.plan(state, places.unit_dir, text)
 
 
-@_one_line
+@_in_one_line
 def install(places: Places) -> list[str]:
     """Pin the maps where absent, load and attach the program where it is not attached, write
     the unit and its wants link where absent (or ours and different); what was done.
@@ -392,13 +392,13 @@ def _unpin(places: Places, at: _Opened, name: str, dry: bool = False) -> list[st
     return [f"removed {places.pin_dir / name}{detached}"]
 
 
-@_one_line
+@_in_one_line
 def uninstall_plan(places: Places) -> list[str]:
     """What `uninstall` would remove and leave alone here, changing nothing."""
     return _uninstall(places, dry=True)
 
 
-@_one_line
+@_in_one_line
 def uninstall(places: Places) -> list[str]:
     """Remove every pin (detaching the program), the pin directory when nothing else is in it,
     the unit and its wants link where they are the advisor's; what was removed and what was
@@ -437,7 +437,7 @@ def _remove_pin_dir(places: Places, at: _Opened, dry: bool) -> list[str]:
     return [f"removed {places.pin_dir}"]
 
 
-@_one_line
+@_in_one_line
 def read_record(places: Places) -> Record | None:
     """The record, or None where it is not installed."""
     with _open(places, create=False) as at:
