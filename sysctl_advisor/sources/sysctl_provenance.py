@@ -8,6 +8,7 @@ catalog) still names probable owners."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -90,9 +91,57 @@ def watched(seconds: int, cgroup: Path | None = None) -> SysctlWriters:
 
 
 def recorded() -> SysctlWriters | None:
-    """The persistent record's writes since it was attached; None where it is not installed."""
-    return None  # wired to sysctl_record when it lands
+    """The persistent record's writes since it was attached; None where it is not installed
+    (or, without root, cannot be looked at: bpffs is root's)."""
+    from sysctl_advisor.sources import sysctl_record
+
+    if os.geteuid() != 0:
+        return None
+    places = sysctl_record.Places.default()
+    try:
+        record = sysctl_record.read_record(places)
+    except (sysctl_record.Unavailable, sysctl_record.Refused) as exc:
+        return unavailable(str(exc))
+    if record is None:
+        return None
+    from sysctl_advisor.sources.observed_writes import Places, observed_writes
+
+    writes = [last.write for last in record.writes][:MAX_WRITES]
+    resolved = observed_writes(writes, Places.of_host(places.cgroup_root))
+    counts = [last.count for last in record.writes]
+    since = (
+        datetime.fromtimestamp(record.since, timezone.utc).isoformat(timespec="seconds")
+        if record.since is not None
+        else None
+    )
+    return SysctlWriters(
+        provenance=(
+            f"record since {since.replace('+00:00', 'Z')}"
+            if since is not None
+            else "record (its program is no longer attached: the writes end when it was detached)"
+        ),
+        since=since.replace("+00:00", "Z") if since is not None else None,
+        until=now(),
+        dropped=record.dropped + max(0, len(record.writes) - MAX_WRITES),
+        writes=[
+            replace(write, count=max(1, count))
+            for write, count in zip(resolved, counts, strict=True)
+        ],
+    )
 
 
 def record_action(action: str, yes: bool) -> list[str]:
-    raise InputError("not yet", field=f"--{action}")
+    """`facts --install` / `--uninstall`: what it would do, or with `yes` what it did."""
+    from sysctl_advisor.sources import sysctl_record
+
+    places = sysctl_record.Places.default()
+    try:
+        if action == "install":
+            if yes:
+                return sysctl_record.install(places)
+            return [*sysctl_record.install_plan(places), "(nothing done: --yes installs it)"]
+        if yes:
+            return sysctl_record.uninstall(places)
+        return [*sysctl_record.uninstall_plan(places), "(nothing done: --yes removes it)"]
+    except (sysctl_record.Unavailable, sysctl_record.Refused) as exc:
+        raise InputError(str(exc), field=f"--{action}") from None
