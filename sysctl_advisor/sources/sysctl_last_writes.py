@@ -1,9 +1,10 @@
 """The last write of each sysctl under a cgroup, kept by the kernel in a hash map for as long as
 the program stays attached (a pinned link and map outlive this process): the sysctl-write
-program (sources/bpf/program.py) with `sink="last"`, keyed by the sysctl's name (NAME_SIZE
-bytes, zero-padded), each value the event and the number of writes of that key since it was
-attached. A later process opens the pinned map (`syscall.obj_get`) and reads it here; each
-record says which of the optional fields its program gave."""
+program (sources/bpf/program.py) with `sink="last"`, keyed by the writer's network namespace and
+the sysctl's name (KEY_SIZE bytes: a u64 inode, the name zero-padded), each value the event and
+the number of writes of that key since it was attached. A later process opens the pinned map
+(`syscall.obj_get`) and reads it here; each record says which of the optional fields its program
+gave."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ class Loaded:
 def create_map(max_keys: int = MAX_KEYS) -> int:
     return syscall.map_create(
         syscall.MAP_TYPE_HASH,
-        program.NAME_SIZE,
+        program.KEY_SIZE,
         program.LAST_VALUE.size,
         max_keys,
         "sysctl_last",
@@ -68,11 +69,15 @@ def load_last_writes(max_keys: int = MAX_KEYS) -> Loaded:
     return Loaded(map_fd, drops_fd, prog_fd, without)
 
 
+def _by_name(key: bytes) -> tuple[bytes, bytes]:
+    return key[8:], key[:8]  # the name, then the namespace
+
+
 def read_last_writes(map_fd: int) -> list[LastWrite]:
-    """The last write of each key in the map, by key."""
+    """The last write of each key in each network namespace in the map, by key."""
     offset = realtime_offset_ns()
     found = []
-    for key in sorted(syscall.map_keys(map_fd, program.NAME_SIZE)):
+    for key in sorted(syscall.map_keys(map_fd, program.KEY_SIZE), key=_by_name):
         value = syscall.map_lookup(map_fd, key, program.LAST_VALUE.size)
         if value is None:
             continue  # removed meanwhile

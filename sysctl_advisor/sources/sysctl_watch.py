@@ -125,7 +125,7 @@ def parse(record: bytes, without: frozenset[int], realtime_offset_ns: int) -> Sy
     (when, pid_tgid, cgroup_id, uid_gid, name_ret, old_ret, new_ret, parent_ret, netns_ret) = (
         fields := program.EVENT.unpack(record[: program.EVENT_SIZE])
     )[:9]
-    parent_pid, netns, _, comm, parent_comm, name, old, new = fields[9:]
+    parent_pid, _, _, comm, parent_comm, netns, name, old, new = fields[9:]
     e2big = -errno.E2BIG
     task = not program.TASK_HELPERS & without
     return SysctlWrite(

@@ -49,6 +49,31 @@ def test_the_map_keeps_the_last_write_of_each_key_and_their_count(cgroup: Path) 
     }
 
 
+def test_a_key_written_in_two_namespaces_keeps_both_writes(cgroup: Path) -> None:
+    """A pod's somaxconn is its own entry: it never hides the last write in another namespace."""
+    loaded = load_last_writes()
+    target = os.open(cgroup, os.O_RDONLY | os.O_DIRECTORY)
+    script = "echo {} > /proc/sys/net/core/somaxconn; stat -L -c %i /proc/self/ns/net"
+    try:
+        link = syscall.link_create(loaded.prog_fd, target, syscall.CGROUP_SYSCTL)
+        try:
+            first = int(_in_namespace(cgroup, script.format(1024)).stdout)
+            second = int(_in_namespace(cgroup, script.format(2048)).stdout)
+            found = read_last_writes(loaded.map_fd)
+        finally:
+            os.close(link)
+    finally:
+        os.close(target)
+        loaded.close()
+    assert first != second
+    assert sorted((w.write.key, w.write.netns, w.write.new, w.count) for w in found) == sorted(
+        [
+            ("net.core.somaxconn", first, "1024\n", 1),
+            ("net.core.somaxconn", second, "2048\n", 1),
+        ]
+    )
+
+
 PINNED = """
 import os, subprocess, sys
 from sysctl_advisor.sources import sysctl_watch

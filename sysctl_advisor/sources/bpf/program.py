@@ -1,12 +1,13 @@
 """The BPF_PROG_TYPE_CGROUP_SYSCTL program that records each sysctl write and allows it.
 
-On every path it returns 1 (allow): it observes, it never blocks. For a write (`ctx->write`,
-the first u32 of `struct bpf_sysctl`) it builds one event on its stack and hands it to a map:
-a ring buffer (bpf_ringbuf_output, Linux 5.8+) or, on older kernels, a queue map the reader
-pops (bpf_map_push_elem, 4.20+); or, with `sink="last"`, a hash map keyed by the sysctl's name
-that keeps the last write of each key and a count of them (bpf_map_lookup_elem, then
-bpf_map_update_elem: two writes of one key at the same instant may count once). An event the
-map cannot take adds one to a counter in an array map (an atomic add), read as `dropped`.
+On every path it returns 1 (allow): it observes, it never blocks. For a write (`ctx->write`, the
+first u32 of `struct bpf_sysctl`) it builds one event on its stack and hands it to a map: a ring
+buffer (bpf_ringbuf_output, Linux 5.8+) or, on older kernels, a queue map the reader pops
+(bpf_map_push_elem, 4.20+); or, with `sink="last"`, a hash map keyed by the writer's network
+namespace and the sysctl's name that keeps the last write of each key and a count of them
+(bpf_map_lookup_elem, then bpf_map_update_elem: two writes of one key at the same instant may
+count once). An event the map cannot take adds one to a counter in an array map (an atomic add),
+read as `dropped`.
 
 The writer's parent (task->real_parent: its tgid and comm) and its network namespace
 (task->nsproxy->net_ns->ns.inum) are read with bpf_get_current_task and
@@ -63,17 +64,21 @@ FIELDS = {
 NAME_SIZE, VALUE_SIZE, COMM_SIZE = 96, 128, 16
 # the event: u64 time (CLOCK_MONOTONIC ns), pid_tgid, cgroup id, uid_gid; s32 results of the
 # three sysctl helpers (negative: -E2BIG truncated, -EINVAL none) and of the parent's and the
-# netns's reads (0: read); u32 parent tgid, netns inode, the optional helpers called (bit n:
-# OPTIONAL_ORDER[n], so that a record read later says what it holds); then the texts
+# netns's reads (0: read); u32 parent tgid, a reserved u32 (0), the optional helpers called
+# (bit n: OPTIONAL_ORDER[n], so that a record read later says what it holds); the comms; then
+# the u64 netns inode and the name side by side, the last-writer map's key (a per-namespace
+# key written in a pod's namespace is its own entry, not the host's); then the values
 EVENT = struct.Struct(
-    f"<QQQQiiiiiIII{COMM_SIZE}s{COMM_SIZE}s{NAME_SIZE}s{VALUE_SIZE}s{VALUE_SIZE}s"
+    f"<QQQQiiiiiIII{COMM_SIZE}s{COMM_SIZE}sQ{NAME_SIZE}s{VALUE_SIZE}s{VALUE_SIZE}s"
 )
-EVENT_SIZE = EVENT.size  # 448
+EVENT_SIZE = EVENT.size  # 456
 OFF_TIME, OFF_PID, OFF_CGROUP, OFF_UID, OFF_RET = 0, 8, 16, 24, 32
-OFF_PARENT_RET, OFF_NETNS_RET, OFF_PARENT_PID, OFF_NETNS, OFF_GIVEN = 44, 48, 52, 56, 60
+OFF_PARENT_RET, OFF_NETNS_RET, OFF_PARENT_PID, OFF_GIVEN = 44, 48, 52, 60
 OFF_COMM = 64
 OFF_PARENT_COMM = OFF_COMM + COMM_SIZE
-OFF_NAME = OFF_PARENT_COMM + COMM_SIZE
+OFF_NETNS = OFF_PARENT_COMM + COMM_SIZE  # u64: the inode's u32, then zeros
+OFF_NAME = OFF_NETNS + 8
+KEY_SIZE = 8 + NAME_SIZE  # the last-writer map's key: netns inode and name, from OFF_NETNS
 OFF_OLD = OFF_NAME + NAME_SIZE
 OFF_NEW = OFF_OLD + VALUE_SIZE
 # after the event: its count (a "last" map's value is the event and the count), a scratch slot
@@ -153,8 +158,8 @@ def _task(offsets: Offsets) -> list[I.Insn]:
 
 def _last(map_fd: int) -> list[I.Insn]:
     """The write's count (the one before, plus one) and the event into the hash map keyed by
-    the name; r0 the update's result."""
-    key = _stack_pointer(2, OFF_NAME)
+    the network namespace and the name; r0 the update's result."""
+    key = _stack_pointer(2, OFF_NETNS)
     code = I.load_map_fd(1, map_fd) + key + I.call(MAP_LOOKUP_ELEM)
     code += I.jeq_imm(0, 0, 2) + I.load(8, 1, 0, EVENT_SIZE) + I.store(8, I.FP, BASE + OFF_COUNT, 1)
     code += I.load(8, 1, I.FP, BASE + OFF_COUNT) + I.add_imm(1, 1)
