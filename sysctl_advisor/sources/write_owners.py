@@ -154,7 +154,7 @@ def cgroup_owner(path: str) -> CgroupOwner:
     """The unit, pod and container a cgroup path names (each None where it names none)."""
     parts = [p for p in path.split("/") if p]
     unit = next((p for p in reversed(parts) if _UNIT_NAME.fullmatch(p) and fits(Unit, p)), None)
-    for index, part in enumerate(parts):
+    for index in range(len(parts)):
         uid = _pod_uid(parts, index)
         if uid is None:
             continue
