@@ -42,12 +42,14 @@ class Places:
     containers: Path = Path("/var/log/containers")
 
     @classmethod
-    def here(cls) -> Places:
+    def of_host(cls, mount: Path | None = None) -> Places:
+        """This host's: its cgroup v2 mount (`mount`, else as /proc/self/mountinfo says), and
+        this process's network namespace as `host`."""
         try:
             own: int | None = os.stat("/proc/self/ns/net").st_ino
         except OSError:
             own = None
-        return cls(cgroup_root=cgroup2_mount(), own_netns=own)
+        return cls(cgroup_root=mount if mount is not None else cgroup2_mount(), own_netns=own)
 
 
 def escaped(text: str, limit: int) -> tuple[str, bool]:
@@ -73,7 +75,9 @@ def _value(text: str) -> tuple[str, bool]:
 
 
 def iso_time(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="microseconds")
+    """An instant as ISO 8601 in UTC, to the microsecond (`2027-01-15T08:00:00.250000Z`)."""
+    moment = datetime.fromtimestamp(seconds, timezone.utc)
+    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def _cgroup_paths(root: Path | int | None, ids: set[int]) -> dict[int, str]:

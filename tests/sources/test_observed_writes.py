@@ -80,7 +80,7 @@ def test_a_write_names_its_unit_time_and_the_host_namespace(tmp_path: Path) -> N
         "4096",
         True,  # read back from the fixture's /proc/sys
     )
-    assert write.time == "2027-01-15T08:00:00.250000+00:00"
+    assert write.time == "2027-01-15T08:00:00.250000Z"
     assert (write.cgroup, write.unit, write.pod) == (
         "/system.slice/docker.service",
         "docker.service",
@@ -152,6 +152,12 @@ def test_hostile_texts_are_escaped_and_capped(tmp_path: Path) -> None:
     assert long.truncated and len(long.value) == WRITTEN_TEXT
     # a key the facts cannot name (an interface's odd characters) is left out
     assert observed_writes([_write(key="net.ipv4.conf.eth 0.rp_filter")], places) == []
+
+
+def test_the_hosts_places_are_its_cgroup_mount_and_this_network_namespace() -> None:
+    places = Places.of_host(Path("/sys/fs/cgroup"))
+    assert places.cgroup_root == Path("/sys/fs/cgroup")
+    assert places.own_netns == os.stat("/proc/self/ns/net").st_ino
 
 
 def test_escaping_never_cuts_an_escape() -> None:
