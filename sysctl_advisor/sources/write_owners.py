@@ -3,8 +3,9 @@ that path as a systemd unit or a Kubernetes pod, and the network namespace writt
 host's, a pod's or another.
 
 * A cgroup's id is the inode of its cgroup v2 directory (kernfs: `cgroup_id()` is the node's
-  id, which `dir_emit` and the inode carry; before 5.5 the id's low 32 bits are the inode and
-  its high 32 bits a generation, include/linux/kernfs.h `union kernfs_node_id`). The tree is
+  id, which `dir_emit` and the inode carry, Linux 5.10 to 6.18; in 5.4 and before, and on
+  32-bit machines, the inode is the id's low 32 bits and a generation fills the high ones:
+  include/linux/kernfs.h, `union kernfs_node_id` in 5.4, `kernfs_id_ino` in 5.10). The tree is
   walked once by descriptor, links never followed, mounts never crossed, within a depth and a
   count of directories, stopping once every id asked for is found.
 * A unit is the innermost `*.service` or `*.scope` of the path (`system.slice/docker.service`,

@@ -93,8 +93,9 @@ def test_cgroup_ids_are_found_by_inode_and_a_gone_one_has_no_path(tmp_path: Path
     }
 
 
-def test_an_id_of_a_kernel_before_5_5_is_its_inode_and_a_generation(tmp_path: Path) -> None:
-    """Before 5.5 a cgroup's id is its inode in the low 32 bits, a generation above."""
+def test_an_id_whose_inode_is_its_low_32_bits_is_found(tmp_path: Path) -> None:
+    """In 5.4 and before (and on 32-bit machines) a cgroup's inode is its id's low 32 bits,
+    a generation above."""
     inode = _tree(tmp_path, ["system.slice/tuned.service"])["system.slice/tuned.service"]
     old_id = (7 << 32) | (inode & 0xFFFFFFFF)
     assert _paths(tmp_path, [old_id]) == {old_id: "/system.slice/tuned.service"}

@@ -148,16 +148,19 @@ def test_a_refused_write_reads_back_not_applied_and_an_accepted_one_applied(
 
 @pytest.mark.skipif(_problem() is not None, reason=str(_problem()))
 def test_a_namespace_no_process_holds_any_more_is_unknown() -> None:
-    child = subprocess.Popen(["unshare", "-n", "sleep", "600"])
+    child = subprocess.Popen(
+        ["unshare", "-n", "sh", "-c", "echo ready; exec sleep 600"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
-        netns = None
-        for _ in range(1000):  # until unshare has made the namespace and exec'd sleep
-            netns = os.stat(f"/proc/{child.pid}/ns/net").st_ino
-            if netns != os.stat("/proc/self/ns/net").st_ino:
-                break
+        assert child.stdout is not None
+        assert child.stdout.readline() == "ready\n"
+        netns = os.stat(f"/proc/{child.pid}/ns/net").st_ino
     finally:
         child.kill()
         child.wait(timeout=HANG_SECONDS)
+    assert netns != os.stat("/proc/self/ns/net").st_ino
     write = _write("net.core.somaxconn", "8192\n", "4096\n", netns, 1)
     places = Places(cgroup_root=None, own_netns=os.stat("/proc/self/ns/net").st_ino)
     assert observed_writes([write], places)[0].applied is None
