@@ -141,23 +141,42 @@ def _applied(
         scope = _scope(write, places.own_netns)
         if scope is not None:
             groups.setdefault((write.key, scope), []).append(index)
-    for (key, (where, inode)), indexes in groups.items():
+    last: dict[tuple[str, tuple[str, int | None]], int] = {}
+    for group, indexes in groups.items():
         indexes.sort(key=lambda i: (writes[i].monotonic_ns or 0, i))
         chain = write_readback.chained([(writes[i].new, writes[i].old) for i in indexes])
         for index, verdict in zip(indexes, chain, strict=True):
             applied[index] = None if writes[index].truncated else verdict
-        last = writes[indexes[-1]]
-        if last.truncated:
-            continue
-        if where == "host":
-            now = write_readback.read_here(places.proc, key)
-        elif inode is not None and inode in holders:
-            now = write_readback.read_in_namespace(places.proc, holders[inode].pid, inode, key)
-        else:
-            now = None
-        if now is not None:
-            applied[indexes[-1]] = write_readback.same_value(last.new, now)
+        if not writes[indexes[-1]].truncated:
+            last[group] = indexes[-1]
+    now = _read_back({group: writes[i].key for group, i in last.items()}, places, holders)
+    for group, index in last.items():
+        value = now.get(group)
+        if value is not None:
+            applied[index] = write_readback.same_value(writes[index].new, value)
     return applied
+
+
+def _read_back(
+    keys: dict[tuple[str, tuple[str, int | None]], str],
+    places: Places,
+    holders: dict[int, Holder],
+) -> dict[tuple[str, tuple[str, int | None]], str | None]:
+    """Each key's value now where it was written: here for the host's, in one worker thread
+    per other network namespace that a process still holds."""
+    values: dict[tuple[str, tuple[str, int | None]], str | None] = {}
+    elsewhere: dict[int, list[str]] = {}
+    for group, key in keys.items():
+        where, inode = group[1]
+        if where == "host":
+            values[group] = write_readback.read_here(places.proc, key)
+        elif inode is not None and inode in holders:
+            elsewhere.setdefault(inode, []).append(key)
+    for inode, names in elsewhere.items():
+        read = write_readback.read_in_namespace(places.proc, holders[inode].pid, inode, names)
+        for key, value in read.items():
+            values[(key, ("netns", inode))] = value
+    return values
 
 
 def _namespace(

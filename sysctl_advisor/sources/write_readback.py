@@ -19,13 +19,15 @@ import ctypes
 import itertools
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from sysctl_advisor.model.kernel_write import FIELD, kernel_int, kernel_write
 from sysctl_advisor.model.sysctl_conf import key_of_path
 from sysctl_advisor.sources.tree_paths import read_regular
 
+T = TypeVar("T")
 CLONE_NEWNET = 0x40000000
 VALUE_BYTES = 64 * 1024  # of a /proc/sys file read back (a page is what the handlers print)
 JOIN_SECONDS = 10.0  # a read in another namespace that does not end is unknown
@@ -93,31 +95,35 @@ def read_here(proc: Path, key: str) -> str | None:
     return _read(proc, key)
 
 
-def read_in_namespace(proc: Path, holder: int, inode: int, key: str) -> str | None:
-    """The key's value in the network namespace `inode`, entered in a worker thread through
-    process `holder`'s (checked to be that namespace once opened), or None where it cannot
-    be entered or read."""
+def read_in_namespace(
+    proc: Path, holder: int, inode: int, keys: Iterable[str]
+) -> dict[str, str | None]:
+    """The keys' values in the network namespace `inode`, entered in one worker thread
+    through process `holder`'s (checked to be that namespace once opened); None for each
+    where it cannot be entered or read."""
+    keys = list(keys)
+    unknown: dict[str, str | None] = dict.fromkeys(keys)
     try:
         fd = os.open(proc / str(holder) / "ns" / "net", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
-        return None
+        return unknown
     try:
         if os.fstat(fd).st_ino != inode:
-            return None  # the process ended and its pid was handed out again
+            return unknown  # the process ended and its pid was handed out again
 
-        def there() -> str | None:
+        def there() -> dict[str, str | None]:
             _setns(fd, CLONE_NEWNET)
-            return _read(proc, key)
+            return {key: _read(proc, key) for key in keys}
 
-        return in_thread(there)
+        return in_thread(there) or unknown
     finally:
         os.close(fd)
 
 
-def in_thread(work: Callable[[], str | None]) -> str | None:
+def in_thread(work: Callable[[], T]) -> T | None:
     """`work` in a thread of its own, which ends with it (its namespaces end with it); None
     where it fails or does not end in JOIN_SECONDS."""
-    result: list[str | None] = [None]
+    result: list[T | None] = [None]
 
     def run() -> None:
         try:

@@ -141,8 +141,9 @@ def test_a_refused_write_reads_back_not_applied_and_an_accepted_one_applied(
     assert [w.netns.kind if w.netns else None for w in observed] == ["other", "other"]
     # read in the writer's namespace, by a thread of its own: this one's stays the host's
     mine = os.readlink("/proc/thread-self/ns/net")
-    read = write_readback.read_in_namespace(Path("/proc"), writer, netns, "net.core.somaxconn")
-    assert read == "8192\n"
+    keys = ["net.core.somaxconn", "net.ipv4.tcp_fin_timeout"]
+    read = write_readback.read_in_namespace(Path("/proc"), writer, netns, keys)
+    assert read == {"net.core.somaxconn": "8192\n", "net.ipv4.tcp_fin_timeout": "60\n"}
     assert os.readlink("/proc/thread-self/ns/net") == mine
 
 
@@ -169,4 +170,7 @@ def test_a_namespace_no_process_holds_any_more_is_unknown() -> None:
 @pytest.mark.skipif(_problem() is not None, reason=str(_problem()))
 def test_a_holder_whose_pid_now_holds_another_namespace_is_not_entered(writer: int) -> None:
     """A pid handed out again holds another namespace: the read is refused, not misread."""
-    assert write_readback.read_in_namespace(Path("/proc"), writer, 1, "net.core.somaxconn") is None
+    keys = ["net.core.somaxconn"]
+    assert write_readback.read_in_namespace(Path("/proc"), writer, 1, keys) == {
+        "net.core.somaxconn": None
+    }
