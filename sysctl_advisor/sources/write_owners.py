@@ -16,10 +16,12 @@ host's, a pod's or another.
   `.slice` (pkg/kubelet/cm/cgroup_manager_linux.go `escapeSystemdCgroupName`, `ToSystemd`:
   `kubepods-burstable-pod1234_abcd….slice`,
   https://github.com/kubernetes/kubernetes/blob/afd5df58bd7dcb7b8c3f00e2065936bd0c508b77/pkg/kubelet/cm/cgroup_manager_linux.go).
-  A container is runc's systemd scope `<prefix>-<id>.scope` (libcontainer's `getUnitName`)
-  with the prefix `cri-containerd` (containerd internal/cri/server/helpers.go), `crio`
-  (cri-o internal/config/cgmgr) or `docker` (moby daemon/oci_linux.go), or the bare id with
-  the cgroupfs driver.
+  A container is runc's systemd scope `<prefix>-<id>.scope` (libcontainer's `getUnitName`:
+  the cgroups path `<slice>:<prefix>:<id>`) with the prefix `cri-containerd`
+  (https://github.com/containerd/containerd/blob/301026e58c619e63d09c0ec411012e54c0124b03/internal/cri/server/helpers.go),
+  `crio` (https://github.com/cri-o/cri-o/blob/f954a17e505f8931e91004403b5f5eac71ab6085/internal/config/cgmgr/systemd_linux.go)
+  or `docker` (https://github.com/moby/moby/blob/b985e2313a8676e18072b442911fc8f64f17d440/daemon/oci_linux.go),
+  or the bare id below the pod's directory with the cgroupfs driver.
 * The pod's namespace and name: the kubelet's log directory of a pod is
   `/var/log/pods/<namespace>_<name>_<uid>` (pkg/kubelet/kuberuntime/helpers.go
   `BuildPodLogsDirectory`, one directory per container below it, `BuildContainerLogsDirectory`;

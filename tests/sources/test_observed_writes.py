@@ -163,3 +163,11 @@ def test_the_hosts_places_are_its_cgroup_mount_and_this_network_namespace() -> N
 def test_escaping_never_cuts_an_escape() -> None:
     assert escaped("ab\x07", 4) == ("ab", True)
     assert escaped("ab\x07", 6) == ("ab\\x07", False)
+
+
+def test_a_cgroup_of_odd_characters_is_escaped_and_names_no_unit(tmp_path: Path) -> None:
+    places, _ = _places(tmp_path)
+    odd = Path(str(places.cgroup_root)) / "system.slice" / "evil\x1b[2J.service"
+    odd.mkdir()
+    [write] = _valid(observed_writes([_write(cgroup_id=os.stat(odd).st_ino)], places))
+    assert (write.cgroup, write.unit) == ("/system.slice/evil\\x1b[2J.service", None)
