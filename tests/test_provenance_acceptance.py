@@ -25,58 +25,30 @@ import pytest
 import yaml
 
 from sysctl_advisor.sources import sysctl_provenance, sysctl_watch
-from sysctl_advisor.sources.bpf import syscall
-from tests.namespaces import host_sysctls, namespace_problem
+from tests.namespaces import host_sysctls
+from tests.sources.test_sysctl_watch import _attached_soon, _own_cgroup, _problem
 
 POD_UID = "6f1c2d3e-4a5b-4c6d-8e9f-0a1b2c3d4e5f"
 CONTAINER_ID = "4c3f" * 16
 LIBC = ctypes.CDLL(None, use_errno=True)
 CLONE_NEWNET = 0x40000000
 PR_SET_NAME = 15
-# a writer: its name set with prctl, then one write; a refused write is the kernel's answer
+# a writer: its name set with prctl, then one write(2); a refused write is the kernel's answer
 WRITE = (
     "import ctypes, sys\n"
     "ctypes.CDLL(None).prctl(15, sys.argv[1].encode(), 0, 0, 0)\n"
+    "import os\n"
+    "fd = os.open(sys.argv[2], os.O_WRONLY)\n"
     "try:\n"
-    "    with open(sys.argv[2], 'w') as f:\n"
-    "        f.write(sys.argv[3])\n"
+    "    os.write(fd, sys.argv[3].encode())\n"
     "except OSError:\n"
     "    pass\n"
 )
 HOLD = "import ctypes, sys, time\nctypes.CDLL(None).prctl(15, b'pause', 0, 0, 0)\ntime.sleep(60)\n"
 
 
-def _own_cgroup() -> Path | None:
-    mount = sysctl_watch.cgroup2_mount()
-    if mount is None:
-        return None
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        if line.startswith("0::"):
-            return mount / line[3:].lstrip("/")
-    return None
-
-
-def _problem() -> str | None:
-    if (reason := sysctl_provenance.why_not(os.uname().release)) is not None:
-        return reason
-    if (netns := namespace_problem()) is not None:
-        return netns
-    if _own_cgroup() is None:
-        return "needs a cgroup v2 hierarchy"
-    try:
-        map_fd, ring = sysctl_watch._create_map(None)
-    except OSError as exc:
-        return f"the kernel refuses the map: {exc.strerror}"
-    try:
-        os.close(sysctl_watch.load(map_fd, ring)[0])
-    except OSError as exc:
-        return f"the kernel refuses the program: {exc.strerror}"
-    finally:
-        os.close(map_fd)
-    return None
-
-
-pytestmark = pytest.mark.skipif(_problem() is not None, reason=str(_problem()))
+PROBLEM = _problem() or sysctl_provenance.why_not(os.uname().release)
+pytestmark = pytest.mark.skipif(PROBLEM is not None, reason=str(PROBLEM))
 
 UNITS = {
     "docker": "system.slice/docker.service",
@@ -135,14 +107,6 @@ def _spawn(cgroup: Path, netns: int | None, script: str, *args: str) -> subproce
     )
 
 
-def _attached(cgroup: Path) -> list[int]:
-    fd = os.open(cgroup, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        return syscall.prog_query(fd, syscall.CGROUP_SYSCTL)
-    finally:
-        os.close(fd)
-
-
 def _write(cgroup: Path, netns: int | None, comm: str, key: str, value: str) -> None:
     path = f"/proc/sys/{key.replace('.', '/')}"
     assert _spawn(cgroup, netns, WRITE, comm, path, value).wait(timeout=20) == 0
@@ -160,7 +124,7 @@ def test_who_wrote_it(tree: Path, tmp_path: Path) -> None:
         ],
     )  # fmt: skip
     deadline = time.monotonic() + 15
-    while not _attached(tree):
+    while not sysctl_watch.attached(tree):
         assert facts.poll() is None and time.monotonic() < deadline, "the watch never attached"
         time.sleep(0.05)
     host = os.open(f"/proc/{facts.pid}/ns/net", os.O_RDONLY)  # the facts run's namespace
@@ -187,7 +151,7 @@ def test_who_wrote_it(tree: Path, tmp_path: Path) -> None:
         holder.kill()
         holder.wait()
         os.close(host)
-    assert _attached(tree) == []  # nothing stays attached
+    assert _attached_soon(tree) == []  # nothing stays attached
 
     writers = yaml.safe_load(out.read_text())["writers"]
     assert writers["provenance"].startswith("watch 5s")
