@@ -5,6 +5,7 @@ normalisation (the kernel prints them tab-separated), port sets as sets.
 
 from __future__ import annotations
 
+from sysctl_advisor.engine.observed_owners import Observed
 from sysctl_advisor.engine.owners import probable_owner
 from sysctl_advisor.knowledge.catalog import Catalog
 from sysctl_advisor.knowledge.values import same_value
@@ -15,9 +16,16 @@ from sysctl_advisor.model.plan import Plan
 
 
 def build_diff(
-    plan: Plan, current: CurrentConfig, catalog: Catalog, version: KernelVersion
+    plan: Plan,
+    current: CurrentConfig,
+    catalog: Catalog,
+    version: KernelVersion,
+    observed: Observed | None = None,
 ) -> DiffReport:
-    """`version` is the kernel the plan was computed for (Catalog.kernel_for)."""
+    """`version` is the kernel the plan was computed for (Catalog.kernel_for); `observed`,
+    the writes the facts' record holds (engine.observed_owners), names each drifted key's
+    observed owners."""
+    watched = observed is not None and observed.available
     entries: list[DiffEntry] = []
     for setting in plan.settings:
         found = current.values.get(setting.key)
@@ -45,6 +53,11 @@ def build_diff(
                 default_set_by=setting.default_set_by,
                 modelled_default=setting.modelled_default,
                 owner=owner,
+                observed=(
+                    list(observed.by_key.get(setting.key, ()))
+                    if watched and observed is not None and status != "ok"
+                    else None
+                ),
             )
         )
     planned = {s.key for s in plan.settings}
@@ -79,6 +92,7 @@ def build_diff(
         current_kind=current.kind,
         current_label=current.label,
         entries=entries,
-        findings=list(plan.findings),
+        findings=[*plan.findings, *(observed.findings if observed is not None else ())],
         problems=list(current.problems),
+        provenance=observed.provenance if observed is not None else None,
     )
