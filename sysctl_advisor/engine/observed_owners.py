@@ -254,3 +254,15 @@ def _fight(
 
 def _clip(value: str) -> str:
     return value if len(value) <= SHOWN_VALUE else value[: SHOWN_VALUE - 1] + "…"
+
+
+def writers_by_key(kb: KnowledgeBase, facts: HostFacts) -> tuple[tuple[str, str], ...]:
+    """(key, writer) for every key the facts' record shows written, each pair once, sorted:
+    what `fleet` counts across hosts (a catalog writer by its name, another by what it
+    shows)."""
+    observed = observed_owners(kb, facts, None)
+    if observed is None or not observed.available:
+        return ()
+    return tuple(
+        sorted({(key, owner.name) for key, owners in observed.by_key.items() for owner in owners})
+    )

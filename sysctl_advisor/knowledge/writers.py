@@ -142,7 +142,6 @@ class ObservedSpec(SpecModel):
         description="a template over `key`: the fix where no catalog writer is known"
     )
     fight: FightSpec
-    references: list[str] = Field(default_factory=list, max_length=10)
 
 
 @model

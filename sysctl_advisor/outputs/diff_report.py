@@ -124,7 +124,7 @@ def _who(owner: ObservedOwner) -> str:
     return f"{_clip(owner.name)} ({details})" if owner.writer is not None else details
 
 
-def observed_line(key: str, owner: ObservedOwner) -> str:
+def observed_line(key: str, owner: ObservedOwner, mark: str = "") -> str:
     """One writer the record shows writing `key`: who, where, when last, how often, and the
     fix in its configuration."""
     times = "once" if owner.count == 1 else f"{owner.count} times"
@@ -133,7 +133,7 @@ def observed_line(key: str, owner: ObservedOwner) -> str:
     where = "" if owner.in_force else f" in network namespace {_clip(owner.namespace)}"
     text = (
         f"{key}: written by {_who(owner)}{where}: {values}, {times}, last "
-        f"{_clip(owner.last)}{refused}."
+        f"{_clip(owner.last)}{refused}{mark}."
     )
     if owner.fix is not None:
         target = f" ({_clip(owner.fix_target)})" if owner.fix_target else ""
@@ -145,10 +145,7 @@ def static_only(report: DiffReport) -> str | None:
     """The one line for facts whose record could not be made."""
     if report.provenance is None or not report.provenance.startswith("unavailable"):
         return None
-    return (
-        f"Observed writers: provenance {_clip(report.provenance)}: the static tier only "
-        "(probable owners from the writers catalog)."
-    )
+    return f"Observed writers: provenance {_clip(report.provenance)}: the static tier only."
 
 
 def _notes(report: DiffReport, width: int = 100) -> list[str]:
