@@ -10,7 +10,7 @@ from sysctl_advisor.engine.owners import probable_owner
 from sysctl_advisor.knowledge.catalog import Catalog
 from sysctl_advisor.knowledge.values import same_value
 from sysctl_advisor.model.current_config import CurrentConfig
-from sysctl_advisor.model.diff import DiffEntry, DiffReport, DiffStatus
+from sysctl_advisor.model.diff import DiffEntry, DiffReport, DiffStatus, ObservedOwner
 from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.model.plan import Plan
 
@@ -25,7 +25,6 @@ def build_diff(
     """`version` is the kernel the plan was computed for (Catalog.kernel_for); `observed`,
     the writes the facts' record holds (engine.observed_owners), names each drifted key's
     observed owners."""
-    watched = observed is not None and observed.available
     entries: list[DiffEntry] = []
     for setting in plan.settings:
         found = current.values.get(setting.key)
@@ -53,11 +52,7 @@ def build_diff(
                 default_set_by=setting.default_set_by,
                 modelled_default=setting.modelled_default,
                 owner=owner,
-                observed=(
-                    list(observed.by_key.get(setting.key, ()))
-                    if watched and observed is not None and status != "ok"
-                    else None
-                ),
+                observed=_observed(observed, setting.key) if status != "ok" else None,
             )
         )
     planned = {s.key for s in plan.settings}
@@ -96,3 +91,10 @@ def build_diff(
         problems=list(current.problems),
         provenance=observed.provenance if observed is not None else None,
     )
+
+
+def _observed(observed: Observed | None, key: str) -> list[ObservedOwner] | None:
+    """A drifted key's observed owners; None where the facts carry no record, or none made."""
+    if observed is None or not observed.available:
+        return None
+    return list(observed.by_key.get(key, ()))
