@@ -68,8 +68,11 @@ def diff(
         restore = undo_plan(plan, kb.catalog, read_at)
         report = undo_diff(plan, restore, f"{in_force.kind} {in_force.label}")
     else:
+        from sysctl_advisor.engine.observed_owners import observed_owners
+
         version = kb.catalog.kernel_for(host)[0]
-        report = build_diff(plan, in_force, kb.catalog, version)
+        observed = observed_owners(kb, host, plan)
+        report = build_diff(plan, in_force, kb.catalog, version, observed)
     terminal = to_stdout(output) and sys.stdout.isatty()
     emit(render_diff(report, fmt, Renderer(kb.catalog), terminal=terminal), output)
     return 1 if report.drift else 0

@@ -168,7 +168,16 @@ class FleetJob:
             pool=pool,
             node=node,
             placement=placement,
+            writers=self._writers(facts),
         )
+
+    def _writers(self, facts: HostFacts) -> tuple[tuple[str, str], ...] | None:
+        """Who the facts' record shows writing each key; None: no record (or none made)."""
+        if facts.writers is None or not facts.writers.available:
+            return None
+        from sysctl_advisor.engine.observed_owners import writers_by_key
+
+        return writers_by_key(self.kb, facts)
 
     def _undo(self, plan: Plan, facts: HostFacts, command: str, shape: HostShape) -> str:
         """The host's undo file; its plan and text are shared by the shape's hosts (the time

@@ -5,19 +5,26 @@ normalisation (the kernel prints them tab-separated), port sets as sets.
 
 from __future__ import annotations
 
+from sysctl_advisor.engine.observed_owners import Observed
 from sysctl_advisor.engine.owners import probable_owner
 from sysctl_advisor.knowledge.catalog import Catalog
 from sysctl_advisor.knowledge.values import same_value
 from sysctl_advisor.model.current_config import CurrentConfig
-from sysctl_advisor.model.diff import DiffEntry, DiffReport, DiffStatus
+from sysctl_advisor.model.diff import DiffEntry, DiffReport, DiffStatus, ObservedOwner
 from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.model.plan import Plan
 
 
 def build_diff(
-    plan: Plan, current: CurrentConfig, catalog: Catalog, version: KernelVersion
+    plan: Plan,
+    current: CurrentConfig,
+    catalog: Catalog,
+    version: KernelVersion,
+    observed: Observed | None = None,
 ) -> DiffReport:
-    """`version` is the kernel the plan was computed for (Catalog.kernel_for)."""
+    """`version` is the kernel the plan was computed for (Catalog.kernel_for); `observed`,
+    the writes the facts' record holds (engine.observed_owners), names each drifted key's
+    observed owners."""
     entries: list[DiffEntry] = []
     for setting in plan.settings:
         found = current.values.get(setting.key)
@@ -45,6 +52,7 @@ def build_diff(
                 default_set_by=setting.default_set_by,
                 modelled_default=setting.modelled_default,
                 owner=owner,
+                observed=_observed(observed, setting.key) if status != "ok" else None,
             )
         )
     planned = {s.key for s in plan.settings}
@@ -79,6 +87,14 @@ def build_diff(
         current_kind=current.kind,
         current_label=current.label,
         entries=entries,
-        findings=list(plan.findings),
+        findings=[*plan.findings, *(observed.findings if observed is not None else ())],
         problems=list(current.problems),
+        provenance=observed.provenance if observed is not None else None,
     )
+
+
+def _observed(observed: Observed | None, key: str) -> list[ObservedOwner] | None:
+    """A drifted key's observed owners; None where the facts carry no record, or none made."""
+    if observed is None or not observed.available:
+        return None
+    return list(observed.by_key.get(key, ()))

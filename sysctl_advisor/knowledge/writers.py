@@ -51,6 +51,17 @@ class SignsSpec(SpecModel):
         description="globs on the name of a sysctl file that sets a key (facts.sysctl_files)",
     )
     node: bool = Field(default=False, description="every Kubernetes node runs it")
+    units: list[str] = Field(
+        default_factory=list,
+        max_length=20,
+        description="globs on the systemd unit a write the host was seen making came from "
+        "(facts.writers)",
+    )
+    pods: bool = Field(
+        default=False,
+        description="a write seen from a pod's cgroup, or into a pod's network namespace, that "
+        "no other writer's signs name (an init container, a privileged container)",
+    )
 
 
 @model
@@ -94,6 +105,46 @@ class WriteSpec(SpecModel):
 
 
 @model
+class PodFixSpec(SpecModel):
+    """Where a pod's write goes instead: templates over `key`, `value` (the plan's), `pod`
+    (namespace/name, else its UID) and `why` (what Kubernetes says of the key)."""
+
+    sysctls: str = Field(
+        description="where Kubernetes lets a pod set the key (a safe sysctl at the release): "
+        "the pod spec's securityContext.sysctls"
+    )
+    command: str = Field(description="else: the init container's command that writes it")
+
+
+@model
+class FightSpec(SpecModel):
+    """Two writers taking turns on one key (A, B, A...) within the record."""
+
+    id: str = Field(pattern=r"^[a-z]+\.[a-z-]+$", description="the finding's id")
+    severity: Literal["info", "warning", "error"]
+    switches: int = Field(
+        ge=2, le=100, description="changes of writer on the key that make a fight (A, B, A: 2)"
+    )
+    message: str = Field(
+        description="a template over `key` and `writers` (each: name, values, count, fix)"
+    )
+
+
+@model
+class ObservedSpec(SpecModel):
+    """What the advisor says of the writes a host was seen making (facts.writers)."""
+
+    remove: str = Field(
+        description="a template over `key` and `writer`: the fix where the writer's catalog "
+        "entry gives none for the key"
+    )
+    unknown: str = Field(
+        description="a template over `key`: the fix where no catalog writer is known"
+    )
+    fight: FightSpec
+
+
+@model
 class WriterSpec(SpecModel):
     id: str = Field(pattern=WRITER_ID)
     name: str = Field(max_length=60)
@@ -105,18 +156,27 @@ class WriterSpec(SpecModel):
         default=None,
         description="what to do where a workload wants another value of a key it forbids",
     )
+    pod_fix: PodFixSpec | None = Field(
+        default=None, description="for the writer of pods' writes (`signs.pods`): the fix"
+    )
     references: list[str] = Field(default_factory=list, max_length=20)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not self.own and not self.references:
             raise ValueError("references: a writer other than the advisor cites its source")
-        if not any((self.signs.processes, self.signs.links, self.signs.files, self.signs.node)):
-            raise ValueError("signs: at least one sign (a process, link, file, or node)")
+        signs = self.signs
+        if not any(
+            (signs.processes, signs.links, signs.files, signs.node, signs.units, signs.pods)
+        ):
+            raise ValueError("signs: at least one sign (a process, link, file, node, unit or pod)")
+        if (self.pod_fix is not None) != signs.pods:
+            raise ValueError("pod_fix: the writer of pods' writes has one, and only it")
 
 
 @model
 class WritersSpec(SpecModel):
+    observed: ObservedSpec
     writers: list[WriterSpec] = Field(min_length=1, max_length=100)
 
     def __post_init__(self) -> None:
@@ -125,6 +185,8 @@ class WritersSpec(SpecModel):
         twice = sorted({i for i in ids if ids.count(i) > 1})
         if twice:
             raise ValueError(f"writer {twice[0]!r} is listed twice")
+        if sum(w.signs.pods for w in self.writers) > 1:
+            raise ValueError("signs.pods: one writer at most stands for pods' own writes")
         if sum(w.own for w in self.writers) != 1:
             raise ValueError("exactly one writer is the advisor itself (own: true)")
         own = next(w for w in self.writers if w.own)
@@ -164,6 +226,7 @@ class Seen(NamedTuple):
     links: tuple[str, ...]  # every interface name
     files: tuple[str, ...]  # the sysctl files that set keys ("path:line"), sorted
     node: list[str]  # what shows a Kubernetes node (empty: none)
+    observed: tuple[dict[str, Any], ...] = ()  # the writes the host was seen making
 
     @classmethod
     def of(cls, facts: dict[str, Any], node: list[str]) -> Seen:
@@ -176,7 +239,8 @@ class Seen(NamedTuple):
         )
         links = (*(facts.get("links") or []), *(n["name"] for n in facts.get("nics") or []))
         files = tuple(sorted(set((facts.get("sysctl_files") or {}).values())))
-        return cls(running, links, files, node)
+        observed = tuple((facts.get("writers") or {}).get("writes") or ())
+        return cls(running, links, files, node, observed)
 
 
 class Writers:
@@ -190,6 +254,23 @@ class Writers:
         self.own_name = self.own.signs.files[0]
         self.values: dict[tuple[str, int], Expression] = {}
         self.fixes: dict[tuple[str, int], tuple[Text, Text]] = {}
+        # what diff and explain say of observed writes (compiled once, as the fixes are)
+        self.texts: dict[str, Text] = {}
+        observed = spec.observed
+        sources = {
+            "remove": observed.remove,
+            "unknown": observed.unknown,
+            "fight": observed.fight.message,
+        }
+        for writer in spec.writers:
+            if writer.pod_fix is not None:
+                sources["pod-sysctls"] = writer.pod_fix.sysctls
+                sources["pod-command"] = writer.pod_fix.command
+        for name, source in sources.items():
+            try:
+                self.texts[name] = compiler.template(source)
+            except ExpressionError as exc:
+                raise InputError(str(exc), path=path, field=f"observed.{name}") from None
         for writer in spec.writers:
             for i, write in enumerate(writer.writes):
                 where = f"writers.{writer.id}.writes[{i}]"
@@ -212,8 +293,55 @@ class Writers:
         """Whether a sysctl file ("path:line", as facts.sysctl_files gives it) is the advisor's."""
         return source is not None and _file_matches(source, self.own.signs.files)
 
-    def signs(self, writer: WriterSpec, seen: Seen) -> tuple[str, ...]:
-        """What in the facts shows the writer runs; empty: it does not show."""
+    def writer_of(
+        self,
+        comm: str | None,
+        unit: str | None,
+        parent: str | None,
+        in_pod: bool,
+    ) -> tuple[WriterSpec, str] | None:
+        """The catalog writer an observed write names, and by what: its process name (comm),
+        its systemd unit, its parent's name (a program a writer runs, as wg-quick runs
+        sysctl), else, for a write from a pod's cgroup or into a pod's network namespace, the
+        writer of pods' own writes; None: none (the write is named by what it shows)."""
+        writers = [w for w in self.spec.writers if not w.own]
+        for writer in writers:
+            if comm is not None and comm in writer.signs.processes:
+                return writer, f"process {comm}"
+        if unit is not None:
+            for writer in writers:
+                if any(fnmatch.fnmatchcase(unit, glob) for glob in writer.signs.units):
+                    return writer, f"unit {unit}"
+        if parent is not None:
+            for writer in writers:
+                if parent in writer.signs.processes:
+                    return writer, f"parent {parent}"
+        if in_pod:
+            pods = next((w for w in writers if w.signs.pods), None)
+            if pods is not None:
+                return pods, "a pod"
+        return None
+
+    def observed_signs(self, seen: Seen) -> dict[str, str]:
+        """By writer id, the first observed write that names it (a sign it runs)."""
+        found: dict[str, str] = {}
+        for write in seen.observed:
+            netns = write.get("netns") or {}
+            named = self.writer_of(
+                write.get("comm"),
+                write.get("unit"),
+                write.get("parent_comm"),
+                write.get("pod") is not None or netns.get("kind") == "pod",
+            )
+            if named is not None and named[0].id not in found:
+                found[named[0].id] = f"a write of {write.get('key')} seen ({named[1]})"
+        return found
+
+    def signs(
+        self, writer: WriterSpec, seen: Seen, observed: dict[str, str] | None = None
+    ) -> tuple[str, ...]:
+        """What in the facts shows the writer runs; empty: it does not show (`observed`:
+        `observed_signs`, worked out once for every writer)."""
         found = [f"a {name} process" for name in writer.signs.processes if name in seen.running]
         for prefix in writer.signs.links:
             hit = next((link for link in seen.links if link.startswith(prefix)), None)
@@ -226,6 +354,10 @@ class Writers:
                     break
         if writer.signs.node and seen.node:
             found.append(f"a Kubernetes node: {seen.node[0]}")
+        if observed is None and seen.observed:
+            observed = self.observed_signs(seen)
+        if observed and writer.id in observed:
+            found.append(observed[writer.id])
         return tuple(dict.fromkeys(found))
 
     def present(
@@ -237,10 +369,11 @@ class Writers:
         found: list[Write] = []
         context = None
         seen = Seen.of(facts, node)
+        observed = self.observed_signs(seen) if seen.observed else {}
         for writer in self.spec.writers:
             if writer.own:
                 continue
-            signs = self.signs(writer, seen)
+            signs = self.signs(writer, seen, observed)
             if not signs:
                 continue
             for i, write in enumerate(writer.writes):

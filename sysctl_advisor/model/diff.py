@@ -23,9 +23,51 @@ DiffStatus = Literal["ok", "change", "missing", "remove"]
 STATUSES: tuple[DiffStatus, ...] = get_args(DiffStatus)
 
 
+def _absent(value: Any) -> bool:
+    return value is None
+
+
+@model
+class ObservedOwner(Record):
+    """A writer the host was seen writing a key with (the facts' `writers:` section), its
+    writes of the key in one network namespace gathered: who, where, when last, how often."""
+
+    __pydantic_config__ = document_config("ObservedOwnerDocument")
+
+    writer: str | None = Field(description="its id in the writers catalog; null: not known")
+    name: str = Field(description="the catalog writer's name, else what the write shows")
+    named_by: str | None = Field(
+        description="what names the catalog writer: its process, unit or parent; or a pod"
+    )
+    comm: str | None = Field(description="the process name (/proc/PID/comm) of the last write")
+    pid: int | None
+    parent: str | None = Field(description="the parent's process name")
+    parent_pid: int | None
+    unit: str | None = Field(description="the systemd unit of the writer's cgroup")
+    pod: str | None = Field(description="the pod it ran in: namespace/name, else its UID")
+    namespace: str = Field(
+        description="the network namespace written in: host, pod NAME, other net:[N], or not given"
+    )
+    in_force: bool = Field(
+        description="whether its writes explain the value in force here: made in the host's "
+        "network namespace, or of a key that is not per namespace"
+    )
+    value: str = Field(description="the value it wrote last")
+    values: list[str] = Field(description="the distinct values it wrote, in order (at most 8)")
+    applied: bool | None = Field(
+        description="whether the kernel took its last write; null: not known"
+    )
+    last: str = Field(description="when it wrote last")
+    count: int = Field(ge=1, description="how many writes of the key")
+    fix: str | None = Field(
+        description="what to change in the writer's configuration for the plan's value"
+    )
+    fix_target: str | None = Field(description="the configuration the fix goes in")
+
+
 @model(kw_only=False)
 class DiffEntry(Record):
-    __pydantic_config__ = document_config("DiffEntryDocument", optional=("owner",))
+    __pydantic_config__ = document_config("DiffEntryDocument", optional=("owner", "observed"))
 
     key: str
     current: str | None = Field(description="the value in force or configured; null if unset")
@@ -41,6 +83,12 @@ class DiffEntry(Record):
         description="the probable writer of a value in force unlike the plan's: a program of "
         "the writers catalog that runs on the host (what it writes and when); null: a file, "
         "or a writer not known",
+    )
+    observed: list[ObservedOwner] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="the writers the host was seen writing the key with (facts' `writers:`), "
+        "those that explain the value in force first; absent: the facts carry no record",
     )
 
 
@@ -68,7 +116,9 @@ class DiffCurrent(Record):
 class DiffDocument(Record):
     """What `sysctl-advisor diff --format json` prints."""
 
-    __pydantic_config__ = document_config("sysctl-advisor diff", DIFF_SCHEMA)
+    __pydantic_config__ = document_config(
+        "sysctl-advisor diff", DIFF_SCHEMA, optional=("provenance",)
+    )
 
     schema: Literal["sysctl-advisor/diff/v1"] = Field(
         default=DIFF_SCHEMA, description="this document's format and version"
@@ -81,6 +131,12 @@ class DiffDocument(Record):
     drift: int = Field(ge=0, description="entries whose status is not ok")
     findings: list[Finding]
     problems: list[Problem]
+    provenance: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="where the observed writes come from (the facts' writers.provenance); "
+        "`unavailable (reason)`: the static tier only; absent: the facts carry no record",
+    )
 
 
 @model(kw_only=False)
@@ -95,6 +151,7 @@ class DiffReport(Record):
     entries: list[DiffEntry]
     findings: list[Finding] = Field(default_factory=list)
     problems: list[Problem] = Field(default_factory=list)
+    provenance: str | None = None  # facts' writers.provenance, where the facts carry it
 
     @property
     def drift(self) -> int:
@@ -113,6 +170,7 @@ class DiffReport(Record):
             drift=self.drift,
             findings=self.findings,
             problems=self.problems,
+            provenance=self.provenance,
         )
         data: dict[str, Any] = plain_data(document)
         return data

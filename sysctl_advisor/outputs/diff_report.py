@@ -9,7 +9,7 @@ import textwrap
 from typing import TYPE_CHECKING
 
 from sysctl_advisor.engine.undo import UNDO_DIFF_KIND
-from sysctl_advisor.model.diff import DiffEntry, DiffReport
+from sysctl_advisor.model.diff import DiffEntry, DiffReport, ObservedOwner
 from sysctl_advisor.model.documents import dump_json
 from sysctl_advisor.model.severity import SEVERITY_ORDER
 from sysctl_advisor.model.text_escape import one_line
@@ -102,15 +102,74 @@ def _item(text: str, width: int) -> list[str]:
     )
 
 
+SHOWN = 64  # characters of a value or name an observed write shows (the JSON has them whole)
+
+
+def _clip(text: str | None) -> str:
+    text = one_line(text or "")
+    return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"
+
+
+def _who(owner: ObservedOwner) -> str:
+    """The writer, and what the write shows of it: process, parent, unit or pod."""
+    shown = [f"{_clip(owner.comm)}[{owner.pid}]" if owner.pid else _clip(owner.comm)]
+    if owner.parent:
+        parent = f"{_clip(owner.parent)}[{owner.parent_pid}]" if owner.parent_pid else owner.parent
+        shown.append(f"parent {_clip(parent)}")
+    if owner.unit:
+        shown.append(f"unit {_clip(owner.unit)}")
+    if owner.pod:
+        shown.append(f"pod {_clip(owner.pod)}")
+    details = ", ".join(part for part in shown if part)
+    return f"{_clip(owner.name)} ({details})" if owner.writer is not None else details
+
+
+def observed_line(key: str, owner: ObservedOwner, mark: str = "") -> str:
+    """One writer the record shows writing `key`: who, where, when last, how often, and the
+    fix in its configuration."""
+    times = "once" if owner.count == 1 else f"{owner.count} times"
+    refused = ", refused (the value in force stayed)" if owner.applied is False else ""
+    values = ", ".join(_clip(v) for v in owner.values)
+    where = "" if owner.in_force else f" in network namespace {_clip(owner.namespace)}"
+    text = (
+        f"{key}: written by {_who(owner)}{where}: {values}, {times}, last "
+        f"{_clip(owner.last)}{refused}{mark}."
+    )
+    if owner.fix is not None:
+        target = f" ({_clip(owner.fix_target)})" if owner.fix_target else ""
+        text += f" Fix{target}: {owner.fix}"
+    return text
+
+
+def static_only(report: DiffReport) -> str | None:
+    """The one line for facts whose record could not be made."""
+    if report.provenance is None or not report.provenance.startswith("unavailable"):
+        return None
+    return f"Observed writers: provenance {_clip(report.provenance)}: the static tier only."
+
+
 def _notes(report: DiffReport, width: int = 100) -> list[str]:
     lines: list[str] = []
     why = [e for e in report.entries if e.status != "ok"]
+    apart: list[str] = []
     if why:
         lines += ["", "Why:"]
         for e in why:
             lines += _item(f"{e.key}: {first_sentence(e.rationale, drop_tag=False)}", width)
             if e.owner is not None:
                 lines += _item(f"{e.key} in force: probably {e.owner}.", width)
+            for owner in e.observed or ():
+                if owner.in_force:
+                    lines += _item(observed_line(e.key, owner), width)
+                else:
+                    apart.append(observed_line(e.key, owner))
+    if apart:
+        lines += ["", "Written in other network namespaces (not the value in force here):"]
+        for text in apart:
+            lines += _item(text, width)
+    unavailable = static_only(report)
+    if unavailable is not None:
+        lines += ["", *_wrapped(unavailable, width)]
     findings = sorted(
         (f for f in report.findings if f.severity != "info"),
         key=lambda f: (SEVERITY_ORDER[f.severity], f.id),
@@ -338,6 +397,12 @@ def render_markdown(report: DiffReport, renderer: Renderer) -> str:
     template = renderer.env.get_template("diff.md.j2")
     context = {
         "report": report,
+        "observed": {
+            e.key: [observed_line(e.key, o) for o in e.observed]
+            for e in report.entries
+            if e.observed
+        },
+        "static_only": static_only(report),
         "summary": summary(report),
         "heading": _heading(report),
         "columns": [c.lower() for c in columns(report)],

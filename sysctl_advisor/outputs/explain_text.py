@@ -9,6 +9,7 @@ from sysctl_advisor.engine.plan_builder import build_plan, host_defaults
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.near_names import unknown_name
+from sysctl_advisor.model.plan import Plan
 from sysctl_advisor.model.text_escape import one_line
 from sysctl_advisor.outputs.plan_render import default_origin
 
@@ -145,6 +146,7 @@ def explain_key(
     if facts is not None:
         version = kb.catalog.kernel_for(facts)[0]
         out.append("")
+        plan = None
         if not kb.catalog.exists(name, version):
             out.append(f"On kernel {version.short} this key does not exist.")
         elif profile is not None:
@@ -184,7 +186,39 @@ def explain_key(
             f"Kernel default on this host ({version.short}): "
             f"{default if default is not None else 'unknown'}"
         )
+        out += _observed(kb, facts, plan, name)
     return "\n".join(out) + "\n"
+
+
+def _observed(kb: KnowledgeBase, facts: HostFacts, plan: Plan | None, name: str) -> list[str]:
+    """The writers the facts' record shows writing the key (with a profile: the fix for its
+    value in each one's configuration), and a fight over it; nothing without a record."""
+    from sysctl_advisor.engine.observed_owners import observed_owners
+    from sysctl_advisor.outputs.diff_report import observed_line
+
+    observed = observed_owners(kb, facts, plan)
+    if observed is None:
+        return []
+    if not observed.available:
+        return [
+            _wrap(
+                f"Observed writers: provenance {one_line(observed.provenance)[:200]}: the "
+                "static tier only.",
+                "",
+            )
+        ]
+    owners = observed.by_key.get(name, [])
+    out = [f"Observed writers ({one_line(observed.provenance)[:200]}):"]
+    if not owners:
+        out.append(f"  none wrote {name} while the record ran")
+    for owner in owners:
+        mark = " (explains the value in force)" if owner.in_force else ""
+        line = observed_line(name, owner, mark).removeprefix(f"{name}: ")
+        out.append(_wrap(line[0].upper() + line[1:], "  "))
+    for f in (f for f in observed.findings if f.key == name):
+        out.append(f"  finding {f.id} ({f.severity}):")
+        out.append(_wrap(one_line(" ".join(f.message.split())), "    "))
+    return out
 
 
 def _bound(value: float | None) -> str:

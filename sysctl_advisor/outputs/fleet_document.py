@@ -41,6 +41,18 @@ class FleetChangeCount(Record):
 
 
 @model
+class FleetWriterCount(Record):
+    __pydantic_config__ = document_config("FleetWriterCount")
+
+    key: str
+    writer: str = Field(
+        description="the writers catalog's name for it, else what its writes show (process, "
+        "unit, parent)"
+    )
+    hosts: int = Field(ge=0, description="on how many written hosts the record shows it writing")
+
+
+@model
 class SkippedHost(Record):
     """An inventory host no file was written for."""
 
@@ -120,7 +132,9 @@ class FleetSummary(Record):
     """summary.json, written by `sysctl-advisor fleet --out DIR`."""
 
     __pydantic_config__ = document_config(
-        "sysctl-advisor fleet summary", FLEET_SCHEMA, optional=("node_format", "node_pools")
+        "sysctl-advisor fleet summary",
+        FLEET_SCHEMA,
+        optional=("writers", "node_format", "node_pools"),
     )
 
     schema: Literal["sysctl-advisor/fleet/v1"] = Field(
@@ -136,6 +150,12 @@ class FleetSummary(Record):
     profiles: dict[str, Count] = Field(description="written hosts per profile")
     findings: list[FleetFindingCount] = Field(description="per finding id, most severe first")
     changes: list[FleetChangeCount] = Field(description="per changed key, most hosts first")
+    writers: list[FleetWriterCount] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="where hosts' facts carry a record of sysctl writes (`writers:`): per key, "
+        "each writer seen writing it and on how many hosts; absent: no host's facts do",
+    )
     node_format: str | None = Field(
         default=None,
         exclude_if=_absent,

@@ -22,6 +22,7 @@ from sysctl_advisor.outputs.fleet_document import (
     FleetChangeCount,
     FleetFindingCount,
     FleetSummary,
+    FleetWriterCount,
     NodePoolOutcome,
     SeverityCounts,
     SkippedHost,
@@ -58,6 +59,8 @@ class HostOutcome:
     # in a pool: the placement `node` was cut from, from the host's one read of its facts (the
     # pool's file, when this host represents it, is rendered from exactly this)
     placement: Placement | None = field(default=None, compare=False, repr=False)
+    # (key, writer) each key its facts' record shows written, and by whom; None: no record
+    writers: tuple[tuple[str, str], ...] | None = None
 
     @property
     def written(self) -> bool:
@@ -79,6 +82,8 @@ class FleetTotals:
     profiles: Counter[str] = field(default_factory=Counter)
     findings: Counter[tuple[str, Severity]] = field(default_factory=Counter)  # (id, severity)
     changes: Counter[str] = field(default_factory=Counter)
+    watched: int = 0  # written hosts whose facts carry a record of writes
+    writers: Counter[tuple[str, str]] = field(default_factory=Counter)  # (key, writer)
 
     def add(self, outcome: HostOutcome) -> None:
         self.hosts += 1
@@ -91,12 +96,22 @@ class FleetTotals:
         self.profiles[outcome.profile or ""] += 1
         self.findings.update(set(outcome.findings))
         self.changes.update(outcome.changes)
+        if outcome.writers is not None:
+            self.watched += 1
+            self.writers.update(set(outcome.writers))
 
     def finding_rows(self) -> list[FleetFindingCount]:
         ordered = sorted(
             self.findings.items(), key=lambda kv: (SEVERITY_ORDER[kv[0][1]], -kv[1], kv[0][0])
         )
         return [FleetFindingCount(id=i, severity=s, hosts=n) for (i, s), n in ordered]
+
+    def writer_rows(self) -> list[FleetWriterCount] | None:
+        """Per key, the writers seen writing it, most hosts first; None: no host was watched."""
+        if not self.watched:
+            return None
+        ordered = sorted(self.writers.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1]))
+        return [FleetWriterCount(key=k, writer=w, hosts=n) for (k, w), n in ordered]
 
     def change_rows(self) -> list[FleetChangeCount]:
         ordered = sorted(self.changes.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -175,6 +190,7 @@ class SummaryWriter:
                 profiles=dict(sorted(t.profiles.items())),
                 findings=t.finding_rows(),
                 changes=t.change_rows(),
+                writers=t.writer_rows(),
                 node_format=fmt,
                 node_pools=pools,
                 skipped=[],
@@ -228,6 +244,22 @@ class SummaryWriter:
                 rows,
                 len(t.changes),
                 "keys",
+                _SECTION_BUDGET,
+            )
+        writer_rows = t.writer_rows()
+        if writer_rows is not None:
+            rows = (
+                f"| {md_code_cell(w.key)} | {md_text_clipped(w.writer)} | {w.hosts} |"
+                for w in writer_rows
+            )
+            fleet_wide += _table(
+                "Sysctl writers seen across the fleet",
+                f"From the facts' records of writes ({t.watched} of {t.written} written hosts "
+                "carry one): per key, who wrote it and on how many hosts.\n\n"
+                "| key | writer | hosts |\n|---|---|---:|",
+                rows,
+                len(writer_rows),
+                "writers",
                 _SECTION_BUDGET,
             )
         fleet_wide += self._pools_markdown()

@@ -35,6 +35,13 @@ _INTRO = [
     "file explains.",
     "* **A sysctl.d file that sorts after the plan's own** (`90-sysctl-advisor.conf`) wins over "
     "it at boot: a finding says so.",
+    "* **A write the host was seen making** (the facts' `writers:` section, `facts --watch`) "
+    "names its writer by its process name, its systemd unit, or its parent's name; a write from "
+    "a pod's cgroup, or into a pod's network namespace, that names no other writer is the pod's "
+    "own ([a pod](#pod)); any other is named by its process, unit and parent, never guessed. "
+    "Such a write is also a sign the writer runs. `diff` and `explain` print each drifted key's "
+    "observed owners with the fix in their configuration, and two writers taking turns on one "
+    "key are a finding (below).",
     "",
     "When a writer applies: *at every start*; *at start, where the value in force differs* "
     "(or *is lower*); *on each interface as it comes up*; *at each pod's network setup*; *at "
@@ -51,11 +58,33 @@ def _signs(writer: WriterSpec) -> str:
     parts += [f"the sysctl file `{f}`" for f in signs.files]
     if signs.node:
         parts.append("any Kubernetes node")
+    parts += [f"a write seen from the unit `{u}`" for u in signs.units]
+    if signs.pods:
+        parts.append("a write seen from a pod, or into a pod's network namespace")
     return ", ".join(parts)
 
 
+def _observed(writers: Writers) -> list[str]:
+    """What diff and explain say of observed writes: the fight and the fixes without one."""
+    observed = writers.spec.observed
+    fight = observed.fight
+    return [
+        "## Observed writes",
+        "",
+        f"`{fight.id}` ({fight.severity}): two writers or more take turns on one key within the "
+        f"record ({fight.switches} changes of writer or more, with different values, among the "
+        "writes the kernel took, in one network namespace). Its message: "
+        f"{md_code(' '.join(fight.message.split()))}.",
+        "",
+        "Where a writer's entry gives no fix for the key: "
+        f"{md_code(' '.join(observed.remove.split()))}. Where no writer is known: "
+        f"{md_code(' '.join(observed.unknown.split()))}.",
+        "",
+    ]
+
+
 def render_writers(writers: Writers, sources: Sources | None = None) -> str:
-    out = list(_INTRO)
+    out = list(_INTRO) + _observed(writers)
     out += ["| writer | recognised by | keys |", "|---|---|---|"]
     for writer in writers.spec.writers:
         out.append(
@@ -92,6 +121,13 @@ def render_writers(writers: Writers, sources: Sources | None = None) -> str:
                     line += f" Fix for {md_text(write.fix.target)}: {md_code(write.fix.setting)}."
                 out.append(line)
             out.append("")
+        if writer.pod_fix is not None:
+            out += [
+                "Fix, where Kubernetes lets a pod set the key: "
+                f"{md_code(' '.join(writer.pod_fix.sysctls.split()))}; else: "
+                f"{md_code(' '.join(writer.pod_fix.command.split()))}.",
+                "",
+            ]
         if writer.instead:
             out += [f"Instead: {md_text(' '.join(writer.instead.split()))}", ""]
         cited = [r for write in writer.writes for r in write.references] + list(writer.references)

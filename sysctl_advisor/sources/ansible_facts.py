@@ -118,6 +118,15 @@ def _nics(facts: AnsibleFacts, names: list[str]) -> list[dict[str, Any]]:
     return nics
 
 
+def _advisor_writers(facts: AnsibleFacts) -> Any:
+    """The `writers:` section of the advisor's own facts where a host's custom facts hold them
+    (/etc/ansible/facts.d/sysctl_advisor.fact, which `setup` gives as
+    ansible_local.sysctl_advisor); validated with the rest of the facts."""
+    local = facts.get("local")
+    advisor = local.get("sysctl_advisor") if isinstance(local, dict) else None
+    return advisor.get("writers") if isinstance(advisor, dict) else None
+
+
 def facts_data(facts: AnsibleFacts, source: str) -> dict[str, Any]:
     """A facts-file mapping (the contract in docs/evidence.md#host-facts) from Ansible facts."""
     memtotal_mb = _int(facts.get("memtotal_mb"))
@@ -136,6 +145,9 @@ def facts_data(facts: AnsibleFacts, source: str) -> dict[str, Any]:
     threads = _cpu_threads(facts)
     if threads is not None:
         data["cpu"] = {"threads": threads}
+    writers = _advisor_writers(facts)
+    if writers is not None:
+        data["writers"] = writers
     links = _interface_names(facts)
     if links is not None:
         data["links"] = links

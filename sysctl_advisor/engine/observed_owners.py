@@ -1,0 +1,268 @@
+"""The observed owner of a key: the writes a host was seen making (the facts' `writers:`
+section), joined with the writers catalog (`Writers.writer_of`), gathered per key, writer and
+network namespace, each with the fix in that writer's configuration for the plan's value; and
+the keys two writers take turns on (`drift.writers-fight`, the catalog's `observed.fight`).
+
+Only writes in the host's network namespace, or of a key that is not per namespace, explain
+the value in force; writes in pods' namespaces are kept apart (`ObservedOwner.in_force`).
+A writer the catalog does not know is named by its process, unit and parent, never guessed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
+
+from sysctl_advisor.engine.owners import fix_line
+from sysctl_advisor.knowledge.expressions import ExpressionError
+from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
+from sysctl_advisor.knowledge.writers import WriterSpec
+from sysctl_advisor.model.diff import ObservedOwner
+from sysctl_advisor.model.errors import InputError
+from sysctl_advisor.model.host_facts import HostFacts
+from sysctl_advisor.model.plan import Finding, Plan, Setting
+from sysctl_advisor.model.sysctl_writers import ObservedWrite, WriterPod
+from sysctl_advisor.model.vocabulary import key_matches
+
+MAX_VALUES = 8  # distinct values kept per writer of a key
+MAX_FIGHTERS = 4  # writers a fight names
+SHOWN_VALUE = 40  # characters of a value a fight's message shows
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What the record says, by key: its writers (those that explain the value in force
+    first) and the fights; `provenance` as the facts give it."""
+
+    provenance: str
+    by_key: dict[str, list[ObservedOwner]] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def available(self) -> bool:
+        return not self.provenance.startswith("unavailable")
+
+
+@dataclass
+class _Group:
+    """One writer's writes of one key in one network namespace."""
+
+    writer: WriterSpec | None
+    named_by: str | None
+    namespace: str
+    in_force: bool
+    last: ObservedWrite
+    count: int = 0
+    values: list[str] = field(default_factory=list)
+
+
+def _pod_name(pod: WriterPod | None) -> str | None:
+    if pod is None:
+        return None
+    return f"{pod.namespace}/{pod.name}" if pod.namespace and pod.name else pod.uid
+
+
+def _namespace(write: ObservedWrite) -> str:
+    netns = write.netns
+    if netns is None:
+        return "not given"
+    if netns.kind == "host":
+        return "host"
+    if netns.kind == "pod":
+        return f"pod {_pod_name(netns.pod) or '(unknown)'}"
+    return f"other net:[{netns.inode}]" if netns.inode is not None else "other"
+
+
+def _per_namespace(kb: KnowledgeBase, key: str) -> bool:
+    spec = kb.catalog.keys.get(key)
+    if spec is not None:
+        return bool(spec.netns_since)
+    return key.startswith("net.")
+
+
+def _identity(writer: WriterSpec | None, write: ObservedWrite) -> tuple[str | None, ...]:
+    """Who a write is by: a catalog writer (a pod's own writes: that pod), else what it shows."""
+    if writer is not None and not writer.signs.pods:
+        return ("writer", writer.id)
+    pod = write.pod or (write.netns.pod if write.netns is not None else None)
+    if writer is not None:
+        return ("pod", pod.uid if pod is not None else None)
+    return ("unknown", write.comm, write.unit, write.parent_comm)
+
+
+def observed_owners(kb: KnowledgeBase, facts: HostFacts, plan: Plan | None) -> Observed | None:
+    """The record's writers by key, or None where the facts carry no record."""
+    record = facts.writers
+    if record is None:
+        return None
+    if not record.available:
+        return Observed(record.provenance)
+    planned = {s.key: s for s in plan.settings} if plan is not None else {}
+    groups: dict[tuple[Any, ...], _Group] = {}
+    turns: dict[tuple[str, str], list[tuple[tuple[str | None, ...], str]]] = {}
+    for write in record.writes:
+        pod = write.pod is not None or (write.netns is not None and write.netns.kind == "pod")
+        named = kb.writers.writer_of(write.comm, write.unit, write.parent_comm, pod)
+        writer = named[0] if named is not None else None
+        namespace = _namespace(write)
+        per_namespace = _per_namespace(kb, write.key)
+        if not per_namespace:
+            namespace = "host" if namespace == "not given" else namespace
+        in_force = namespace == "host" or not per_namespace
+        who = _identity(writer, write)
+        group = groups.get((write.key, who, namespace))
+        if group is None:
+            group = groups[write.key, who, namespace] = _Group(
+                writer, named[1] if named is not None else None, namespace, in_force, write
+            )
+        group.last = write
+        group.count += write.count
+        if write.value not in group.values and len(group.values) < MAX_VALUES:
+            group.values.append(write.value)
+        if write.applied is not False and (namespace != "not given" or not per_namespace):
+            turns.setdefault((write.key, "host" if in_force else namespace), []).append(
+                (who, write.value)
+            )
+    by_key: dict[str, list[ObservedOwner]] = {}
+    fixes: dict[tuple[Any, ...], tuple[str | None, str | None]] = {}
+    kernel = kb.catalog.kernel_for(facts)[0]
+    for (key, who, _), group in groups.items():
+        fix = fixes[key, who] = _fix(kb, group, key, planned.get(key), kernel)
+        by_key.setdefault(key, []).append(_owner(group, fix))
+    for owners in by_key.values():
+        owners.sort(key=lambda o: not o.in_force)  # stable: the record's order within
+    findings = [
+        finding
+        for (key, _), sequence in turns.items()
+        if (finding := _fight(kb, key, sequence, groups, fixes)) is not None
+    ]
+    return Observed(record.provenance, by_key, findings)
+
+
+def _owner(group: _Group, fix: tuple[str | None, str | None]) -> ObservedOwner:
+    last = group.last
+    writer = group.writer
+    name = (
+        writer.name
+        if writer is not None
+        else " ".join(
+            part
+            for part in (
+                last.comm or "a process",
+                f"(unit {last.unit})" if last.unit else "",
+                f"(parent {last.parent_comm})" if last.parent_comm else "",
+            )
+            if part
+        )
+    )
+    return ObservedOwner(
+        writer=writer.id if writer is not None else None,
+        name=name,
+        named_by=group.named_by,
+        comm=last.comm,
+        pid=last.pid,
+        parent=last.parent_comm,
+        parent_pid=last.parent_pid,
+        unit=last.unit,
+        pod=_pod_name(last.pod),
+        namespace=group.namespace,
+        in_force=group.in_force,
+        value=last.value,
+        values=list(group.values),
+        applied=last.applied,
+        last=last.time,
+        count=group.count,
+        fix=fix[0],
+        fix_target=fix[1],
+    )
+
+
+def _plain(setting: Setting) -> Any:
+    if not setting.values:
+        return setting.value
+    return setting.values if len(setting.values) > 1 else setting.values[0]
+
+
+def _render(kb: KnowledgeBase, name: str, variables: dict[str, Any]) -> str:
+    try:
+        return " ".join(kb.writers.texts[name].render(variables).split())
+    except ExpressionError as exc:
+        raise InputError(str(exc), path=kb.writers.path, field=f"observed.{name}") from None
+
+
+def _fix(
+    kb: KnowledgeBase, group: _Group, key: str, setting: Setting | None, kernel: Any
+) -> tuple[str | None, str | None]:
+    """The fix for the plan's value in the writer's configuration, and where it goes: the
+    catalog write's `fix`; for a pod, its spec; else removing the write from the writer."""
+    writer = group.writer
+    if writer is None:
+        return _render(kb, "unknown", {"key": key}), None
+    if writer.signs.pods:
+        if setting is None:
+            return None, None
+        pod = _pod_name(group.last.pod) or (
+            _pod_name(group.last.netns.pod) if group.last.netns is not None else None
+        )
+        kubernetes = kb.kubernetes
+        verdict = kubernetes.verdict(key, kubernetes.newest, kernel)
+        allowed = verdict.safe and _per_namespace(kb, key)
+        why = f"{verdict.why}; Kubernetes {kubernetes.newest}'s lists"
+        text = "pod-sysctls" if allowed else "pod-command"
+        variables = {"key": key, "value": setting.value, "pod": pod or "(unknown)", "why": why}
+        return _render(kb, text, variables), "pod spec"
+    if setting is not None:
+        for index, write in enumerate(writer.writes):
+            if write.fix is None or not key_matches(write.key, key):
+                continue
+            line = fix_line(kb, writer.id, index, key, _plain(setting))
+            if line is not None:
+                return line, write.fix.target
+    return _render(kb, "remove", {"key": key, "writer": writer.name}), writer.name
+
+
+def _fight(
+    kb: KnowledgeBase,
+    key: str,
+    sequence: list[tuple[tuple[str | None, ...], str]],
+    groups: dict[tuple[Any, ...], _Group],
+    fixes: dict[tuple[Any, ...], tuple[str | None, str | None]],
+) -> Finding | None:
+    """Two writers (or more) taking turns on the key with different values."""
+    spec = kb.writers.spec.observed.fight
+    switches = sum(1 for a, b in pairwise(sequence) if a[0] != b[0])
+    if switches < spec.switches or len({value for _, value in sequence}) < 2:
+        return None
+    order = list(dict.fromkeys(who for who, _ in sequence))[:MAX_FIGHTERS]
+    writers = []
+    for who in order:
+        group = next(g for (k, w, _), g in groups.items() if k == key and w == who)
+        owner = _owner(group, fixes[key, who])
+        values = list(dict.fromkeys(v for w, v in sequence if w == who))
+        writers.append(
+            {
+                "name": owner.name,
+                "values": ", ".join(_clip(v) for v in values[:MAX_VALUES]),
+                "count": sum(1 for w, _ in sequence if w == who),
+                "fix": owner.fix or _render(kb, "remove", {"key": key, "writer": owner.name}),
+            }
+        )
+    message = _render(kb, "fight", {"key": key, "writers": writers})
+    return Finding(id=spec.id, severity=spec.severity, key=key, message=message, rule="writers")
+
+
+def _clip(value: str) -> str:
+    return value if len(value) <= SHOWN_VALUE else value[: SHOWN_VALUE - 1] + "…"
+
+
+def writers_by_key(kb: KnowledgeBase, facts: HostFacts) -> tuple[tuple[str, str], ...]:
+    """(key, writer) for every key the facts' record shows written, each pair once, sorted:
+    what `fleet` counts across hosts (a catalog writer by its name, another by what it
+    shows)."""
+    observed = observed_owners(kb, facts, None)
+    if observed is None or not observed.available:
+        return ()
+    return tuple(
+        sorted({(key, owner.name) for key, owners in observed.by_key.items() for owner in owners})
+    )
