@@ -37,6 +37,10 @@ SKIPS: dict[str, str] = {
     r"--prometheus\b": "needs a Prometheus server (the network)",
     r"--root /mnt/copy\b": "a placeholder for a copied tree (tests/sources cover facts --root)",
     r"--ansible-facts facts\b": "needs facts gathered by Ansible from an inventory",
+    r"--watch\b": "watches this host's sysctl writes for the window it names (root; "
+    "tests/test_provenance_acceptance.py runs it over throwaway cgroups)",
+    r"--(?:un)?install\b": "installs on this host (root, bpffs, /etc/systemd/system); "
+    "tests/sources/test_sysctl_record.py runs it in a private bpffs and unit directory",
 }
 # What a producer in a documented pipe writes, from the repository's fixtures.
 PRODUCERS: dict[str, Path] = {
