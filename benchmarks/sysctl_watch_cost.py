@@ -26,6 +26,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from sysctl_advisor.sources import sysctl_watch  # noqa: E402
 from sysctl_advisor.sources.bpf import syscall  # noqa: E402
+from sysctl_advisor.sources.mounts import own_cgroup  # noqa: E402
 from sysctl_advisor.sources.sysctl_last_writes import load_last_writes  # noqa: E402
 
 WRITER = """
@@ -71,12 +72,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--writes", type=int, default=20_000)
     args = parser.parse_args()
-    own = sysctl_watch.cgroup2_mount()
+    own = own_cgroup()
     if own is None:
         sys.exit("needs cgroup v2")
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        if line.startswith("0::"):
-            own = own / line[3:].lstrip("/")
     cgroup = own / f"sysctl-advisor-bench-{uuid.uuid4().hex[:12]}"
     cgroup.mkdir()
     times: dict[str, list[float]] = {"none": [], "watch": [], "last": []}

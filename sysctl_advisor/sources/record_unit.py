@@ -29,6 +29,7 @@ from sysctl_advisor.model.directories import beneath, read_at, replace_file
 UNIT = "sysctl-advisor-record.service"
 WANTS = "sysinit.target.wants"
 MARKER = "# sysctl-advisor: the sysctl write record (facts --install); facts --uninstall removes it"
+BOOT = "SYSCTL_ADVISOR_RECORD_BOOT"  # set by the unit: the boot run pins and attaches only
 UNIT_LIMIT = 64 * 1024  # more than any unit of ours
 # what ExecStart= and RequiresMountsFor= take as it is: no quoting, no %specifier, no $variable
 _PLAIN = re.compile(r"[A-Za-z0-9_@+=:,./-]+")
@@ -58,6 +59,7 @@ def render(command: Sequence[str]) -> str:
         "\n"
         "[Service]\n"
         "Type=oneshot\n"
+        f"Environment={BOOT}=1\n"
         f"ExecStart={' '.join(command)}\n"
         "\n"
         "[Install]\n"
@@ -74,7 +76,8 @@ class State:
     wants: str  # "absent", "ours" (a link to the unit), "foreign", "no directory"
 
 
-def _lstat(directory: int, name: str) -> os.stat_result | None:
+def lstat_at(directory: int, name: str) -> os.stat_result | None:
+    """`name`'s lstat in the directory open at `directory`; None where there is none."""
     try:
         return os.stat(name, dir_fd=directory, follow_symlinks=False)
     except FileNotFoundError:
@@ -82,7 +85,7 @@ def _lstat(directory: int, name: str) -> os.stat_result | None:
 
 
 def _unit(directory: int) -> tuple[str, str | None]:
-    info = _lstat(directory, UNIT)
+    info = lstat_at(directory, UNIT)
     if info is None:
         return "absent", None
     if not stat.S_ISREG(info.st_mode):
@@ -95,13 +98,13 @@ def _unit(directory: int) -> tuple[str, str | None]:
 
 
 def _wants(directory: int, target: str) -> str:
-    info = _lstat(directory, WANTS)
+    info = lstat_at(directory, WANTS)
     if info is None:
         return "absent"
     if not stat.S_ISDIR(info.st_mode):
         return "no directory"
     with beneath(directory, [WANTS]) as wants:
-        link = _lstat(wants, UNIT)
+        link = lstat_at(wants, UNIT)
         if link is None:
             return "absent"
         if stat.S_ISLNK(link.st_mode) and os.readlink(UNIT, dir_fd=wants) == target:

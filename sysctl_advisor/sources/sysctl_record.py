@@ -10,8 +10,11 @@ with BPF_PROG_ATTACH and BPF_F_ALLOW_MULTI. Unpinning the link detaches it (its 
 kernel/bpf/inode.c `bpf_free_inode`, kernel/bpf/cgroup.c `bpf_cgroup_link_release`); the
 pinned program is detached before it is unpinned. The program allows every write. bpffs is
 memory: after a reboot the unit (record_unit.py) runs `facts --install --yes` again before
-systemd-sysctl.service. The record's `since` is when its attachment was pinned (the pin's
-modification time, set when bpffs creates it).
+systemd-sysctl.service, with SYSCTL_ADVISOR_RECORD_BOOT=1 in its environment: that run pins and
+attaches only, and reads and writes nothing under /etc (not yet checked or remounted then). An
+install that finds the unit and its link as it would write them writes neither. The record's
+`since` is when its attachment was pinned (the pin's modification time, set when bpffs creates
+it).
 
 Directories are opened once from `/` (model/directories.py) and everything is done relative to
 their descriptors: a pin is made and opened through /proc/self/fd/N/NAME, N the directory's
@@ -22,6 +25,7 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import re
 import shutil
 import stat
 import sys
@@ -31,16 +35,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+import sysctl_advisor
 from sysctl_advisor.model.directories import (
     UntrustedDirectory,
     beneath,
     check_directory,
     open_directory,
+    read_at,
 )
-from sysctl_advisor.model.documents import read_bytes
-from sysctl_advisor.sources import record_unit
+from sysctl_advisor.sources import mounts, record_unit
 from sysctl_advisor.sources.bpf import syscall
 from sysctl_advisor.sources.record_unit import Refused
+from sysctl_advisor.sources.record_unit import lstat_at as _lstat
 from sysctl_advisor.sources.sysctl_last_writes import (
     MAX_KEYS,
     LastWrite,
@@ -63,22 +69,31 @@ UNIT_DIR = Path("/etc/systemd/system")
 WRITES, DROPS, LINK, PROGRAM = "writes", "drops", "link", "program"
 PINS = (LINK, PROGRAM, WRITES, DROPS)  # the order uninstall removes them in: detach first
 EXECUTABLE = "sysctl-advisor"
+PACKAGE = Path(sysctl_advisor.__file__).parent  # what the unit's command imports
+# the file systems mounted before any unit starts: what the unit runs must be on one of them
+BOOT_FILE_SYSTEMS = (Path("/"), Path("/usr"))
+SCRIPT_LIMIT = 1 << 20  # the entry script read for its interpreter: pip's are a few hundred bytes
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Places:
     """Where the record lives: the pin directory (on bpffs), the systemd unit directory, the
-    cgroup v2 root it watches (None: there is none) and the command the unit runs at boot."""
+    cgroup v2 root it watches (None: there is none) and the command the unit runs at boot;
+    `boot`: the unit's run at boot (pin and attach only, nothing under the unit directory);
+    `boot_file_systems`: the file systems what the unit runs must be on."""
 
     pin_dir: Path
     unit_dir: Path
     cgroup_root: Path | None
     command: tuple[str, ...]
+    boot: bool = False
+    boot_file_systems: tuple[Path, ...] = BOOT_FILE_SYSTEMS
 
     @classmethod
     def default(cls) -> Places:
-        return cls(PIN_DIR, UNIT_DIR, cgroup2_mount(), default_command())
+        boot = os.environ.get(record_unit.BOOT) == "1"
+        return cls(PIN_DIR, UNIT_DIR, cgroup2_mount(), default_command(), boot)
 
 
 def default_command() -> tuple[str, ...]:
@@ -99,22 +114,7 @@ class Record:
 def _is_bpffs(fd: int) -> bool:
     """Whether the directory open at `fd` is on a bpf filesystem (its device in this mount
     namespace's mountinfo)."""
-    device = os.fstat(fd).st_dev
-    wanted = f"{os.major(device)}:{os.minor(device)}"
-    text = read_bytes(Path("/proc/self/mountinfo"), limit=1 << 22).decode(errors="replace")
-    for line in text.splitlines():
-        fields, _, after = line.partition(" - ")
-        parts = fields.split()
-        if len(parts) > 2 and parts[2] == wanted and after.split()[:1] == ["bpf"]:
-            return True
-    return False
-
-
-def _lstat(directory: int, name: str) -> os.stat_result | None:
-    try:
-        return os.stat(name, dir_fd=directory, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
+    return mounts.on(os.fstat(fd).st_dev, "bpf")
 
 
 def _via(directory: int, name: str) -> str:
@@ -131,9 +131,10 @@ class _Opened:
 
 
 @contextmanager
-def _open(places: Places, create: bool) -> Iterator[_Opened]:
-    """The places' directories, opened (the pin directory made where `create`); Unavailable
-    where the record cannot be kept here."""
+def _open(places: Places, create: bool, pins_only: bool = False) -> Iterator[_Opened]:
+    """The places' directories, opened (the pin directory made where `create`; with
+    `pins_only`, or the unit directory at boot, left unopened: None); Unavailable where the
+    record cannot be kept here."""
     if os.geteuid() != 0:
         raise Unavailable("the sysctl write record needs root")
     with ExitStack() as stack:
@@ -165,52 +166,118 @@ def _open(places: Places, create: bool) -> Iterator[_Opened]:
                     check_directory(pins, places.pin_dir)
                 except UntrustedDirectory as exc:
                     raise Unavailable(str(exc)) from None
-        cgroup = None if places.cgroup_root is None else opened(places.cgroup_root)
-        yield _Opened(parent, pins, cgroup, opened(places.unit_dir), in_the_way)
+        cgroup, units = None, None
+        if not pins_only and places.cgroup_root is not None:
+            cgroup = opened(places.cgroup_root)
+        if not pins_only and not places.boot:
+            units = opened(places.unit_dir)
+        yield _Opened(parent, pins, cgroup, units, in_the_way)
 
 
-def _check(places: Places, at: _Opened) -> str:
-    """The unit's text; Unavailable or Refused where install cannot go ahead here."""
+def _check(places: Places, at: _Opened) -> str | None:
+    """The unit's text (None at boot: the unit is left alone); Unavailable or Refused where
+    install cannot go ahead here."""
     if at.pin_parent is None:
         raise Unavailable(f"no bpf filesystem mounted at {places.pin_dir.parent}")
     if at.in_the_way is not None:
         raise Refused(at.in_the_way)
     if at.cgroup is None:
         raise Unavailable("no cgroup v2 hierarchy to attach to")
-    if at.units is None:
-        raise Unavailable(f"no systemd unit directory {places.unit_dir}")
-    if not places.command:
-        raise Unavailable(f"no {EXECUTABLE} executable for the unit to run")
-    _check_executable(Path(places.command[0]))
-    text = record_unit.render(places.command)
-    state = record_unit.survey(at.units, places.unit_dir)
-    if (reason := record_unit.refusal(state, places.unit_dir)) is not None:
-        raise Refused(reason)
     if at.pins is not None:
         for name in PINS:
             info = _lstat(at.pins, name)
             if info is not None and not stat.S_ISREG(info.st_mode):
                 raise Refused(f"{places.pin_dir / name} is not a pinned object: left alone")
+    if places.boot:
+        return None
+    if at.units is None:
+        raise Unavailable(f"no systemd unit directory {places.unit_dir}")
+    if not places.command:
+        raise Unavailable(f"no {EXECUTABLE} executable for the unit to run")
+    _check_executable(Path(places.command[0]), places.boot_file_systems)
+    text = record_unit.render(places.command)
+    state = record_unit.survey(at.units, places.unit_dir)
+    if (reason := record_unit.refusal(state, places.unit_dir)) is not None:
+        raise Refused(reason)
     return text
 
 
-def _check_executable(path: Path) -> None:
-    """Root runs the unit's command at boot: the file (and the one a link there points to) and
-    every directory on the way may be changed by root, or the user running this, only."""
-    for candidate in dict.fromkeys([path, Path(os.path.realpath(path))]):
-        try:
-            fd, _ = open_directory(candidate.parent)
-        except UntrustedDirectory as exc:
-            raise Refused(f"the unit would run {path}: {exc}") from None
-        try:
-            info = os.stat(candidate.name, dir_fd=fd, follow_symlinks=False)
-        except OSError as exc:
-            raise Refused(f"the unit would run {path}: {exc.strerror}") from None
-        finally:
-            os.close(fd)
-        writable = not stat.S_ISLNK(info.st_mode) and info.st_mode & 0o022
-        if info.st_uid not in (0, os.geteuid()) or writable:
-            raise Refused(f"the unit would run {path}, which others may change ({candidate})")
+def _check_executable(path: Path, boot_file_systems: tuple[Path, ...]) -> None:
+    """Root runs the unit's command at boot: the entry script, the interpreter its first line
+    names (and the files links there point to), each with every directory on the way, and the
+    directory of the package it imports with every one above it, may be changed by root, or
+    the user running this, only; and each is on a file system of `boot_file_systems`, which
+    are mounted before the unit starts (a later mount would put the unit in an ordering cycle
+    with sysinit.target). Refused with the reason where not."""
+    why = f"the unit would run {path}"
+    files = [path, Path(os.path.realpath(path))]
+    for interpreter in _interpreters(files[-1], why):
+        files += [interpreter, Path(os.path.realpath(interpreter))]
+    for candidate in dict.fromkeys(files):
+        _check_file(candidate, why)
+    try:
+        fd, _ = open_directory(PACKAGE)
+    except UntrustedDirectory as exc:
+        raise Refused(f"{why}, which imports the package in {PACKAGE}: {exc}") from None
+    os.close(fd)
+    devices = {os.stat(place).st_dev for place in boot_file_systems}
+    for candidate in dict.fromkeys([*files, PACKAGE]):
+        if os.lstat(candidate).st_dev not in devices:
+            on = " or ".join(str(place) for place in boot_file_systems)
+            raise Refused(
+                f"{why}, but {candidate} is not on the file system of {on}, which the unit "
+                "needs before sysinit.target: install the advisor there"
+            )
+
+
+# pip's launcher for an interpreter path a shebang cannot carry (distlib `_build_shebang`)
+_SHELL_EXEC = re.compile(rb"'''exec' (?:\"([^\"]+)\"|(\S+)) ")
+
+
+def _interpreters(script: Path, why: str) -> list[Path]:
+    """The interpreters the first line of `script` names (none for a binary); Refused where it
+    cannot be read or names one through env (found on PATH, which is not this shell's at
+    boot)."""
+    try:
+        fd, _ = open_directory(script.parent)
+    except UntrustedDirectory as exc:
+        raise Refused(f"{why}: {exc}") from None
+    try:
+        data = read_at(fd, script.name, SCRIPT_LIMIT)
+    finally:
+        os.close(fd)
+    if data is None:
+        raise Refused(f"{why}: cannot read {script} to find its interpreter")
+    if not data.startswith(b"#!"):
+        return []
+    first, _, rest = data[2:].partition(b"\n")
+    words = first.split()
+    if not words or not words[0].startswith(b"/"):
+        raise Refused(f"{why}: its first line names no interpreter by its absolute path")
+    if os.path.basename(words[0]) == b"env":
+        raise Refused(f"{why}: its first line finds the interpreter through env, on PATH")
+    found = [Path(os.fsdecode(words[0]))]
+    if (launched := _SHELL_EXEC.match(rest)) is not None:
+        found.append(Path(os.fsdecode(launched[1] or launched[2])))
+    return found
+
+
+def _check_file(path: Path, why: str) -> None:
+    """Refused where `path` (not followed), or a directory on the way to it, may be changed by
+    others than root and the user running this."""
+    try:
+        fd, _ = open_directory(path.parent)
+    except UntrustedDirectory as exc:
+        raise Refused(f"{why}: {exc}") from None
+    try:
+        info = os.stat(path.name, dir_fd=fd, follow_symlinks=False)
+    except OSError as exc:
+        raise Refused(f"{why}: {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    writable = not stat.S_ISLNK(info.st_mode) and info.st_mode & 0o022
+    if info.st_uid not in (0, os.geteuid()) or writable:
+        raise Refused(f"{why}, which others may change ({path})")
 
 
 def _in_one_line(action: Callable[[Places], T]) -> Callable[[Places], T]:
@@ -281,7 +348,8 @@ def install_plan(places: Places) -> list[str]:
                 f"attached there, by a BPF link pinned at {pin / LINK} (a kernel without links: "
                 f"BPF_PROG_ATTACH with BPF_F_ALLOW_MULTI, the program pinned at {pin / PROGRAM})"
             )
-        assert at.units is not None
+        if text is None or at.units is None:  # at boot
+            return [*lines, f"unit: {places.unit_dir} is left alone (the boot run)"]
         state = record_unit.survey(at.units, places.unit_dir)
         return lines + record_unit.plan(state, places.unit_dir, text)
 
@@ -289,18 +357,21 @@ def install_plan(places: Places) -> list[str]:
 @_in_one_line
 def install(places: Places) -> list[str]:
     """Pin the maps where absent, load and attach the program where it is not attached, write
-    the unit and its wants link where absent (or ours and different); what was done.
-    Idempotent. Unavailable or Refused, with nothing changed, where it cannot."""
+    the unit and its wants link where absent (or ours and different: one as it would be
+    written is not touched), none of them at boot; what was done. Idempotent. Unavailable or
+    Refused, with nothing changed, where it cannot."""
     with _open(places, create=False) as at:
         text = _check(places, at)
         made = at.pins is None
     with _open(places, create=True) as at:
-        assert at.pins is not None and at.cgroup is not None and at.units is not None
+        assert at.pins is not None and at.cgroup is not None
         done = [f"made {places.pin_dir}"] if made else []
         try:
             done += _install_pins(places, at)
         except OSError as exc:
             raise Unavailable(f"the sysctl write record cannot be installed: {exc}") from None
+        if text is None or at.units is None:  # at boot: nothing under /etc
+            return done
         return done + record_unit.install(at.units, places.unit_dir, text)
 
 
@@ -439,13 +510,19 @@ def _remove_pin_dir(places: Places, at: _Opened, dry: bool) -> list[str]:
 
 @_in_one_line
 def read_record(places: Places) -> Record | None:
-    """The record, or None where it is not installed."""
-    with _open(places, create=False) as at:
+    """The record, or None where it is not installed (no pin directory or no `writes` pin:
+    nothing else is opened then, the cgroup root only to see whether a pinned program is
+    still attached)."""
+    with _open(places, create=False, pins_only=True) as at:
         if at.pins is None or _lstat(at.pins, WRITES) is None:
             return None
         present = _present(at)
         try:
-            attached = _attached(at, present)
+            with ExitStack() as stack:
+                if LINK not in present and PROGRAM in present and places.cgroup_root:
+                    at.cgroup = _opened_cgroup(places.cgroup_root)
+                    stack.callback(os.close, at.cgroup)
+                attached = _attached(at, present)
             writes = syscall.obj_get(_via(at.pins, WRITES))
             try:
                 recorded = tuple(read_last_writes(writes))
@@ -466,3 +543,11 @@ def read_record(places: Places) -> Record | None:
             info = _lstat(at.pins, pin)
             since = None if info is None else info.st_mtime
         return Record(since, recorded, dropped)
+
+
+def _opened_cgroup(path: Path) -> int:
+    try:
+        fd, _ = open_directory(path)
+    except UntrustedDirectory as exc:
+        raise Unavailable(str(exc)) from None
+    return fd

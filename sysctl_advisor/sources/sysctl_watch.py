@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from sysctl_advisor.model.documents import read_bytes
 from sysctl_advisor.model.sysctl_conf import key_of_path
+from sysctl_advisor.sources import mounts
 from sysctl_advisor.sources.bpf import btf, program, syscall
 from sysctl_advisor.sources.bpf.ringbuf import RingBuffer
 
@@ -99,17 +99,12 @@ def read_dropped(drops_fd: int) -> int:
     return 0 if value is None else int.from_bytes(value, "little")
 
 
-def cgroup2_mount(mountinfo: Path = Path("/proc/self/mountinfo")) -> Path | None:
+def cgroup2_mount(mountinfo: Path = mounts.MOUNTINFO) -> Path | None:
     """Where the cgroup v2 hierarchy is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified on
-    hybrid hosts); None without one."""
-    for line in read_bytes(mountinfo, limit=1 << 22).decode(errors="replace").splitlines():
-        fields = line.split()
-        if " - " not in line:
-            continue
-        after = line.split(" - ", 1)[1].split()
-        if after and after[0] == "cgroup2" and len(fields) > 4:
-            return Path(fields[4].replace("\\040", " "))
-    return None
+    hybrid hosts), a mount of its root preferred to a bind mount of a sub-cgroup; None without
+    one."""
+    found = mounts.cgroup2(mountinfo)
+    return None if found is None else found.mount_point
 
 
 def _text(raw: bytes) -> str:

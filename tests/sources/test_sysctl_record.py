@@ -8,6 +8,7 @@ skip with the reason."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -19,14 +20,17 @@ from pathlib import Path
 import pytest
 
 from sysctl_advisor.sources import sysctl_record
+from sysctl_advisor.sources.mounts import own_cgroup
 from sysctl_advisor.sources.sysctl_last_writes import create_map
 from sysctl_advisor.sources.sysctl_record import Places, Refused, Unavailable
 from sysctl_advisor.sources.sysctl_watch import attached, create_drops_map, load
 from tests.conftest import HANG_SECONDS, ROOT
 from tests.namespaces import namespace_problem
-from tests.sources.test_sysctl_watch import _host_settings, _own_cgroup
+from tests.sources.test_sysctl_watch import _host_settings
 
 COMMAND_NAME = "sysctl-advisor"
+# where the stand-in executable, its interpreter and the package under test may be here
+BOOT_FILE_SYSTEMS = (Path("/"), Path("/usr"), sysctl_record.PACKAGE)
 
 
 def _problem() -> str | None:
@@ -34,7 +38,7 @@ def _problem() -> str | None:
         return "needs root to load a BPF program and mount a bpffs"
     if (netns := namespace_problem()) is not None:
         return netns
-    if _own_cgroup() is None:
+    if own_cgroup() is None:
         return "needs a cgroup v2 hierarchy"
     probe = subprocess.run(
         ["unshare", "-m", "--propagation", "private", "mount", "-t", "bpf", "bpf", "/mnt"],
@@ -65,7 +69,7 @@ root_only = pytest.mark.skipif(_problem() is not None, reason=str(_problem()))
 @pytest.fixture
 def cgroup() -> Iterator[Path]:
     """A throwaway cgroup under this test's own, removed afterwards."""
-    own = _own_cgroup()
+    own = own_cgroup()
     assert own is not None
     path = own / f"sysctl-advisor-record-{uuid.uuid4().hex[:12]}"
     path.mkdir()
@@ -92,12 +96,13 @@ def places(tmp_path: Path, cgroup: Path) -> Places:
         unit_dir=tmp_path / "system",
         cgroup_root=cgroup,
         command=(str(executable), "facts", "--install", "--yes"),
+        boot_file_systems=(*BOOT_FILE_SYSTEMS, tmp_path),
     )
 
 
 # Run in the private mount namespace: argv[1] the places as JSON, argv[2] the steps.
 DRIVER = """
-import json, os, subprocess, sys
+import dataclasses, json, os, subprocess, sys
 from pathlib import Path
 from sysctl_advisor.sources import sysctl_record
 from sysctl_advisor.sources.bpf import syscall
@@ -110,7 +115,7 @@ if given["no_links"]:  # as a kernel before 5.7, which has no BPF_LINK_CREATE
     syscall.link_create = refused
 places = sysctl_record.Places(
     Path(given["pin_dir"]), Path(given["unit_dir"]), Path(given["cgroup_root"]),
-    tuple(given["command"]),
+    tuple(given["command"]), given["boot"], tuple(map(Path, given["boot_file_systems"])),
 )
 cgroup = Path(given["cgroup_root"])
 
@@ -140,6 +145,8 @@ for step in sys.argv[2].split(","):
         if step == "write":
             write(given["script"])
             out[step] = True
+        elif step == "boot":  # the unit's run at boot from here on
+            places = dataclasses.replace(places, boot=True)
         elif step == "link_in_place_of_the_pin_directory":
             os.symlink("/tmp", places.pin_dir)
         elif step == "attached":
@@ -166,6 +173,8 @@ def _drive(
         "command": list(places.command),
         "script": script,
         "no_links": no_links,
+        "boot": places.boot,
+        "boot_file_systems": [str(path) for path in places.boot_file_systems],
     }
     mount = 'mount -t bpf -o mode=700 bpf "$1" && shift && exec "$@"'
     ran = subprocess.run(
@@ -313,15 +322,137 @@ def test_a_link_in_place_of_the_pin_directory_is_refused(places: Places, cgroup:
     assert list(places.unit_dir.iterdir()) == []
 
 
+def _check(executable: Path, *file_systems: Path) -> None:
+    sysctl_record._check_executable(executable, BOOT_FILE_SYSTEMS + file_systems)
+
+
 def test_the_unit_runs_no_file_others_may_change(tmp_path: Path) -> None:
     executable = tmp_path / COMMAND_NAME
     executable.write_text("#!/bin/sh\n")
     executable.chmod(0o775)
     with pytest.raises(Refused, match="which others may change"):
-        sysctl_record._check_executable(executable)
+        _check(executable, tmp_path)
     executable.chmod(0o755)
-    sysctl_record._check_executable(executable)
+    _check(executable, tmp_path)
     (tmp_path / "link").symlink_to(executable)
     executable.chmod(0o757)
     with pytest.raises(Refused, match="which others may change"):
-        sysctl_record._check_executable(tmp_path / "link")
+        _check(tmp_path / "link", tmp_path)
+
+
+def _script(tmp_path: Path, first_lines: str) -> Path:
+    executable = tmp_path / "bin" / COMMAND_NAME
+    executable.parent.mkdir(exist_ok=True)
+    executable.write_text(first_lines + "import sys\n")
+    executable.chmod(0o755)
+    return executable
+
+
+@pytest.mark.parametrize(
+    "launcher",
+    [
+        "#!{python}\n",
+        "#!{python} -E\n",
+        "#!/bin/sh\n'''exec' {python} \"$0\" \"$@\"\n' '''\n",  # pip's, for a long path
+        "#!/bin/sh\n'''exec' \"{python}\" \"$0\" \"$@\"\n' '''\n",
+    ],
+    ids=["shebang", "shebang with an argument", "pip's launcher", "pip's launcher, quoted"],
+)
+def test_the_unit_runs_no_interpreter_others_may_change(tmp_path: Path, launcher: str) -> None:
+    python = tmp_path / "venv" / "python3"
+    python.parent.mkdir()
+    python.write_bytes(b"\x7fELF")
+    python.chmod(0o775)
+    executable = _script(tmp_path, launcher.format(python=python))
+    with pytest.raises(Refused, match=rf"which others may change \({python}\)"):
+        _check(executable, tmp_path)
+    python.chmod(0o755)
+    _check(executable, tmp_path)
+    python.parent.chmod(0o777)  # the directory it is in
+    with pytest.raises(Refused, match="writable by others"):
+        _check(executable, tmp_path)
+    python.parent.chmod(0o755)
+    (tmp_path / "venv" / "python").symlink_to(python)  # a link: what it points to counts
+    executable = _script(tmp_path, f"#!{python.parent / 'python'}\n")
+    python.chmod(0o757)
+    with pytest.raises(Refused, match=rf"which others may change \({python}\)"):
+        _check(executable, tmp_path)
+
+
+def test_an_interpreter_found_on_path_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(Refused, match="through env"):
+        _check(_script(tmp_path, "#!/usr/bin/env python3\n"), tmp_path)
+
+
+def test_a_package_in_a_checkout_others_may_write_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editable install runs the checkout's code as root at boot."""
+    package = tmp_path / "checkout" / "src" / "sysctl_advisor"
+    package.mkdir(parents=True)
+    monkeypatch.setattr(sysctl_record, "PACKAGE", package)
+    executable = _script(tmp_path, "#!/bin/sh\n")
+    _check(executable, tmp_path)
+    (tmp_path / "checkout").chmod(0o777)
+    with pytest.raises(Refused, match=rf"imports the package in {package}: .*writable by others"):
+        _check(executable, tmp_path)
+
+
+def test_what_is_not_on_the_file_system_of_root_or_usr_is_refused(tmp_path: Path) -> None:
+    """The unit runs before sysinit.target: what it runs must be on a file system mounted
+    then (/proc stands in here for the only one: everything else is elsewhere)."""
+    executable = _script(tmp_path, "#!/bin/sh\n")
+    with pytest.raises(Refused, match=rf"{executable} is not on the file system of /proc"):
+        sysctl_record._check_executable(executable, (Path("/proc"),))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to get past the root check")
+def test_reading_a_record_that_is_not_installed_opens_nothing_else(tmp_path: Path) -> None:
+    """Neither the cgroup root nor the unit directory is looked at: odd ones stay unseen."""
+    (tmp_path / "open").mkdir()
+    (tmp_path / "open").chmod(0o777)  # writable by others: refused where it is opened
+    (tmp_path / "bpffs").mkdir()
+    odd = Places(
+        pin_dir=tmp_path / "bpffs" / "sysctl-advisor",
+        unit_dir=tmp_path / "open" / "system",
+        cgroup_root=tmp_path / "open",
+        command=(),
+    )
+    assert sysctl_record.read_record(odd) is None
+
+
+@root_only
+def test_a_second_install_and_the_boot_run_write_nothing_under_the_unit_directory(
+    places: Places, cgroup: Path
+) -> None:
+    """The boot run comes before /etc is checked and remounted: it pins and attaches only,
+    even where the unit it would write differs; an install that finds the unit as it would
+    write it writes nothing either."""
+    first = _drive(places, ["install"])["install"][0]
+    assert isinstance(first, list)
+
+    def seen() -> dict[Path, tuple[int, int, int]]:
+        return {
+            path: (info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
+            for path in [places.unit_dir, *places.unit_dir.rglob("*")]
+            if (info := path.lstat())
+        }
+
+    before = seen()
+    out = _drive(places, ["install"])  # a fresh bpffs: as after a reboot
+    unit = places.unit_dir / "sysctl-advisor-record.service"
+    assert f"kept {unit}" in out["install"][0]
+    assert seen() == before
+    other = dataclasses.replace(places, command=(*places.command[:1], "facts", "--install"))
+    out = _drive(other, ["boot", "install_plan", "install", "attached", "write", "record"], WRITER)
+    assert seen() == before
+    plan, done = out["install_plan"][0], out["install"][0]
+    assert isinstance(plan, list) and isinstance(done, list)
+    assert f"unit: {places.unit_dir} is left alone (the boot run)" in plan
+    assert f"pinned {places.pin_dir / 'writes'}" in done
+    assert not any(str(places.unit_dir) in line for line in done)
+    assert out["attached"][0] != []
+    recorded = out["record"][0]
+    assert isinstance(recorded, dict)
+    assert recorded["writes"]["net.core.somaxconn"][:2] == ["4096\n", 2]
+    assert attached(cgroup) == []

@@ -40,6 +40,7 @@ def test_the_unit_runs_before_systemd_sysctl_and_is_wanted_by_sysinit() -> None:
         "After=sys-fs-bpf.mount",
         "RequiresMountsFor=/usr/bin/sysctl-advisor",
         "Type=oneshot",
+        "Environment=SYSCTL_ADVISOR_RECORD_BOOT=1",  # the boot run: pins and attaches only
         "ExecStart=/usr/bin/sysctl-advisor facts --install --yes",
         "WantedBy=sysinit.target",
     ):
@@ -79,6 +80,25 @@ def test_install_writes_the_unit_and_the_link_systemctl_enable_makes(
         f"unit: {directory / UNIT} is there as written (kept)",
         f"link: {directory / WANTS / UNIT} -> {directory / UNIT} is there (kept)",
     ]
+
+
+def test_an_install_that_finds_the_unit_as_written_writes_nothing(
+    units: tuple[int, Path],
+) -> None:
+    fd, directory = units
+    text = record_unit.render(COMMAND)
+    record_unit.install(fd, directory, text)
+
+    def seen() -> dict[Path, tuple[int, int, int]]:
+        return {
+            path: (info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
+            for path in [directory, *directory.rglob("*")]
+            if (info := path.lstat())
+        }
+
+    before = seen()
+    assert record_unit.install(fd, directory, text) == [f"kept {directory / UNIT}"]
+    assert seen() == before
 
 
 def test_an_older_unit_of_the_advisor_is_rewritten(units: tuple[int, Path]) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from sysctl_advisor.sources import sysctl_watch
+from sysctl_advisor.sources.mounts import own_cgroup
 from tests.conftest import HANG_SECONDS, ROOT
 from tests.namespaces import host_sysctls, namespace_problem
 
@@ -27,15 +28,8 @@ WRITER = "".join(
 )
 
 
-def _own_cgroup() -> Path | None:
-    """The cgroup v2 directory this process is in, or None without cgroup v2."""
-    mount = sysctl_watch.cgroup2_mount()
-    if mount is None:
-        return None
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        if line.startswith("0::"):
-            return mount / line[3:].lstrip("/")
-    return None
+# the name other test modules import (the cgroup v2 directory this process is in)
+_own_cgroup = own_cgroup
 
 
 def _problem() -> str | None:
@@ -43,7 +37,7 @@ def _problem() -> str | None:
         return "needs root to load a BPF program"
     if (netns := namespace_problem()) is not None:
         return netns
-    if _own_cgroup() is None:
+    if own_cgroup() is None:
         return "needs a cgroup v2 hierarchy"
     try:
         map_fd, ring = sysctl_watch._create_map(None)
@@ -84,7 +78,7 @@ def _host_settings() -> dict[str, str]:
 @pytest.fixture
 def cgroup() -> Iterator[Path]:
     """A throwaway cgroup under this test's own, removed afterwards."""
-    own = _own_cgroup()
+    own = own_cgroup()
     assert own is not None
     path = own / f"sysctl-advisor-test-{uuid.uuid4().hex[:12]}"
     path.mkdir()
