@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -25,6 +26,8 @@ from sysctl_advisor.sources import write_owners, write_readback
 from sysctl_advisor.sources.sysctl_watch import SysctlWrite, cgroup2_mount
 from sysctl_advisor.sources.write_owners import CgroupOwner, Holder
 
+READBACK_NAMESPACES = 1024  # other network namespaces read back (about a millisecond each)
+READBACK_SECONDS = 10.0  # reading them back ends past this; the rest are not known
 COMM_CHARS = 15  # /proc/PID/comm: TASK_COMM_LEN 16, with its NUL
 CGROUP_CHARS = 4096
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -184,7 +187,8 @@ def _read_back(
     holders: dict[int, Holder],
 ) -> dict[tuple[str, tuple[str, int | None]], str | None]:
     """Each key's value now where it was written: here for the host's, in one worker thread
-    per other network namespace that a process still holds."""
+    per other network namespace that a process still holds, one after another, for so many
+    namespaces and so long (a host can make a namespace per write)."""
     values: dict[tuple[str, tuple[str, int | None]], str | None] = {}
     elsewhere: dict[int, list[str]] = {}
     for group, key in keys.items():
@@ -193,7 +197,10 @@ def _read_back(
             values[group] = write_readback.read_here(places.proc, key)
         elif inode is not None and inode in holders:
             elsewhere.setdefault(inode, []).append(key)
-    for inode, names in elsewhere.items():
+    deadline = time.monotonic() + READBACK_SECONDS
+    for count, (inode, names) in enumerate(elsewhere.items()):
+        if count >= READBACK_NAMESPACES or time.monotonic() > deadline:
+            break  # the writes of the namespaces left are not known to be applied
         read = write_readback.read_in_namespace(places.proc, holders[inode].pid, inode, names)
         for key, value in read.items():
             values[(key, ("netns", inode))] = value

@@ -14,7 +14,7 @@ import pytest
 
 from sysctl_advisor.model.model_base import plain_data, validate
 from sysctl_advisor.model.sysctl_writers import ObservedWrite, SysctlWriters
-from sysctl_advisor.sources import sysctl_provenance, sysctl_record, sysctl_watch
+from sysctl_advisor.sources import sysctl_provenance, sysctl_record, sysctl_watch, write_readback
 from sysctl_advisor.sources.bpf import program
 from sysctl_advisor.sources.observed_writes import Places, observed_writes
 from sysctl_advisor.sources.sysctl_last_writes import LastWrite
@@ -164,3 +164,29 @@ def test_a_watch_counts_a_write_no_key_can_name_as_dropped(
     record = sysctl_provenance.watched(1)
     assert [w.key for w in record.writes] == ["net.core.somaxconn"]
     assert record.dropped == 2 + 1
+
+
+def test_a_namespace_per_write_is_read_back_for_so_many_namespaces(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A host that makes a network namespace for each write: the read-back (a thread entering
+    each in turn) stops at a bound; the writes of the namespaces left are not known."""
+    places = _places(tmp_path)
+    namespaces = 1100
+    for pid in range(1, namespaces + 1):
+        (places.proc / str(pid) / "ns").mkdir(parents=True)
+        (places.proc / str(pid) / "ns" / "net").symlink_to(f"net:[{4026540000 + pid}]")
+    entered: list[int] = []
+
+    def read_in_namespace(
+        proc: Path, holder: int, inode: int, keys: list[str]
+    ) -> dict[str, str | None]:
+        entered.append(inode)
+        return dict.fromkeys(keys, "4096\n")
+
+    monkeypatch.setattr(write_readback, "read_in_namespace", read_in_namespace)
+    writes = [_write(netns=4026540000 + pid) for pid in range(1, namespaces + 1)]
+    observed = observed_writes(writes, places)
+    assert 0 < len(entered) <= 1024
+    assert [w.applied for w in observed].count(False) == len(entered)  # 4096 there: refused
+    assert [w.applied for w in observed].count(None) == namespaces - len(entered)
