@@ -66,20 +66,24 @@ def watched(seconds: int, cgroup: Path | None = None) -> SysctlWriters:
     mount = sysctl_watch.cgroup2_mount()
     if reason is not None or mount is None:
         return unavailable(reason or "no cgroup v2 hierarchy is mounted")
+    from sysctl_advisor.sources.observed_writes import Places, nameable, observed_writes
+
     fd = _cgroup_fd(cgroup, mount)
+    kept: list[sysctl_watch.SysctlWrite] = []
+    lost = 0  # past MAX_WRITES (a writer in a loop: held, they would fill memory), or unnamed
     try:
         since = now()
         with sysctl_watch.watch(fd, seconds) as events:
-            writes = list(events)
+            for write in events:
+                if len(kept) < MAX_WRITES and nameable(write):
+                    kept.append(write)
+                else:
+                    lost += 1
         until = now()
     except sysctl_watch.Unavailable as exc:
         return unavailable(str(exc))
     finally:
         os.close(fd)
-    from sysctl_advisor.sources.observed_writes import Places, nameable, observed_writes
-
-    kept = [write for write in writes[:MAX_WRITES] if nameable(write)]
-    lost = len(writes) - len(kept)  # past MAX_WRITES, or of a key the facts cannot name
     where = mount if cgroup is None else cgroup
     return SysctlWriters(
         provenance=f"watch {seconds}s of {where}",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -190,3 +191,37 @@ def test_a_namespace_per_write_is_read_back_for_so_many_namespaces(
     assert 0 < len(entered) <= 1024
     assert [w.applied for w in observed].count(False) == len(entered)  # 4096 there: refused
     assert [w.applied for w in observed].count(None) == namespaces - len(entered)
+
+
+def test_a_watch_holds_no_more_writes_than_the_facts_keep(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A process writing in a loop for the whole window: the writes past the facts' bound are
+    counted as they come, never held (an hour of them would fill memory)."""
+    seen = 5000
+    alive: weakref.WeakSet[SysctlWrite] = weakref.WeakSet()
+    most = [0]
+
+    class Events:
+        dropped = 0
+        left_out = ()
+
+        def __iter__(self) -> Iterator[SysctlWrite]:
+            for index in range(seen):
+                write = _write(monotonic_ns=index)
+                alive.add(write)
+                most[0] = max(most[0], len(alive))
+                yield write
+                del write
+
+    @contextlib.contextmanager
+    def watch(fd: int, seconds: int) -> Iterator[Events]:
+        yield Events()
+
+    monkeypatch.setattr(sysctl_provenance, "MAX_WRITES", 10)
+    monkeypatch.setattr(sysctl_provenance, "why_not", lambda _: None)
+    monkeypatch.setattr(sysctl_watch, "cgroup2_mount", lambda *_: tmp_path)
+    monkeypatch.setattr(sysctl_watch, "watch", watch)
+    record = sysctl_provenance.watched(1)
+    assert len(record.writes) == 10 and record.dropped == seen - 10
+    assert most[0] <= 10 + 2
