@@ -7,6 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import uuid
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +26,7 @@ from sysctl_advisor.sources.bpf import program
 from sysctl_advisor.sources.observed_writes import Places, observed_writes
 from sysctl_advisor.sources.sysctl_last_writes import LastWrite
 from sysctl_advisor.sources.sysctl_watch import SysctlWrite, parse
+from tests.conftest import HANG_SECONDS
 
 HOST_NETNS = 4026531840
 ODD_INTERFACE_KEY = "net.ipv4.conf.e\x1b[1m\\xff@x/y.rp_filter"  # `ip link add name e<ESC>[1m…`
@@ -225,3 +232,80 @@ def test_a_watch_holds_no_more_writes_than_the_facts_keep(
     record = sysctl_provenance.watched(1)
     assert len(record.writes) == 10 and record.dropped == seen - 10
     assert most[0] <= 10 + 2
+
+
+ODD_WRITER = r"""
+import ctypes, os, subprocess
+odd = b"e\x1b[1m\xff@x.y"  # a link's name may hold anything but '/', ':' and blanks
+subprocess.run([b"ip", b"link", b"add", b"name", odd, b"type", b"bridge"], check=True)
+ctypes.CDLL(None).prctl(15, b"\x1b[31m\nrm\xe2\x80\xae-rf", 0, 0, 0)  # PR_SET_NAME
+def write(path, data):
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, data)
+    except OSError:
+        pass  # refused: the hook saw it
+    finally:
+        os.close(fd)
+write(b"/proc/sys/net/ipv4/conf/" + odd + b"/rp_filter", b"2\n")
+write(b"/proc/sys/net/ipv4/tcp_rmem", b"4096 131072 6291456\x00\x1b[2J\n")
+"""
+
+
+def _live_problem() -> str | None:
+    from tests.sources.test_sysctl_watch import _problem
+
+    if (problem := _problem()) is not None:
+        return problem
+    if shutil.which("ip") is None:
+        return "needs ip(8) to make a link"
+    made = subprocess.run(
+        ["unshare", "-n", "ip", "link", "add", "name", "t0", "type", "bridge"],
+        capture_output=True,
+        check=False,
+    )
+    return None if made.returncode == 0 else "the kernel makes no bridge link here"
+
+
+@pytest.mark.skipif(_live_problem() is not None, reason=str(_live_problem()))
+def test_a_hostile_writer_on_this_kernel_is_recorded_escaped_and_counted() -> None:
+    """A writer in a throwaway cgroup, in a fresh network namespace, named with escapes, that
+    writes a key of a link named with odd bytes and a value holding a NUL."""
+    from tests.sources.test_sysctl_watch import _host_settings, _own_cgroup
+
+    own = _own_cgroup()
+    assert own is not None
+    cgroup = own / f"sysctl-advisor-test-{uuid.uuid4().hex[:12]}"
+    cgroup.mkdir()
+    before = _host_settings()
+    done: list[int] = []
+
+    def writer() -> None:
+        deadline = time.monotonic() + HANG_SECONDS
+        while not sysctl_watch.attached(cgroup) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        done.append(
+            subprocess.run(
+                ["unshare", "-n", sys.executable, "-c", ODD_WRITER],
+                preexec_fn=lambda: (cgroup / "cgroup.procs").write_text("0"),
+                timeout=HANG_SECONDS,
+                check=False,
+            ).returncode
+        )
+
+    thread = threading.Thread(target=writer)
+    try:
+        thread.start()
+        record = sysctl_provenance.watched(3, cgroup)
+        thread.join(HANG_SECONDS)
+    finally:
+        cgroup.rmdir()
+    assert done == [0]
+    assert _host_settings() == before, "the host's /proc/sys changed"
+    validate(SysctlWriters, plain_data(record))
+    [write] = record.writes
+    assert write.key == "net.ipv4.tcp_rmem"
+    assert write.value == "4096 131072 6291456\\x00\\x1b[2J"
+    assert write.old is not None and "\\x09" not in write.old and " " in write.old
+    assert write.comm == "\\x1b[31m\\x0arm…"
+    assert record.dropped == 1  # the link's key: no key can name it
