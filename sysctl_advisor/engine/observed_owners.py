@@ -28,6 +28,12 @@ from sysctl_advisor.model.vocabulary import key_matches
 MAX_VALUES = 8  # distinct values kept per writer of a key
 MAX_FIGHTERS = 4  # writers a fight names
 SHOWN_VALUE = 40  # characters of a value a fight's message shows
+# what one host's record adds to a fleet's count: so many writers of a key, and so many keys,
+# the others counted as one row (a hostile host's 100,000 writers are not 100,000 rows)
+HOST_WRITERS = 16
+HOST_KEYS = 1024
+OTHER_WRITERS = f"(other writers: a host's record shows more than {HOST_WRITERS})"
+OTHER_KEYS = f"(other keys: a host's record shows more than {HOST_KEYS})"
 
 
 @dataclass(frozen=True)
@@ -234,9 +240,9 @@ def _fight(
     switches = sum(1 for a, b in pairwise(sequence) if a[0] != b[0])
     if switches < spec.switches or len({value for _, value in sequence}) < 2:
         return None
-    order = list(dict.fromkeys(who for who, _ in sequence))[:MAX_FIGHTERS]
+    fighters = list(dict.fromkeys(who for who, _ in sequence))
     writers = []
-    for who in order:
+    for who in fighters[:MAX_FIGHTERS]:
         group = next(g for (k, w, _), g in groups.items() if k == key and w == who)
         owner = _owner(group, fixes[key, who])
         values = list(dict.fromkeys(v for w, v in sequence if w == who))
@@ -248,7 +254,8 @@ def _fight(
                 "fix": owner.fix or _render(kb, "remove", {"key": key, "writer": owner.name}),
             }
         )
-    message = _render(kb, "fight", {"key": key, "writers": writers})
+    others = f"{len(fighters) - MAX_FIGHTERS:,}" if len(fighters) > MAX_FIGHTERS else ""
+    message = _render(kb, "fight", {"key": key, "writers": writers, "others": others})
     return Finding(id=spec.id, severity=spec.severity, key=key, message=message, rule="writers")
 
 
@@ -263,6 +270,15 @@ def writers_by_key(kb: KnowledgeBase, facts: HostFacts) -> tuple[tuple[str, str]
     observed = observed_owners(kb, facts, None)
     if observed is None or not observed.available:
         return ()
-    return tuple(
-        sorted({(key, owner.name) for key, owners in observed.by_key.items() for owner in owners})
-    )
+    pairs: set[tuple[str, str]] = set()
+    known = {o.name for owners in observed.by_key.values() for o in owners if o.writer}
+    keys = sorted(observed.by_key)
+    for key in keys[:HOST_KEYS]:
+        owners = observed.by_key[key]  # the catalog's writers first, then by name
+        names = sorted({o.name for o in owners}, key=lambda n: (n not in known, n))
+        pairs.update((key, name) for name in names[:HOST_WRITERS])
+        if len(names) > HOST_WRITERS:
+            pairs.add((key, OTHER_WRITERS))
+    if len(keys) > HOST_KEYS:
+        pairs.add((OTHER_KEYS, OTHER_WRITERS))
+    return tuple(sorted(pairs))

@@ -18,6 +18,8 @@ from sysctl_advisor.model.text_escape import plain_line
 from sysctl_advisor.model.vocabulary import OneLine, ProcessName, SysctlKey, Timestamp
 
 MAX_WRITES = 100_000  # records of one facts file
+MAX_COUNT = 2**32  # writes one record stands for (a record's counter is the kernel's u64)
+MAX_DROPPED = 2**63  # writes not recorded, as the facts say (the kernel counts in a u64)
 WRITTEN_TEXT = 512  # characters of a value as recorded (its bytes escaped: 128 bytes at most)
 
 _PROVENANCE = re.compile(r"(?:watch|record|unavailable) \S.*")
@@ -70,6 +72,10 @@ class WriteNamespace(Record):
     inode: int | None = Field(default=None, ge=1, le=2**32 - 1, description="net:[N]")
     pod: WriterPod | None = Field(default=None, description="for `pod`: whose it is")
 
+    def __post_init__(self) -> None:
+        if self.pod is not None and self.kind != "pod":
+            raise ValueError(f"a namespace of kind {self.kind} names a pod: only kind pod does")
+
 
 @model
 class ObservedWrite(Record):
@@ -95,7 +101,7 @@ class ObservedWrite(Record):
     count: int = Field(
         default=1,
         ge=1,
-        le=2**32,
+        le=MAX_COUNT,
         description="writes of the key it stands for (record: since attached)",
     )
     truncated: bool = Field(
@@ -124,8 +130,9 @@ class SysctlWriters(Record):
     dropped: int | None = Field(
         default=None,
         ge=0,
-        le=2**63,
-        description="writes seen but not recorded (the kernel's buffer was full)",
+        le=MAX_DROPPED,
+        description="writes seen but not recorded: the kernel's buffer was full, or the key's "
+        "name holds what a key's cannot (an interface named with odd characters)",
     )
     not_given: list[OneLine] = Field(
         default_factory=list,

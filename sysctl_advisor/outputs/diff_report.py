@@ -6,6 +6,7 @@ import io
 import os
 import re
 import textwrap
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from sysctl_advisor.engine.undo import UNDO_DIFF_KIND
@@ -141,6 +142,23 @@ def observed_line(key: str, owner: ObservedOwner, mark: str = "") -> str:
     return text
 
 
+SHOWN_OWNERS = 8  # writers of a key shown in force, and as many apart (the JSON has them all)
+
+
+def observed_lines(key: str, owners: Iterable[ObservedOwner], in_force: bool) -> list[str]:
+    """The lines of the writers of `key` whose writes explain the value in force (or of those
+    apart), SHOWN_OWNERS at most and a line counting the others."""
+    chosen = [o for o in owners if o.in_force is in_force]
+    lines = [observed_line(key, owner) for owner in chosen[:SHOWN_OWNERS]]
+    if len(chosen) > SHOWN_OWNERS:
+        lines.append(more_owners(key, len(chosen) - SHOWN_OWNERS))
+    return lines
+
+
+def more_owners(key: str, count: int) -> str:
+    return f"{key}: {count:,} other writers, not shown (the JSON format lists each)."
+
+
 def static_only(report: DiffReport) -> str | None:
     """The one line for facts whose record could not be made."""
     if report.provenance is None or not report.provenance.startswith("unavailable"):
@@ -158,11 +176,9 @@ def _notes(report: DiffReport, width: int = 100) -> list[str]:
             lines += _item(f"{e.key}: {first_sentence(e.rationale, drop_tag=False)}", width)
             if e.owner is not None:
                 lines += _item(f"{e.key} in force: probably {e.owner}.", width)
-            for owner in e.observed or ():
-                if owner.in_force:
-                    lines += _item(observed_line(e.key, owner), width)
-                else:
-                    apart.append(observed_line(e.key, owner))
+            for text in observed_lines(e.key, e.observed or (), True):
+                lines += _item(text, width)
+            apart += observed_lines(e.key, e.observed or (), False)
     if apart:
         lines += ["", "Written in other network namespaces (not the value in force here):"]
         for text in apart:
@@ -398,7 +414,10 @@ def render_markdown(report: DiffReport, renderer: Renderer) -> str:
     context = {
         "report": report,
         "observed": {
-            e.key: [observed_line(e.key, o) for o in e.observed]
+            e.key: [
+                *observed_lines(e.key, e.observed, True),
+                *observed_lines(e.key, e.observed, False),
+            ]
             for e in report.entries
             if e.observed
         },

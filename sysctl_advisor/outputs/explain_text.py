@@ -194,7 +194,7 @@ def _observed(kb: KnowledgeBase, facts: HostFacts, plan: Plan | None, name: str)
     """The writers the facts' record shows writing the key (with a profile: the fix for its
     value in each one's configuration), and a fight over it; nothing without a record."""
     from sysctl_advisor.engine.observed_owners import observed_owners
-    from sysctl_advisor.outputs.diff_report import observed_line
+    from sysctl_advisor.outputs.diff_report import SHOWN_OWNERS, more_owners, observed_line
 
     observed = observed_owners(kb, facts, plan)
     if observed is None:
@@ -211,10 +211,15 @@ def _observed(kb: KnowledgeBase, facts: HostFacts, plan: Plan | None, name: str)
     out = [f"Observed writers ({one_line(observed.provenance)[:200]}):"]
     if not owners:
         out.append(f"  none wrote {name} while the record ran")
-    for owner in owners:
-        mark = " (explains the value in force)" if owner.in_force else ""
-        line = observed_line(name, owner, mark).removeprefix(f"{name}: ")
-        out.append(_wrap(line[0].upper() + line[1:], "  "))
+    for in_force in (True, False):  # as many of each as diff shows, the others counted
+        chosen = [o for o in owners if o.in_force is in_force]
+        for owner in chosen[:SHOWN_OWNERS]:
+            mark = " (explains the value in force)" if owner.in_force else ""
+            line = observed_line(name, owner, mark).removeprefix(f"{name}: ")
+            out.append(_wrap(line[0].upper() + line[1:], "  "))
+        if len(chosen) > SHOWN_OWNERS:
+            line = more_owners(name, len(chosen) - SHOWN_OWNERS).removeprefix(f"{name}: ")
+            out.append(_wrap(line[0].upper() + line[1:], "  "))
     for f in (f for f in observed.findings if f.key == name):
         out.append(f"  finding {f.id} ({f.severity}):")
         out.append(_wrap(one_line(" ".join(f.message.split())), "    "))

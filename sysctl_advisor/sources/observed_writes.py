@@ -8,6 +8,8 @@ writes nothing."""
 from __future__ import annotations
 
 import os
+import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -24,9 +26,12 @@ from sysctl_advisor.sources import write_owners, write_readback
 from sysctl_advisor.sources.sysctl_watch import SysctlWrite, cgroup2_mount
 from sysctl_advisor.sources.write_owners import CgroupOwner, Holder
 
+READBACK_NAMESPACES = 1024  # other network namespaces read back (about a millisecond each)
+READBACK_SECONDS = 10.0  # reading them back ends past this; the rest are not known
 COMM_CHARS = 15  # /proc/PID/comm: TASK_COMM_LEN 16, with its NUL
 CGROUP_CHARS = 4096
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_PARTIAL_ESCAPE = re.compile(r"\\x[0-9a-f]?$")  # a byte the kernel's name held, cut
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,8 @@ def escaped(text: str, limit: int) -> tuple[str, bool]:
         piece = (
             char
             if char.isprintable()
+            else "".join(f"\\x{b:02x}" for b in char.encode("utf-8", "surrogateescape"))
+            if "\udc80" <= char <= "\udcff"  # a byte a name decoded with surrogateescape
             else "".join(f"\\x{b:02x}" for b in char.encode("utf-8", "surrogatepass"))
         )
         if size + len(piece) > limit:
@@ -74,10 +81,27 @@ def _value(text: str) -> tuple[str, bool]:
     return escaped(text.removesuffix("\n"), WRITTEN_TEXT)
 
 
+def _printed(text: str) -> tuple[str, bool]:
+    """A value as the kernel printed it: a vector's tabs between its fields as single spaces
+    (as values are shown), any other byte that is not printable escaped."""
+    return _value(text.replace("\t", " "))
+
+
 def iso_time(seconds: float) -> str:
     """An instant as ISO 8601 in UTC, to the microsecond (`2027-01-15T08:00:00.250000Z`)."""
     moment = datetime.fromtimestamp(seconds, timezone.utc)
     return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _when(seconds: float | None, now: float) -> str:
+    """A write's time; `now` where it has none or one no date can hold (a record's map is
+    root's to rewrite)."""
+    if seconds is not None:
+        try:
+            return iso_time(seconds)
+        except (OverflowError, ValueError, OSError):
+            pass
+    return iso_time(now)
 
 
 def _cgroup_paths(root: Path | int | None, ids: set[int]) -> dict[int, str]:
@@ -163,7 +187,8 @@ def _read_back(
     holders: dict[int, Holder],
 ) -> dict[tuple[str, tuple[str, int | None]], str | None]:
     """Each key's value now where it was written: here for the host's, in one worker thread
-    per other network namespace that a process still holds."""
+    per other network namespace that a process still holds, one after another, for so many
+    namespaces and so long (a host can make a namespace per write)."""
     values: dict[tuple[str, tuple[str, int | None]], str | None] = {}
     elsewhere: dict[int, list[str]] = {}
     for group, key in keys.items():
@@ -172,7 +197,10 @@ def _read_back(
             values[group] = write_readback.read_here(places.proc, key)
         elif inode is not None and inode in holders:
             elsewhere.setdefault(inode, []).append(key)
-    for inode, names in elsewhere.items():
+    deadline = time.monotonic() + READBACK_SECONDS
+    for count, (inode, names) in enumerate(elsewhere.items()):
+        if count >= READBACK_NAMESPACES or time.monotonic() > deadline:
+            break  # the writes of the namespaces left are not known to be applied
         read = write_readback.read_in_namespace(places.proc, holders[inode].pid, inode, names)
         for key, value in read.items():
             values[(key, ("netns", inode))] = value
@@ -194,18 +222,30 @@ def _namespace(
 
 
 def _comm(text: str | None) -> str | None:
+    """A process name as the facts hold one (15 characters): escaped, and where that is longer,
+    cut visibly (`…`), never inside an escape, so that what is left names no other process."""
     if not text:
         return None
-    return escaped(text, COMM_CHARS)[0] or None
+    shown, cut = escaped(text, COMM_CHARS)
+    if cut:
+        shown = _PARTIAL_ESCAPE.sub("", escaped(text, COMM_CHARS - 1)[0]) + "…"
+    return shown or None
 
 
 def _id(value: int | None, low: int, high: int) -> int | None:
     return value if value is not None and low <= value <= high else None
 
 
+def nameable(write: SysctlWrite) -> bool:
+    """Whether the facts can name the write's key: an interface's name may hold what a key
+    cannot (anything but `/`, `:` and blanks); such writes are left out, and counted with
+    those the watch could not keep (`dropped`)."""
+    return write_owners.fits(SysctlKey, write.key)
+
+
 def observed_writes(writes: Iterable[SysctlWrite], places: Places) -> list[ObservedWrite]:
     """Each write as the facts record it, in the order given (but one whose key the facts
-    cannot name)."""
+    cannot name: `nameable`)."""
     writes = list(writes)
     paths = _cgroup_paths(places.cgroup_root, {w.cgroup_id for w in writes if w.cgroup_id})
     owners = {cid: write_owners.cgroup_owner(path) for cid, path in paths.items()}
@@ -218,10 +258,10 @@ def observed_writes(writes: Iterable[SysctlWrite], places: Places) -> list[Obser
     now = datetime.now(timezone.utc).timestamp()
     observed = []
     for write, verdict in zip(writes, applied, strict=True):
-        if not write_owners.fits(SysctlKey, write.key):
+        if not nameable(write):
             continue  # a name the facts cannot hold (an interface's odd characters)
         value, value_cut = _value(write.new)
-        old, old_cut = _value(write.old) if write.old is not None else (None, False)
+        old, old_cut = _printed(write.old) if write.old is not None else (None, False)
         path = paths.get(write.cgroup_id) if write.cgroup_id else None
         owner = owners.get(write.cgroup_id) if write.cgroup_id else None
         cgroup = escaped(path, CGROUP_CHARS)[0] if path is not None else None
@@ -231,7 +271,7 @@ def observed_writes(writes: Iterable[SysctlWrite], places: Places) -> list[Obser
                 value=value,
                 old=old,
                 applied=verdict,
-                time=iso_time(write.time if write.time is not None else now),
+                time=_when(write.time, now),
                 truncated=write.truncated or value_cut or old_cut,
                 pid=_id(write.pid, 1, 2**22),
                 comm=_comm(write.comm),

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelVersion
-from sysctl_advisor.model.sysctl_writers import MAX_WRITES, SysctlWriters
+from sysctl_advisor.model.sysctl_writers import MAX_COUNT, MAX_DROPPED, MAX_WRITES, SysctlWriters
 from sysctl_advisor.sources import sysctl_watch
 
 HOOK_SINCE = KernelVersion.parse("5.2")  # BPF_PROG_TYPE_CGROUP_SYSCTL (kernel/bpf/cgroup.c)
@@ -66,27 +66,32 @@ def watched(seconds: int, cgroup: Path | None = None) -> SysctlWriters:
     mount = sysctl_watch.cgroup2_mount()
     if reason is not None or mount is None:
         return unavailable(reason or "no cgroup v2 hierarchy is mounted")
+    from sysctl_advisor.sources.observed_writes import Places, nameable, observed_writes
+
     fd = _cgroup_fd(cgroup, mount)
+    kept: list[sysctl_watch.SysctlWrite] = []
+    lost = 0  # past MAX_WRITES (a writer in a loop: held, they would fill memory), or unnamed
     try:
         since = now()
         with sysctl_watch.watch(fd, seconds) as events:
-            writes = list(events)
+            for write in events:
+                if len(kept) < MAX_WRITES and nameable(write):
+                    kept.append(write)
+                else:
+                    lost += 1
         until = now()
     except sysctl_watch.Unavailable as exc:
         return unavailable(str(exc))
     finally:
         os.close(fd)
-    from sysctl_advisor.sources.observed_writes import Places, observed_writes
-
-    lost = max(0, len(writes) - MAX_WRITES)
     where = mount if cgroup is None else cgroup
     return SysctlWriters(
         provenance=f"watch {seconds}s of {where}",
         since=since,
         until=until,
-        dropped=events.dropped + lost,
+        dropped=min(events.dropped + lost, MAX_DROPPED),
         not_given=list(events.left_out),
-        writes=observed_writes(writes[:MAX_WRITES], Places.of_host(mount)),
+        writes=observed_writes(kept, Places.of_host(mount)),
     )
 
 
@@ -104,11 +109,15 @@ def recorded() -> SysctlWriters | None:
         return unavailable(str(exc))
     if record is None:
         return None
-    from sysctl_advisor.sources.observed_writes import Places, observed_writes
+    from sysctl_advisor.sources.observed_writes import Places, nameable, observed_writes
 
-    writes = [last.write for last in record.writes][:MAX_WRITES]
-    resolved = observed_writes(writes, Places.of_host(places.cgroup_root))
-    counts = [last.count for last in record.writes]
+    kept = [last for last in record.writes[:MAX_WRITES] if nameable(last.write)]
+    # a key the facts cannot name: its writes are counted with those the record could not keep
+    unnamed = sum(max(1, last.count) for last in record.writes[:MAX_WRITES]) - sum(
+        max(1, last.count) for last in kept
+    )
+    resolved = observed_writes([last.write for last in kept], Places.of_host(places.cgroup_root))
+    counts = [min(max(1, last.count), MAX_COUNT) for last in kept]
     since = (
         datetime.fromtimestamp(record.since, timezone.utc).isoformat(timespec="seconds")
         if record.since is not None
@@ -122,11 +131,10 @@ def recorded() -> SysctlWriters | None:
         ),
         since=since.replace("+00:00", "Z") if since is not None else None,
         until=now(),
-        dropped=record.dropped + max(0, len(record.writes) - MAX_WRITES),
-        writes=[
-            replace(write, count=max(1, count))
-            for write, count in zip(resolved, counts, strict=True)
-        ],
+        dropped=min(
+            record.dropped + max(0, len(record.writes) - MAX_WRITES) + unnamed, MAX_DROPPED
+        ),
+        writes=[replace(write, count=count) for write, count in zip(resolved, counts, strict=True)],
     )
 
 

@@ -107,8 +107,11 @@ def cgroup2_mount(mountinfo: Path = mounts.MOUNTINFO) -> Path | None:
     return None if found is None else found.mount_point
 
 
-def _text(raw: bytes) -> str:
-    return raw.split(b"\0", 1)[0].decode("utf-8", errors="backslashreplace")
+def _text(raw: bytes, length: int = -1) -> str:
+    """A NUL-terminated field; `length` where the helper gave it (a sysctl helper's count of
+    bytes copied: a written value may hold NULs of its own)."""
+    data = raw[:length] if 0 < length < len(raw) else raw.split(b"\0", 1)[0]
+    return data.decode("utf-8", errors="backslashreplace")
 
 
 def parse(record: bytes, without: frozenset[int], realtime_offset_ns: int) -> SysctlWrite:
@@ -126,7 +129,7 @@ def parse(record: bytes, without: frozenset[int], realtime_offset_ns: int) -> Sy
     return SysctlWrite(
         key=key_of_path(_text(name)),
         old=None if old_ret < 0 and old_ret != e2big else _text(old),
-        new=_text(new),
+        new=_text(new, new_ret),
         truncated=e2big in (name_ret, old_ret, new_ret),
         pid=pid_tgid >> 32 if has(program.GET_CURRENT_PID_TGID) else None,
         tid=pid_tgid & 0xFFFFFFFF if has(program.GET_CURRENT_PID_TGID) else None,
