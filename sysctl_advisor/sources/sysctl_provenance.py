@@ -109,33 +109,43 @@ def recorded() -> SysctlWriters | None:
         return unavailable(str(exc))
     if record is None:
         return None
-    from sysctl_advisor.sources.observed_writes import Places, nameable, observed_writes
+    from sysctl_advisor.sources import observed_writes
 
-    kept = [last for last in record.writes[:MAX_WRITES] if nameable(last.write)]
+    kept = [last for last in record.writes[:MAX_WRITES] if observed_writes.nameable(last.write)]
     # a key the facts cannot name: its writes are counted with those the record could not keep
     unnamed = sum(max(1, last.count) for last in record.writes[:MAX_WRITES]) - sum(
         max(1, last.count) for last in kept
     )
-    resolved = observed_writes([last.write for last in kept], Places.of_host(places.cgroup_root))
-    counts = [min(max(1, last.count), MAX_COUNT) for last in kept]
-    since = (
-        datetime.fromtimestamp(record.since, timezone.utc).isoformat(timespec="seconds")
-        if record.since is not None
-        else None
+    resolved = observed_writes.observed_writes(
+        [last.write for last in kept], observed_writes.Places.of_host(places.cgroup_root)
     )
+    counts = [min(max(1, last.count), MAX_COUNT) for last in kept]
+    since = _iso(record.since)
     return SysctlWriters(
         provenance=(
-            f"record since {since.replace('+00:00', 'Z')}"
+            f"record since {since}"
             if since is not None
             else "record (its program is no longer attached: the writes end when it was detached)"
         ),
-        since=since.replace("+00:00", "Z") if since is not None else None,
+        since=since,
         until=now(),
         dropped=min(
             record.dropped + max(0, len(record.writes) - MAX_WRITES) + unnamed, MAX_DROPPED
         ),
         writes=[replace(write, count=count) for write, count in zip(resolved, counts, strict=True)],
     )
+
+
+def _iso(seconds: float | None) -> str | None:
+    """Epoch seconds (a pin's time) as ISO 8601 UTC; None where there is none or it is no
+    date (a pin's time set past what a date holds)."""
+    if seconds is None:
+        return None
+    try:
+        moment = datetime.fromtimestamp(seconds, timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def record_action(action: str, yes: bool) -> list[str]:

@@ -107,7 +107,11 @@ def test_a_written_value_holding_nuls_is_shown_whole() -> None:
 
 
 def _record_reading(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, writes: list[LastWrite], dropped: int
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    writes: list[LastWrite],
+    dropped: int,
+    since: float = 1_800_000_000.0,
 ) -> None:
     places = sysctl_record.Places(
         pin_dir=tmp_path / "pins",
@@ -120,7 +124,7 @@ def _record_reading(
     monkeypatch.setattr(
         sysctl_record,
         "read_record",
-        lambda _: sysctl_record.Record(1_800_000_000.0, tuple(writes), dropped),
+        lambda _: sysctl_record.Record(since, tuple(writes), dropped),
     )
 
 
@@ -150,6 +154,18 @@ def test_a_record_rewritten_past_every_bound_is_read_within_them(
     assert record.dropped == 2**63
     assert all(w.time.endswith("Z") for w in record.writes)
     validate(SysctlWriters, plain_data(record))  # the facts written read back
+
+
+@pytest.mark.parametrize("since", [1e300, -1e20, float("nan")])
+def test_a_pin_time_past_any_date_is_no_since(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, since: float
+) -> None:
+    """A pin's time is its inode's: root may set it (touch -d) past what a date holds."""
+    _record_reading(monkeypatch, tmp_path, [LastWrite(_write(), 1)], 0, since=since)
+    record = sysctl_provenance.recorded()
+    assert record is not None and record.since is None
+    assert record.provenance.startswith("record ")
+    assert [w.key for w in record.writes] == ["net.core.somaxconn"]
 
 
 def test_a_watch_counts_a_write_no_key_can_name_as_dropped(
