@@ -13,7 +13,11 @@ from pathlib import Path
 import pytest
 
 from sysctl_advisor.sources.bpf import syscall
-from sysctl_advisor.sources.sysctl_last_writes import load_last_writes, read_last_writes
+from sysctl_advisor.sources.sysctl_last_writes import (
+    LastWrite,
+    load_last_writes,
+    read_last_writes,
+)
 from tests.conftest import HANG_SECONDS, ROOT
 from tests.sources.test_sysctl_watch import _attached_soon, _in_namespace, _problem, cgroup
 
@@ -27,19 +31,26 @@ SCRIPT = (
 )
 
 
-def test_the_map_keeps_the_last_write_of_each_key_and_their_count(cgroup: Path) -> None:
+def _recorded(cgroup: Path, script: str) -> tuple[str, list[LastWrite]]:
+    """`script` run in a fresh network namespace in `cgroup` while the last-writer program is
+    linked there: what it printed, and the map's entries."""
     loaded = load_last_writes()
     target = os.open(cgroup, os.O_RDONLY | os.O_DIRECTORY)
     try:
         link = syscall.link_create(loaded.prog_fd, target, syscall.CGROUP_SYSCTL)
         try:
-            netns = int(_in_namespace(cgroup, SCRIPT).stdout)
-            found = read_last_writes(loaded.map_fd)
+            printed = _in_namespace(cgroup, script).stdout
+            return printed, read_last_writes(loaded.map_fd)
         finally:
             os.close(link)
     finally:
         os.close(target)
         loaded.close()
+
+
+def test_the_map_keeps_the_last_write_of_each_key_and_their_count(cgroup: Path) -> None:
+    printed, found = _recorded(cgroup, SCRIPT)
+    netns = int(printed)
     assert [(w.write.key, w.write.old, w.write.new, w.count) for w in found] == [
         ("net.core.somaxconn", "4096\n", "8192\n", 1),
         ("net.ipv4.ip_forward", "0\n", "1\n", 3),
@@ -51,22 +62,13 @@ def test_the_map_keeps_the_last_write_of_each_key_and_their_count(cgroup: Path) 
 
 def test_a_key_written_in_two_namespaces_keeps_both_writes(cgroup: Path) -> None:
     """A pod's somaxconn is its own entry: it never hides the last write in another namespace."""
-    loaded = load_last_writes()
-    target = os.open(cgroup, os.O_RDONLY | os.O_DIRECTORY)
     write = "echo {} > /proc/sys/net/core/somaxconn; stat -L -c %i /proc/self/ns/net"
     # the second namespace made inside the first, which is alive meanwhile: a namespace's
     # inode number is handed out again once it is gone, and two in turn may share one
-    script = f"{write.format(1024)}; unshare -n sh -c '{write.format(2048)}'"
-    try:
-        link = syscall.link_create(loaded.prog_fd, target, syscall.CGROUP_SYSCTL)
-        try:
-            first, second = map(int, _in_namespace(cgroup, script).stdout.split())
-            found = read_last_writes(loaded.map_fd)
-        finally:
-            os.close(link)
-    finally:
-        os.close(target)
-        loaded.close()
+    printed, found = _recorded(
+        cgroup, f"{write.format(1024)}; unshare -n sh -c '{write.format(2048)}'"
+    )
+    first, second = map(int, printed.split())
     assert first != second
     assert sorted((w.write.key, w.write.netns, w.write.new, w.count) for w in found) == sorted(
         [
@@ -80,7 +82,11 @@ PINNED = """
 import os, subprocess, sys
 from sysctl_advisor.sources import sysctl_watch
 from sysctl_advisor.sources.bpf import syscall
-from sysctl_advisor.sources.sysctl_last_writes import load_last_writes, read_last_writes
+from sysctl_advisor.sources.sysctl_last_writes import (
+    LastWrite,
+    load_last_writes,
+    read_last_writes,
+)
 cgroup, pins = sys.argv[1], sys.argv[2]
 subprocess.run(["mount", "-t", "bpf", "bpf", pins], check=True)
 loaded = load_last_writes()

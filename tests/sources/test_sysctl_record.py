@@ -13,8 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,7 +24,9 @@ from sysctl_advisor.sources.sysctl_record import Places, Refused, Unavailable
 from sysctl_advisor.sources.sysctl_watch import attached, create_drops_map, load
 from tests.conftest import HANG_SECONDS, ROOT
 from tests.namespaces import namespace_problem
-from tests.sources.test_sysctl_watch import _host_settings
+from tests.sources.test_sysctl_watch import cgroup
+
+__all__ = ["cgroup"]  # the fixture
 
 COMMAND_NAME = "sysctl-advisor"
 # where the stand-in executable, its interpreter and the package under test may be here
@@ -64,21 +64,6 @@ def _problem() -> str | None:
 
 
 root_only = pytest.mark.skipif(_problem() is not None, reason=str(_problem()))
-
-
-@pytest.fixture
-def cgroup() -> Iterator[Path]:
-    """A throwaway cgroup under this test's own, removed afterwards."""
-    own = own_cgroup()
-    assert own is not None
-    path = own / f"sysctl-advisor-record-{uuid.uuid4().hex[:12]}"
-    path.mkdir()
-    before = _host_settings()
-    try:
-        yield path
-    finally:
-        path.rmdir()
-    assert _host_settings() == before, "the host's /proc/sys changed"
 
 
 @pytest.fixture

@@ -27,29 +27,9 @@ from sysctl_advisor.sources.observed_writes import Places, observed_writes
 from sysctl_advisor.sources.sysctl_last_writes import LastWrite
 from sysctl_advisor.sources.sysctl_watch import SysctlWrite, parse
 from tests.conftest import HANG_SECONDS
+from tests.sources.test_observed_writes import HOST_NETNS, _write
 
-HOST_NETNS = 4026531840
 ODD_INTERFACE_KEY = "net.ipv4.conf.e\x1b[1m\\xff@x/y.rp_filter"  # `ip link add name e<ESC>[1m…`
-
-
-def _write(**fields: object) -> SysctlWrite:
-    base: dict[str, object] = {
-        "key": "net.core.somaxconn",
-        "old": "4096\n",
-        "new": "8192\n",
-        "truncated": False,
-        "pid": 4242,
-        "tid": 4242,
-        "comm": "sh",
-        "uid": 0,
-        "cgroup_id": None,
-        "monotonic_ns": 1,
-        "time": 1_800_000_000.25,
-        "parent_pid": 1,
-        "parent_comm": "systemd",
-        "netns": HOST_NETNS,
-    }
-    return SysctlWrite(**{**base, **fields})  # type: ignore[arg-type]
 
 
 def _places(tmp_path: Path) -> Places:
