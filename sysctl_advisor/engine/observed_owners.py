@@ -14,8 +14,9 @@ parent, never guessed.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from itertools import pairwise
 from typing import Any
 
@@ -104,13 +105,39 @@ def _identity(writer: WriterSpec | None, write: ObservedWrite) -> tuple[str | No
     return ("unknown", write.comm, write.unit, write.parent_comm)
 
 
+_MOMENT = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[T ]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.([0-9]+))?)?)?"
+    r"(Z|[+-][0-9]{2}:?[0-9]{2})?"
+)
+EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
+
+
 def _moment(time: str) -> datetime:
-    """A write's time, to order by: a time without a zone is taken as UTC."""
+    """A write's time (ISO 8601 as the facts hold it), to order by: a time without a zone is
+    taken as UTC; one that is no date sorts first."""
+    match = _MOMENT.fullmatch(time)
+    if match is None:
+        return EARLIEST
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    offset = timedelta(0)
+    if zone and zone != "Z":
+        digits = zone[1:].replace(":", "")
+        offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
+        offset = -offset if zone[0] == "-" else offset
     try:
-        moment = datetime.fromisoformat(time)
-    except ValueError:  # a form the facts accept that Python does not read: first
-        return datetime.min.replace(tzinfo=timezone.utc)
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+        moment = datetime(
+            int(year),
+            int(month),
+            int(day),
+            int(hour or 0),
+            int(minute or 0),
+            int(second or 0),
+            int((fraction or "0")[:6].ljust(6, "0")),
+            tzinfo=timezone(offset),
+        )
+    except ValueError:  # a month 13, an hour 25, an offset of a day
+        return EARLIEST
+    return moment
 
 
 def observed_owners(kb: KnowledgeBase, facts: HostFacts, plan: Plan | None) -> Observed | None:

@@ -334,7 +334,7 @@ def test_writes_are_ordered_by_time_not_by_their_place_in_the_file(kb: Knowledge
     facts = _facts(
         _write("net.core.somaxconn", "2048", comm="tuned", netns=HOST_NS, time=_at(35)),
         _write("net.core.somaxconn", "2048", comm="tuned", netns=HOST_NS, time=_at(5)),
-        _write("net.core.somaxconn", "4096", **docker, time="2026-12-07T11:00:20+01:00"),
+        _write("net.core.somaxconn", "4096", **docker, time="2026-12-07T11:00:20.000000001+0100"),
     )
     observed = observed_owners(kb, facts, None)
     assert observed is not None
