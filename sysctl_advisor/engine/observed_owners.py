@@ -3,14 +3,20 @@ section), joined with the writers catalog (`Writers.writer_of`), gathered per ke
 network namespace, each with the fix in that writer's configuration for the plan's value; and
 the keys two writers take turns on (`drift.writers-fight`, the catalog's `observed.fight`).
 
-Only writes in the host's network namespace, or of a key that is not per namespace, explain
-the value in force; writes in pods' namespaces are kept apart (`ObservedOwner.in_force`).
-A writer the catalog does not know is named by its process, unit and parent, never guessed.
+The writes are taken by time (equal times in the record's order). Writes in the host's
+network namespace, or of a key that is not per namespace, are where the value in force is;
+of those, the writer of the last applied one explains it (`ObservedOwner.explains`), the
+others wrote earlier; writes in pods' namespaces are kept apart, and those whose namespace the
+kernel does not give stand in a group of their own (`ObservedOwner.in_force` None) and take
+no turn in a fight. A writer the catalog does not know is named by its process, unit and
+parent, never guessed.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from itertools import pairwise
 from typing import Any
 
@@ -34,6 +40,7 @@ HOST_WRITERS = 16
 HOST_KEYS = 1024
 OTHER_WRITERS = f"(other writers: a host's record shows more than {HOST_WRITERS})"
 OTHER_KEYS = f"(other keys: a host's record shows more than {HOST_KEYS})"
+NOT_GIVEN = "not given"  # the namespace of a write the kernel does not say (before 5.10)
 
 
 @dataclass(frozen=True)
@@ -57,9 +64,10 @@ class _Group:
     writer: WriterSpec | None
     named_by: str | None
     namespace: str
-    in_force: bool
+    in_force: bool | None  # None: the kernel does not say which namespace
     last: ObservedWrite
     count: int = 0
+    explains: bool = False
     values: list[str] = field(default_factory=list)
 
 
@@ -72,7 +80,7 @@ def _pod_name(pod: WriterPod | None) -> str | None:
 def _namespace(write: ObservedWrite) -> str:
     netns = write.netns
     if netns is None:
-        return "not given"
+        return NOT_GIVEN
     if netns.kind == "host":
         return "host"
     if netns.kind == "pod":
@@ -97,6 +105,41 @@ def _identity(writer: WriterSpec | None, write: ObservedWrite) -> tuple[str | No
     return ("unknown", write.comm, write.unit, write.parent_comm)
 
 
+_MOMENT = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[T ]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.([0-9]+))?)?)?"
+    r"(Z|[+-][0-9]{2}:?[0-9]{2})?"
+)
+EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
+
+
+def _moment(time: str) -> datetime:
+    """A write's time (ISO 8601 as the facts hold it), to order by: a time without a zone is
+    taken as UTC; one that is no date sorts first."""
+    match = _MOMENT.fullmatch(time)
+    if match is None:
+        return EARLIEST
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    offset = timedelta(0)
+    if zone and zone != "Z":
+        digits = zone[1:].replace(":", "")
+        offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
+        offset = -offset if zone[0] == "-" else offset
+    try:
+        moment = datetime(
+            int(year),
+            int(month),
+            int(day),
+            int(hour or 0),
+            int(minute or 0),
+            int(second or 0),
+            int((fraction or "0")[:6].ljust(6, "0")),
+            tzinfo=timezone(offset),
+        )
+    except ValueError:  # a month 13, an hour 25, an offset of a day
+        return EARLIEST
+    return moment
+
+
 def observed_owners(kb: KnowledgeBase, facts: HostFacts, plan: Plan | None) -> Observed | None:
     """The record's writers by key, or None where the facts carry no record."""
     record = facts.writers
@@ -107,43 +150,67 @@ def observed_owners(kb: KnowledgeBase, facts: HostFacts, plan: Plan | None) -> O
     planned = {s.key: s for s in plan.settings} if plan is not None else {}
     groups: dict[tuple[Any, ...], _Group] = {}
     turns: dict[tuple[str, str], list[tuple[tuple[str | None, ...], str]]] = {}
-    for write in record.writes:
+    last_in_force: dict[str, tuple[Any, ...]] = {}  # by key: the group of its last applied write
+    # by time, not by the order in the file (equal times keep the file's order)
+    ordered = sorted(enumerate(record.writes), key=lambda pair: (_moment(pair[1].time), pair[0]))
+    for _, write in ordered:
         pod = write.pod is not None or (write.netns is not None and write.netns.kind == "pod")
         named = kb.writers.writer_of(write.comm, write.unit, write.parent_comm, pod)
         writer = named[0] if named is not None else None
         namespace = _namespace(write)
         per_namespace = _per_namespace(kb, write.key)
         if not per_namespace:
-            namespace = "host" if namespace == "not given" else namespace
-        in_force = namespace == "host" or not per_namespace
+            namespace = "host" if namespace == NOT_GIVEN else namespace
+        in_force = (
+            True
+            if namespace == "host" or not per_namespace
+            else None
+            if namespace == NOT_GIVEN
+            else False
+        )
         who = _identity(writer, write)
-        group = groups.get((write.key, who, namespace))
+        index = (write.key, who, namespace)
+        group = groups.get(index)
         if group is None:
-            group = groups[write.key, who, namespace] = _Group(
+            group = groups[index] = _Group(
                 writer, named[1] if named is not None else None, namespace, in_force, write
             )
         group.last = write
         group.count += write.count
         if write.value not in group.values and len(group.values) < MAX_VALUES:
             group.values.append(write.value)
-        if write.applied is not False and (namespace != "not given" or not per_namespace):
+        if write.applied is not False and in_force:
+            last_in_force[write.key] = index
+        # a write whose namespace is not known takes no turn: two writers in two namespaces
+        # would look like a fight
+        if write.applied is not False and in_force is not None:
             turns.setdefault((write.key, "host" if in_force else namespace), []).append(
                 (who, write.value)
             )
+    for index in last_in_force.values():
+        groups[index].explains = True
     by_key: dict[str, list[ObservedOwner]] = {}
     fixes: dict[tuple[Any, ...], tuple[str | None, str | None]] = {}
     kernel = kb.catalog.kernel_for(facts)[0]
     for (key, who, _), group in groups.items():
-        fix = fixes[key, who] = _fix(kb, group, key, planned.get(key), kernel)
+        fix = fixes[key, who] = _fix(kb, facts, group, key, planned.get(key), kernel)
         by_key.setdefault(key, []).append(_owner(group, fix))
     for owners in by_key.values():
-        owners.sort(key=lambda o: not o.in_force)  # stable: the record's order within
+        owners.sort(key=_standing)  # stable: by time of the first write within
     findings = [
         finding
         for (key, _), sequence in turns.items()
         if (finding := _fight(kb, key, sequence, groups, fixes)) is not None
     ]
     return Observed(record.provenance, by_key, findings)
+
+
+def _standing(owner: ObservedOwner) -> int:
+    """The writer that explains the value in force, the earlier ones, those whose namespace is
+    not known, then those apart."""
+    if owner.explains:
+        return 0
+    return {True: 1, None: 2, False: 3}[owner.in_force]
 
 
 def _owner(group: _Group, fix: tuple[str | None, str | None]) -> ObservedOwner:
@@ -174,6 +241,7 @@ def _owner(group: _Group, fix: tuple[str | None, str | None]) -> ObservedOwner:
         pod=_pod_name(last.pod),
         namespace=group.namespace,
         in_force=group.in_force,
+        explains=group.explains,
         value=last.value,
         values=list(group.values),
         applied=last.applied,
@@ -198,13 +266,23 @@ def _render(kb: KnowledgeBase, name: str, variables: dict[str, Any]) -> str:
 
 
 def _fix(
-    kb: KnowledgeBase, group: _Group, key: str, setting: Setting | None, kernel: Any
+    kb: KnowledgeBase,
+    facts: HostFacts,
+    group: _Group,
+    key: str,
+    setting: Setting | None,
+    kernel: Any,
 ) -> tuple[str | None, str | None]:
-    """The fix for the plan's value in the writer's configuration, and where it goes: the
-    catalog write's `fix`; for a pod, its spec; else removing the write from the writer."""
+    """The fix for the plan's value in the writer's configuration, and where it goes: for a
+    writer that applies sysctl.d files, the file that sets the key; for a pod, its spec; the
+    catalog write's `fix`; for a writer named by its unit only, the unit's command too; else
+    removing the write from the writer."""
     writer = group.writer
     if writer is None:
         return _render(kb, "unknown", {"key": key}), None
+    value = setting.value if setting is not None else None
+    if writer.applies_files:
+        return _file_fix(kb, facts, group, key, setting)
     if writer.signs.pods:
         if setting is None:
             return None, None
@@ -216,16 +294,44 @@ def _fix(
         allowed = verdict.safe and _per_namespace(kb, key)
         why = f"{verdict.why}; Kubernetes {kubernetes.newest}'s lists"
         text = "pod-sysctls" if allowed else "pod-command"
-        variables = {"key": key, "value": setting.value, "pod": pod or "(unknown)", "why": why}
+        variables = {"key": key, "value": value, "pod": pod or "(unknown)", "why": why}
         return _render(kb, text, variables), "pod spec"
+    unit = group.last.unit
+    command = None
+    if unit is not None and (group.named_by or "").startswith("unit "):
+        command = _render(kb, "command", {"key": key, "value": value, "unit": unit})
     if setting is not None:
         for index, write in enumerate(writer.writes):
             if write.fix is None or not key_matches(write.key, key):
                 continue
             line = fix_line(kb, writer.id, index, key, _plain(setting))
             if line is not None:
-                return line, write.fix.target
+                return (f"{line}; and {command}" if command else line), write.fix.target
+    if command is not None:
+        return command, unit
     return _render(kb, "remove", {"key": key, "writer": writer.name}), writer.name
+
+
+def _file_fix(
+    kb: KnowledgeBase, facts: HostFacts, group: _Group, key: str, setting: Setting | None
+) -> tuple[str | None, str | None]:
+    """A writer that applies sysctl.d files: the file (and line) that sets the key, where the
+    facts name it; nothing to change where that is the advisor's own file and the write is the
+    plan's value."""
+    files = facts.sysctl_files or {}
+    source = files.get(key) or next(
+        (where for glob, where in files.items() if key_matches(glob, key)), None
+    )
+    value = setting.value if setting is not None else None
+    if (
+        source is not None
+        and kb.writers.is_own(source)
+        and value is not None
+        and " ".join(group.last.value.split()) == " ".join(value.split())
+    ):
+        return _render(kb, "own", {"key": key, "file": source}), None
+    target = source.rpartition(":")[0] if source and source.rpartition(":")[2].isdigit() else source
+    return _render(kb, "file", {"key": key, "value": value, "file": source}), target
 
 
 def _fight(

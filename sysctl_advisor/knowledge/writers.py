@@ -141,6 +141,19 @@ class ObservedSpec(SpecModel):
     unknown: str = Field(
         description="a template over `key`: the fix where no catalog writer is known"
     )
+    command: str = Field(
+        description="a template over `key`, `value` (the plan's, or none) and `unit`: the fix "
+        "where a writer is named by its unit only (a command the unit runs wrote the key)"
+    )
+    file: str = Field(
+        description="a template over `key`, `value` (the plan's, or none) and `file` (the "
+        "sysctl file and line that sets the key, or none): the fix for a writer that applies "
+        "sysctl.d files (`applies_files`)"
+    )
+    own: str = Field(
+        description="a template over `key` and `file`: a write of the plan's value from the "
+        "advisor's own file, by a writer that applies sysctl.d files"
+    )
     fight: FightSpec
 
 
@@ -151,6 +164,11 @@ class WriterSpec(SpecModel):
     summary: str
     own: bool = Field(default=False, description="the advisor's own file")
     signs: SignsSpec
+    applies_files: bool = Field(
+        default=False,
+        description="it writes what the sysctl.d files say: the fix for its write is the file "
+        "that sets the key (facts.sysctl_files), never its own configuration",
+    )
     writes: list[WriteSpec] = Field(default_factory=list, max_length=40)
     instead: str | None = Field(
         default=None,
@@ -260,6 +278,9 @@ class Writers:
         sources = {
             "remove": observed.remove,
             "unknown": observed.unknown,
+            "command": observed.command,
+            "file": observed.file,
+            "own": observed.own,
             "fight": observed.fight.message,
         }
         for writer in spec.writers:
@@ -300,22 +321,29 @@ class Writers:
         parent: str | None,
         in_pod: bool,
     ) -> tuple[WriterSpec, str] | None:
-        """The catalog writer an observed write names, and by what: its process name (comm),
-        its systemd unit, its parent's name (a program a writer runs, as wg-quick runs
-        sysctl), else, for a write from a pod's cgroup or into a pod's network namespace, the
-        writer of pods' own writes; None: none (the write is named by what it shows)."""
+        """The catalog writer an observed write names, and by what: the writer that claims
+        its systemd unit (`signs.units`) first, since a process name is the writer's to choose;
+        else its process name (comm) or its parent's name (a program a writer runs, as wg-quick
+        runs sysctl), trusted only where the unit is not known or the writer names no units;
+        else, for a write from a pod's cgroup or into a pod's network namespace, the writer of
+        pods' own writes; None: none (the write is named by what it shows)."""
         writers = [w for w in self.spec.writers if not w.own]
-        for writer in writers:
-            if comm is not None and comm in writer.signs.processes:
-                return writer, f"process {comm}"
         if unit is not None:
             for writer in writers:
                 if any(fnmatch.fnmatchcase(unit, glob) for glob in writer.signs.units):
+                    if comm is not None and comm in writer.signs.processes:
+                        return writer, f"process {comm}"
                     return writer, f"unit {unit}"
-        if parent is not None:
+
+        def trusted(writer: WriterSpec) -> bool:  # no unit of its own shows another unit
+            return unit is None or not writer.signs.units
+
+        for name, by in ((comm, "process"), (parent, "parent")):
+            if name is None:
+                continue
             for writer in writers:
-                if parent in writer.signs.processes:
-                    return writer, f"parent {parent}"
+                if name in writer.signs.processes and trusted(writer):
+                    return writer, f"{by} {name}"
         if in_pod:
             pods = next((w for w in writers if w.signs.pods), None)
             if pods is not None:

@@ -48,9 +48,14 @@ class ObservedOwner(Record):
     namespace: str = Field(
         description="the network namespace written in: host, pod NAME, other net:[N], or not given"
     )
-    in_force: bool = Field(
-        description="whether its writes explain the value in force here: made in the host's "
-        "network namespace, or of a key that is not per namespace"
+    in_force: bool | None = Field(
+        description="whether its writes were made where the value in force is: in the host's "
+        "network namespace, or of a key that is not per namespace; null: the kernel does not "
+        "say which namespace (before 5.10)"
+    )
+    explains: bool = Field(
+        description="whether it made the last applied write (by time) of those in force: the "
+        "writer that explains the value in force; the others in force wrote earlier"
     )
     value: str = Field(description="the value it wrote last")
     values: list[str] = Field(description="the distinct values it wrote, in order (at most 8)")

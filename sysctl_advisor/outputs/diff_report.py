@@ -125,13 +125,27 @@ def _who(owner: ObservedOwner) -> str:
     return f"{_clip(owner.name)} ({details})" if owner.writer is not None else details
 
 
-def observed_line(key: str, owner: ObservedOwner, mark: str = "") -> str:
-    """One writer the record shows writing `key`: who, where, when last, how often, and the
-    fix in its configuration."""
+def observed_line(key: str, owner: ObservedOwner) -> str:
+    """One writer the record shows writing `key`: who, where, when last, how often, whether
+    it explains the value in force (its write was the last applied) or wrote before another,
+    and the fix in its configuration."""
     times = "once" if owner.count == 1 else f"{owner.count} times"
     refused = ", refused (the value in force stayed)" if owner.applied is False else ""
     values = ", ".join(_clip(v) for v in owner.values)
-    where = "" if owner.in_force else f" in network namespace {_clip(owner.namespace)}"
+    where = (
+        ""
+        if owner.in_force
+        else " in a network namespace this kernel does not say"
+        if owner.in_force is None
+        else f" in network namespace {_clip(owner.namespace)}"
+    )
+    mark = (
+        " (explains the value in force)"
+        if owner.explains
+        else " (an earlier writer: another wrote after it)"
+        if owner.in_force
+        else ""
+    )
     text = (
         f"{key}: written by {_who(owner)}{where}: {values}, {times}, last "
         f"{_clip(owner.last)}{refused}{mark}."
@@ -142,12 +156,17 @@ def observed_line(key: str, owner: ObservedOwner, mark: str = "") -> str:
     return text
 
 
+UNKNOWN_NAMESPACE = (
+    "Written in a network namespace not known (this kernel does not say; the value in force "
+    "here, or not):"
+)
 SHOWN_OWNERS = 8  # writers of a key shown in force, and as many apart (the JSON has them all)
 
 
-def observed_lines(key: str, owners: Iterable[ObservedOwner], in_force: bool) -> list[str]:
-    """The lines of the writers of `key` whose writes explain the value in force (or of those
-    apart), SHOWN_OWNERS at most and a line counting the others."""
+def observed_lines(key: str, owners: Iterable[ObservedOwner], in_force: bool | None) -> list[str]:
+    """The lines of the writers of `key` whose writes were made where the value in force is
+    (False: those apart; None: those whose namespace the kernel does not say), SHOWN_OWNERS at
+    most and a line counting the others."""
     chosen = [o for o in owners if o.in_force is in_force]
     lines = [observed_line(key, owner) for owner in chosen[:SHOWN_OWNERS]]
     if len(chosen) > SHOWN_OWNERS:
@@ -170,6 +189,7 @@ def _notes(report: DiffReport, width: int = 100) -> list[str]:
     lines: list[str] = []
     why = [e for e in report.entries if e.status != "ok"]
     apart: list[str] = []
+    unknown: list[str] = []
     if why:
         lines += ["", "Why:"]
         for e in why:
@@ -178,7 +198,12 @@ def _notes(report: DiffReport, width: int = 100) -> list[str]:
                 lines += _item(f"{e.key} in force: probably {e.owner}.", width)
             for text in observed_lines(e.key, e.observed or (), True):
                 lines += _item(text, width)
+            unknown += observed_lines(e.key, e.observed or (), None)
             apart += observed_lines(e.key, e.observed or (), False)
+    if unknown:
+        lines += ["", UNKNOWN_NAMESPACE]
+        for text in unknown:
+            lines += _item(text, width)
     if apart:
         lines += ["", "Written in other network namespaces (not the value in force here):"]
         for text in apart:
@@ -416,6 +441,7 @@ def render_markdown(report: DiffReport, renderer: Renderer) -> str:
         "observed": {
             e.key: [
                 *observed_lines(e.key, e.observed, True),
+                *observed_lines(e.key, e.observed, None),
                 *observed_lines(e.key, e.observed, False),
             ]
             for e in report.entries

@@ -211,11 +211,10 @@ def _observed(kb: KnowledgeBase, facts: HostFacts, plan: Plan | None, name: str)
     out = [f"Observed writers ({one_line(observed.provenance)[:200]}):"]
     if not owners:
         out.append(f"  none wrote {name} while the record ran")
-    for in_force in (True, False):  # as many of each as diff shows, the others counted
+    for in_force in (True, None, False):  # as many of each as diff shows, the others counted
         chosen = [o for o in owners if o.in_force is in_force]
         for owner in chosen[:SHOWN_OWNERS]:
-            mark = " (explains the value in force)" if owner.in_force else ""
-            line = observed_line(name, owner, mark).removeprefix(f"{name}: ")
+            line = observed_line(name, owner).removeprefix(f"{name}: ")
             out.append(_wrap(line[0].upper() + line[1:], "  "))
         if len(chosen) > SHOWN_OWNERS:
             line = more_owners(name, len(chosen) - SHOWN_OWNERS).removeprefix(f"{name}: ")

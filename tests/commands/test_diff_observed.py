@@ -30,7 +30,8 @@ def test_diff_names_the_observed_owner_and_its_fix(cli: Cli) -> None:
     out = " ".join(result.stdout.split())
     assert (
         "net.core.somaxconn: written by TuneD (tuned[812], parent systemd[1], unit tuned.service):"
-        " 2048, 2 times, last 2026-12-07T10:00:35Z. Fix (tuned): [sysctl] net.core.somaxconn=16384"
+        " 2048, 2 times, last 2026-12-07T10:00:35Z (explains the value in force). Fix (tuned):"
+        " [sysctl] net.core.somaxconn=16384"
     ) in out
     assert "written by dockerd (sysctl[1290], parent sh[1288], unit docker.service)" in out
     apart = out.split("Written in other network namespaces (not the value in force here):")[1]
@@ -175,3 +176,43 @@ def test_long_values_are_bounded_in_the_text(cli: Cli, tmp_path: Path) -> None:
     )
     [entry] = [e for e in document["entries"] if e["key"] == "net.core.somaxconn"]
     assert entry["observed"][0]["value"] == long_value  # the document keeps it whole
+
+
+def test_only_the_last_writer_is_marked_as_explaining_the_value(cli: Cli) -> None:
+    for form in ("text", "markdown"):
+        result = cli("diff", "-p", "frontend-proxy", "--facts", FRONTEND, "--format", form)
+        out = " ".join(result.stdout.split()).replace("\\", "")
+        docker = out.split("written by dockerd (sysctl[1290]")[1].split(" Fix")[0]
+        assert "(an earlier writer: another wrote after it)" in docker, form
+        assert "explains the value in force" not in docker, form
+    explained = cli("explain", "net.core.somaxconn", "--facts", FRONTEND, "-p", "frontend-proxy")
+    out = " ".join(explained.stdout.split())
+    assert out.count("(explains the value in force)") == 1
+    assert "Written by dockerd" in out.split("(an earlier writer")[0]
+
+
+def test_a_write_in_a_namespace_not_given_is_not_listed_apart(cli: Cli, tmp_path: Path) -> None:
+    facts = _with(
+        tmp_path,
+        {
+            "provenance": "watch 5s",
+            "not_given": ["netns", "parent_pid", "parent_comm"],
+            "writes": [
+                {
+                    "key": "net.core.somaxconn",
+                    "value": "2048",
+                    "comm": "tuned",
+                    "unit": "tuned.service",
+                    "time": "2026-12-07T10:00:05Z",
+                },
+            ],
+        },
+    )
+    result = cli("diff", "-p", "frontend-proxy", "--facts", facts)
+    out = " ".join(result.stdout.split())
+    assert "Written in other network namespaces" not in out
+    unknown = out.split("Written in a network namespace not known (this kernel does not say")[1]
+    assert (
+        "net.core.somaxconn: written by TuneD (tuned, unit tuned.service) in a network" in unknown
+    )
+    assert "explains the value in force" not in out

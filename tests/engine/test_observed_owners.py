@@ -108,9 +108,10 @@ def test_the_fix_goes_in_the_owners_configuration(kb: KnowledgeBase) -> None:
     assert somaxconn["tuned"].fix == "[sysctl] net.core.somaxconn=16384"
     assert somaxconn["tuned"].fix_target == "tuned"
     assert (somaxconn["tuned"].count, somaxconn["tuned"].in_force) == (2, True)
-    # dockerd's catalog entry has no setting for somaxconn: remove the write from it
+    # sysctl under sh in docker.service: a command of the unit wrote it, not dockerd's setting
     assert somaxconn["dockerd"].fix is not None
-    assert somaxconn["dockerd"].fix.startswith("remove the write of net.core.somaxconn")
+    assert somaxconn["dockerd"].fix.startswith("a command of docker.service")
+    assert somaxconn["dockerd"].fix_target == "docker.service"
     # a pod's write of a key the kubelet does not let a pod set: the init container's command
     pod = somaxconn["pod"]
     assert not pod.in_force and pod.namespace == "pod shop/cart-5d9f"
@@ -132,8 +133,8 @@ def test_only_writes_in_the_host_namespace_explain_the_value_in_force(kb: Knowle
     found = _owners(kb, facts, "net.core.somaxconn")
     assert [(o.name, o.namespace, o.in_force) for o in found] == [
         ("TuneD", "host", True),
+        ("TuneD", "not given", None),
         ("a pod", "pod shop/cart-5d9f", False),
-        ("TuneD", "not given", False),
     ]
     [swappiness] = _owners(kb, facts, "vm.swappiness")
     assert swappiness.in_force
@@ -215,3 +216,145 @@ def test_fleet_counts_each_writer_of_a_key_once(kb: KnowledgeBase) -> None:
     assert ("net.core.somaxconn", "a pod") in pairs
     assert ("net.ipv4.tcp_fin_timeout", "tune-net (unit cron.service) (parent cron)") in pairs
     assert len(pairs) == len(set(pairs))
+
+
+def _at(second: int) -> str:
+    return f"2026-12-07T10:00:{second:02d}Z"
+
+
+@pytest.mark.parametrize(
+    ("fields", "writer", "by"),
+    [
+        # a process may name itself anything: the unit that claims the write wins
+        ({"comm": "tuned", "unit": "docker.service"}, "dockerd", "unit docker.service"),
+        # a name whose writer has units of its own, under a unit no writer claims: not trusted
+        ({"comm": "tuned", "unit": "cron.service"}, None, None),
+        ({"comm": "sysctl", "parent_comm": "wg-quick", "unit": "cron.service"}, None, None),
+        # where the unit is not known, the name still names the writer
+        ({"comm": "tuned"}, "tuned", "process tuned"),
+        ({"comm": "tuned", "unit": "tuned.service"}, "tuned", "process tuned"),
+    ],
+)
+def test_the_unit_outweighs_the_process_name(
+    kb: KnowledgeBase, fields: dict[str, Any], writer: str | None, by: str | None
+) -> None:
+    facts = _facts(_write("net.core.somaxconn", "4096", netns=HOST_NS, **fields))
+    [owner] = _owners(kb, facts, "net.core.somaxconn", "frontend-proxy")
+    assert (owner.writer, owner.named_by) == (writer, by)
+    if writer != "tuned":  # never TuneD's configuration
+        assert owner.fix is not None and "[sysctl]" not in owner.fix
+    if writer is None:
+        assert owner.name.startswith(fields["comm"]) and "(unit cron.service)" in owner.name
+
+
+def test_a_write_named_by_its_unit_only_is_fixed_in_the_units_command(kb: KnowledgeBase) -> None:
+    facts = _facts(
+        _write(
+            "net.core.somaxconn", "4096", comm="sysctl", parent_comm="sh", unit="docker.service"
+        ),
+        _write("net.core.somaxconn", "4096", comm="sh", unit="tuned.service", netns=HOST_NS),
+    )
+    found = {o.writer: o for o in _owners(kb, facts, "net.core.somaxconn", "frontend-proxy")}
+    docker = found["dockerd"]
+    assert docker.fix is not None and docker.fix_target == "docker.service"
+    assert "a command of docker.service" in docker.fix
+    assert "/etc/systemd/system/docker.service.d/" in docker.fix
+    assert "write 16384" in docker.fix and "dockerd's configuration" not in docker.fix
+    # TuneD's catalog has a setting for the key: both, the setting and the unit's command
+    tuned = found["tuned"]
+    assert tuned.fix is not None and tuned.fix.startswith("[sysctl] net.core.somaxconn=16384")
+    assert "a command of tuned.service" in tuned.fix
+
+
+def test_systemd_sysctl_is_fixed_in_the_file_that_sets_the_key(kb: KnowledgeBase) -> None:
+    def facts(source: str, value: str) -> HostFacts:
+        return facts_from_data(
+            {
+                "hostname": "web-7",
+                "kernel": "6.1.0",
+                "memory": {"total": 16 * 2**30},
+                "cpu": {"threads": 8},
+                "sysctl": {"net.core.somaxconn": value},
+                "sysctl_files": {"net.core.somaxconn": source},
+                "writers": {
+                    "provenance": "record since boot",
+                    "writes": [
+                        _write(
+                            "net.core.somaxconn",
+                            value,
+                            comm="systemd-sysctl",
+                            unit="systemd-sysctl.service",
+                            netns=HOST_NS,
+                        )
+                    ],
+                },
+            }
+        )
+
+    [owner] = _owners(
+        kb, facts("/etc/sysctl.d/99-web.conf:3", "1024"), "net.core.somaxconn", "frontend-proxy"
+    )
+    assert owner.writer == "systemd-sysctl"
+    assert owner.fix == (
+        "set 16384 for net.core.somaxconn in /etc/sysctl.d/99-web.conf:3, or in a sysctl.d file "
+        "whose name sorts after it"
+    )
+    assert owner.fix_target == "/etc/sysctl.d/99-web.conf"
+    # the plan's own file, applied with the plan's value: nothing to change
+    own = facts("/etc/sysctl.d/90-sysctl-advisor.conf:7", "16384")
+    [owner] = _owners(kb, own, "net.core.somaxconn", "frontend-proxy")
+    assert owner.fix is not None and owner.fix.startswith("nothing to change")
+    assert "remove" not in owner.fix
+
+
+def test_only_the_last_applied_writer_explains_the_value_in_force(kb: KnowledgeBase) -> None:
+    facts = _facts(
+        _write("net.core.somaxconn", "2048", comm="tuned", netns=HOST_NS, time=_at(5)),
+        _write(
+            "net.core.somaxconn",
+            "4096",
+            comm="sysctl",
+            unit="docker.service",
+            netns=HOST_NS,
+            time=_at(9),
+        ),
+        # refused: the value in force stayed dockerd's
+        _write(
+            "net.core.somaxconn", "x", comm="tune-net", netns=HOST_NS, applied=False, time=_at(12)
+        ),
+    )
+    found = {o.name: o for o in _owners(kb, facts, "net.core.somaxconn")}
+    assert [n for n, o in found.items() if o.explains] == ["dockerd"]
+    assert found["TuneD"].in_force and not found["TuneD"].explains
+    assert next(iter(found)) == "dockerd"  # listed first
+
+
+def test_writes_are_ordered_by_time_not_by_their_place_in_the_file(kb: KnowledgeBase) -> None:
+    docker = {"comm": "sysctl", "unit": "docker.service", "netns": HOST_NS}
+    facts = _facts(
+        _write("net.core.somaxconn", "2048", comm="tuned", netns=HOST_NS, time=_at(35)),
+        _write("net.core.somaxconn", "2048", comm="tuned", netns=HOST_NS, time=_at(5)),
+        _write("net.core.somaxconn", "4096", **docker, time="2026-12-07T11:00:20.000000001+0100"),
+    )
+    observed = observed_owners(kb, facts, None)
+    assert observed is not None
+    tuned = next(o for o in observed.by_key["net.core.somaxconn"] if o.writer == "tuned")
+    assert tuned.last == _at(35) and tuned.explains  # TuneD (5), dockerd (20), TuneD (35)
+    [fight] = observed.findings
+    assert fight.id == "drift.writers-fight"
+
+
+def test_a_write_whose_namespace_the_kernel_does_not_say_stands_apart(kb: KnowledgeBase) -> None:
+    facts = _facts(
+        _write("net.core.somaxconn", "2048", comm="tuned", time=_at(5)),
+        _write("net.core.somaxconn", "4096", comm="sysctl", unit="docker.service", time=_at(9)),
+        _write("net.core.somaxconn", "2048", comm="tuned", time=_at(12)),
+    )
+    found = _owners(kb, facts, "net.core.somaxconn")
+    assert [(o.name, o.in_force, o.explains) for o in found] == [
+        ("TuneD", None, False),
+        ("dockerd", None, False),
+    ]
+    # two writers in two namespaces would look like a fight: no turns without the namespace
+    observed = observed_owners(kb, facts, None)
+    assert observed is not None and observed.findings == []

@@ -158,8 +158,8 @@ def _spec(text: str) -> None:
 
 
 OWN = (
-    "observed: {remove: r, unknown: u, fight: {id: drift.fight, severity: warning, switches: 2,"
-    " message: m}}\n"
+    "observed: {remove: r, unknown: u, command: c, file: f, own: o, fight: {id: drift.fight,"
+    " severity: warning, switches: 2, message: m}}\n"
     "writers:\n  - {id: me, name: me, own: true, summary: s, signs: {files: [90-me.conf]}}\n"
 )
 
