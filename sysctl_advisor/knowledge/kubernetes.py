@@ -194,7 +194,9 @@ class Kubernetes:
             return PodVerdict(
                 False, baseline, f"safe only on nodes with kernel {safe_entry.kernel} or newer"
             )
-        return PodVerdict(True, baseline, f"safe since Kubernetes {since}")
+        # the oldest release read lists what was safe long before it
+        earlier = " or earlier" if since == self.oldest else ""
+        return PodVerdict(True, baseline, f"safe since Kubernetes {since}{earlier}")
 
     def node_places(self) -> list[tuple[str, bool]]:
         """Where `facts` looks for the kubelet's and the CNI plugins' files: each absolute

@@ -52,6 +52,13 @@ def test_verdicts(kb: KnowledgeBase) -> None:
     assert k.verdict("net.ipv4.ip_local_port_range", KubernetesVersion(1, 25), new).safe
     assert not k.verdict("net.ipv4.ip_local_reserved_ports", KubernetesVersion(1, 26), new).safe
     assert k.verdict("net.ipv4.ip_local_reserved_ports", KubernetesVersion(1, 27), new).safe
+    # safe in the oldest release read is safe since then or earlier, never "since" it
+    assert k.verdict("net.ipv4.ip_local_port_range", KubernetesVersion(1, 36), new).why.endswith(
+        f"since Kubernetes {k.oldest} or earlier"
+    )
+    assert k.verdict(
+        "net.ipv4.ip_local_reserved_ports", KubernetesVersion(1, 36), new
+    ).why.endswith("since Kubernetes 1.27")
     old = KernelVersion.parse("4.4.0")
     assert not k.verdict("net.ipv4.tcp_keepalive_time", KubernetesVersion(1, 29), old).safe
     somaxconn = k.verdict("net.core.somaxconn", KubernetesVersion(1, 36), new)
