@@ -160,6 +160,11 @@ def record_action(action: str, yes: bool) -> list[str]:
             return [*sysctl_record.install_plan(places), "(nothing done: --yes installs it)"]
         if yes:
             return sysctl_record.uninstall(places)
-        return [*sysctl_record.uninstall_plan(places), "(nothing done: --yes removes it)"]
+        plan = sysctl_record.uninstall_plan(places)
+        return (
+            plan
+            if plan == [sysctl_record.NOT_INSTALLED]
+            else [*plan, "(nothing done: --yes removes it)"]
+        )
     except (sysctl_record.Unavailable, sysctl_record.Refused) as exc:
         raise InputError(str(exc), field=f"--{action}") from None

@@ -69,6 +69,7 @@ UNIT_DIR = Path("/etc/systemd/system")
 WRITES, DROPS, LINK, PROGRAM = "writes", "drops", "link", "program"
 PINS = (LINK, PROGRAM, WRITES, DROPS)  # the order uninstall removes them in: detach first
 EXECUTABLE = "sysctl-advisor"
+NOT_INSTALLED = "the sysctl write record is not installed: nothing to remove"
 PACKAGE = Path(sysctl_advisor.__file__).parent  # what the unit's command imports
 # the file systems mounted before any unit starts: what the unit runs must be on one of them
 BOOT_FILE_SYSTEMS = (Path("/"), Path("/usr"))
@@ -491,7 +492,7 @@ def _uninstall(places: Places, dry: bool) -> list[str]:
             done += _remove_pin_dir(places, at, dry)
         if at.units is not None:
             done += record_unit.uninstall(at.units, places.unit_dir, dry)
-    return done or ["the sysctl write record is not installed: nothing to remove"]
+    return done or [NOT_INSTALLED]
 
 
 def _remove_pin_dir(places: Places, at: _Opened, dry: bool) -> list[str]:

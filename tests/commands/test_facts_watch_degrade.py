@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sysctl_advisor.sources import sysctl_provenance, sysctl_watch
+from sysctl_advisor.sources import sysctl_provenance, sysctl_record, sysctl_watch
 from sysctl_advisor.sources.bpf import syscall
 from tests.conftest import Cli, assert_one_line_error
 
@@ -84,3 +84,21 @@ def test_a_cgroup_outside_the_hierarchy_is_bad_input(cli: Cli, tmp_path: Path) -
 def test_bad_options_are_one_line(cli: Cli, args: tuple[str, ...], fragment: str) -> None:
     result = cli("facts", *args)
     assert_one_line_error(result.exit_code, result.stderr, fragment)
+
+
+@pytest.mark.parametrize(
+    ("plan", "shown"),
+    [
+        ([sysctl_record.NOT_INSTALLED], [sysctl_record.NOT_INSTALLED]),
+        (["would remove /sys/fs/bpf/sysctl-advisor/link"], None),
+    ],
+)
+def test_uninstall_shows_what_it_would_remove_and_that_it_did_nothing(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, plan: list[str], shown: list[str] | None
+) -> None:
+    monkeypatch.setattr(sysctl_record, "uninstall_plan", lambda _: plan)
+    monkeypatch.setattr(sysctl_record, "uninstall", lambda _: pytest.fail("removed without --yes"))
+    result = cli("facts", "--uninstall")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines == (shown or [*plan, "(nothing done: --yes removes it)"])
