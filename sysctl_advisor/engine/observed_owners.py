@@ -14,9 +14,8 @@ parent, never guessed.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from itertools import pairwise
 from typing import Any
 
@@ -29,6 +28,7 @@ from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import HostFacts
 from sysctl_advisor.model.plan import Finding, Plan, Setting
 from sysctl_advisor.model.sysctl_writers import ObservedWrite, WriterPod
+from sysctl_advisor.model.timestamps import moment
 from sysctl_advisor.model.vocabulary import key_matches
 
 MAX_VALUES = 8  # distinct values kept per writer of a key
@@ -105,39 +105,12 @@ def _identity(writer: WriterSpec | None, write: ObservedWrite) -> tuple[str | No
     return ("unknown", write.comm, write.unit, write.parent_comm)
 
 
-_MOMENT = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[T ]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.([0-9]+))?)?)?"
-    r"(Z|[+-][0-9]{2}:?[0-9]{2})?"
-)
 EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
 
 
 def _moment(time: str) -> datetime:
-    """A write's time (ISO 8601 as the facts hold it), to order by: a time without a zone is
-    taken as UTC; one that is no date sorts first."""
-    match = _MOMENT.fullmatch(time)
-    if match is None:
-        return EARLIEST
-    year, month, day, hour, minute, second, fraction, zone = match.groups()
-    offset = timedelta(0)
-    if zone and zone != "Z":
-        digits = zone[1:].replace(":", "")
-        offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
-        offset = -offset if zone[0] == "-" else offset
-    try:
-        moment = datetime(
-            int(year),
-            int(month),
-            int(day),
-            int(hour or 0),
-            int(minute or 0),
-            int(second or 0),
-            int((fraction or "0")[:6].ljust(6, "0")),
-            tzinfo=timezone(offset),
-        )
-    except ValueError:  # a month 13, an hour 25, an offset of a day
-        return EARLIEST
-    return moment
+    """A write's time, to order by: one that is no instant sorts first."""
+    return moment(time) or EARLIEST
 
 
 def observed_owners(kb: KnowledgeBase, facts: HostFacts, plan: Plan | None) -> Observed | None:

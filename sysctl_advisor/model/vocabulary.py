@@ -62,16 +62,19 @@ SysctlKey = Annotated[str, After(sysctl_key)]
 SysctlKeyGlob = Annotated[str, After(sysctl_key_glob)]
 OneLine = Annotated[str, After(plain_line)]
 
-_TIMESTAMP = re.compile(
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)?"
-    r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
+# An ISO 8601 date or time as the facts write them, its parts grouped for model/timestamps.py:
+# year, month, day, hour, minute, second, fraction, zone
+TIMESTAMP = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})"
+    r"(?:[T ]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.([0-9]{1,9}))?)?)?"
+    r"(Z|[+-][0-9]{2}:?[0-9]{2})?"
 )
 
 
 def timestamp(value: str) -> str:
     """`value` when it is an ISO 8601 date or time; else ValueError."""
     plain_line(value, "timestamp (ISO 8601)")
-    if _TIMESTAMP.fullmatch(value) is None:
+    if TIMESTAMP.fullmatch(value) is None:
         raise ValueError(f"not a valid timestamp (ISO 8601): {value[:80]!r}")
     return value
 
