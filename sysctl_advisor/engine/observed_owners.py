@@ -26,6 +26,7 @@ from sysctl_advisor.knowledge.writers import WriterSpec
 from sysctl_advisor.model.diff import ObservedOwner
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.host_facts import HostFacts
+from sysctl_advisor.model.kernel_namespaces import of_another_namespace
 from sysctl_advisor.model.plan import Finding, Plan, Setting
 from sysctl_advisor.model.sysctl_writers import ObservedWrite, WriterPod
 from sysctl_advisor.model.timestamps import moment
@@ -132,15 +133,20 @@ def observed_owners(kb: KnowledgeBase, facts: HostFacts, plan: Plan | None) -> O
         writer = named[0] if named is not None else None
         namespace = _namespace(write)
         per_namespace = _per_namespace(kb, write.key)
-        if not per_namespace:
-            namespace = "host" if namespace == NOT_GIVEN else namespace
-        in_force = (
-            True
-            if namespace == "host" or not per_namespace
-            else None
-            if namespace == NOT_GIVEN
-            else False
-        )
+        in_force: bool | None
+        if write.pod is not None and of_another_namespace(write.key):
+            # a pod's UTS, IPC or user key: its own namespace's value, not the host's
+            namespace, in_force = f"pod {_pod_name(write.pod) or '(unknown)'}", False
+        else:
+            if not per_namespace:
+                namespace = "host" if namespace == NOT_GIVEN else namespace
+            in_force = (
+                True
+                if namespace == "host" or not per_namespace
+                else None
+                if namespace == NOT_GIVEN
+                else False
+            )
         who = _identity(writer, write)
         index = (write.key, who, namespace)
         group = groups.get(index)

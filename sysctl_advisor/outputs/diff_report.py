@@ -205,7 +205,7 @@ def _notes(report: DiffReport, width: int = 100) -> list[str]:
         for text in unknown:
             lines += _item(text, width)
     if apart:
-        lines += ["", "Written in other network namespaces (not the value in force here):"]
+        lines += ["", "Written in other namespaces (not the value in force here):"]
         for text in apart:
             lines += _item(text, width)
     unavailable = static_only(report)

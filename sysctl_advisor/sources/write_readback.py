@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from sysctl_advisor.model.kernel_namespaces import of_another_namespace
 from sysctl_advisor.model.kernel_write import FIELD, kernel_int, kernel_write
 from sysctl_advisor.model.sysctl_conf import key_of_path
 from sysctl_advisor.sources.tree_paths import read_regular
@@ -31,10 +32,6 @@ T = TypeVar("T")
 CLONE_NEWNET = 0x40000000
 VALUE_BYTES = 64 * 1024  # of a /proc/sys file read back (a page is what the handlers print)
 JOIN_SECONDS = 10.0  # a read in another namespace that does not end is unknown
-# keys of namespaces other than the network's (kernel/utsname_sysctl.c, ipc/ipc_sysctl.c,
-# ipc/mq_sysctl.c, kernel/ucount.c)
-OTHER_NAMESPACES = ("kernel.hostname", "kernel.domainname", "kernel.shm", "kernel.msg",
-                    "kernel.sem", "kernel.auto_msgmni", "fs.mqueue.", "user.")  # fmt: skip
 
 
 def per_network_namespace(key: str) -> bool:
@@ -43,7 +40,7 @@ def per_network_namespace(key: str) -> bool:
 
 def knowable(key: str) -> bool:
     """Whether a key's value can be read back without the writer's other namespaces."""
-    return not key.startswith(OTHER_NAMESPACES)
+    return not of_another_namespace(key)
 
 
 def _numbers(text: str) -> tuple[int, ...] | None:

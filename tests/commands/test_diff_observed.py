@@ -34,7 +34,7 @@ def test_diff_names_the_observed_owner_and_its_fix(cli: Cli) -> None:
         " [sysctl] net.core.somaxconn=16384"
     ) in out
     assert "written by dockerd (sysctl[1290], parent sh[1288], unit docker.service)" in out
-    apart = out.split("Written in other network namespaces (not the value in force here):")[1]
+    apart = out.split("Written in other namespaces (not the value in force here):")[1]
     assert "net.core.somaxconn: written by a pod" in apart
     assert "in network namespace pod shop/cart-5d9f" in apart
     assert "TuneD (tuned[812]" not in apart
@@ -210,7 +210,7 @@ def test_a_write_in_a_namespace_not_given_is_not_listed_apart(cli: Cli, tmp_path
     )
     result = cli("diff", "-p", "frontend-proxy", "--facts", facts)
     out = " ".join(result.stdout.split())
-    assert "Written in other network namespaces" not in out
+    assert "Written in other namespaces" not in out
     unknown = out.split("Written in a network namespace not known (this kernel does not say")[1]
     assert (
         "net.core.somaxconn: written by TuneD (tuned, unit tuned.service) in a network" in unknown

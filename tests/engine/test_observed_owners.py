@@ -202,6 +202,24 @@ def test_writers_in_different_pods_namespaces_do_not_fight(kb: KnowledgeBase) ->
     assert observed is not None and observed.findings == []
 
 
+def test_a_pods_write_of_an_ipc_or_uts_key_is_its_own_namespaces(kb: KnowledgeBase) -> None:
+    """kernel.shmmax and kernel.hostname are a pod's own IPC and UTS namespace's: its writes
+    never explain the host's value, nor take turns with a host writer."""
+    for key in ("kernel.shmmax", "kernel.hostname"):
+        facts = _facts(
+            _write(key, "1", comm="tuned", netns=HOST_NS, time=_at(1)),
+            _write(key, "2", comm="sh", pod=POD, netns={"kind": "pod", "pod": POD}, time=_at(2)),
+            _write(key, "1", comm="tuned", netns=HOST_NS, time=_at(3)),
+            _write(key, "2", comm="sh", pod=POD, netns={"kind": "pod", "pod": POD}, time=_at(4)),
+        )
+        observed = observed_owners(kb, facts, None)
+        assert observed is not None and observed.findings == []
+        assert [(o.name, o.namespace, o.in_force, o.explains) for o in observed.by_key[key]] == [
+            ("TuneD", "host", True, True),
+            ("a pod", "pod shop/cart-5d9f", False, False),
+        ]
+
+
 def test_no_record_and_an_unavailable_one(kb: KnowledgeBase) -> None:
     bare = facts_from_data({"kernel": "6.1.0", "memory": {"total": 16 * 2**30}})
     assert observed_owners(kb, bare, None) is None
