@@ -15,6 +15,7 @@ from pathlib import Path
 from sysctl_advisor.model.errors import InputError
 from sysctl_advisor.model.kernel_version import KernelVersion
 from sysctl_advisor.model.sysctl_writers import MAX_COUNT, MAX_DROPPED, MAX_WRITES, SysctlWriters
+from sysctl_advisor.model.text_escape import one_line
 from sysctl_advisor.sources import sysctl_watch
 
 HOOK_SINCE = KernelVersion.parse("5.2")  # BPF_PROG_TYPE_CGROUP_SYSCTL (kernel/bpf/cgroup.c)
@@ -25,7 +26,7 @@ def now() -> str:
 
 
 def unavailable(reason: str) -> SysctlWriters:
-    return SysctlWriters(provenance=f"unavailable ({reason})")
+    return SysctlWriters(provenance=f"unavailable ({one_line(reason)})")
 
 
 def why_not(release: str) -> str | None:
@@ -86,7 +87,7 @@ def watched(seconds: int, cgroup: Path | None = None) -> SysctlWriters:
         os.close(fd)
     where = mount if cgroup is None else cgroup
     return SysctlWriters(
-        provenance=f"watch {seconds}s of {where}",
+        provenance=f"watch {seconds}s of {one_line(where)}",
         since=since,
         until=until,
         dropped=min(events.dropped + lost, MAX_DROPPED),
@@ -126,6 +127,8 @@ def recorded() -> SysctlWriters | None:
             f"record since {since}"
             if since is not None
             else "record (its program is no longer attached: the writes end when it was detached)"
+            if record.since is None
+            else "record (since a time that is no date: its pin's time was set by hand)"
         ),
         since=since,
         until=now(),

@@ -188,7 +188,10 @@ def test_only_the_last_writer_is_marked_as_explaining_the_value(cli: Cli) -> Non
     explained = cli("explain", "net.core.somaxconn", "--facts", FRONTEND, "-p", "frontend-proxy")
     out = " ".join(explained.stdout.split())
     assert out.count("(explains the value in force)") == 1
-    assert "Written by dockerd" in out.split("(an earlier writer")[0]
+    tuned = out.split("Written by TuneD")[1].split("Written by")[0]
+    assert "(explains the value in force)" in tuned
+    dockerd = out.split("Written by dockerd")[1].split("Written by")[0]
+    assert "(an earlier writer: another wrote after it)" in dockerd
 
 
 def test_a_write_in_a_namespace_not_given_is_not_listed_apart(cli: Cli, tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ in one line, stderr says it once, and every other fact is written as without --w
 from __future__ import annotations
 
 import errno
+import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import yaml
 
 from sysctl_advisor.sources import sysctl_provenance, sysctl_record, sysctl_watch
 from sysctl_advisor.sources.bpf import syscall
+from sysctl_advisor.sources.mounts import own_cgroup
 from tests.conftest import Cli, assert_one_line_error
 
 
@@ -102,3 +104,22 @@ def test_uninstall_shows_what_it_would_remove_and_that_it_did_nothing(
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines == (shown or [*plan, "(nothing done: --yes removes it)"])
+
+
+def test_a_cgroup_named_with_an_escape_is_watched_and_shown_escaped(cli: Cli) -> None:
+    """The path given goes into the provenance line escaped: the watch's writes are kept."""
+    from tests.sources.test_sysctl_watch import _problem
+
+    if (problem := _problem()) is not None:
+        pytest.skip(problem)
+    own = own_cgroup()
+    assert own is not None
+    odd = own / f"sysctl-advisor-test-\x1b[31m{os.getpid()}"
+    odd.mkdir()
+    try:
+        result = cli("facts", "--watch", "1s", "--cgroup", str(odd))
+    finally:
+        odd.rmdir()
+    assert result.exit_code == 0, result.stderr
+    provenance = yaml.safe_load(result.stdout)["writers"]["provenance"]
+    assert provenance == f"watch 1s of {own}/sysctl-advisor-test-\\x1b[31m{os.getpid()}"

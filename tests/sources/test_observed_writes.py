@@ -10,7 +10,7 @@ from pathlib import Path
 from sysctl_advisor.model.model_base import plain_data, validate
 from sysctl_advisor.model.sysctl_writers import WRITTEN_TEXT, ObservedWrite, WriterPod
 from sysctl_advisor.sources.observed_writes import Places, escaped, observed_writes
-from sysctl_advisor.sources.sysctl_watch import SysctlWrite
+from sysctl_advisor.sources.sysctl_watch import SysctlWrite, cgroup2_mount
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "writers" / "var" / "log"
 UID = "0f2c3a4b-5d6e-4f70-8a9b-0c1d2e3f4a5b"
@@ -155,9 +155,10 @@ def test_hostile_texts_are_escaped_and_capped(tmp_path: Path) -> None:
 
 
 def test_the_hosts_places_are_its_cgroup_mount_and_this_network_namespace() -> None:
-    places = Places.of_host(Path("/sys/fs/cgroup"))
-    assert places.cgroup_root == Path("/sys/fs/cgroup")
+    places = Places.of_host()
+    assert places.cgroup_root == cgroup2_mount()  # as mountinfo says, where none is given
     assert places.own_netns == os.stat("/proc/self/ns/net").st_ino
+    assert Places.of_host(Path("/sys/fs/cgroup")).cgroup_root == Path("/sys/fs/cgroup")
 
 
 def test_escaping_never_cuts_an_escape() -> None:
