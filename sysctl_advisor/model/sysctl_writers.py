@@ -141,6 +141,12 @@ class SysctlWriters(Record):
     )
     writes: list[ObservedWrite] = Field(default_factory=list, max_length=MAX_WRITES)
 
+    def __post_init__(self) -> None:
+        if not self.available and (self.writes or self.dropped or self.since):
+            raise ValueError(
+                "provenance is unavailable: nothing was recorded, so no writes, dropped or since"
+            )
+
     @property
     def available(self) -> bool:
         return not self.provenance.startswith("unavailable")

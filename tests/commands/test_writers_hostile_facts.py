@@ -89,3 +89,23 @@ def test_a_fleet_counts_a_few_writers_of_a_key_per_host(tmp_path: Path) -> None:
     assert len(rows) == HOST_WRITERS + 1
     [others] = [w for w in rows if w["writer"].startswith("(other writers")]
     assert others["hosts"] == 1
+
+
+def test_an_unavailable_record_with_writes_is_refused(cli: Cli, tmp_path: Path) -> None:
+    """`unavailable` says nothing was recorded: writes beside it would be silently ignored."""
+    facts = tmp_path / "host.yaml"
+    facts.write_text(
+        yaml.safe_dump(
+            {
+                "memory": {"total": "8 GiB"},
+                "writers": {
+                    "provenance": "unavailable (not root)",
+                    "writes": [
+                        {"key": "net.core.somaxconn", "value": "1", "time": "2026-12-07T10:00:00Z"}
+                    ],
+                },
+            }
+        )
+    )
+    result = cli("diff", "--facts", facts, "-p", "frontend-proxy")
+    assert_one_line_error(result.exit_code, result.stderr, "writers", "unavailable")
