@@ -11,7 +11,7 @@ per-interface trees whose path is built at run time, from `_DYNAMIC` (the interf
 `*`). Preprocessor conditionals are ignored: a key any configuration or architecture builds is
 listed, so the listing errs towards "exists" (a key the tables do not hold is never invented).
 The catalog (`rules/catalog/kernel-keys.yaml`) is this tool's output over the trees cited there;
-`tests/knowledge/test_kernel_keys_live.py` compares it with the running kernel's /proc/sys.
+`tests/knowledge/test_kernel_keys.py` compares it with the running kernel's /proc/sys.
 """
 
 from __future__ import annotations

@@ -60,8 +60,6 @@ def _under(parts: list[str], pattern: list[str]) -> bool:
 class KernelKeys:
     """The keys each read release has, and a target release's verdict on one key."""
 
-    FILE = "kernel-keys.yaml"
-
     def __init__(self, path: Path, specs: SpecCache) -> None:
         self.path = path
         self.spec = specs.load(path, KernelKeysSpec, "the kernel keys table")

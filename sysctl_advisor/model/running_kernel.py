@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Interface directories every host has by these names, looked up as they are: `default` holds
-# keys the devices' directories lack (neigh.default.gc_thresh3), `all` is no device either.
-NAMED_INTERFACES = frozenset({"all", "default"})
+# NOT_INTERFACES: the interface directories every host has by these names, looked up as they
+# are: `default` holds keys the devices' directories lack (neigh.default.gc_thresh3), `all` is
+# no device either.
+from sysctl_advisor.model.vocabulary import NOT_INTERFACES
 
 
 def interface_free(key: str, interface_directories: frozenset[tuple[str, ...]]) -> str:
@@ -19,7 +20,7 @@ def interface_free(key: str, interface_directories: frozenset[tuple[str, ...]]) 
     they are), as the kernel-keys table writes it; other keys as they are."""
     parts = key.split(".")
     for at in range(2, len(parts) - 1):
-        if tuple(parts[:at]) in interface_directories and parts[at] not in NAMED_INTERFACES:
+        if tuple(parts[:at]) in interface_directories and parts[at] not in NOT_INTERFACES:
             return ".".join([*parts[:at], "*", *parts[at + 1 :]])
     return key
 

@@ -9,7 +9,8 @@ import os
 import stat
 from pathlib import Path
 
-from sysctl_advisor.model.running_kernel import NAMED_INTERFACES, RunningKernel
+from sysctl_advisor.model.running_kernel import RunningKernel
+from sysctl_advisor.model.vocabulary import NOT_INTERFACES
 from sysctl_advisor.sources.module_lists import kernel_modules
 
 # /proc/sys lists about 1,500 keys; a node with thousands of interfaces lists more, but only
@@ -55,8 +56,8 @@ class _Walk:
             self.directories.add(".".join(parts))
         per_interface = parts in self.interface_directories
         if per_interface:
-            devices = [n for n in names if n not in NAMED_INTERFACES][:1]
-            names = [n for n in names if n in NAMED_INTERFACES] + devices
+            devices = [n for n in names if n not in NOT_INTERFACES][:1]
+            names = [n for n in names if n in NOT_INTERFACES] + devices
         for name in names:
             if len(self.keys) + len(self.directories) > MAX_NAMES:
                 raise OverflowError
@@ -66,9 +67,7 @@ class _Walk:
                 continue
             if info.st_dev != self.device:
                 continue  # a mount point (binfmt_misc's automount): opening it would mount it
-            shown = (
-                "*" if per_interface and name not in NAMED_INTERFACES else name.replace(".", "/")
-            )
+            shown = "*" if per_interface and name not in NOT_INTERFACES else name.replace(".", "/")
             here = (*parts, shown)
             if stat.S_ISDIR(info.st_mode) and len(parts) < _DEPTH:
                 try:

@@ -16,9 +16,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from sysctl_advisor.commands.common import load_knowledge
 from sysctl_advisor.engine.check.fix import FIXES
+from sysctl_advisor.engine.check.values import taken
 from sysctl_advisor.knowledge.knowledge_base import KnowledgeBase
-from sysctl_advisor.model.kernel_write import kernel_write
 from sysctl_advisor.model.sysctl_conf import parse_conf_lines
 from tests.conftest import HANG_SECONDS, Cli, assert_one_line_error, invoke
 
@@ -195,10 +196,19 @@ def _line(draw: st.DrawFn) -> str:
     return f"{key} = {value}{comment}"
 
 
-def _applied(text: str) -> dict[str, tuple[int, ...]]:
-    """What the kernel holds once the file is applied: each key's last line's stored fields."""
+def _applied(text: str) -> dict[str, tuple[tuple[int, ...] | None, tuple[int, ...] | None]]:
+    """What each tool leaves in force once the file is applied, by key: systemd-sysctl writes
+    only a key's last line; `sysctl -p` writes every line in order, a line the kernel refuses
+    leaving the value before it (None: the line changed nothing, the key's value is as it was)."""
+    catalog = load_knowledge().catalog
     assignments, _, _ = parse_conf_lines(text)
-    return {a.key: kernel_write(a.value, _KEYS[a.key]).stored for a in assignments}
+    last: dict[str, tuple[int, ...] | None] = {}
+    in_order: dict[str, tuple[int, ...] | None] = {}
+    for a in assignments:
+        stored = taken(catalog, a.key, a.value, None, None)
+        last[a.key] = stored
+        in_order[a.key] = stored if stored is not None else in_order.get(a.key)
+    return {key: (last[key], in_order[key]) for key in last}
 
 
 @settings(max_examples=25, deadline=None)
