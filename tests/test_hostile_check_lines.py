@@ -117,3 +117,12 @@ def test_a_number_of_half_a_million_digits_beside_its_twin_clears_nothing(
     result = cli("check", conf, "--isolated", "--select", "check.twin-cleared", "-f", "json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["findings"] == []
+
+
+def test_a_key_is_never_its_own_suggestion(cli: Cli, tmp_path: Path) -> None:
+    conf = tmp_path / "empty.conf"
+    conf.write_text("net.ipv4.conf..rp_filter = 1\n")
+    result = cli("check", conf, "--kernel", "6.1", "--isolated", "-f", "json")
+    [finding] = json.loads(result.stdout)["findings"]
+    assert finding["id"] == "check.key-not-in-kernel"
+    assert "did you mean" not in finding["message"].lower()

@@ -85,8 +85,8 @@ class KernelKeys:
         if key in keys:
             return key
         parts = key.split(".")
-        if len(parts) > self._depth:  # (a line of 100,000 components costs nothing)
-            return None
+        if len(parts) > self._depth or "" in parts:  # (100,000 components cost nothing;
+            return None  # an empty one names no interface)
         for i in range(2, len(parts)):
             name = ".".join([*parts[:i], "*", *parts[i + 1 :]])
             if name in keys:

@@ -19,6 +19,8 @@ def interface_free(key: str, interface_directories: frozenset[tuple[str, ...]]) 
     (net.ipv4.conf.eth0.rp_filter -> net.ipv4.conf.*.rp_filter; `all` and `default` stay as
     they are), as the kernel-keys table writes it; other keys as they are."""
     parts = key.split(".")
+    if "" in parts:  # an empty component names no interface: the key is as it is
+        return key
     for at in range(2, len(parts) - 1):
         if tuple(parts[:at]) in interface_directories and parts[at] not in NOT_INTERFACES:
             return ".".join([*parts[:at], "*", *parts[at + 1 :]])

@@ -193,6 +193,7 @@ class Checker:
                 found = None
             elif self._near_keys.compared < NEAR_BUDGET:
                 found = self._near_keys.nearest(key)
+                found = None if found == key else found  # the key itself is no suggestion
             else:
                 found = None
                 self.uncompared += 1
