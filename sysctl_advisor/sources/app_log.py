@@ -39,9 +39,8 @@ from sysctl_advisor.sources.kernel_log_lines import (
     journal_entry,
     printable,
 )
-from sysctl_advisor.sources.tree_paths import inside
+from sysctl_advisor.sources.tree_paths import LIVE_ROOT, inside
 
-LIVE_ROOT = Path("/")
 MAX_DIGITS = 19
 MAX_UNIT = 255
 

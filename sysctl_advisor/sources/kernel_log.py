@@ -40,9 +40,8 @@ from sysctl_advisor.sources.kernel_log_input import (
     tail_note,
 )
 from sysctl_advisor.sources.kernel_log_lines import Format, Tally, tally_lines
-from sysctl_advisor.sources.tree_paths import inside
+from sysctl_advisor.sources.tree_paths import LIVE_ROOT, inside
 
-LIVE_ROOT = Path("/")
 KERN_LOG = "var/log/kern.log"
 MESSAGES = "var/log/messages"
 

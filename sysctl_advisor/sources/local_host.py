@@ -42,9 +42,14 @@ from sysctl_advisor.sources.proc_readers import (
     softnet_totals,
     udp_counters,
 )
-from sysctl_advisor.sources.tree_paths import inside, listed_names, open_regular, read_regular
+from sysctl_advisor.sources.tree_paths import (
+    LIVE_ROOT,
+    inside,
+    listed_names,
+    open_regular,
+    read_regular,
+)
 
-LIVE_ROOT = Path("/")
 NGINX_CONFIGS = ("etc/nginx/nginx.conf", "usr/local/nginx/conf/nginx.conf")
 # Transparent hugepages' mode; RHEL 6's kernels name the directory redhat_transparent_hugepage
 THP_ENABLED = "sys/kernel/mm/transparent_hugepage/enabled"

@@ -7,9 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from sysctl_advisor.sources.tree_paths import read_regular
-
-LIVE_ROOT = Path("/")
+from sysctl_advisor.sources.tree_paths import LIVE_ROOT, read_regular
 
 # The modules the rules ask about: congestion control algorithms and queueing disciplines.
 _NET_MODULE_DIRS = ("kernel/net/ipv4/tcp_", "kernel/net/sched/sch_")

@@ -9,6 +9,7 @@ import os
 import stat
 from pathlib import Path
 
+from sysctl_advisor.model.directories import read_at
 from sysctl_advisor.model.running_kernel import RunningKernel
 from sysctl_advisor.model.vocabulary import NOT_INTERFACES
 from sysctl_advisor.sources.module_lists import kernel_modules
@@ -20,22 +21,6 @@ _DEPTH = 8
 _FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _OFFERED = "net.ipv4.tcp_available_congestion_control"
 _TEXT = 4096  # what of a listing file is read
-
-
-def _text(fd: int, name: str) -> str:
-    """A small file under /proc/sys, opened by descriptor and read within a bound."""
-    try:
-        file = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
-    except OSError:
-        return ""
-    try:
-        if not stat.S_ISREG(os.fstat(file).st_mode):
-            return ""
-        return os.read(file, _TEXT).decode("ascii", "replace")
-    except OSError:
-        return ""
-    finally:
-        os.close(file)
 
 
 class _Walk:
@@ -84,7 +69,7 @@ class _Walk:
                 if not info.st_mode & 0o222:
                     self.read_only.add(key)
                 if key == _OFFERED:
-                    self.texts[key] = _text(fd, name)
+                    self.texts[key] = (read_at(fd, name, _TEXT) or b"").decode("ascii", "replace")
 
 
 def read_running_kernel(

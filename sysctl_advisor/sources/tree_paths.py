@@ -12,6 +12,8 @@ from pathlib import Path, PurePosixPath
 from sysctl_advisor.model.documents import open_regular_file
 from sysctl_advisor.model.errors import InputError
 
+LIVE_ROOT = Path("/")  # the host being read, not a copied tree
+
 
 def inside(root: Path, path: Path) -> bool:
     """Whether `path`, with every symlink in it resolved, lies within `root` (resolved)."""
